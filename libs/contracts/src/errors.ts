@@ -1,0 +1,91 @@
+/**
+ * The error catalogue: every failure the platform can answer, with its HTTP status and a
+ * default message. Services reply with a code from here; the gateway maps it to the status.
+ */
+export const errorCatalogue = {
+  // 400: the request itself is wrong
+  validation_error: { status: 400, message: 'The request is not valid.' },
+  invalid_json: { status: 400, message: 'The request body is not valid JSON.' },
+  // 401: credentials and tokens
+  missing_credentials: { status: 401, message: 'X-App-Id and X-Api-Key headers are required.' },
+  invalid_credentials: { status: 401, message: 'The application credentials are not valid.' },
+  member_token_required: { status: 401, message: 'An X-Member-Token header is required.' },
+  invalid_member_token: { status: 401, message: 'The member token is not valid or has expired.' },
+  invalid_otp: { status: 401, message: 'The one-time code is not valid.' },
+  otp_expired: { status: 401, message: 'The one-time code has expired; request a new one.' },
+  otp_attempts_exceeded: { status: 401, message: 'Too many wrong tries; request a new one-time code.' },
+  invalid_pin: { status: 401, message: 'The PIN is not correct.' },
+  pin_required: { status: 401, message: 'This card requires the member PIN for redemption.' },
+  // 403: scope
+  insufficient_scope: { status: 403, message: 'The application lacks the scope this operation needs.' },
+  invalid_operator_token: { status: 401, message: 'The operator token is not valid.' },
+  // 404: not found (a foreign id answers exactly as a missing one)
+  route_not_found: { status: 404, message: 'No such route.' },
+  member_not_found: { status: 404, message: 'Member not found.' },
+  tenant_not_found: { status: 404, message: 'Tenant not found.' },
+  app_not_found: { status: 404, message: 'Application not found.' },
+  card_not_found: { status: 404, message: 'Card not found.' },
+  reward_not_found: { status: 404, message: 'Reward not found.' },
+  claim_request_not_found: { status: 404, message: 'Claim request not found.' },
+  referral_code_not_found: { status: 404, message: 'Referral code not found.' },
+  // 405: method
+  method_not_allowed: { status: 405, message: 'This method is not allowed on this route.' },
+  payload_too_large: { status: 413, message: 'The request body is too large.' },
+  unsupported_media_type: { status: 415, message: 'Send the body as application/json.' },
+  // 409: conflict / state
+  email_taken: { status: 409, message: 'A member with this email already exists.' },
+  phone_taken: { status: 409, message: 'A member with this phone already exists.' },
+  idempotency_key_reused: { status: 409, message: 'This Idempotency-Key was used with different parameters.' },
+  idempotency_in_progress: { status: 409, message: 'A request with this Idempotency-Key is still in progress.' },
+  duplicate_reference: { status: 409, message: 'This reference was already used for an earn on this card.' },
+  claim_request_not_pending: { status: 409, message: 'The claim request is not pending.' },
+  referral_already_applied: { status: 409, message: 'This member already has a referral on this card.' },
+  // 422: business rules
+  insufficient_balance: { status: 422, message: 'The cashback balance is not sufficient.' },
+  insufficient_points: { status: 422, message: 'The points balance is not sufficient.' },
+  wrong_card_type: { status: 422, message: 'This card does not use this reward system.' },
+  reward_inactive: { status: 422, message: 'The reward is not active.' },
+  invalid_verification_code: { status: 422, message: 'The verification code is missing, wrong, used or expired.' },
+  self_referral: { status: 422, message: 'A member cannot refer themself.' },
+  member_inactive: { status: 422, message: 'The member is not active.' },
+  pin_locked: { status: 423, message: 'PIN redemption is locked after repeated wrong PINs; try again later.' },
+  // 429: limits
+  rate_limited: { status: 429, message: 'Too many requests; slow down.' },
+  otp_cooldown: { status: 429, message: 'A code was sent moments ago; wait before asking again.' },
+  otp_hourly_limit: { status: 429, message: 'Too many codes requested for this email this hour.' },
+  // 5xx
+  internal_error: { status: 500, message: 'Something went wrong on our side.' },
+  email_delivery_failed: { status: 503, message: 'The email could not be sent; try again shortly.' },
+  service_unavailable: { status: 503, message: 'The service did not answer in time; try again.' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof errorCatalogue;
+
+/** The error object of a failure envelope / failure reply. Extra fields depend on the code. */
+export interface ErrorBody {
+  code: ErrorCode;
+  message: string;
+  [extra: string]: unknown;
+}
+
+export function httpStatusOf(code: string): number {
+  return (errorCatalogue as Record<string, { status: number }>)[code]?.status ?? 500;
+}
+
+/**
+ * A failure with a catalogue code. Thrown by domain code; the service host turns it into
+ * `{ ok: false, error }`, the gateway into the failure envelope.
+ */
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly details: Record<string, unknown>;
+  constructor(code: ErrorCode, message?: string, details: Record<string, unknown> = {}) {
+    super(message ?? errorCatalogue[code].message);
+    this.name = 'AppError';
+    this.code = code;
+    this.details = details;
+  }
+  toBody(): ErrorBody {
+    return { code: this.code, message: this.message, ...this.details };
+  }
+}

@@ -1,0 +1,17 @@
+import { adminOperations } from './ops/admin.ts';
+import { authOperations } from './ops/auth.ts';
+import type { Operation } from './ops/types.ts';
+
+/**
+ * The contract table: every HTTP operation of `/api/v1`. The gateway registers its routes from
+ * this table in one loop and the OpenAPI document is generated from it.
+ * Adding an endpoint = one entry here + one handler in the owning service.
+ */
+export const operations: Record<string, Operation> = {
+  ...authOperations,
+};
+
+/** The operator (provisioning) table, served under /admin/v1 behind the operator token. */
+export const operatorOperations: Record<string, Operation> = {
+  ...adminOperations,
+};

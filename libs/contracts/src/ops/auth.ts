@@ -1,0 +1,119 @@
+import { z } from 'zod';
+import { Email, Id, MaskedMember, Phone, Timestamp } from '../common.ts';
+import { defineOperations } from './types.ts';
+
+const base = { service: 'identity', scope: null, tag: 'Member authentication' } as const;
+
+export const CheckMemberBody = z
+  .object({ email: Email.optional(), phone: Phone.optional() })
+  .refine((b) => b.email !== undefined || b.phone !== undefined, {
+    message: 'email or phone is required',
+    path: ['email'],
+  });
+
+export const RegisterBody = z.object({
+  name: z.string().trim().min(1).max(200),
+  email: Email,
+  phone: Phone,
+  accepts_emails: z.boolean().optional(),
+});
+
+export const RequestOtpBody = z.object({ email: Email });
+export const VerifyOtpBody = z.object({
+  email: Email,
+  code: z.string().trim().regex(/^[0-9]{6}$/, 'must be the 6-digit code'),
+});
+
+const MemberToken = z.object({
+  member_token: z.string(),
+  expires_at: Timestamp,
+  expires_in_minutes: z.number().int(),
+});
+
+export const authOperations = defineOperations({
+  'member.check': {
+    ...base,
+    method: 'POST',
+    path: '/api/v1/auth/member/check',
+    operation: 'member.check',
+    memberToken: false,
+    idempotent: false,
+    summary: 'Check whether a member exists (by email or phone)',
+    body: CheckMemberBody,
+    response: z.union([
+      z.object({ exists: z.literal(true), is_active: z.boolean(), member: MaskedMember }),
+      z.object({ exists: z.literal(false), registration_endpoint: z.string() }),
+    ]),
+    errors: [],
+  },
+  'member.register': {
+    ...base,
+    method: 'POST',
+    path: '/api/v1/auth/member/register',
+    operation: 'member.register',
+    memberToken: false,
+    idempotent: true,
+    summary: 'Register a member; a one-time code is mailed',
+    body: RegisterBody,
+    response: z.object({
+      message: z.string(),
+      member: z.object({ id: Id, name: z.string(), email: z.string(), phone: z.string().nullable() }),
+      otp_expires_in_minutes: z.number().int(),
+      otp_code: z.string().optional().describe('sandbox tenants only'),
+    }),
+    errors: ['email_taken', 'phone_taken', 'otp_cooldown', 'otp_hourly_limit', 'email_delivery_failed'],
+  },
+  'member.request_otp': {
+    ...base,
+    method: 'POST',
+    path: '/api/v1/auth/member/request-otp',
+    operation: 'member.request_otp',
+    memberToken: false,
+    idempotent: false,
+    summary: 'Mail a one-time code to an existing member',
+    body: RequestOtpBody,
+    response: z.object({
+      message: z.string(),
+      expires_in_minutes: z.number().int(),
+      member: MaskedMember,
+      otp_code: z.string().optional().describe('sandbox tenants only'),
+    }),
+    errors: ['member_not_found', 'otp_cooldown', 'otp_hourly_limit', 'email_delivery_failed'],
+  },
+  'member.verify_otp': {
+    ...base,
+    method: 'POST',
+    path: '/api/v1/auth/member/verify-otp',
+    operation: 'member.verify_otp',
+    memberToken: false,
+    idempotent: false,
+    summary: 'Verify a one-time code and issue a member token',
+    body: VerifyOtpBody,
+    response: MemberToken.extend({
+      member: z.object({ id: Id, email: z.string(), phone: z.string().nullable(), name: z.string() }),
+    }),
+    errors: ['invalid_otp', 'otp_expired', 'otp_attempts_exceeded', 'member_not_found'],
+  },
+  'member.refresh': {
+    ...base,
+    method: 'POST',
+    path: '/api/v1/auth/member/refresh',
+    operation: 'member.refresh',
+    memberToken: true,
+    idempotent: false,
+    summary: 'Rotate the member token: a new token is issued and the presented one stops working',
+    response: MemberToken,
+    errors: ['member_token_required', 'invalid_member_token'],
+  },
+  'member.logout': {
+    ...base,
+    method: 'POST',
+    path: '/api/v1/auth/member/logout',
+    operation: 'member.logout',
+    memberToken: true,
+    idempotent: false,
+    summary: 'Invalidate the presented member token at once',
+    response: z.object({ message: z.string() }),
+    errors: ['member_token_required', 'invalid_member_token'],
+  },
+});

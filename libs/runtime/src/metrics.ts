@@ -1,0 +1,64 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics, Gauge } from 'prom-client';
+
+const buckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+/** Prometheus metrics of one process: its own registry, so tests can run several in one process. */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly natsDuration: Histogram<'operation' | 'outcome'>;
+  private readonly natsErrors: Counter<'operation' | 'code'>;
+  readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
+  readonly httpErrors: Counter<'route' | 'code'>;
+
+  constructor(service: string) {
+    this.registry.setDefaultLabels({ service });
+    collectDefaultMetrics({ register: this.registry });
+    this.natsDuration = new Histogram({
+      name: 'loyalty_nats_request_duration_seconds',
+      help: 'Time to handle one request/reply message, by operation and outcome (ok or error code)',
+      labelNames: ['operation', 'outcome'],
+      buckets,
+      registers: [this.registry],
+    });
+    this.natsErrors = new Counter({
+      name: 'loyalty_nats_request_errors_total',
+      help: 'Failure replies by operation and error code',
+      labelNames: ['operation', 'code'],
+      registers: [this.registry],
+    });
+    this.httpDuration = new Histogram({
+      name: 'loyalty_http_request_duration_seconds',
+      help: 'HTTP request latency by route and status',
+      labelNames: ['method', 'route', 'status'],
+      buckets,
+      registers: [this.registry],
+    });
+    this.httpErrors = new Counter({
+      name: 'loyalty_http_errors_total',
+      help: 'HTTP failure responses by route and error code',
+      labelNames: ['route', 'code'],
+      registers: [this.registry],
+    });
+  }
+
+  observeNats(operation: string, outcome: string, seconds: number): void {
+    this.natsDuration.observe({ operation, outcome: outcome === 'ok' ? 'ok' : 'error' }, seconds);
+    if (outcome !== 'ok') this.natsErrors.inc({ operation, code: outcome });
+  }
+
+  /** A gauge whose value is read when Prometheus scrapes (outbox backlog, consumer lag...). */
+  gauge(name: string, help: string, collect: () => Promise<number> | number): void {
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      async collect() {
+        try {
+          this.set(await collect());
+        } catch {
+          // an unreachable dependency leaves the last value; /readyz reports the outage
+        }
+      },
+    });
+  }
+}

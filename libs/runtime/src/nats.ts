@@ -1,0 +1,169 @@
+import { connect, headers as natsHeaders, JSONCodec, type Msg, type NatsConnection, type Service } from 'nats';
+import type { z } from 'zod';
+import { AppError, REQUEST_ID_HEADER, type ReplyMessage, type ServiceName, Subjects } from '@loyalty/contracts';
+import type { Logger } from './logger.ts';
+import type { Metrics } from './metrics.ts';
+
+export type { NatsConnection };
+const codec = JSONCodec();
+
+/** Connect and keep reconnecting for ever: a NATS restart must not take the service down. */
+export async function connectNats(url: string, name: string, log: Logger): Promise<NatsConnection> {
+  const nc = await connect({
+    servers: url.split(','),
+    name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+    waitOnFirstConnect: true,
+  });
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === 'disconnect' || s.type === 'reconnect' || s.type === 'error') log.warn({ nats: s.type, data: String(s.data) }, 'nats status');
+    }
+  })();
+  return nc;
+}
+
+/** A reply that also carries the envelope's top-level `message`. */
+export class WithMessage<T> {
+  constructor(
+    readonly data: T,
+    readonly message: string,
+  ) {}
+}
+
+export interface HandlerContext<M> {
+  meta: M;
+  requestId: string;
+  log: Logger;
+}
+
+export interface Endpoint<M = unknown> {
+  /** Validates `data` again at the service: other services call it too, not only the gateway. */
+  schema?: z.ZodType;
+  handler: (data: never, ctx: HandlerContext<M>) => Promise<unknown>;
+}
+
+/** Helper keeping the handler's data type tied to its schema. */
+export function endpoint<S extends z.ZodType, M>(
+  schema: S | undefined,
+  handler: (data: z.output<S>, ctx: HandlerContext<M>) => Promise<unknown>,
+): Endpoint<M> {
+  return { schema, handler: handler as Endpoint<M>['handler'] };
+}
+
+function validationError(error: z.ZodError): AppError {
+  return new AppError('validation_error', undefined, {
+    fields: error.issues.map((i) => ({ field: i.path.join('.'), message: i.message })),
+  });
+}
+
+/**
+ * Serve a table of `operation -> endpoint` as a NATS micro service: one queue group per
+ * service (replicas share the load), `$SRV` discovery and stats for free.
+ */
+export async function serveEndpoints(opts: {
+  nc: NatsConnection;
+  subjects: Subjects;
+  service: ServiceName;
+  version: string;
+  endpoints: Record<string, Endpoint<never>>;
+  log: Logger;
+  metrics?: Metrics;
+}): Promise<ServedEndpoints> {
+  const inFlight = { count: 0, idle: [] as (() => void)[] };
+  const srv = await opts.nc.services.add({
+    name: `${opts.subjects.root}-${opts.service}`,
+    version: opts.version,
+    description: `loyalty ${opts.service} service`,
+    queue: `${opts.subjects.root}-${opts.service}`,
+  });
+  for (const [operation, ep] of Object.entries(opts.endpoints)) {
+    const subject = opts.subjects.op(opts.service, operation);
+    srv.addEndpoint(operation.replace(/[^A-Za-z0-9_-]/g, '_'), {
+      subject,
+      handler: (err, msg) => {
+        if (err) {
+          opts.log.error({ err: err.message, subject }, 'endpoint subscription failed');
+          return;
+        }
+        inFlight.count++;
+        void handle(msg, operation, ep, opts).finally(() => {
+          if (--inFlight.count === 0) inFlight.idle.splice(0).forEach((wake) => wake());
+        });
+      },
+    });
+  }
+  return {
+    service: srv,
+    async stop() {
+      await srv.stop(); // unsubscribe: no new requests reach this replica
+      if (inFlight.count > 0) await new Promise<void>((resolve) => inFlight.idle.push(resolve));
+    },
+  };
+}
+
+export interface ServedEndpoints {
+  service: Service;
+  /** Stop taking requests and wait until every request in flight has been answered. */
+  stop(): Promise<void>;
+}
+
+async function handle(
+  msg: Msg,
+  operation: string,
+  ep: Endpoint<never>,
+  opts: { log: Logger; metrics?: Metrics },
+): Promise<void> {
+  const started = process.hrtime.bigint();
+  const requestId = msg.headers?.get(REQUEST_ID_HEADER) || 'none';
+  const log = opts.log.child({ request_id: requestId, operation });
+  let reply: ReplyMessage;
+  try {
+    const { meta, data } = codec.decode(msg.data) as { meta: never; data: unknown };
+    let input: unknown = data;
+    if (ep.schema) {
+      const parsed = ep.schema.safeParse(data ?? {});
+      if (!parsed.success) throw validationError(parsed.error);
+      input = parsed.data;
+    }
+    const out = await ep.handler(input as never, { meta, requestId, log });
+    reply = out instanceof WithMessage ? { ok: true, data: out.data, message: out.message } : { ok: true, data: out };
+  } catch (err) {
+    if (err instanceof AppError) {
+      reply = { ok: false, error: err.toBody() };
+    } else {
+      log.error({ err }, 'handler failed');
+      reply = { ok: false, error: new AppError('internal_error').toBody() };
+    }
+  }
+  const h = natsHeaders();
+  h.set(REQUEST_ID_HEADER, requestId);
+  msg.respond(codec.encode(reply), { headers: h });
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  opts.metrics?.observeNats(operation, reply.ok ? 'ok' : reply.error.code, seconds);
+  log.debug({ ok: reply.ok, ms: Math.round(seconds * 1000) }, 'handled');
+}
+
+/**
+ * Send one request/reply message and return the decoded reply. A timeout or "no responders"
+ * becomes a `service_unavailable` failure reply, never an exception the caller must map.
+ */
+export async function callService<T = unknown>(
+  nc: NatsConnection,
+  subject: string,
+  message: { meta: unknown; data: unknown },
+  requestId: string,
+  timeoutMs: number,
+): Promise<ReplyMessage<T>> {
+  const h = natsHeaders();
+  h.set(REQUEST_ID_HEADER, requestId);
+  try {
+    const reply = await nc.request(subject, codec.encode(message), { timeout: timeoutMs, headers: h });
+    return codec.decode(reply.data) as ReplyMessage<T>;
+  } catch {
+    return { ok: false, error: new AppError('service_unavailable').toBody() };
+  }
+}
+
+export { codec as jsonCodec };

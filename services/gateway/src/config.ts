@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import { commonEnv, loadConfig } from '@loyalty/runtime';
+
+export const GatewayConfig = z.object({
+  ...commonEnv,
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().default('0.0.0.0'),
+  /** The ops port (/healthz, /readyz, /metrics); the main port answers them too. */
+  OPS_PORT: z.coerce.number().int().min(0).max(65535).default(9100),
+  REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
+  /** Prefix of every Redis key this gateway writes (rate-limit counters). */
+  REDIS_KEY_PREFIX: z.string().default('loyalty:'),
+  /** Requests allowed per app per window. */
+  RATE_LIMIT_MAX: z.coerce.number().int().positive().default(6000),
+  RATE_LIMIT_WINDOW_MS: z.coerce.number().int().positive().default(60_000),
+  /** How long to wait for the owning service before answering 503 service_unavailable. */
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
+  /** How long a verified app key is trusted without asking identity again (rotation/revocation evict at once). */
+  AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
+  /** Bearer token of the operator (provisioning) API under /admin/v1. Unset: the admin API refuses every call. */
+  OPERATOR_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(64 * 1024),
+  /** Base URL written into the OpenAPI document's servers list. */
+  PUBLIC_BASE_URL: z.string().default('/'),
+});
+export type GatewayConfig = z.infer<typeof GatewayConfig>;
+
+export const readConfig = (env: Record<string, string | undefined> = process.env) => loadConfig(GatewayConfig, env);

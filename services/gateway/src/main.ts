@@ -1,0 +1,12 @@
+import { createLogger, failStartup, runUntilSignal } from '@loyalty/runtime';
+import { readConfig } from './config.ts';
+import { startGateway } from './service.ts';
+
+const log = createLogger('gateway', process.env.LOG_LEVEL ?? 'info');
+try {
+  const config = readConfig();
+  const gateway = await startGateway(config, { log: createLogger('gateway', config.LOG_LEVEL) });
+  runUntilSignal(gateway, log, config.SHUTDOWN_TIMEOUT_MS);
+} catch (err) {
+  failStartup(log, err);
+}

@@ -1,0 +1,23 @@
+import { z } from 'zod';
+import { commonEnv, databaseEnv, loadConfig } from '@loyalty/runtime';
+
+export const IdentityConfig = z.object({
+  ...commonEnv,
+  ...databaseEnv,
+  OPS_PORT: z.coerce.number().int().min(0).max(65535).default(9101),
+  /** SMTP server for members' mail, e.g. smtp://user:pass@mail.example.com:587 */
+  SMTP_URL: z.string().default('smtp://127.0.0.1:1025'),
+  /** Sandbox tenants' mail goes here (a sink); defaults to SMTP_URL. */
+  SANDBOX_SMTP_URL: z.string().optional(),
+  MAIL_FROM: z.string().default('Loyalty <no-reply@loyalty.local>'),
+  /** Key of the HMAC under which one-time codes are stored. */
+  OTP_SECRET: z.string().min(16, 'must be at least 16 characters'),
+  OTP_TTL_MINUTES: z.coerce.number().int().positive().default(10),
+  OTP_MAX_ATTEMPTS: z.coerce.number().int().positive().default(5),
+  OTP_RESEND_COOLDOWN_SECONDS: z.coerce.number().int().min(0).default(60),
+  OTP_HOURLY_LIMIT: z.coerce.number().int().positive().default(5),
+  MEMBER_TOKEN_TTL_MINUTES: z.coerce.number().int().positive().default(60),
+});
+export type IdentityConfig = z.infer<typeof IdentityConfig>;
+
+export const readConfig = (env: Record<string, string | undefined> = process.env) => loadConfig(IdentityConfig, env);

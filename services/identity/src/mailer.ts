@@ -1,0 +1,34 @@
+import nodemailer, { type Transporter } from 'nodemailer';
+import type { Logger } from '@loyalty/runtime';
+
+export interface Mail {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+/** Sends members' mail over SMTP; sandbox tenants' mail goes to the sandbox server (a sink). */
+export class Mailer {
+  private readonly live: Transporter;
+  private readonly sandbox: Transporter;
+  constructor(
+    liveUrl: string,
+    sandboxUrl: string,
+    private readonly from: string,
+    private readonly log: Logger,
+  ) {
+    const opts = { connectionTimeout: 5_000, greetingTimeout: 5_000, socketTimeout: 10_000 };
+    this.live = nodemailer.createTransport(liveUrl, opts);
+    this.sandbox = sandboxUrl === liveUrl ? this.live : nodemailer.createTransport(sandboxUrl, opts);
+  }
+
+  async send(mail: Mail, sandbox: boolean): Promise<void> {
+    const info = await (sandbox ? this.sandbox : this.live).sendMail({ from: this.from, ...mail });
+    this.log.info({ messageId: info.messageId, sandbox }, 'mail sent');
+  }
+
+  close(): void {
+    this.live.close();
+    this.sandbox.close();
+  }
+}

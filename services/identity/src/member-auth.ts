@@ -1,0 +1,146 @@
+import { AppError, type AuthenticateReply, type Meta } from '@loyalty/contracts';
+import { withTransaction, type Clock, type Logger, type Pool, type PoolClient, runIdempotent } from '@loyalty/runtime';
+import { maskEmail, maskPhone } from './domain/masking.ts';
+import { matchesHash, newMemberToken, sha256 } from './domain/secrets.ts';
+import type { Mailer } from './mailer.ts';
+import { checkOtp, issueOtp, type OtpPolicy } from './otp.ts';
+import { findCredentials } from './store/apps.ts';
+import { findMemberBy, insertMember, type Member } from './store/members.ts';
+import { findLiveSession, insertSession, revokeSession } from './store/sessions.ts';
+
+export const REGISTRATION_ENDPOINT = '/api/v1/auth/member/register';
+
+export interface MemberAuthDeps {
+  pool: Pool;
+  clock: Clock;
+  otp: OtpPolicy;
+  mailer: Mailer;
+  tokenTtlMinutes: number;
+}
+
+const masked = (m: Member) => ({ email: maskEmail(m.email) ?? '', phone: maskPhone(m.phone) });
+
+function memberNotFound(): AppError {
+  return new AppError('member_not_found', undefined, { requires_registration: true, registration_endpoint: REGISTRATION_ENDPOINT });
+}
+
+/** Mail the login code; the transaction that issued it is still open, so a failure issues nothing. */
+async function mailLoginCode(deps: MemberAuthDeps, log: Logger, meta: Meta, member: Member, code: string): Promise<void> {
+  if (!member.email) throw new AppError('validation_error', 'The member has no email address.', { fields: [{ field: 'email', message: 'member has no email' }] });
+  try {
+    await deps.mailer.send(
+      {
+        to: member.email,
+        subject: 'Your sign-in code',
+        text: `Hello ${member.name},\n\nYour sign-in code is ${code}. It is valid for ${deps.otp.ttlMinutes} minutes and can be used once.\n`,
+      },
+      meta.sandbox,
+    );
+  } catch (err) {
+    log.error({ err: (err as Error).message }, 'otp mail failed');
+    throw new AppError('email_delivery_failed');
+  }
+}
+
+export function memberAuth(deps: MemberAuthDeps) {
+  return {
+    async check(data: { email?: string; phone?: string }, meta: Meta) {
+      const member = await findMemberBy(deps.pool, meta.tenant_id, data.email !== undefined ? { email: data.email } : { phone: data.phone });
+      if (!member) return { exists: false, registration_endpoint: REGISTRATION_ENDPOINT };
+      return { exists: true, is_active: member.is_active, member: masked(member) };
+    },
+
+    async register(data: { name: string; email: string; phone: string; accepts_emails?: boolean }, meta: Meta, log: Logger) {
+      return runIdempotent(
+        deps.pool,
+        { table: 'identity.idempotency_keys', tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'member.register', data },
+        async (db) => {
+          const member = await insertMember(db, {
+            tenantId: meta.tenant_id,
+            name: data.name,
+            email: data.email,
+            phone: data.phone,
+            acceptsEmails: data.accepts_emails ?? false,
+          });
+          const { code } = await issueOtp(db, deps.otp, deps.clock, { tenantId: meta.tenant_id, memberId: member.id, purpose: 'login' });
+          await mailLoginCode(deps, log, meta, member, code);
+          return {
+            message: 'Member registered. A one-time code was sent by email.',
+            member: { id: member.id, name: member.name, ...masked(member) },
+            otp_expires_in_minutes: deps.otp.ttlMinutes,
+            ...(meta.sandbox ? { otp_code: code } : {}),
+          };
+        },
+      );
+    },
+
+    async requestOtp(data: { email: string }, meta: Meta, log: Logger) {
+      return withTransaction(deps.pool, async (db) => {
+        const member = await findMemberBy(db, meta.tenant_id, { email: data.email }, true);
+        if (!member) throw memberNotFound();
+        if (!member.is_active) throw new AppError('member_inactive');
+        const { code } = await issueOtp(db, deps.otp, deps.clock, { tenantId: meta.tenant_id, memberId: member.id, purpose: 'login' });
+        await mailLoginCode(deps, log, meta, member, code);
+        return {
+          message: 'A one-time code was sent by email.',
+          expires_in_minutes: deps.otp.ttlMinutes,
+          member: masked(member),
+          ...(meta.sandbox ? { otp_code: code } : {}),
+        };
+      });
+    },
+
+    async verifyOtp(data: { email: string; code: string }, meta: Meta) {
+      // A wrong try must be counted even though the answer is a failure: commit, then throw.
+      const outcome = await withTransaction(deps.pool, async (db) => {
+        const member = await findMemberBy(db, meta.tenant_id, { email: data.email });
+        if (!member) return { error: memberNotFound() };
+        const check = await checkOtp(db, deps.otp, deps.clock, member.id, 'login', data.code);
+        if (!check.ok) return { error: check.error };
+        const session = await openSession(db, deps, meta.tenant_id, member.id);
+        return { session, member };
+      });
+      if ('error' in outcome) throw outcome.error;
+      const { session, member } = outcome;
+      return { ...session, member: { id: member.id, ...masked(member), name: member.name } };
+    },
+
+    async refresh(meta: Meta) {
+      return withTransaction(deps.pool, async (db) => {
+        const memberId = meta.session_id !== undefined ? await revokeSession(db, meta.session_id, meta.tenant_id, deps.clock.now()) : undefined;
+        if (memberId === undefined) throw new AppError('invalid_member_token');
+        return openSession(db, deps, meta.tenant_id, memberId);
+      });
+    },
+
+    async logout(meta: Meta) {
+      const memberId = meta.session_id !== undefined ? await revokeSession(deps.pool, meta.session_id, meta.tenant_id, deps.clock.now()) : undefined;
+      if (memberId === undefined) throw new AppError('invalid_member_token');
+      return { message: 'Logged out. The member token no longer works.' };
+    },
+
+    /** Resolve app credentials, and a member token when one is presented (gateway -> identity). */
+    async authenticate(data: { app_id: string; api_key: string; member_token?: string }): Promise<AuthenticateReply> {
+      const creds = await findCredentials(deps.pool, data.app_id);
+      // Hash even for an unknown app so the answer takes the same time either way.
+      const ok = creds ? matchesHash(data.api_key, creds.key_hash) : matchesHash(data.api_key, Buffer.alloc(32)) && false;
+      if (!creds || !ok || creds.revoked) throw new AppError('invalid_credentials');
+      const reply: AuthenticateReply = { tenant_id: creds.tenant_id, app_id: data.app_id, sandbox: creds.sandbox, scopes: creds.scopes };
+      if (data.member_token !== undefined) {
+        const session = await findLiveSession(deps.pool, creds.tenant_id, sha256(data.member_token), deps.clock.now());
+        if (!session) throw new AppError('invalid_member_token');
+        reply.member_id = session.member_id;
+        reply.session_id = session.id;
+      }
+      return reply;
+    },
+  };
+}
+
+async function openSession(db: PoolClient, deps: MemberAuthDeps, tenantId: number, memberId: number) {
+  const now = deps.clock.now();
+  const token = newMemberToken();
+  const expiresAt = new Date(now.getTime() + deps.tokenTtlMinutes * 60_000);
+  await insertSession(db, { tenantId, memberId, tokenHash: sha256(token), now, expiresAt });
+  return { member_token: token, expires_at: expiresAt.toISOString(), expires_in_minutes: deps.tokenTtlMinutes };
+}

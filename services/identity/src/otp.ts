@@ -1,0 +1,71 @@
+import { AppError } from '@loyalty/contracts';
+import type { Clock, PoolClient } from '@loyalty/runtime';
+import { newOtpCode, otpHash, otpMatches } from './domain/secrets.ts';
+import { consumeOtp, insertOtp, latestOtpForUpdate, recentOtps, recordWrongAttempt } from './store/otps.ts';
+
+export interface OtpPolicy {
+  secret: string;
+  ttlMinutes: number;
+  maxAttempts: number;
+  cooldownSeconds: number;
+  hourlyLimit: number;
+}
+
+/**
+ * Issue a one-time code to a member. The caller holds the member's row lock, so the cooldown
+ * and the hourly cap cannot be raced. A new code supersedes earlier ones: only the newest verifies.
+ */
+export async function issueOtp(
+  db: PoolClient,
+  policy: OtpPolicy,
+  clock: Clock,
+  target: { tenantId: number; memberId: number; purpose: string; context?: Record<string, unknown> },
+): Promise<{ code: string; expiresAt: Date }> {
+  const now = clock.now();
+  const recent = await recentOtps(db, target.memberId, target.purpose, new Date(now.getTime() - 3_600_000));
+  const last = recent[0];
+  if (last) {
+    const readyAt = last.created_at.getTime() + policy.cooldownSeconds * 1000;
+    if (readyAt > now.getTime()) {
+      throw new AppError('otp_cooldown', undefined, { retry_after_seconds: Math.ceil((readyAt - now.getTime()) / 1000) });
+    }
+  }
+  if (recent.length >= policy.hourlyLimit) {
+    const oldest = recent[recent.length - 1]!;
+    const freeAt = oldest.created_at.getTime() + 3_600_000;
+    throw new AppError('otp_hourly_limit', undefined, { retry_after_seconds: Math.max(1, Math.ceil((freeAt - now.getTime()) / 1000)) });
+  }
+  const code = newOtpCode();
+  const expiresAt = new Date(now.getTime() + policy.ttlMinutes * 60_000);
+  await insertOtp(db, {
+    tenantId: target.tenantId,
+    memberId: target.memberId,
+    purpose: target.purpose,
+    codeHash: otpHash(policy.secret, target.memberId, code),
+    context: target.context ?? {},
+    now,
+    expiresAt,
+  });
+  return { code, expiresAt };
+}
+
+export type OtpCheck = { ok: true; context: Record<string, unknown> } | { ok: false; error: AppError };
+
+/**
+ * Check a code against the member's newest code for the purpose and consume it when right.
+ * A wrong try is counted (and committed by the caller even though the answer is a failure);
+ * after `maxAttempts` wrong tries the code is dead, even for the right digits.
+ */
+export async function checkOtp(db: PoolClient, policy: OtpPolicy, clock: Clock, memberId: number, purpose: string, code: string): Promise<OtpCheck> {
+  const now = clock.now();
+  const otp = await latestOtpForUpdate(db, memberId, purpose);
+  if (!otp || otp.consumed_at) return { ok: false, error: new AppError('invalid_otp') };
+  if (otp.attempts >= policy.maxAttempts) return { ok: false, error: new AppError('otp_attempts_exceeded') };
+  if (otp.expires_at.getTime() <= now.getTime()) return { ok: false, error: new AppError('otp_expired') };
+  if (!otpMatches(policy.secret, memberId, code, otp.code_hash)) {
+    const attempts = await recordWrongAttempt(db, otp.id);
+    return { ok: false, error: new AppError('invalid_otp', undefined, { attempts_remaining: Math.max(policy.maxAttempts - attempts, 0) }) };
+  }
+  if (!(await consumeOtp(db, otp.id, now))) return { ok: false, error: new AppError('invalid_otp') };
+  return { ok: true, context: otp.context };
+}

@@ -1,0 +1,46 @@
+import { AppError } from '@loyalty/contracts';
+import { isUniqueViolation, type Queryable } from '@loyalty/runtime';
+
+export interface Member {
+  id: number;
+  tenant_id: number;
+  name: string;
+  email: string | null;
+  phone: string | null;
+  accepts_emails: boolean;
+  is_active: boolean;
+}
+
+const cols = 'id, tenant_id, name, email, phone, accepts_emails, is_active';
+
+export async function findMemberBy(
+  db: Queryable,
+  tenantId: number,
+  by: { id?: number; email?: string; phone?: string },
+  lock = false,
+): Promise<Member | undefined> {
+  const [col, value] = by.id !== undefined ? ['id', by.id] : by.email !== undefined ? ['email', by.email] : ['phone', by.phone];
+  const { rows } = await db.query<Member>(
+    `SELECT ${cols} FROM identity.members WHERE tenant_id = $1 AND ${col} = $2${lock ? ' FOR UPDATE' : ''}`,
+    [tenantId, value],
+  );
+  return rows[0];
+}
+
+/** Insert a member; a taken email or phone (unique within the tenant) is a 409 naming which. */
+export async function insertMember(
+  db: Queryable,
+  m: { tenantId: number; name: string; email: string | null; phone: string | null; acceptsEmails: boolean },
+): Promise<Member> {
+  try {
+    const { rows } = await db.query<Member>(
+      `INSERT INTO identity.members (tenant_id, name, email, phone, accepts_emails) VALUES ($1, $2, $3, $4, $5) RETURNING ${cols}`,
+      [m.tenantId, m.name, m.email, m.phone, m.acceptsEmails],
+    );
+    return rows[0]!;
+  } catch (err) {
+    if (isUniqueViolation(err, 'members_tenant_email')) throw new AppError('email_taken', undefined, { field: 'email' });
+    if (isUniqueViolation(err, 'members_tenant_phone')) throw new AppError('phone_taken', undefined, { field: 'phone' });
+    throw err;
+  }
+}

@@ -1,0 +1,52 @@
+import type { Queryable } from '@loyalty/runtime';
+
+export interface Otp {
+  id: number;
+  member_id: number;
+  code_hash: Buffer;
+  context: Record<string, unknown>;
+  attempts: number;
+  created_at: Date;
+  expires_at: Date;
+  consumed_at: Date | null;
+}
+
+export async function insertOtp(
+  db: Queryable,
+  o: { tenantId: number; memberId: number; purpose: string; codeHash: Buffer; context: Record<string, unknown>; now: Date; expiresAt: Date },
+): Promise<Otp> {
+  const { rows } = await db.query<Otp>(
+    `INSERT INTO identity.otps (tenant_id, member_id, purpose, code_hash, context, created_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+    [o.tenantId, o.memberId, o.purpose, o.codeHash, JSON.stringify(o.context), o.now, o.expiresAt],
+  );
+  return rows[0]!;
+}
+
+/** Codes issued to a member for a purpose since `since`, newest first (for cooldown and hourly cap). */
+export async function recentOtps(db: Queryable, memberId: number, purpose: string, since: Date): Promise<Otp[]> {
+  const { rows } = await db.query<Otp>(
+    `SELECT * FROM identity.otps WHERE member_id = $1 AND purpose = $2 AND created_at > $3 ORDER BY created_at DESC`,
+    [memberId, purpose, since],
+  );
+  return rows;
+}
+
+/** The newest code of a member for a purpose, locked: only it can be verified. */
+export async function latestOtpForUpdate(db: Queryable, memberId: number, purpose: string): Promise<Otp | undefined> {
+  const { rows } = await db.query<Otp>(
+    `SELECT * FROM identity.otps WHERE member_id = $1 AND purpose = $2 ORDER BY created_at DESC, id DESC LIMIT 1 FOR UPDATE`,
+    [memberId, purpose],
+  );
+  return rows[0];
+}
+
+export async function recordWrongAttempt(db: Queryable, id: number): Promise<number> {
+  const { rows } = await db.query<{ attempts: number }>(`UPDATE identity.otps SET attempts = attempts + 1 WHERE id = $1 RETURNING attempts`, [id]);
+  return rows[0]!.attempts;
+}
+
+export async function consumeOtp(db: Queryable, id: number, now: Date): Promise<boolean> {
+  const r = await db.query(`UPDATE identity.otps SET consumed_at = $2 WHERE id = $1 AND consumed_at IS NULL`, [id, now]);
+  return r.rowCount === 1;
+}

@@ -1,0 +1,2 @@
+export { startLedger } from './service.ts';
+export { readConfig as readLedgerConfig, LedgerConfig } from './config.ts';

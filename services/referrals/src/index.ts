@@ -1,0 +1,2 @@
+export { startReferrals } from './service.ts';
+export { readConfig as readReferralsConfig, ReferralsConfig } from './config.ts';

@@ -1,0 +1,27 @@
+import net from 'node:net';
+
+/** The suite needs the real servers; say plainly which one is missing instead of timing out. */
+const needed = [
+  ['PostgreSQL', '127.0.0.1', 5432],
+  ['NATS', '127.0.0.1', 4222],
+  ['Redis', '127.0.0.1', 6379],
+] as const;
+
+function reachable(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host, port, timeout: 2_000 }, () => {
+      s.end();
+      resolve(true);
+    });
+    s.on('error', () => resolve(false));
+    s.on('timeout', () => (s.destroy(), resolve(false)));
+  });
+}
+
+export default async function setup(): Promise<void> {
+  const missing: string[] = [];
+  for (const [name, host, port] of needed) if (!(await reachable(host, port))) missing.push(`${name} on ${host}:${port}`);
+  if (missing.length > 0) {
+    throw new Error(`The test suite needs real servers and cannot reach: ${missing.join(', ')}. Run \`npm test\` (it starts them) or see README "Set-up".`);
+  }
+}

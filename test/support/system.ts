@@ -1,0 +1,151 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { createLogger, ManualClock, type RunningService } from '@loyalty/runtime';
+import { readIdentityConfig, startIdentity } from '@loyalty/identity';
+import { readGatewayConfig, startGateway, type RunningGateway } from '@loyalty/gateway';
+import { readLedgerConfig, startLedger } from '@loyalty/ledger';
+import { readClaimsConfig, startClaims } from '@loyalty/claims';
+import { readReferralsConfig, startReferrals } from '@loyalty/referrals';
+import { MailSink } from './mail-sink.ts';
+
+const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const OPERATOR_TOKEN = 'test-operator-token-0123456789';
+
+/** A database of its own for one test file, dropped at the end: files run in parallel and twice in a row. */
+export async function createTestDatabase(): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
+  const name = `loyalty_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = ADMIN_URL.replace(/\/[^/]*$/, `/${name}`);
+  return {
+    url,
+    name,
+    drop: async () => {
+      const c = new pg.Client({ connectionString: ADMIN_URL });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+type ServiceName = 'identity' | 'ledger' | 'claims' | 'referrals';
+
+export interface TestSystem {
+  url: string;
+  clock: ManualClock;
+  mail: MailSink;
+  db: pg.Pool;
+  env: Record<string, string>;
+  gateway: RunningGateway;
+  services: Partial<Record<ServiceName, RunningService>>;
+  /** Start (again) one service with the same settings. */
+  startService(name: ServiceName): Promise<void>;
+  stopService(name: ServiceName): Promise<void>;
+  admin<T = unknown>(method: string, path: string, body?: unknown): Promise<T>;
+  /** A sandbox (or live) tenant with one app holding `scopes`. */
+  tenant(opts?: { sandbox?: boolean; scopes?: string[] }): Promise<{ tenantId: number; appId: string; apiKey: string }>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The real system for an end-to-end test: its own database, subject root and Redis key prefix,
+ * an SMTP sink, the chosen services and a gateway on a free port, all in this process,
+ * talking over real PostgreSQL, NATS and Redis.
+ */
+export async function startTestSystem(opts: { services?: ServiceName[]; env?: Record<string, string> } = {}): Promise<TestSystem> {
+  const names = opts.services ?? ['identity'];
+  const database = await createTestDatabase();
+  const mail = new MailSink();
+  const smtpUrl = await mail.start();
+  const root = `t${randomBytes(5).toString('hex')}`;
+  const clock = new ManualClock();
+  const env: Record<string, string> = {
+    DATABASE_URL: database.url,
+    DATABASE_POOL_SIZE: '5',
+    SUBJECT_ROOT: root,
+    REDIS_KEY_PREFIX: `${root}:`,
+    OPS_PORT: '0',
+    OPS_HOST: '127.0.0.1',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    SMTP_URL: smtpUrl,
+    OTP_SECRET: 'test-otp-secret-0123456789',
+    OPERATOR_TOKEN,
+    REQUEST_TIMEOUT_MS: '1500',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...opts.env,
+  };
+  const log = (name: string) => createLogger(name, env.LOG_LEVEL);
+  const starters: Record<ServiceName, () => Promise<RunningService>> = {
+    identity: () => startIdentity(readIdentityConfig(env), { clock, log: log('identity') }),
+    ledger: () => startLedger(readLedgerConfig(env), { log: log('ledger') }),
+    claims: () => startClaims(readClaimsConfig(env), { log: log('claims') }),
+    referrals: () => startReferrals(readReferralsConfig(env), { log: log('referrals') }),
+  };
+  const services: Partial<Record<ServiceName, RunningService>> = {};
+  for (const name of names) services[name] = await starters[name]();
+  const gateway = await startGateway(readGatewayConfig(env), { log: log('gateway') });
+  const db = new pg.Pool({ connectionString: database.url, max: 2 });
+
+  const admin = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const res = await fetch(`${gateway.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const json = (await res.json()) as { success: boolean; data: T };
+    if (!json.success) throw new Error(`admin ${method} ${path} failed: ${JSON.stringify(json)}`);
+    return json.data;
+  };
+
+  return {
+    url: gateway.url,
+    clock,
+    mail,
+    db,
+    env,
+    gateway,
+    services,
+    admin,
+    async startService(name) {
+      services[name] = await starters[name]();
+    },
+    async stopService(name) {
+      await services[name]?.stop();
+      delete services[name];
+    },
+    async tenant(o = {}) {
+      const { tenant } = await admin<{ tenant: { id: number } }>('POST', '/admin/v1/tenants', { name: `tenant ${randomBytes(3).toString('hex')}`, sandbox: o.sandbox ?? true });
+      const { app } = await admin<{ app: { app_id: string; api_key: string } }>('POST', `/admin/v1/tenants/${tenant.id}/apps`, {
+        name: 'test app',
+        scopes: o.scopes ?? ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read'],
+      });
+      return { tenantId: tenant.id, appId: app.app_id, apiKey: app.api_key };
+    },
+    async stop() {
+      await gateway.stop();
+      for (const s of Object.values(services)) await s?.stop();
+      await db.end();
+      await mail.stop();
+      await database.drop();
+    },
+  };
+}
+
+/** A small HTTP client for the API: JSON in, `{ status, body, headers }` out. */
+export function apiClient(baseUrl: string, creds: { appId: string; apiKey: string }) {
+  return async function call(
+    method: string,
+    path: string,
+    opts: { body?: unknown; token?: string; headers?: Record<string, string>; rawBody?: string } = {},
+  ): Promise<{ status: number; body: { success: boolean; data?: Record<string, unknown>; error?: Record<string, unknown>; message?: string } & Record<string, unknown>; headers: Headers }> {
+    const headers: Record<string, string> = { 'x-app-id': creds.appId, 'x-api-key': creds.apiKey, ...opts.headers };
+    if (opts.token) headers['x-member-token'] = opts.token;
+    if (opts.body !== undefined || opts.rawBody !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(`${baseUrl}${path}`, { method, headers, body: opts.rawBody ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body)) });
+    return { status: res.status, body: (await res.json()) as never, headers: res.headers };
+  };
+}
