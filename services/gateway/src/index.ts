@@ -1,2 +1,2 @@
-export { startGateway } from './service.ts';
+export { startGateway, type RunningGateway } from './service.ts';
 export { readConfig as readGatewayConfig, GatewayConfig } from './config.ts';
