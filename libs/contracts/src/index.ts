@@ -9,3 +9,4 @@ export * from './openapi.ts';
 export * from './internal.ts';
 export * from './ops/admin.ts';
 export * from './input.ts';
+export * from './events.ts';

@@ -24,3 +24,119 @@ export const internalOperations = {
   /** Gateway -> identity: resolve app credentials (and a member token when presented). */
   authenticate: { service: 'identity', operation: 'internal.authenticate', request: AuthenticateRequest, reply: AuthenticateReply },
 } as const;
+
+/** A member as other services see it: personal data already masked. */
+export const MemberSummary = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  email: z.string().nullable().describe('masked'),
+  phone: z.string().nullable().describe('masked'),
+  has_email: z.boolean(),
+  is_active: z.boolean(),
+});
+export type MemberSummary = z.infer<typeof MemberSummary>;
+
+export const ResolveMemberRequest = z
+  .object({
+    member_id: z.number().int().positive().optional(),
+    email: z.string().optional(),
+    phone: z.string().optional(),
+    /** Create the member when none matches (earn auto-creates members). Needs email or phone. */
+    create_if_missing: z.boolean().default(false),
+    name: z.string().trim().min(1).max(200).optional(),
+  })
+  .refine((r) => r.member_id !== undefined || r.email !== undefined || r.phone !== undefined, { message: 'member_id, email or phone is required', path: ['member_id'] });
+export const ResolveMemberReply = z.object({ member: MemberSummary, created: z.boolean() });
+
+export const GetMembersRequest = z.object({ ids: z.array(z.number().int().positive()).max(1000) });
+export const GetMembersReply = z.object({ members: z.array(MemberSummary) });
+
+export const IssueClaimOtpRequest = z.object({
+  member_email: z.string(),
+  context: z.record(z.string(), z.unknown()).default({}),
+});
+export const IssueClaimOtpReply = z.object({
+  member_id: z.number().int(),
+  expires_at: z.string(),
+  expires_in_minutes: z.number().int(),
+  otp_code: z.string().optional().describe('sandbox tenants only'),
+});
+
+export const VerifyClaimOtpRequest = z.object({ member_email: z.string(), code: z.string() });
+export const VerifyClaimOtpReply = z.object({ member_id: z.number().int(), context: z.record(z.string(), z.unknown()) });
+
+/**
+ * Identity's operations for other services. Every request carries the caller's `meta` (tenant).
+ * - resolve_member: find by id/email/phone within the tenant (or create); `member_not_found` otherwise.
+ * - get_members: summaries of many members of the tenant (unknown ids are left out).
+ * - issue_claim_otp: mail a claim verification code (same rules as login codes: 6 digits,
+ *   10 minutes, single use, limited tries, cooldown and hourly cap); `member_not_found`.
+ * - verify_claim_otp: consume a claim code; `invalid_verification_code` when missing, wrong, used,
+ *   expired or dead.
+ */
+export const identityOperations = {
+  resolveMember: { service: 'identity', operation: 'internal.member.resolve', request: ResolveMemberRequest, reply: ResolveMemberReply },
+  getMembers: { service: 'identity', operation: 'internal.member.get_many', request: GetMembersRequest, reply: GetMembersReply },
+  issueClaimOtp: { service: 'identity', operation: 'internal.claim_otp.issue', request: IssueClaimOtpRequest, reply: IssueClaimOtpReply },
+  verifyClaimOtp: { service: 'identity', operation: 'internal.claim_otp.verify', request: VerifyClaimOtpRequest, reply: VerifyClaimOtpReply },
+} as const;
+
+/** A card as other services need it (ledger owns cards, rewards and their settings). */
+export const CardSummary = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  reward_system: z.enum(['cashback', 'points']),
+  referrer_bonus: z.number().int(),
+  referee_bonus: z.number().int(),
+  /** Referral bonuses wait for the referee's first points earn on the card. */
+  referral_bonus_on_first_purchase: z.boolean(),
+  /** How long a reward claim request stays pending before it expires. */
+  claim_lifetime_hours: z.number().int(),
+});
+export type CardSummary = z.infer<typeof CardSummary>;
+
+export const RewardSummary = z.object({
+  id: z.number().int(),
+  card_id: z.number().int(),
+  name: z.string(),
+  points_cost: z.number().int(),
+  active: z.boolean(),
+});
+export type RewardSummary = z.infer<typeof RewardSummary>;
+
+export const PointsMovementRequest = z.object({
+  card_id: z.number().int().positive(),
+  member_id: z.number().int().positive(),
+  points: z.number().int().positive(),
+  /** Journal label: `reward_claimed` (claim approval) or `referral_bonus`. */
+  event: z.enum(['reward_claimed', 'referral_bonus']),
+  reference: z.string().max(255).optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+});
+export const PointsMovementReply = z.object({
+  transaction_id: z.number().int(),
+  points: z.number().int().describe('points moved (positive)'),
+  previous_balance: z.number().int(),
+  new_balance: z.number().int(),
+});
+
+/**
+ * Ledger's operations for other services. Points movements require `meta.idempotency_key`
+ * (deterministic, e.g. `claim:<id>` or `referral:<id>:referrer`): a retried saga step replays the
+ * first reply and never moves points twice.
+ * - get_card: `card_not_found` for a missing or foreign card.
+ * - get_reward: `reward_not_found` unless the reward belongs to the card.
+ * - debit_points: `insufficient_points` (422) leaves the balance untouched; `wrong_card_type` on a cashback card.
+ * - credit_points: `wrong_card_type` on a cashback card.
+ */
+export const ledgerOperations = {
+  getCard: { service: 'ledger', operation: 'internal.card.get', request: z.object({ card_id: z.number().int().positive() }), reply: z.object({ card: CardSummary }) },
+  getReward: {
+    service: 'ledger',
+    operation: 'internal.reward.get',
+    request: z.object({ card_id: z.number().int().positive(), reward_id: z.number().int().positive() }),
+    reply: z.object({ reward: RewardSummary }),
+  },
+  debitPoints: { service: 'ledger', operation: 'internal.points.debit', request: PointsMovementRequest, reply: PointsMovementReply },
+  creditPoints: { service: 'ledger', operation: 'internal.points.credit', request: PointsMovementRequest, reply: PointsMovementReply },
+} as const;

@@ -8,3 +8,5 @@ export * from './ops-server.ts';
 export * from './idempotency.ts';
 export * from './lifecycle.ts';
 export * from './service.ts';
+export * from './outbox.ts';
+export * from './consumer.ts';

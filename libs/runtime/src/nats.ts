@@ -166,4 +166,21 @@ export async function callService<T = unknown>(
   }
 }
 
+/**
+ * Call another service's operation and return its data; a failure reply is thrown as the same
+ * AppError (code, message and details), so it travels on to the HTTP client unchanged.
+ */
+export async function invoke<T>(
+  nc: NatsConnection,
+  subject: string,
+  meta: { request_id: string } & Record<string, unknown>,
+  data: unknown,
+  timeoutMs = 5_000,
+): Promise<T> {
+  const reply = await callService<T>(nc, subject, { meta, data }, meta.request_id, timeoutMs);
+  if (reply.ok) return reply.data;
+  const { code, message, ...details } = reply.error;
+  throw new AppError(code, message, details);
+}
+
 export { codec as jsonCodec };

@@ -24,15 +24,22 @@ function memberNotFound(): AppError {
   return new AppError('member_not_found', undefined, { requires_registration: true, registration_endpoint: REGISTRATION_ENDPOINT });
 }
 
-/** Mail the login code; the transaction that issued it is still open, so a failure issues nothing. */
-async function mailLoginCode(deps: MemberAuthDeps, log: Logger, meta: Meta, member: Member, code: string): Promise<void> {
+/** Mail a one-time code; the transaction that issued it is still open, so a failure issues nothing. */
+export async function mailCode(
+  deps: Pick<MemberAuthDeps, 'mailer' | 'otp'>,
+  log: Logger,
+  meta: Meta,
+  member: Member,
+  code: string,
+  purpose: 'sign-in' | 'claim verification',
+): Promise<void> {
   if (!member.email) throw new AppError('validation_error', 'The member has no email address.', { fields: [{ field: 'email', message: 'member has no email' }] });
   try {
     await deps.mailer.send(
       {
         to: member.email,
-        subject: 'Your sign-in code',
-        text: `Hello ${member.name},\n\nYour sign-in code is ${code}. It is valid for ${deps.otp.ttlMinutes} minutes and can be used once.\n`,
+        subject: `Your ${purpose} code`,
+        text: `Hello ${member.name},\n\nYour ${purpose} code is ${code}. It is valid for ${deps.otp.ttlMinutes} minutes and can be used once.\n`,
       },
       meta.sandbox,
     );
@@ -63,7 +70,7 @@ export function memberAuth(deps: MemberAuthDeps) {
             acceptsEmails: data.accepts_emails ?? false,
           });
           const { code } = await issueOtp(db, deps.otp, deps.clock, { tenantId: meta.tenant_id, memberId: member.id, purpose: 'login' });
-          await mailLoginCode(deps, log, meta, member, code);
+          await mailCode(deps, log, meta, member, code, 'sign-in');
           return {
             message: 'Member registered. A one-time code was sent by email.',
             member: { id: member.id, name: member.name, ...masked(member) },
@@ -80,7 +87,7 @@ export function memberAuth(deps: MemberAuthDeps) {
         if (!member) throw memberNotFound();
         if (!member.is_active) throw new AppError('member_inactive');
         const { code } = await issueOtp(db, deps.otp, deps.clock, { tenantId: meta.tenant_id, memberId: member.id, purpose: 'login' });
-        await mailLoginCode(deps, log, meta, member, code);
+        await mailCode(deps, log, meta, member, code, 'sign-in');
         return {
           message: 'A one-time code was sent by email.',
           expires_in_minutes: deps.otp.ttlMinutes,

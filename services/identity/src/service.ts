@@ -1,4 +1,19 @@
-import { jsonCodec, packageDir, pingEndpoint, runService, systemClock, type Clock, type Logger, type RunningService } from '@loyalty/runtime';
+import {
+  ensureEventStream,
+  EventConsumer,
+  jsonCodec,
+  packageDir,
+  pingEndpoint,
+  runService,
+  systemClock,
+  type Clock,
+  type Logger,
+  type RunningService,
+} from '@loyalty/runtime';
+import type { ServiceName } from '@loyalty/contracts';
+import { claimCodes } from './claim-codes.ts';
+import { memberDirectory } from './member-directory.ts';
+import { notificationHandler, templates } from './notifications.ts';
 import type { IdentityConfig } from './config.ts';
 import { identityEndpoints } from './endpoints.ts';
 import { Mailer } from './mailer.ts';
@@ -15,9 +30,9 @@ export async function startIdentity(config: IdentityConfig, opts: { clock?: Cloc
     config,
     log: opts.log,
     migrationsDir: packageDir(import.meta.url, '../migrations'),
-    async setup({ pool, nc, subjects, log }) {
+    async setup({ pool, nc, subjects, log, metrics }) {
       const mailer = new Mailer(config.SMTP_URL, config.SANDBOX_SMTP_URL ?? config.SMTP_URL, config.MAIL_FROM, log);
-      const auth = memberAuth({
+      const authDeps = {
         pool,
         clock: opts.clock ?? systemClock,
         mailer,
@@ -29,12 +44,36 @@ export async function startIdentity(config: IdentityConfig, opts: { clock?: Cloc
           cooldownSeconds: config.OTP_RESEND_COOLDOWN_SECONDS,
           hourlyLimit: config.OTP_HOURLY_LIMIT,
         },
-      });
+      };
+      const auth = memberAuth(authDeps);
       // Tell every gateway replica to forget a rotated or revoked key.
       const admin = provisioning(pool, (appId) => nc.publish(subjects.credentialsChanged(), jsonCodec.encode({ app_id: appId })));
+      // Member notifications: one durable consumer per event type that has a mail template.
+      await ensureEventStream(nc, subjects);
+      const consumers = Object.keys(templates).map((type) => {
+        const [service, event] = type.split('.') as [ServiceName, string];
+        return new EventConsumer({
+          nc,
+          subjects,
+          pool,
+          schema: 'identity',
+          durable: `identity-mail-${type.replace('.', '-')}`,
+          filterSubject: subjects.event(service, event),
+          log,
+          metrics,
+          handle: notificationHandler(mailer, log),
+        });
+      });
+      for (const c of consumers) await c.start();
       return {
-        endpoints: { ...identityEndpoints(auth, admin), 'system.ping': pingEndpoint('identity', SERVICE_VERSION) },
-        stop: async () => mailer.close(),
+        endpoints: {
+          ...identityEndpoints(auth, admin, memberDirectory(pool), claimCodes(authDeps)),
+          'system.ping': pingEndpoint('identity', SERVICE_VERSION),
+        },
+        stop: async () => {
+          for (const c of consumers) await c.stop();
+          mailer.close();
+        },
       };
     },
   });

@@ -1,0 +1,109 @@
+import { AckPolicy, DeliverPolicy, type ConsumerMessages, type NatsConnection } from 'nats';
+import type { DomainEvent, Subjects } from '@loyalty/contracts';
+import { withTransaction, type Pool, type PoolClient } from './db.ts';
+import type { Logger } from './logger.ts';
+import type { Metrics } from './metrics.ts';
+
+/** SQL of the table recording which events a consumer has processed. */
+export const PROCESSED_EVENTS_DDL = `
+CREATE TABLE processed_events (
+  consumer text NOT NULL,
+  event_id text NOT NULL,
+  processed_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (consumer, event_id)
+);`;
+
+/**
+ * A durable JetStream consumer whose effect happens at most once per event: the event id is
+ * recorded in the same transaction as the handler's changes, and a redelivered event whose id is
+ * already recorded is acknowledged without running the handler again. Replicas share the durable,
+ * so each event goes to one of them.
+ */
+export class EventConsumer {
+  private messages: ConsumerMessages | undefined;
+  private loop: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly opts: {
+      nc: NatsConnection;
+      subjects: Subjects;
+      pool: Pool;
+      schema: string;
+      /** Durable name, unique per consuming service and purpose, e.g. `identity-points-mail`. */
+      durable: string;
+      /** Subject filter, e.g. `subjects.event('ledger', 'points_earned')`. */
+      filterSubject: string;
+      log: Logger;
+      metrics?: Metrics;
+      handle: (event: DomainEvent, db: PoolClient) => Promise<void>;
+    },
+  ) {
+    opts.metrics?.gauge(`loyalty_consumer_pending_${opts.durable.replace(/[^a-zA-Z0-9_]/g, '_')}`, `Events not yet delivered to consumer ${opts.durable} (lag)`, async () => {
+      const jsm = await opts.nc.jetstreamManager();
+      const info = await jsm.consumers.info(opts.subjects.streamName(), this.durableName());
+      return info.num_pending + info.num_ack_pending;
+    });
+  }
+
+  private durableName(): string {
+    return `${this.opts.subjects.root}-${this.opts.durable}`.replace(/[^A-Za-z0-9_-]/g, '_');
+  }
+
+  async start(): Promise<void> {
+    const jsm = await this.opts.nc.jetstreamManager();
+    const stream = this.opts.subjects.streamName();
+    const durable = this.durableName();
+    try {
+      await jsm.consumers.info(stream, durable);
+    } catch {
+      await jsm.consumers
+        .add(stream, {
+          durable_name: durable,
+          ack_policy: AckPolicy.Explicit,
+          deliver_policy: DeliverPolicy.All,
+          filter_subject: this.opts.filterSubject,
+          ack_wait: 30 * 1_000_000_000,
+          max_deliver: -1,
+        })
+        .catch((err: Error) => {
+          if (!/already in use|exists/i.test(err.message)) throw err;
+        });
+    }
+    const consumer = await this.opts.nc.jetstream().consumers.get(stream, durable);
+    this.messages = await consumer.consume({ max_messages: 64 });
+    this.loop = (async () => {
+      for await (const msg of this.messages!) {
+        let event: DomainEvent;
+        try {
+          event = msg.json<DomainEvent>();
+        } catch {
+          this.opts.log.error({ subject: msg.subject }, 'undecodable event dropped');
+          msg.term();
+          continue;
+        }
+        try {
+          await withTransaction(this.opts.pool, async (db) => {
+            const fresh = await db.query(
+              `INSERT INTO ${this.opts.schema}.processed_events (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
+              [this.opts.durable, event.id],
+            );
+            if (fresh.rowCount === 0) return; // seen before: a redelivery has no second effect
+            await this.opts.handle(event, db);
+          });
+          msg.ack();
+        } catch (err) {
+          this.opts.log.warn({ err: (err as Error).message, event: event.id, type: event.type }, 'event handling failed; will be redelivered');
+          msg.nak(2_000);
+        }
+        if (this.stopped) break;
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.messages?.close();
+    await this.loop;
+  }
+}

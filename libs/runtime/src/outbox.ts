@@ -1,0 +1,168 @@
+import { randomUUID } from 'node:crypto';
+import { headers as natsHeaders, type JetStreamClient, type NatsConnection, RetentionPolicy, StorageType } from 'nats';
+import type { DomainEvent, ServiceName, Subjects } from '@loyalty/contracts';
+import type { Pool, Queryable } from './db.ts';
+import type { Logger } from './logger.ts';
+import type { Metrics } from './metrics.ts';
+
+/**
+ * Create (or keep) the JetStream stream holding every domain event of this subject root.
+ * The duplicate window makes a re-published outbox row (same Nats-Msg-Id) a no-op.
+ */
+export async function ensureEventStream(nc: NatsConnection, subjects: Subjects): Promise<void> {
+  const jsm = await nc.jetstreamManager();
+  const name = subjects.streamName();
+  const config = {
+    name,
+    subjects: [subjects.allEvents()],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    duplicate_window: 2 * 60 * 1_000_000_000, // 2 minutes, in nanoseconds
+    max_age: 7 * 24 * 3600 * 1_000_000_000,
+  };
+  try {
+    await jsm.streams.info(name);
+  } catch {
+    try {
+      await jsm.streams.add(config);
+    } catch (err) {
+      // Another replica created it between our two calls.
+      if (!/already in use|exists/i.test((err as Error).message)) throw err;
+    }
+  }
+}
+
+/**
+ * Write a domain event in the caller's transaction: it is published if and only if the change
+ * it describes commits. Returns the event id.
+ */
+export async function recordEvent(
+  db: Queryable,
+  schema: string,
+  subjects: Subjects,
+  service: ServiceName,
+  event: { type: string; tenantId: number; data: Record<string, unknown>; occurredAt?: Date },
+): Promise<string> {
+  const id = randomUUID();
+  const envelope: DomainEvent = {
+    id,
+    type: `${service}.${event.type}`,
+    tenant_id: event.tenantId,
+    occurred_at: (event.occurredAt ?? new Date()).toISOString(),
+    data: event.data,
+  };
+  await db.query(`INSERT INTO ${schema}.outbox (id, subject, payload) VALUES ($1, $2, $3)`, [id, subjects.event(service, event.type), JSON.stringify(envelope)]);
+  return id;
+}
+
+/** SQL of the outbox table, for each service's first migration. */
+export const OUTBOX_DDL = `
+CREATE TABLE outbox (
+  id uuid PRIMARY KEY,
+  subject text NOT NULL,
+  payload jsonb NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  published_at timestamptz
+);
+CREATE INDEX outbox_unpublished ON outbox (created_at) WHERE published_at IS NULL;`;
+
+/**
+ * Publishes outbox rows to JetStream. Safe in every replica: rows are claimed with
+ * `FOR UPDATE SKIP LOCKED`, so two relays never publish the same batch at once, and a crash
+ * after publishing but before marking only causes a re-publish that JetStream de-duplicates.
+ */
+export class OutboxRelay {
+  private stopped = false;
+  private loop: Promise<void> | undefined;
+  private wakeUp: (() => void) | undefined;
+  private lastCleanup = 0;
+  private readonly js: JetStreamClient;
+
+  constructor(
+    private readonly opts: { pool: Pool; nc: NatsConnection; schema: string; log: Logger; metrics?: Metrics; intervalMs?: number; batchSize?: number },
+  ) {
+    this.js = opts.nc.jetstream();
+    opts.metrics?.gauge('loyalty_outbox_backlog', 'Outbox rows not yet published', async () => {
+      const { rows } = await opts.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${opts.schema}.outbox WHERE published_at IS NULL`);
+      return rows[0]?.n ?? 0;
+    });
+    opts.metrics?.gauge('loyalty_outbox_oldest_age_seconds', 'Age of the oldest unpublished outbox row', async () => {
+      const { rows } = await opts.pool.query<{ age: number | null }>(
+        `SELECT extract(epoch FROM now() - min(created_at))::float8 AS age FROM ${opts.schema}.outbox WHERE published_at IS NULL`,
+      );
+      return rows[0]?.age ?? 0;
+    });
+  }
+
+  start(): void {
+    this.loop = (async () => {
+      while (!this.stopped) {
+        try {
+          await this.drain();
+        } catch (err) {
+          this.opts.log.warn({ err: (err as Error).message }, 'outbox relay pass failed; will retry');
+        }
+        if (this.stopped) break;
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, this.opts.intervalMs ?? 250);
+          this.wakeUp = () => (clearTimeout(t), resolve());
+        });
+        this.wakeUp = undefined;
+      }
+    })();
+  }
+
+  /** Ask for a pass now (after a commit that wrote events) instead of at the next interval. */
+  wake(): void {
+    this.wakeUp?.();
+  }
+
+  /** Publish everything pending, batch after batch. */
+  async drain(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = await this.publishBatch();
+      total += n;
+      if (n < (this.opts.batchSize ?? 100)) return total;
+    }
+  }
+
+  private async publishBatch(): Promise<number> {
+    const client = await this.opts.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const { rows } = await client.query<{ id: string; subject: string; payload: unknown }>(
+        `SELECT id, subject, payload FROM ${this.opts.schema}.outbox WHERE published_at IS NULL
+          ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
+        [this.opts.batchSize ?? 100],
+      );
+      if (rows.length > 0) {
+        await Promise.all(
+          rows.map((row) => {
+            const h = natsHeaders();
+            return this.js.publish(row.subject, JSON.stringify(row.payload), { msgID: row.id, headers: h, timeout: 5_000 });
+          }),
+        );
+        await client.query(`UPDATE ${this.opts.schema}.outbox SET published_at = now() WHERE id = ANY($1::uuid[])`, [rows.map((r) => r.id)]);
+      }
+      if (Date.now() - this.lastCleanup > 60_000) {
+        // Keep published rows a day for inspection, then let them go.
+        this.lastCleanup = Date.now();
+        await client.query(`DELETE FROM ${this.opts.schema}.outbox WHERE published_at < now() - interval '1 day'`);
+      }
+      await client.query('COMMIT');
+      return rows.length;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wakeUp?.();
+    await this.loop;
+  }
+}

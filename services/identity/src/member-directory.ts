@@ -1,0 +1,65 @@
+import { AppError, Email, Phone, type Meta, type MemberSummary } from '@loyalty/contracts';
+import { isUniqueViolation, type Pool, type Queryable } from '@loyalty/runtime';
+import { maskEmail, maskPhone } from './domain/masking.ts';
+import { findMemberBy, insertMember, type Member } from './store/members.ts';
+
+export function summary(m: Member): MemberSummary {
+  return { id: m.id, name: m.name, email: maskEmail(m.email), phone: maskPhone(m.phone), has_email: m.email !== null, is_active: m.is_active };
+}
+
+function normalized(by: { member_id?: number; email?: string; phone?: string }) {
+  if (by.member_id !== undefined) return { id: by.member_id };
+  if (by.email !== undefined) {
+    const e = Email.safeParse(by.email);
+    if (!e.success) throw new AppError('validation_error', undefined, { fields: [{ field: 'email', message: 'must be a valid email address' }] });
+    return { email: e.data };
+  }
+  const p = Phone.safeParse(by.phone);
+  if (!p.success) throw new AppError('validation_error', undefined, { fields: [{ field: 'phone', message: 'must be a valid phone number' }] });
+  return { phone: p.data };
+}
+
+/** Members as other services need them: found by id, email or phone within the tenant, or created. */
+export function memberDirectory(pool: Pool) {
+  return {
+    async resolve(
+      d: { member_id?: number; email?: string; phone?: string; create_if_missing: boolean; name?: string },
+      meta: Meta,
+    ): Promise<{ member: MemberSummary; created: boolean }> {
+      const by = normalized(d);
+      const found = await findMemberBy(pool, meta.tenant_id, by);
+      if (found) return { member: summary(found), created: false };
+      if (!d.create_if_missing || by.id !== undefined) throw new AppError('member_not_found');
+      try {
+        const created = await insertMember(pool, {
+          tenantId: meta.tenant_id,
+          name: d.name ?? 'Member',
+          email: by.email ?? null,
+          phone: by.phone ?? null,
+          acceptsEmails: false,
+        });
+        return { member: summary(created), created: true };
+      } catch (err) {
+        // Two earns for one new member at once: the loser finds the winner's row.
+        if (err instanceof AppError || isUniqueViolation(err)) {
+          const again = await findMemberBy(pool, meta.tenant_id, by);
+          if (again) return { member: summary(again), created: false };
+        }
+        throw err;
+      }
+    },
+
+    async getMany(d: { ids: number[] }, meta: Meta): Promise<{ members: MemberSummary[] }> {
+      return { members: (await membersByIds(pool, meta.tenant_id, d.ids)).map(summary) };
+    },
+  };
+}
+
+export async function membersByIds(db: Queryable, tenantId: number, ids: number[]): Promise<Member[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<Member>(
+    `SELECT id, tenant_id, name, email, phone, accepts_emails, is_active FROM identity.members WHERE tenant_id = $1 AND id = ANY($2::bigint[])`,
+    [tenantId, ids],
+  );
+  return rows;
+}

@@ -1,0 +1,42 @@
+import type { DomainEvent } from '@loyalty/contracts';
+import type { Logger, PoolClient } from '@loyalty/runtime';
+import type { Mailer } from './mailer.ts';
+import { membersByIds } from './member-directory.ts';
+import { findTenant } from './store/tenants.ts';
+
+/**
+ * Member notifications driven by other services' domain events. Each template turns an event into
+ * a mail (or nothing). The event consumer records the event id in the same transaction, so a
+ * redelivered event sends no second mail.
+ */
+type Template = (data: Record<string, unknown>, name: string) => { subject: string; text: string } | null;
+
+export const templates: Record<string, Template> = {
+  'ledger.points_earned': (d, name) => ({
+    subject: `You earned ${String(d.points)} points`,
+    text: `Hello ${name},\n\nYou earned ${String(d.points)} points. Your balance is now ${String(d.new_balance)} points.\n`,
+  }),
+  'claims.claim_approved': (d, name) => ({
+    subject: 'Your reward claim was approved',
+    text: `Hello ${name},\n\nYour claim for "${String(d.reward_name ?? 'your reward')}" was approved; ${String(d.points_deducted ?? 0)} points were deducted.${d.staff_note ? `\nNote from staff: ${String(d.staff_note)}` : ''}\n`,
+  }),
+  'claims.claim_rejected': (d, name) => ({
+    subject: 'Your reward claim was not approved',
+    text: `Hello ${name},\n\nYour claim for "${String(d.reward_name ?? 'your reward')}" was not approved, and your points were kept.${d.staff_note ? `\nNote from staff: ${String(d.staff_note)}` : ''}\n`,
+  }),
+};
+
+export function notificationHandler(mailer: Mailer, log: Logger) {
+  return async (event: DomainEvent, db: PoolClient): Promise<void> => {
+    const template = templates[event.type];
+    const memberId = Number(event.data.member_id);
+    if (!template || !Number.isInteger(memberId)) return;
+    const [member] = await membersByIds(db, event.tenant_id, [memberId]);
+    if (!member?.email) return;
+    const mail = template(event.data, member.name);
+    if (!mail) return;
+    const tenant = await findTenant(db, event.tenant_id);
+    await mailer.send({ to: member.email, ...mail }, tenant?.sandbox ?? false);
+    log.info({ event: event.id, type: event.type, member: memberId }, 'notification mailed');
+  };
+}
