@@ -1,0 +1,144 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiClient, OPERATOR_TOKEN, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
+
+let sys: TestSystem;
+const CHECK = '/api/v1/auth/member/check';
+const body = { email: 'someone@example.com' };
+
+beforeAll(async () => {
+  sys = await startTestSystem({ env: { RATE_LIMIT_MAX: '5', RATE_LIMIT_WINDOW_MS: '60000' } });
+});
+afterAll(async () => sys?.stop());
+
+describe('application credentials', () => {
+  it('refuses a call without credentials', async () => {
+    const res = await fetch(`${sys.url}${CHECK}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toEqual({ success: false, error: { code: 'missing_credentials', message: expect.any(String) } });
+  });
+
+  it('refuses a wrong key and an unknown app alike', async () => {
+    const t = await sys.tenant();
+    for (const creds of [{ appId: t.appId, apiKey: 'sk_wrong' }, { appId: 'app_unknown', apiKey: t.apiKey }]) {
+      const r = await apiClient(sys.url, creds)('POST', CHECK, { body });
+      expect(r.status).toBe(401);
+      expect(r.body.error).toMatchObject({ code: 'invalid_credentials' });
+    }
+  });
+
+  it('a revoked key stops working at once, even when the gateway had it cached', async () => {
+    const t = await sys.tenant();
+    const api = apiClient(sys.url, t);
+    expect((await api('POST', CHECK, { body })).status).toBe(200);
+    await sys.admin('POST', `/admin/v1/apps/${t.appId}/revoke`);
+    await waitFor(async () => (await api('POST', CHECK, { body })).status === 401);
+    const r = await api('POST', CHECK, { body });
+    expect(r.body.error).toMatchObject({ code: 'invalid_credentials' });
+  });
+
+  it('rotation: the old key stops, the new key works', async () => {
+    const t = await sys.tenant();
+    expect((await apiClient(sys.url, t)('POST', CHECK, { body })).status).toBe(200);
+    const { app } = await sys.admin<{ app: { api_key: string } }>('POST', `/admin/v1/apps/${t.appId}/rotate-key`);
+    await waitFor(async () => (await apiClient(sys.url, t)('POST', CHECK, { body })).status === 401);
+    expect((await apiClient(sys.url, { appId: t.appId, apiKey: app.api_key })('POST', CHECK, { body })).status).toBe(200);
+  });
+
+  it('stores keys only as hashes', async () => {
+    const t = await sys.tenant();
+    const { rows } = await sys.db.query('SELECT key_hash FROM identity.apps WHERE id = $1', [t.appId]);
+    expect(rows[0].key_hash.toString('utf8')).not.toContain(t.apiKey);
+    expect(rows[0].key_hash.length).toBe(32);
+  });
+});
+
+describe('envelope and routing', () => {
+  it('answers a malformed JSON body with the failure envelope', async () => {
+    const t = await sys.tenant();
+    const r = await apiClient(sys.url, t)('POST', CHECK, { rawBody: '{"email": ' });
+    expect(r.status).toBe(400);
+    expect(r.body).toEqual({ success: false, error: { code: 'invalid_json', message: expect.any(String) } });
+  });
+
+  it('answers a body that is not an object with a validation error', async () => {
+    const t = await sys.tenant();
+    const r = await apiClient(sys.url, t)('POST', CHECK, { rawBody: '[1,2]' });
+    expect(r.status).toBe(400);
+    expect(r.body.error).toMatchObject({ code: 'validation_error' });
+  });
+
+  it('answers an unknown route and an unsupported method with the failure envelope', async () => {
+    const unknown = await fetch(`${sys.url}/api/v1/nothing-here`);
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toEqual({ success: false, error: { code: 'route_not_found', message: expect.any(String) } });
+    const method = await fetch(`${sys.url}${CHECK}`, { method: 'DELETE' });
+    expect(method.status).toBe(405);
+    expect(method.headers.get('allow')).toBe('POST');
+    expect(await method.json()).toMatchObject({ success: false, error: { code: 'method_not_allowed' } });
+  });
+
+  it('carries a request id in a response header, keeping a valid one the client sent', async () => {
+    const generated = await fetch(`${sys.url}/healthz`);
+    expect(generated.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    const given = await fetch(`${sys.url}/healthz`, { headers: { 'x-request-id': 'client-req-42' } });
+    expect(given.headers.get('x-request-id')).toBe('client-req-42');
+  });
+
+  it('serves the OpenAPI 3.1 document and the browsable reference', async () => {
+    const doc = (await (await fetch(`${sys.url}/openapi.json`)).json()) as { openapi: string; paths: Record<string, Record<string, unknown>> };
+    expect(doc.openapi).toBe('3.1.0');
+    for (const op of ['check', 'register', 'request-otp', 'verify-otp', 'refresh', 'logout']) {
+      expect(doc.paths[`/api/v1/auth/member/${op}`]).toHaveProperty('post');
+    }
+    const docs = await fetch(`${sys.url}/docs/`);
+    expect(docs.status).toBe(200);
+    expect(await docs.text()).toContain('swagger');
+  });
+
+  it('protects the operator API with the operator token', async () => {
+    for (const auth of [undefined, 'Bearer wrong-token-wrong-token', `Bearer ${OPERATOR_TOKEN}x`]) {
+      const res = await fetch(`${sys.url}/admin/v1/tenants`, { headers: auth ? { authorization: auth } : {} });
+      expect(res.status).toBe(401);
+      expect(await res.json()).toMatchObject({ success: false, error: { code: 'invalid_operator_token' } });
+    }
+  });
+});
+
+describe('rate limit', () => {
+  it('answers 429 rate_limited with Retry-After once an app passes its limit, per app', async () => {
+    const a = apiClient(sys.url, await sys.tenant());
+    const b = apiClient(sys.url, await sys.tenant());
+    for (let i = 0; i < 5; i++) expect((await a('POST', CHECK, { body })).status).toBe(200);
+    const limited = await a('POST', CHECK, { body });
+    expect(limited.status).toBe(429);
+    expect(limited.body.error).toMatchObject({ code: 'rate_limited' });
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect((await b('POST', CHECK, { body })).status).toBe(200);
+  });
+});
+
+describe('service unavailable', () => {
+  it('answers 503 service_unavailable in the envelope while identity is down, and serves again after', async () => {
+    const cached = apiClient(sys.url, await sys.tenant());
+    const fresh = await sys.tenant();
+    expect((await cached('POST', CHECK, { body })).status).toBe(200);
+    await sys.stopService('identity');
+    try {
+      for (const r of [await cached('POST', CHECK, { body }), await apiClient(sys.url, fresh)('POST', CHECK, { body })]) {
+        expect(r.status).toBe(503);
+        expect(r.body).toEqual({ success: false, error: { code: 'service_unavailable', message: expect.any(String) } });
+      }
+    } finally {
+      await sys.startService('identity');
+    }
+    expect((await cached('POST', CHECK, { body })).status).toBe(200);
+  });
+});
+
+async function waitFor(condition: () => Promise<boolean>, timeoutMs = 3_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
