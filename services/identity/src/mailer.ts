@@ -22,9 +22,10 @@ export class Mailer {
     this.sandbox = sandboxUrl === liveUrl ? this.live : nodemailer.createTransport(sandboxUrl, opts);
   }
 
-  async send(mail: Mail, sandbox: boolean): Promise<void> {
+  /** `log` is the request's (or event's) logger, so the line carries its request id. */
+  async send(mail: Mail, sandbox: boolean, log: Logger = this.log): Promise<void> {
     const info = await (sandbox ? this.sandbox : this.live).sendMail({ from: this.from, ...mail });
-    this.log.info({ messageId: info.messageId, sandbox }, 'mail sent');
+    log.info({ messageId: info.messageId, sandbox }, 'mail sent');
   }
 
   close(): void {

@@ -42,6 +42,7 @@ export async function mailCode(
         text: `Hello ${member.name},\n\nYour ${purpose} code is ${code}. It is valid for ${deps.otp.ttlMinutes} minutes and can be used once.\n`,
       },
       meta.sandbox,
+      log,
     );
   } catch (err) {
     log.error({ err: (err as Error).message }, 'otp mail failed');

@@ -1,0 +1,144 @@
+// `npm start`: the whole system on this machine, in its production form (compiled JavaScript).
+// Installs dependencies, makes sure PostgreSQL, NATS (JetStream) and Redis answer, builds,
+// starts a local mail sink, every service (each runs its migrations) and the gateway, seeds the
+// demo idempotently, and prints where everything is. Ctrl-C stops it all gracefully.
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { checkNode, ensureInfrastructure, ensurePnpm, fail, installDependencies, reachable, root, run, step } from './bootstrap.mjs';
+
+const PORT = Number(process.env.PORT ?? 3000);
+const DATABASE = process.env.LOYALTY_DATABASE ?? 'loyalty';
+const PG_ADMIN_URL = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const MAIL_PORT = Number(process.env.MAIL_SINK_PORT ?? 1025);
+
+checkNode();
+if (await reachable(PORT)) fail(`something already listens on port ${PORT} (is the system already running? stop it or set PORT).`);
+ensurePnpm();
+installDependencies();
+await ensureInfrastructure();
+
+// Secrets of this local installation, made once and kept in var/ (git-ignored).
+const var_ = path.join(root, 'var');
+mkdirSync(path.join(var_, 'log'), { recursive: true });
+const secretsFile = path.join(var_, 'secrets.json');
+if (!existsSync(secretsFile)) {
+  writeFileSync(secretsFile, JSON.stringify({ otp_secret: randomBytes(24).toString('hex'), operator_token: randomBytes(24).toString('hex') }, null, 2));
+}
+const secrets = JSON.parse(readFileSync(secretsFile, 'utf8'));
+
+step(`making sure database "${DATABASE}" exists`);
+const { default: pg } = await import('pg');
+const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+await admin.connect();
+const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
+if (exists.rowCount === 0) await admin.query(`CREATE DATABASE "${DATABASE}"`);
+await admin.end();
+
+step('building (node scripts/build.mjs)');
+run('node scripts/build.mjs');
+
+const env = {
+  ...process.env,
+  DATABASE_URL: process.env.DATABASE_URL ?? `postgres://postgres@127.0.0.1:5432/${DATABASE}`,
+  NATS_URL: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
+  REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+  SMTP_URL: process.env.SMTP_URL ?? `smtp://127.0.0.1:${MAIL_PORT}`,
+  OTP_SECRET: process.env.OTP_SECRET ?? secrets.otp_secret,
+  OPERATOR_TOKEN: process.env.OPERATOR_TOKEN ?? secrets.operator_token,
+  PORT: String(PORT),
+  OPS_HOST: '127.0.0.1',
+  PUBLIC_BASE_URL: `http://127.0.0.1:${PORT}`,
+};
+
+const children = [];
+let shuttingDown = false;
+function launch(name, args, extraEnv = {}, echo = false) {
+  const logFile = path.join(var_, 'log', `${name}.log`);
+  const log = createWriteStream(logFile, { flags: 'a' });
+  const child = spawn(process.execPath, args, { cwd: root, env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout.pipe(log);
+  child.stderr.pipe(log);
+  if (echo) child.stdout.on('data', (d) => process.stdout.write(d));
+  child.on('exit', (code, signal) => {
+    if (shuttingDown) return;
+    console.error(`\n${name} exited (${signal ?? code}); see var/log/${name}.log. Stopping everything.`);
+    shutdown(1);
+  });
+  children.push({ name, child });
+  return child;
+}
+
+function shutdown(code) {
+  if (shuttingDown) return;
+  shuttingDown = true;
+  console.log('\nstopping...');
+  for (const { child } of children) child.kill('SIGTERM');
+  let left = children.length;
+  if (left === 0) process.exit(code);
+  for (const { child } of children) {
+    child.once('exit', () => {
+      if (--left === 0) process.exit(code);
+    });
+  }
+  setTimeout(() => process.exit(code), 15_000).unref();
+}
+process.on('SIGINT', () => shutdown(0));
+process.on('SIGTERM', () => shutdown(0));
+
+step(`starting the mail sink on 127.0.0.1:${MAIL_PORT}`);
+launch('mail-sink', ['scripts/mail-sink.mjs'], {}, true);
+
+const services = [
+  ['identity', 9101],
+  ['ledger', 9102],
+  ['claims', 9103],
+  ['referrals', 9104],
+];
+for (const [name, opsPort] of services) {
+  step(`starting ${name} (ops port ${opsPort}, log var/log/${name}.log)`);
+  launch(name, [`services/${name}/dist/main.js`], { OPS_PORT: String(opsPort) });
+}
+
+async function waitReady(url, what, seconds = 60) {
+  for (let i = 0; i < seconds * 4; i++) {
+    if (shuttingDown) return;
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  console.error(`${what} did not become ready within ${seconds}s; see var/log/.`);
+  shutdown(1);
+}
+
+for (const [name, opsPort] of services) await waitReady(`http://127.0.0.1:${opsPort}/readyz`, name);
+step(`starting the gateway on port ${PORT} (ops port 9100, log var/log/gateway.log)`);
+launch('gateway', ['services/gateway/dist/main.js'], { OPS_PORT: '9100' });
+await waitReady(`http://127.0.0.1:${PORT}/healthz`, 'gateway');
+
+step('seeding the demo (idempotent)');
+const seed = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/seed.ts'], {
+  cwd: root,
+  stdio: 'inherit',
+  env: { ...env, LOYALTY_URL: `http://127.0.0.1:${PORT}` },
+});
+if (seed.status !== 0) {
+  console.error('seeding the demo failed');
+  shutdown(1);
+}
+
+console.log(`
+\x1b[32mThe loyalty platform is up.\x1b[0m
+  API           http://127.0.0.1:${PORT}/api/v1
+  Reference     http://127.0.0.1:${PORT}/docs   (OpenAPI: /openapi.json)
+  Demo creds    var/demo-credentials.json
+  Operator      token in var/secrets.json (operator_token), e.g.
+                OPERATOR_TOKEN=$(node -p "require('./var/secrets.json').operator_token") node scripts/dist/admin-cli.js tenant:list
+  Mail          every message is logged below and in var/mail.log
+  Logs          var/log/<service>.log
+Press Ctrl-C to stop.
+`);

@@ -1,0 +1,22 @@
+// `npm test`: the whole suite on a fresh machine. Installs what is missing, makes sure the real
+// PostgreSQL, NATS and Redis answer, type-checks and lints everything, then runs vitest.
+import { readFileSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { checkNode, ensureInfrastructure, ensurePnpm, installDependencies, root, run, step } from './bootstrap.mjs';
+
+checkNode();
+ensurePnpm();
+installDependencies();
+await ensureInfrastructure();
+step('type-checking and linting (npm run check)');
+run('pnpm run --silent check');
+step('running the test suite (vitest)');
+const results = path.join(root, 'var', 'test-results.json');
+const extra = process.argv.slice(2).join(' ');
+const r = spawnSync('sh', ['-c', `pnpm exec vitest run --reporter=default --reporter=json --outputFile.json=${results} ${extra}`], { stdio: 'inherit', cwd: root });
+if (existsSync(results)) {
+  const json = JSON.parse(readFileSync(results, 'utf8'));
+  console.log(`\n${json.numPassedTests} passed, ${json.numFailedTests} failed`);
+}
+process.exit(r.status ?? 1);
