@@ -23,7 +23,9 @@ for (const name of readdirSync(path.join(root, 'services'))) {
   const main = path.join(root, 'services', name, 'src', 'main.ts');
   if (existsSync(main)) entries.push({ in: main, out: path.join(root, 'services', name, 'dist', 'main.js') });
 }
-entries.push({ in: path.join(root, 'scripts', 'admin-cli.ts'), out: path.join(root, 'scripts', 'dist', 'admin-cli.js') });
+for (const script of ['admin-cli', 'migrate']) {
+  entries.push({ in: path.join(root, 'scripts', `${script}.ts`), out: path.join(root, 'scripts', 'dist', `${script}.js`) });
+}
 
 await Promise.all(
   entries.map((e) =>
