@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { connect as connectNats } from 'nats';
+import { Subjects } from '@loyalty/contracts';
 import { createLogger, ManualClock, type RunningService } from '@loyalty/runtime';
 import { readIdentityConfig, startIdentity } from '@loyalty/identity';
 import { readGatewayConfig, startGateway, type RunningGateway } from '@loyalty/gateway';
@@ -131,6 +133,7 @@ export async function startTestSystem(opts: { services?: ServiceName[]; env?: Re
       await db.end();
       await mail.stop();
       await database.drop();
+      await deleteEventStream(root);
     },
   };
 }
@@ -148,4 +151,15 @@ export function apiClient(baseUrl: string, creds: { appId: string; apiKey: strin
     const res = await fetch(`${baseUrl}${path}`, { method, headers, body: opts.rawBody ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body)) });
     return { status: res.status, body: (await res.json()) as never, headers: res.headers };
   };
+}
+
+/** Each test system's JetStream stream is its own; remove it so runs leave nothing behind. */
+async function deleteEventStream(root: string): Promise<void> {
+  const nc = await connectNats({ servers: process.env.NATS_URL ?? 'nats://127.0.0.1:4222' });
+  try {
+    const jsm = await nc.jetstreamManager();
+    await jsm.streams.delete(new Subjects(root).streamName()).catch(() => undefined);
+  } finally {
+    await nc.close();
+  }
 }

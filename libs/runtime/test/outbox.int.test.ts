@@ -1,0 +1,86 @@
+import { randomBytes } from 'node:crypto';
+import { connect, type NatsConnection } from 'nats';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { Subjects, type DomainEvent } from '@loyalty/contracts';
+import { createTestDatabase } from '../../../test/support/system.ts';
+import { createLogger, createPool, EventConsumer, ensureEventStream, OUTBOX_DDL, OutboxRelay, PROCESSED_EVENTS_DDL, recordEvent, withTransaction, type Pool } from '../src/index.ts';
+
+let db: Awaited<ReturnType<typeof createTestDatabase>>;
+let pool: Pool;
+let nc: NatsConnection;
+const subjects = new Subjects(`t${randomBytes(5).toString('hex')}`);
+const log = createLogger('test', 'silent');
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  pool = createPool(db.url, 4, log, 'outbox-test');
+  await pool.query(`CREATE SCHEMA svc; SET search_path TO svc; ${OUTBOX_DDL} ${PROCESSED_EVENTS_DDL}`);
+  await pool.end();
+  pool = createPool(db.url, 4, log, 'outbox-test');
+  nc = await connect({ servers: 'nats://127.0.0.1:4222' });
+  await ensureEventStream(nc, subjects);
+});
+afterAll(async () => {
+  const jsm = await nc.jetstreamManager();
+  await jsm.streams.delete(subjects.streamName()).catch(() => undefined);
+  await nc.drain();
+  await pool.end();
+  await db.drop();
+});
+
+it('publishes committed events once, drops rolled-back ones, and a consumer acts on each event once', async () => {
+  const seen: DomainEvent[] = [];
+  const consumer = new EventConsumer({
+    nc,
+    subjects,
+    pool,
+    schema: 'svc',
+    durable: 'test-consumer',
+    filterSubject: subjects.event('ledger', 'points_earned'),
+    log,
+    handle: async (event) => {
+      seen.push(event);
+    },
+  });
+  await consumer.start();
+  const relay = new OutboxRelay({ pool, nc, schema: 'svc', log, intervalMs: 50 });
+
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    ids.push(await withTransaction(pool, (c) => recordEvent(c, 'svc', subjects, 'ledger', { type: 'points_earned', tenantId: 1, data: { member_id: i } })));
+  }
+  await expect(
+    withTransaction(pool, async (c) => {
+      await recordEvent(c, 'svc', subjects, 'ledger', { type: 'points_earned', tenantId: 1, data: { member_id: 99 } });
+      throw new Error('rolled back');
+    }),
+  ).rejects.toThrow('rolled back');
+
+  relay.start();
+  await until(() => seen.length >= 3);
+  // Publishing the same rows again (a relay that crashed before marking them) is de-duplicated by JetStream.
+  await pool.query('UPDATE svc.outbox SET published_at = NULL');
+  relay.wake();
+  await until(async () => (await pool.query('SELECT count(*)::int AS n FROM svc.outbox WHERE published_at IS NULL')).rows[0].n === 0);
+  // A redelivered event (same id, new message) has no second effect.
+  const js = nc.jetstream();
+  const first = (await pool.query('SELECT payload FROM svc.outbox WHERE id = $1', [ids[0]])).rows[0].payload;
+  await js.publish(subjects.event('ledger', 'points_earned'), JSON.stringify(first), { msgID: `redelivery-${ids[0]}` });
+  await new Promise((r) => setTimeout(r, 500));
+  await relay.stop();
+  await consumer.stop();
+
+  expect(seen.map((e) => e.id).sort()).toEqual([...ids].sort());
+  expect(seen.map((e) => e.data.member_id).sort()).toEqual([0, 1, 2]);
+  expect(seen[0]).toMatchObject({ type: 'ledger.points_earned', tenant_id: 1 });
+  const processed = await pool.query('SELECT count(*)::int AS n FROM svc.processed_events');
+  expect(processed.rows[0].n).toBe(3);
+});
+
+async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
