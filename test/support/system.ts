@@ -14,18 +14,18 @@ const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.
 export const OPERATOR_TOKEN = 'test-operator-token-0123456789';
 
 /** A database of its own for one test file, dropped at the end: files run in parallel and twice in a row. */
-export async function createTestDatabase(): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
+export async function createTestDatabase(adminUrl = ADMIN_URL): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
   const name = `loyalty_test_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
   await admin.end();
-  const url = ADMIN_URL.replace(/\/[^/]*$/, `/${name}`);
+  const url = adminUrl.replace(/\/[^/]*$/, `/${name}`);
   return {
     url,
     name,
     drop: async () => {
-      const c = new pg.Client({ connectionString: ADMIN_URL });
+      const c = new pg.Client({ connectionString: adminUrl });
       await c.connect();
       await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await c.end();
@@ -57,9 +57,11 @@ export interface TestSystem {
  * an SMTP sink, the chosen services and a gateway on a free port, all in this process,
  * talking over real PostgreSQL, NATS and Redis.
  */
-export async function startTestSystem(opts: { services?: ServiceName[]; env?: Record<string, string> } = {}): Promise<TestSystem> {
+export async function startTestSystem(
+  opts: { services?: ServiceName[]; env?: Record<string, string>; postgresAdminUrl?: string } = {},
+): Promise<TestSystem> {
   const names = opts.services ?? ['identity'];
-  const database = await createTestDatabase();
+  const database = await createTestDatabase(opts.postgresAdminUrl);
   const mail = new MailSink();
   const smtpUrl = await mail.start();
   const root = `t${randomBytes(5).toString('hex')}`;
@@ -133,7 +135,7 @@ export async function startTestSystem(opts: { services?: ServiceName[]; env?: Re
       await db.end();
       await mail.stop();
       await database.drop();
-      await deleteEventStream(root);
+      await deleteEventStream(root, env.NATS_URL);
     },
   };
 }
@@ -154,8 +156,8 @@ export function apiClient(baseUrl: string, creds: { appId: string; apiKey: strin
 }
 
 /** Each test system's JetStream stream is its own; remove it so runs leave nothing behind. */
-async function deleteEventStream(root: string): Promise<void> {
-  const nc = await connectNats({ servers: process.env.NATS_URL ?? 'nats://127.0.0.1:4222' });
+async function deleteEventStream(root: string, natsUrl = 'nats://127.0.0.1:4222'): Promise<void> {
+  const nc = await connectNats({ servers: natsUrl });
   try {
     const jsm = await nc.jetstreamManager();
     await jsm.streams.delete(new Subjects(root).streamName()).catch(() => undefined);

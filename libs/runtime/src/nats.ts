@@ -132,6 +132,10 @@ async function handle(
   } catch (err) {
     if (err instanceof AppError) {
       reply = { ok: false, error: err.toBody() };
+    } else if (isUnavailable(err)) {
+      // Postgres (or another dependency) is restarting: a retryable 503, not a 500.
+      log.warn({ err: (err as Error).message }, 'dependency unavailable');
+      reply = { ok: false, error: new AppError('service_unavailable').toBody() };
     } else {
       log.error({ err }, 'handler failed');
       reply = { ok: false, error: new AppError('internal_error').toBody() };
@@ -164,6 +168,13 @@ export async function callService<T = unknown>(
   } catch {
     return { ok: false, error: new AppError('service_unavailable').toBody() };
   }
+}
+
+/** Errors that mean "a dependency is down for now", as opposed to a bug: answered with 503. */
+export function isUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  if (typeof e?.code === 'string' && (/^(08|57P0)/.test(e.code) || ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND'].includes(e.code))) return true;
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|the database system is (starting up|shutting down)/i.test(e?.message ?? '');
 }
 
 /**
