@@ -4,6 +4,8 @@ export * from './subjects.ts';
 export * from './common.ts';
 export * from './ops/types.ts';
 export * from './ops/auth.ts';
+export * from './ops/claims.ts';
+export * from './ops/referrals.ts';
 export * from './operations.ts';
 export * from './openapi.ts';
 export * from './internal.ts';

@@ -1,5 +1,7 @@
 import { adminOperations } from './ops/admin.ts';
 import { authOperations } from './ops/auth.ts';
+import { claimsOperations } from './ops/claims.ts';
+import { referralOperations } from './ops/referrals.ts';
 import type { Operation } from './ops/types.ts';
 
 /**
@@ -9,6 +11,8 @@ import type { Operation } from './ops/types.ts';
  */
 export const operations: Record<string, Operation> = {
   ...authOperations,
+  ...claimsOperations,
+  ...referralOperations,
 };
 
 /** The operator (provisioning) table, served under /admin/v1 behind the operator token. */

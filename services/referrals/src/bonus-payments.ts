@@ -1,0 +1,135 @@
+import { randomUUID } from 'node:crypto';
+import { AppError, type DomainEvent, type Subjects } from '@loyalty/contracts';
+import { recordEvent, withTransaction, type Clock, type Logger, type Pool, type PoolClient, type Queryable } from '@loyalty/runtime';
+import { bonusCredits, isPurchaseEarn, type Referral } from './domain/referral.ts';
+import type { CallMeta, Peers } from './peers.ts';
+import { completeReferral, findReferral, leaseStalePayments, markPaymentDue } from './store/referrals.ts';
+
+export interface PaymentDeps {
+  pool: Pool;
+  peers: Peers;
+  subjects: Subjects;
+  clock: Clock;
+  log: Logger;
+  /** Ask the outbox relay for a pass after a commit that wrote events. */
+  eventsWritten: () => void;
+}
+
+export function referralEventData(r: Referral) {
+  return {
+    referral_id: r.id,
+    card_id: r.card_id,
+    referrer_id: r.referrer_id,
+    referee_id: r.referee_id,
+    referrer_bonus: r.referrer_bonus,
+    referee_bonus: r.referee_bonus,
+    status: r.status,
+  };
+}
+
+/** Meta of work that no HTTP request started (sweeper, event consumer). */
+export function backgroundMeta(tenantId: number, what: string): CallMeta {
+  return { request_id: `referrals-${what}-${randomUUID()}`, tenant_id: tenantId, app_id: 'referrals', sandbox: false, scopes: [] };
+}
+
+/**
+ * Paying a due referral: credit both parties through the ledger under the deterministic keys
+ * `referral:<id>:referrer` / `referral:<id>:referee`, then mark it completed with a
+ * `referral_completed` event in one transaction. Safe to run any number of times, from any
+ * replica: the ledger replays a credit it has already made, and only one completion commits.
+ */
+export function bonusPayments(deps: PaymentDeps) {
+  const { pool, peers, subjects, clock, log } = deps;
+
+  async function credit(meta: CallMeta, r: Referral) {
+    const tx: { referrer?: number; referee?: number } = {};
+    for (const c of bonusCredits(r)) {
+      const reply = await peers.creditBonus(meta, c.key, { cardId: r.card_id, memberId: c.memberId, points: c.points, referralId: r.id, party: c.party });
+      tx[c.party] = reply.transaction_id;
+    }
+    return tx;
+  }
+
+  /** Completion in the caller's transaction, with its event. */
+  async function complete(db: Queryable, r: Referral, tx: { referrer?: number; referee?: number }): Promise<Referral> {
+    const done = await completeReferral(db, r.id, tx, clock.now());
+    if (!done) return (await findReferral(db, r.id)) ?? r; // someone else completed it first
+    await recordEvent(db, 'referrals', subjects, 'referrals', { type: 'referral_completed', tenantId: done.tenant_id, data: referralEventData(done), occurredAt: clock.now() });
+    return done;
+  }
+
+  /** `alsoInTx` writes what must commit with the completion (apply's idempotency record). */
+  async function pay(meta: CallMeta, r: Referral, alsoInTx?: (db: PoolClient, done: Referral) => Promise<void>): Promise<Referral> {
+    const tx = await credit(meta, r);
+    const done = await withTransaction(pool, async (db) => {
+      const d = await complete(db, r, tx);
+      await alsoInTx?.(db, d);
+      return d;
+    });
+    deps.eventsWritten();
+    return done;
+  }
+
+  /** Finish payments left due by a crash or a failed call. Returns how many were completed. */
+  async function sweep(retryAfterMs: number, batch = 50): Promise<number> {
+    const now = clock.now();
+    const stale = await leaseStalePayments(pool, new Date(now.getTime() - retryAfterMs), now, batch);
+    let completed = 0;
+    for (const r of stale) {
+      try {
+        const done = await pay(backgroundMeta(r.tenant_id, 'sweeper'), r);
+        if (done.status === 'completed') completed++;
+        log.info({ referral_id: r.id }, 'interrupted referral bonus payment finished');
+      } catch (err) {
+        log.warn({ referral_id: r.id, err: err instanceof AppError ? err.code : (err as Error).message }, 'referral bonus payment failed; will retry');
+      }
+    }
+    return completed;
+  }
+
+  /**
+   * The ledger's points_earned event, in the consumer's transaction (which also records the
+   * event id, so a redelivery does nothing). A referral waiting for the referee's first purchase
+   * becomes due and is paid at once; if paying fails it stays due and the sweeper finishes it.
+   */
+  async function onPointsEarned(event: DomainEvent, db: PoolClient): Promise<void> {
+    const data = event.data as { member_id?: unknown; card_id?: unknown; event?: unknown };
+    if (typeof data.member_id !== 'number' || typeof data.card_id !== 'number' || !isPurchaseEarn(data)) return;
+    const due = await markPaymentDue(db, event.tenant_id, data.card_id, data.member_id, clock.now());
+    if (!due) return;
+    let tx: { referrer?: number; referee?: number };
+    try {
+      tx = await credit(backgroundMeta(event.tenant_id, 'first-purchase'), due);
+    } catch (err) {
+      log.warn({ referral_id: due.id, err: err instanceof AppError ? err.code : (err as Error).message }, 'first-purchase referral bonus not paid yet; the sweeper retries');
+      return;
+    }
+    await complete(db, due, tx);
+    deps.eventsWritten();
+  }
+
+  return { pay, sweep, onPointsEarned };
+}
+export type BonusPayments = ReturnType<typeof bonusPayments>;
+
+/** Runs `sweep` every interval until stopped; a pass never overlaps the next. */
+export function startSweeper(run: () => Promise<unknown>, intervalMs: number, log: Logger) {
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let current: Promise<unknown> = Promise.resolve();
+  const tick = () => {
+    current = run()
+      .catch((err) => log.warn({ err: (err as Error).message }, 'referral sweeper pass failed'))
+      .finally(() => {
+        if (!stopped) timer = setTimeout(tick, intervalMs);
+      });
+  };
+  timer = setTimeout(tick, intervalMs);
+  return {
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await current;
+    },
+  };
+}

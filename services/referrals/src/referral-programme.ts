@@ -1,0 +1,152 @@
+import { AppError, type Meta, type MemberSummary, type ReferralPeriod, type Subjects } from '@loyalty/contracts';
+import { recordEvent, withTransaction, WithMessage, type Clock, type Pool } from '@loyalty/runtime';
+import { generateReferralCode, normalizeReferralCode } from './domain/codes.ts';
+import { appliedReferralView, applyMessage, checkApplicable, existingReferralOutcome, type Referral } from './domain/referral.ts';
+import { periodStart, referralStats } from './domain/stats.ts';
+import { referralEventData, type BonusPayments } from './bonus-payments.ts';
+import type { Peers } from './peers.ts';
+import { ensureCode, findCode } from './store/codes.ts';
+import { storedReply, storeReply } from './store/idempotency.ts';
+import { countReferrals, findByReferee, insertReferral, referralsOfReferrer, topReferrers } from './store/referrals.ts';
+
+export const APPLY_OPERATION = 'referrals.apply';
+
+export interface ProgrammeDeps {
+  pool: Pool;
+  peers: Peers;
+  payments: BonusPayments;
+  subjects: Subjects;
+  clock: Clock;
+  eventsWritten: () => void;
+}
+
+const unknownName = (id: number): MemberSummary => ({ id, name: '', email: null, phone: null, has_email: false, is_active: false });
+
+/** The referral programme of section 4.5: codes, validation, application, statistics. */
+export function referralProgramme(deps: ProgrammeDeps) {
+  const { pool, peers, payments, subjects, clock } = deps;
+
+  /** The card, which must be a points card: referral bonuses are points. */
+  async function pointsCard(meta: Meta, cardId: number) {
+    const card = await peers.card(meta, cardId);
+    if (card.reward_system !== 'points') throw new AppError('wrong_card_type', 'Referrals run on points cards; this card is a cashback card.');
+    return card;
+  }
+
+  function applyReply(r: Referral) {
+    return new WithMessage({ referral: appliedReferralView(r) }, applyMessage(r));
+  }
+
+  return {
+    async code(d: { card_id: number; member_id: number }, meta: Meta) {
+      await pointsCard(meta, d.card_id);
+      const member = await peers.member(meta, d.member_id);
+      const code = await ensureCode(pool, { tenantId: meta.tenant_id, cardId: d.card_id, memberId: member.id }, () => generateReferralCode());
+      return { referral_code: code.code, card_id: code.card_id, member_id: code.member_id };
+    },
+
+    async validate(d: { referral_code: string; card_id: number }, meta: Meta) {
+      const invalid = { is_valid: false, referrer: null };
+      const normalized = normalizeReferralCode(d.referral_code);
+      const code = normalized ? await findCode(pool, meta.tenant_id, normalized) : undefined;
+      if (!code || code.card_id !== d.card_id) return invalid;
+      const [card, members] = await Promise.all([peers.card(meta, d.card_id).catch(() => undefined), peers.members(meta, [code.member_id])]);
+      const referrer = members.get(code.member_id);
+      if (!card || card.reward_system !== 'points' || !referrer || !referrer.is_active) return invalid;
+      return {
+        is_valid: true,
+        referrer: { id: referrer.id, name: referrer.name, bonus_info: { referrer_bonus: card.referrer_bonus, referee_bonus: card.referee_bonus } },
+      };
+    },
+
+    /**
+     * Write the referral (pending) first, then pay both bonuses through the ledger, then mark it
+     * completed: a crash or failure in between leaves it pending with its payment due, which a
+     * retried apply or the sweeper finishes without paying twice.
+     */
+    async apply(d: { referral_code: string; card_id: number; referee_member_id: number }, meta: Meta) {
+      const key = meta.idempotency_key;
+      if (key) {
+        const replay = await storedReply(pool, meta.tenant_id, key, APPLY_OPERATION, d);
+        if (replay) return new WithMessage(replay.data, replay.message);
+      }
+      const remember = async (db: Parameters<typeof storeReply>[0], r: Referral) => {
+        if (!key) return;
+        const reply = applyReply(r);
+        await storeReply(db, meta.tenant_id, key, APPLY_OPERATION, d, { message: reply.message, data: reply.data });
+      };
+
+      const card = await pointsCard(meta, d.card_id);
+      const normalized = normalizeReferralCode(d.referral_code);
+      const code = normalized ? await findCode(pool, meta.tenant_id, normalized) : undefined;
+      if (!code || code.card_id !== d.card_id) throw new AppError('referral_code_not_found');
+      const referee = await peers.member(meta, d.referee_member_id);
+      checkApplicable(card, code.member_id, referee.id);
+
+      const now = clock.now();
+      const waitForPurchase = card.referral_bonus_on_first_purchase;
+      const inserted = await withTransaction(pool, async (db) => {
+        const r = await insertReferral(db, {
+          tenantId: meta.tenant_id,
+          cardId: d.card_id,
+          referrerId: code.member_id,
+          refereeId: referee.id,
+          code: code.code,
+          referrerBonus: card.referrer_bonus,
+          refereeBonus: card.referee_bonus,
+          paymentDueAt: waitForPurchase ? null : now,
+          createdAt: now,
+        });
+        if (!r) return undefined;
+        await recordEvent(db, 'referrals', subjects, 'referrals', { type: 'referral_applied', tenantId: meta.tenant_id, data: referralEventData(r), occurredAt: now });
+        if (waitForPurchase) await remember(db, r);
+        return r;
+      });
+      if (inserted) deps.eventsWritten();
+
+      let referral = inserted;
+      if (!referral) {
+        const existing = await findByReferee(pool, meta.tenant_id, d.card_id, referee.id);
+        if (!existing || existingReferralOutcome(existing, code.member_id) === 'already_applied') throw new AppError('referral_already_applied');
+        referral = existing; // this apply's own unfinished payment (a retry): finish it
+      }
+      if (referral.payment_due_at === null) return applyReply(referral); // waits for the first purchase
+      const done = await payments.pay(meta, referral, remember);
+      return applyReply(done);
+    },
+
+    async stats(d: { card_id: number; period: ReferralPeriod }, meta: Meta) {
+      await pointsCard(meta, d.card_id);
+      const counts = await countReferrals(pool, d.card_id, periodStart(d.period, clock.now()));
+      return { stats: referralStats(counts), period: d.period };
+    },
+
+    async topReferrers(d: { card_id: number; period: ReferralPeriod; limit: number }, meta: Meta) {
+      await pointsCard(meta, d.card_id);
+      const top = await topReferrers(pool, d.card_id, periodStart(d.period, clock.now()), d.limit);
+      const members = await peers.members(meta, top.rows.map((r) => r.referrer_id));
+      return {
+        referrers: top.rows.map((r) => {
+          const m = members.get(r.referrer_id) ?? unknownName(r.referrer_id);
+          return { member_id: r.referrer_id, name: m.name, email: m.email, total_referrals: r.total, successful_referrals: r.successful };
+        }),
+        total: top.total,
+      };
+    },
+
+    async referralsOf(d: { card_id: number; member_id: number; limit: number; offset: number }, meta: Meta) {
+      await pointsCard(meta, d.card_id);
+      const referrer = await peers.member(meta, d.member_id);
+      const page = await referralsOfReferrer(pool, d.card_id, referrer.id, d.limit, d.offset);
+      const members = await peers.members(meta, page.rows.map((r) => r.referee_id));
+      return {
+        referrals: page.rows.map((r) => {
+          const m = members.get(r.referee_id) ?? unknownName(r.referee_id);
+          return { id: r.id, referee_name: m.name, referee_email: m.email, status: r.status, bonus_points: r.referrer_bonus, created_at: r.created_at.toISOString() };
+        }),
+        total: page.total,
+      };
+    },
+  };
+}
+export type ReferralProgramme = ReturnType<typeof referralProgramme>;
