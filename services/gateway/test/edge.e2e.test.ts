@@ -1,3 +1,4 @@
+import { connect } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, OPERATOR_TOKEN, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
 
@@ -132,6 +133,30 @@ describe('service unavailable', () => {
       await sys.startService('identity');
     }
     expect((await cached('POST', CHECK, { body })).status).toBe(200);
+  });
+});
+
+describe('service that does not answer in time', () => {
+  it('answers 503 service_unavailable after REQUEST_TIMEOUT_MS when the service hangs', async () => {
+    const t = await sys.tenant();
+    const api = apiClient(sys.url, t);
+    expect((await api('POST', CHECK, { body })).status).toBe(200); // key now cached by the gateway
+    await sys.stopService('identity');
+    // Something takes the identity subjects but never replies (a hung replica).
+    const nc = await connect({ servers: 'nats://127.0.0.1:4222' });
+    const sub = nc.subscribe(`${sys.env.SUBJECT_ROOT}.identity.>`, { callback: () => undefined });
+    await nc.flush();
+    try {
+      const started = Date.now();
+      const r = await api('POST', CHECK, { body });
+      expect(r.status).toBe(503);
+      expect(r.body).toEqual({ success: false, error: { code: 'service_unavailable', message: expect.any(String) } });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1400); // REQUEST_TIMEOUT_MS is 1500 in tests
+    } finally {
+      sub.unsubscribe();
+      await nc.close();
+      await sys.startService('identity');
+    }
   });
 });
 
