@@ -87,7 +87,7 @@ export async function startTestSystem(
     identity: () => startIdentity(readIdentityConfig(env), { clock, log: log('identity') }),
     ledger: () => startLedger(readLedgerConfig(env), { log: log('ledger') }),
     claims: () => startClaims(readClaimsConfig(env), { log: log('claims') }),
-    referrals: () => startReferrals(readReferralsConfig(env), { log: log('referrals') }),
+    referrals: () => startReferrals(readReferralsConfig(env), { clock, log: log('referrals') }),
   };
   const services: Partial<Record<ServiceName, RunningService>> = {};
   for (const name of names) services[name] = await starters[name]();
