@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Scope } from './messages.ts';
+import { Meta } from './messages.ts';
 
 /**
  * Messages between services (and from the gateway) that are not HTTP routes.
@@ -10,14 +10,8 @@ export const AuthenticateRequest = z.object({
   api_key: z.string(),
   member_token: z.string().optional(),
 });
-export const AuthenticateReply = z.object({
-  tenant_id: z.number().int(),
-  app_id: z.string(),
-  sandbox: z.boolean(),
-  scopes: z.array(Scope),
-  member_id: z.number().int().optional(),
-  session_id: z.number().int().optional(),
-});
+/** Who is calling: the part of the request meta that authentication establishes. */
+export const AuthenticateReply = Meta.pick({ tenant_id: true, app_id: true, sandbox: true, scopes: true, member_id: true, session_id: true });
 export type AuthenticateReply = z.infer<typeof AuthenticateReply>;
 
 export const internalOperations = {

@@ -24,6 +24,12 @@ export async function connectNats(url: string, name: string, log: Logger): Promi
   return nc;
 }
 
+/** Readiness check of a NATS connection: open, and the server answers a round trip. */
+export async function natsReady(nc: NatsConnection): Promise<void> {
+  if (nc.isClosed()) throw new Error('closed');
+  await nc.flush();
+}
+
 /** A reply that also carries the envelope's top-level `message`. */
 export class WithMessage<T> {
   constructor(

@@ -4,7 +4,7 @@ import type { commonEnv, databaseEnv } from './config.ts';
 import { createPool, migrate, type Pool } from './db.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { Metrics } from './metrics.ts';
-import { connectNats, serveEndpoints, type Endpoint, type NatsConnection } from './nats.ts';
+import { connectNats, natsReady, serveEndpoints, type Endpoint, type NatsConnection } from './nats.ts';
 import { startOpsServer } from './ops-server.ts';
 
 type BaseConfig = z.infer<z.ZodObject<typeof commonEnv & typeof databaseEnv>>;
@@ -57,10 +57,7 @@ export async function runService(opts: {
     isShuttingDown: () => stopping,
     checks: {
       postgres: async () => void (await pool.query('SELECT 1')),
-      nats: async () => {
-        if (nc.isClosed()) throw new Error('closed');
-        await nc.flush();
-      },
+      nats: () => natsReady(nc),
     },
   });
   log.info({ opsPort: ops.port, subjects: subjects.op(name, '>') }, `${name} ready`);

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { Subjects } from '@loyalty/contracts';
-import { connectNats, createLogger, Metrics, startOpsServer, type Logger } from '@loyalty/runtime';
+import { connectNats, createLogger, Metrics, natsReady, startOpsServer, type Logger } from '@loyalty/runtime';
 import { buildGateway } from './app.ts';
 import type { GatewayConfig } from './config.ts';
 import { CredentialResolver } from './credentials.ts';
@@ -40,10 +40,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger }
     log,
     isShuttingDown: () => stopping,
     checks: {
-      nats: async () => {
-        if (nc.isClosed()) throw new Error('closed');
-        await nc.flush();
-      },
+      nats: () => natsReady(nc),
       redis: async () => void (await redis.ping()),
     },
   });
