@@ -86,7 +86,7 @@ export async function startTestSystem(
   const starters: Record<ServiceName, () => Promise<RunningService>> = {
     identity: () => startIdentity(readIdentityConfig(env), { clock, log: log('identity') }),
     ledger: () => startLedger(readLedgerConfig(env), { log: log('ledger') }),
-    claims: () => startClaims(readClaimsConfig(env), { log: log('claims') }),
+    claims: () => startClaims(readClaimsConfig(env), { clock, log: log('claims') }),
     referrals: () => startReferrals(readReferralsConfig(env), { clock, log: log('referrals') }),
   };
   const services: Partial<Record<ServiceName, RunningService>> = {};

@@ -1,18 +1,78 @@
-import { packageDir, pingEndpoint, runService, type Logger, type RunningService } from '@loyalty/runtime';
+import {
+  ensureEventStream,
+  OutboxRelay,
+  packageDir,
+  pingEndpoint,
+  runService,
+  systemClock,
+  type Clock,
+  type Logger,
+  type RunningService,
+} from '@loyalty/runtime';
+import { approvals, type ClaimFaults } from './approval.ts';
+import { claimRequests, type ClaimDeps } from './claim-requests.ts';
 import type { ClaimsConfig } from './config.ts';
+import { claimsEndpoints } from './endpoints.ts';
+import { remoteServices } from './remote.ts';
+import { ClaimSweeper } from './sweeper.ts';
 
 export const SERVICE_VERSION = '0.1.0';
 
+export interface RunningClaims extends RunningService {
+  /** Run one sweep now (expiry and stalled approvals) instead of waiting for the interval. */
+  sweep(): Promise<{ expired: number; resumed: number }>;
+}
+
+export interface ClaimsOptions {
+  log?: Logger;
+  /** Source of time for created_at, expiry and the sweeper (tests pass a ManualClock). */
+  clock?: Clock;
+  /** Test-only fault injection; deliberately not configurable from the environment. */
+  faults?: ClaimFaults;
+}
+
 /** Composition root: config -> connections -> endpoints -> shutdown. */
-export async function startClaims(config: ClaimsConfig, opts: { log?: Logger } = {}): Promise<RunningService> {
-  return runService({
+export async function startClaims(config: ClaimsConfig, opts: ClaimsOptions = {}): Promise<RunningClaims> {
+  let sweeper: ClaimSweeper | undefined;
+  const running = await runService({
     name: 'claims',
     version: SERVICE_VERSION,
     config,
     log: opts.log,
     migrationsDir: packageDir(import.meta.url, '../migrations'),
-    async setup() {
-      return { endpoints: { 'system.ping': pingEndpoint('claims', SERVICE_VERSION) } };
+    async setup({ pool, nc, subjects, log, metrics }) {
+      await ensureEventStream(nc, subjects);
+      const relay = new OutboxRelay({ pool, nc, schema: 'claims', log, metrics });
+      const clock = opts.clock ?? systemClock;
+      const deps: ClaimDeps = {
+        pool,
+        subjects,
+        clock,
+        remote: remoteServices(nc, subjects, config.REQUEST_TIMEOUT_MS),
+        published: () => relay.wake(),
+        expireIfDue: async (id) => void (await sweeper!.expire(id)),
+      };
+      const approval = approvals(deps, opts.faults);
+      sweeper = new ClaimSweeper({
+        pool,
+        subjects,
+        clock,
+        log,
+        intervalMs: config.CLAIM_SWEEP_INTERVAL_MS,
+        resumeAfterMs: config.CLAIM_APPROVAL_RESUME_AFTER_MS,
+        resume: (claim) => approval.resume(claim, log),
+        published: () => relay.wake(),
+      });
+      relay.start();
+      sweeper.start();
+      return {
+        endpoints: { ...claimsEndpoints(claimRequests(deps), approval), 'system.ping': pingEndpoint('claims', SERVICE_VERSION) },
+        stop: async () => {
+          await sweeper?.stop();
+          await relay.stop();
+        },
+      };
     },
   });
+  return { ...running, sweep: () => sweeper!.sweep() };
 }

@@ -1,0 +1,46 @@
+-- Up Migration
+-- Reward claim requests. The reward's name and points cost are copied at creation: the member asked
+-- for that reward at that price, and a retried approval must debit exactly the same points.
+CREATE TABLE claim_requests (
+  id bigserial PRIMARY KEY,
+  tenant_id bigint NOT NULL,
+  card_id bigint NOT NULL,
+  member_id bigint NOT NULL,
+  reward_id bigint NOT NULL,
+  reward_name text NOT NULL,
+  points_cost bigint NOT NULL CHECK (points_cost >= 0),
+  -- 'approving': an approval has started and owns the request until it ends (see approval.ts).
+  status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'approving', 'approved', 'rejected', 'expired')),
+  member_note text,
+  staff_note text,
+  points_deducted bigint,
+  ledger_transaction_id bigint,
+  created_at timestamptz NOT NULL,
+  expires_at timestamptz NOT NULL,
+  approval_started_at timestamptz,
+  -- Which approval attempt holds the request; only that attempt may hand it back to pending.
+  approval_attempt uuid,
+  approved_at timestamptz,
+  rejected_at timestamptz,
+  expired_at timestamptz,
+  CHECK (status <> 'approved' OR (points_deducted IS NOT NULL AND approved_at IS NOT NULL)),
+  CHECK (status <> 'approving' OR approval_started_at IS NOT NULL)
+);
+CREATE INDEX claim_requests_card ON claim_requests (tenant_id, card_id, created_at DESC, id DESC);
+CREATE INDEX claim_requests_due ON claim_requests (expires_at) WHERE status = 'pending';
+CREATE INDEX claim_requests_approving ON claim_requests (approval_started_at) WHERE status = 'approving';
+
+-- Transactional outbox (libs/runtime OUTBOX_DDL): claim events are published if and only if the
+-- change they describe commits.
+CREATE TABLE outbox (
+  id uuid PRIMARY KEY,
+  subject text NOT NULL,
+  payload jsonb NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  published_at timestamptz
+);
+CREATE INDEX outbox_unpublished ON outbox (created_at) WHERE published_at IS NULL;
+
+-- Down Migration
+DROP TABLE outbox;
+DROP TABLE claim_requests;

@@ -1,0 +1,108 @@
+import { randomUUID } from 'node:crypto';
+import { AppError, type Meta } from '@loyalty/contracts';
+import { requestHash, runIdempotent, withTransaction, type Logger } from '@loyalty/runtime';
+import { IDEMPOTENCY_TABLE, notPending, storedResponse, type ClaimDeps } from './claim-requests.ts';
+import { debitCertainlyNotApplied, debitKey, decide } from './domain/claim-request.ts';
+import { recordClaimEvent } from './events.ts';
+import { findClaimRequest, markApproved, markApproving, releaseApproval, type ClaimRequest } from './store/claim-requests.ts';
+
+/** Test-only hooks, reachable only through startClaims' options (never from the environment). */
+export interface ClaimFaults {
+  /** Runs after the ledger debit succeeded and before the request is marked approved; a throw simulates a crash there. */
+  afterLedgerDebit?: (claim: ClaimRequest) => void | Promise<void>;
+}
+
+export interface ApprovedReply {
+  claim_request: { id: number; status: 'approved'; points_deducted: number; approved_at: string };
+}
+
+/**
+ * Approval: a saga over two services, crash-safe in three steps.
+ *
+ * 1. In one transaction, under the row lock: the request must be pending (or `approving`, left by
+ *    an earlier attempt); it becomes `approving`, owned by this attempt, and that is committed.
+ *    From here on reject and the expiry sweeper refuse it, so no request whose points may be gone
+ *    can end up rejected or expired.
+ * 2. The ledger debits the reward's points under the key `claim:<id>`. Every attempt uses that key,
+ *    so a retry replays the first debit instead of applying a second one.
+ * 3. In one transaction: `approving` -> approved with points_deducted, approved_at, the outbox
+ *    event and the Idempotency-Key response.
+ *
+ * A crash between 2 and 3 leaves `approving`: a retry (or the sweeper after a while) runs 1-3 again
+ * and finishes it with the replayed debit. When the ledger certainly did not debit (insufficient
+ * points and other refusals), the attempt hands the request back to pending and answers the error.
+ */
+export function approvals(deps: ClaimDeps, faults: ClaimFaults = {}) {
+  async function approve(d: { request_id: number; staff_note?: string }, meta: Meta): Promise<ApprovedReply> {
+    const replay = await storedResponse<ApprovedReply>(deps.pool, meta.tenant_id, meta.idempotency_key, requestHash('claims.approve', d));
+    if (replay) return replay;
+    await deps.expireIfDue(d.request_id);
+
+    // Step 1: take the request.
+    const attempt = randomUUID();
+    const claim = await withTransaction(deps.pool, async (db) => {
+      const found = await findClaimRequest(db, meta.tenant_id, d.request_id, true);
+      if (!found) throw new AppError('claim_request_not_found');
+      const now = deps.clock.now();
+      const decision = decide(found, 'approve', now);
+      if (!decision.ok) throw notPending(decision.currentStatus);
+      return markApproving(db, found.id, attempt, now, d.staff_note);
+    });
+
+    // Step 2: the debit, idempotent under the claim's key.
+    let debit = { points: 0, transaction_id: null as number | null };
+    if (claim.points_cost > 0) {
+      try {
+        const r = await deps.remote.debitPoints(meta, debitKey(claim.id), {
+          card_id: claim.card_id,
+          member_id: claim.member_id,
+          points: claim.points_cost,
+          event: 'reward_claimed',
+          reference: debitKey(claim.id),
+          metadata: { claim_request_id: claim.id, reward_id: claim.reward_id, reward_name: claim.reward_name },
+        });
+        debit = { points: r.points, transaction_id: r.transaction_id };
+      } catch (err) {
+        if (err instanceof AppError && debitCertainlyNotApplied(err.code)) await releaseApproval(deps.pool, claim.id, attempt);
+        throw err;
+      }
+    }
+    await faults.afterLedgerDebit?.(claim);
+
+    // Step 3: record the approval with its event (and the Idempotency-Key response) in one transaction.
+    const approved = await runIdempotent(
+      deps.pool,
+      { table: IDEMPOTENCY_TABLE, tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'claims.approve', data: d },
+      async (db) => {
+        const now = deps.clock.now();
+        const done = await markApproved(db, claim.id, { pointsDeducted: debit.points, transactionId: debit.transaction_id, now, staffNote: d.staff_note });
+        if (!done) {
+          // A concurrent attempt on the same request finished first (with the same debit).
+          const current = await findClaimRequest(db, meta.tenant_id, claim.id);
+          throw notPending(current?.status ?? 'approved');
+        }
+        await recordClaimEvent(db, deps.subjects, 'claim_approved', done, now);
+        return { claim_request: { id: done.id, status: 'approved' as const, points_deducted: done.points_deducted!, approved_at: done.approved_at!.toISOString() } };
+      },
+    );
+    deps.published();
+    return approved;
+  }
+
+  return {
+    approve,
+    /** Finish an approval whose process died between the debit and the status change. */
+    async resume(claim: { id: number; tenant_id: number }, log: Logger): Promise<boolean> {
+      const requestId = `claims-resume-${randomUUID()}`;
+      const meta: Meta = { request_id: requestId, tenant_id: claim.tenant_id, app_id: 'claims-sweeper', sandbox: false, scopes: [] };
+      try {
+        await approve({ request_id: claim.id }, meta);
+        log.info({ claim_request_id: claim.id, request_id: requestId }, 'stalled approval finished');
+        return true;
+      } catch (err) {
+        log.warn({ claim_request_id: claim.id, request_id: requestId, code: (err as AppError).code, err: (err as Error).message }, 'stalled approval not finished');
+        return false;
+      }
+    },
+  };
+}

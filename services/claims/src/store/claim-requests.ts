@@ -1,0 +1,123 @@
+import type { ClaimStatus } from '@loyalty/contracts';
+import type { Queryable } from '@loyalty/runtime';
+
+export interface ClaimRequest {
+  id: number;
+  tenant_id: number;
+  card_id: number;
+  member_id: number;
+  reward_id: number;
+  reward_name: string;
+  points_cost: number;
+  status: ClaimStatus;
+  member_note: string | null;
+  staff_note: string | null;
+  points_deducted: number | null;
+  ledger_transaction_id: number | null;
+  created_at: Date;
+  expires_at: Date;
+  approval_started_at: Date | null;
+  approval_attempt: string | null;
+  approved_at: Date | null;
+  rejected_at: Date | null;
+  expired_at: Date | null;
+}
+
+const T = 'claims.claim_requests';
+
+export async function insertClaimRequest(
+  db: Queryable,
+  c: { tenantId: number; cardId: number; memberId: number; rewardId: number; rewardName: string; pointsCost: number; memberNote: string | null; createdAt: Date; expiresAt: Date },
+): Promise<ClaimRequest> {
+  const { rows } = await db.query<ClaimRequest>(
+    `INSERT INTO ${T} (tenant_id, card_id, member_id, reward_id, reward_name, points_cost, member_note, created_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
+    [c.tenantId, c.cardId, c.memberId, c.rewardId, c.rewardName, c.pointsCost, c.memberNote, c.createdAt, c.expiresAt],
+  );
+  return rows[0]!;
+}
+
+/** One request of the tenant; a foreign id is simply not found. `lock` takes the row lock. */
+export async function findClaimRequest(db: Queryable, tenantId: number, id: number, lock = false): Promise<ClaimRequest | undefined> {
+  const { rows } = await db.query<ClaimRequest>(`SELECT * FROM ${T} WHERE tenant_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [tenantId, id]);
+  return rows[0];
+}
+
+export async function listClaimRequests(
+  db: Queryable,
+  q: { tenantId: number; cardId: number; status?: ClaimStatus; limit: number; offset: number },
+): Promise<{ rows: ClaimRequest[]; total: number }> {
+  const where = `tenant_id = $1 AND card_id = $2${q.status ? ' AND status = $3' : ''}`;
+  const args: unknown[] = [q.tenantId, q.cardId, ...(q.status ? [q.status] : [])];
+  const [page, count] = await Promise.all([
+    db.query<ClaimRequest>(`SELECT * FROM ${T} WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ${q.limit} OFFSET ${q.offset}`, args),
+    db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${T} WHERE ${where}`, args),
+  ]);
+  return { rows: page.rows, total: count.rows[0]?.n ?? 0 };
+}
+
+/** pending/approving -> approving, owned by `attempt` from now on. */
+export async function markApproving(db: Queryable, id: number, attempt: string, now: Date, staffNote: string | undefined): Promise<ClaimRequest> {
+  const { rows } = await db.query<ClaimRequest>(
+    `UPDATE ${T} SET status = 'approving', approval_attempt = $2, approval_started_at = $3, staff_note = COALESCE($4, staff_note)
+      WHERE id = $1 RETURNING *`,
+    [id, attempt, now, staffNote ?? null],
+  );
+  return rows[0]!;
+}
+
+/** approving -> approved, whichever attempt applied the debit (they all used the same ledger key). */
+export async function markApproved(
+  db: Queryable,
+  id: number,
+  r: { pointsDeducted: number; transactionId: number | null; now: Date; staffNote: string | undefined },
+): Promise<ClaimRequest | undefined> {
+  const { rows } = await db.query<ClaimRequest>(
+    `UPDATE ${T} SET status = 'approved', points_deducted = $2, ledger_transaction_id = $3, approved_at = $4, staff_note = COALESCE($5, staff_note)
+      WHERE id = $1 AND status = 'approving' RETURNING *`,
+    [id, r.pointsDeducted, r.transactionId, r.now, r.staffNote ?? null],
+  );
+  return rows[0];
+}
+
+/** approving -> pending after the ledger refused the debit, only if no later attempt took over. */
+export async function releaseApproval(db: Queryable, id: number, attempt: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE ${T} SET status = 'pending', approval_attempt = NULL, approval_started_at = NULL WHERE id = $1 AND status = 'approving' AND approval_attempt = $2`,
+    [id, attempt],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+export async function markRejected(db: Queryable, id: number, now: Date, staffNote: string | undefined): Promise<ClaimRequest> {
+  const { rows } = await db.query<ClaimRequest>(
+    `UPDATE ${T} SET status = 'rejected', rejected_at = $2, staff_note = COALESCE($3, staff_note) WHERE id = $1 RETURNING *`,
+    [id, now, staffNote ?? null],
+  );
+  return rows[0]!;
+}
+
+/**
+ * Move pending requests whose lifetime is over to expired and return them. One statement under
+ * row locks with SKIP LOCKED: replicas sweeping at once take disjoint rows, and a request being
+ * approved or rejected right now (row locked, or no longer pending) is left alone.
+ */
+export async function expireDue(db: Queryable, now: Date, limit: number, onlyId?: number): Promise<ClaimRequest[]> {
+  const { rows } = await db.query<ClaimRequest>(
+    `WITH due AS (
+       SELECT id FROM ${T} WHERE status = 'pending' AND expires_at <= $1${onlyId !== undefined ? ' AND id = $3' : ''}
+        ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+     UPDATE ${T} c SET status = 'expired', expired_at = $1 FROM due WHERE c.id = due.id RETURNING c.*`,
+    [now, limit, ...(onlyId !== undefined ? [onlyId] : [])],
+  );
+  return rows;
+}
+
+/** Approvals started before `before` and never finished (their process died mid-way). */
+export async function stalledApprovals(db: Queryable, before: Date, limit: number): Promise<{ id: number; tenant_id: number }[]> {
+  const { rows } = await db.query<{ id: number; tenant_id: number }>(
+    `SELECT id, tenant_id FROM ${T} WHERE status = 'approving' AND approval_started_at <= $1 ORDER BY approval_started_at LIMIT $2`,
+    [before, limit],
+  );
+  return rows;
+}
