@@ -95,6 +95,7 @@ export function referralProgramme(deps: ProgrammeDeps) {
           referrerBonus: card.referrer_bonus,
           refereeBonus: card.referee_bonus,
           paymentDueAt: waitForPurchase ? null : now,
+          applyKey: key ?? null,
           createdAt: now,
         });
         if (!r) return undefined;
@@ -107,8 +108,13 @@ export function referralProgramme(deps: ProgrammeDeps) {
       let referral = inserted;
       if (!referral) {
         const existing = await findByReferee(pool, meta.tenant_id, d.card_id, referee.id);
-        if (!existing || existingReferralOutcome(existing, code.member_id) === 'already_applied') throw new AppError('referral_already_applied');
-        referral = existing; // this apply's own unfinished payment (a retry): finish it
+        const outcome = existing ? existingReferralOutcome(existing, code.member_id, key) : 'already_applied';
+        if (!existing || outcome === 'already_applied') throw new AppError('referral_already_applied');
+        referral = existing; // a retry of the apply that created it
+        if (outcome === 'answer') {
+          await remember(pool, referral);
+          return applyReply(referral);
+        }
       }
       if (referral.payment_due_at === null) return applyReply(referral); // waits for the first purchase
       const done = await payments.pay(meta, referral, remember);

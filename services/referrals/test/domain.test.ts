@@ -76,11 +76,18 @@ describe('referral rules', () => {
   });
 
   it('a retry finishes its own unpaid referral; anything else is a second referral', () => {
-    const due = { status: 'pending' as const, payment_due_at: new Date(), referrer_id: 1 };
+    const due = { status: 'pending' as const, payment_due_at: new Date(), referrer_id: 1, apply_key: null };
     expect(existingReferralOutcome(due, 1)).toBe('finish_payment');
     expect(existingReferralOutcome(due, 2)).toBe('already_applied');
     expect(existingReferralOutcome({ ...due, status: 'completed' }, 1)).toBe('already_applied');
     expect(existingReferralOutcome({ ...due, payment_due_at: null }, 1)).toBe('already_applied'); // waiting for first purchase
+    // A retry under the apply's own Idempotency-Key gets its referral back, whatever happened meanwhile.
+    const keyed = { ...due, apply_key: 'k1' };
+    expect(existingReferralOutcome(keyed, 1, 'k1')).toBe('finish_payment');
+    expect(existingReferralOutcome({ ...keyed, status: 'completed' }, 1, 'k1')).toBe('answer');
+    expect(existingReferralOutcome({ ...keyed, payment_due_at: null }, 1, 'k1')).toBe('answer');
+    expect(existingReferralOutcome({ ...keyed, status: 'completed' }, 1, 'k2')).toBe('already_applied');
+    expect(existingReferralOutcome({ ...keyed, status: 'completed' }, 2, 'k1')).toBe('already_applied');
   });
 
   it('credits both parties under deterministic keys, skipping a zero bonus', () => {

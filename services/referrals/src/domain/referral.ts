@@ -22,6 +22,8 @@ export interface Referral {
   referee_bonus: number;
   status: ReferralStatus;
   payment_due_at: Date | null;
+  /** Idempotency-Key of the apply that created it. */
+  apply_key: string | null;
   created_at: Date;
   completed_at: Date | null;
 }
@@ -48,12 +50,22 @@ export function checkApplicable(card: Pick<CardSummary, 'reward_system'>, referr
 }
 
 /**
- * What an apply finding an existing referral for the same referee and card does: a referral
- * left with its payment due by the same referrer is this apply's own unfinished work (a retry
- * after a crash or a timeout), so it is finished; anything else is a second referral.
+ * What an apply finding an existing referral for the same referee and card does.
+ * - The same Idempotency-Key as the apply that created it: this is a retry of that apply; it
+ *   finishes the payment if still due, and answers with the referral in any case (even when the
+ *   sweeper completed it meanwhile).
+ * - No matching key, but the referral of the same referrer is still due (its apply crashed or
+ *   failed midway): finish the payment.
+ * - Anything else is a second referral: refused.
  */
-export function existingReferralOutcome(existing: Pick<Referral, 'status' | 'payment_due_at' | 'referrer_id'>, referrerId: number): 'finish_payment' | 'already_applied' {
-  if (existing.status === 'pending' && existing.payment_due_at !== null && existing.referrer_id === referrerId) return 'finish_payment';
+export function existingReferralOutcome(
+  existing: Pick<Referral, 'status' | 'payment_due_at' | 'referrer_id' | 'apply_key'>,
+  referrerId: number,
+  applyKey?: string,
+): 'finish_payment' | 'answer' | 'already_applied' {
+  const due = existing.status === 'pending' && existing.payment_due_at !== null;
+  if (applyKey !== undefined && existing.apply_key === applyKey && existing.referrer_id === referrerId) return due ? 'finish_payment' : 'answer';
+  if (due && existing.referrer_id === referrerId) return 'finish_payment';
   return 'already_applied';
 }
 

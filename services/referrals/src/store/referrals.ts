@@ -1,7 +1,7 @@
 import type { Queryable } from '@loyalty/runtime';
 import type { Referral } from '../domain/referral.ts';
 
-const COLUMNS = `id, tenant_id, card_id, referrer_id, referee_id, code, referrer_bonus, referee_bonus, status, payment_due_at, created_at, completed_at`;
+const COLUMNS = `id, tenant_id, card_id, referrer_id, referee_id, code, referrer_bonus, referee_bonus, status, payment_due_at, apply_key, created_at, completed_at`;
 
 export interface NewReferral {
   tenantId: number;
@@ -13,16 +13,18 @@ export interface NewReferral {
   refereeBonus: number;
   /** null: wait for the referee's first purchase; a time: pay now. */
   paymentDueAt: Date | null;
+  /** Idempotency-Key of the apply, when it had one. */
+  applyKey: string | null;
   createdAt: Date;
 }
 
 /** Insert unless the referee already has a referral on the card; returns undefined then. */
 export async function insertReferral(db: Queryable, r: NewReferral): Promise<Referral | undefined> {
   const { rows } = await db.query<Referral>(
-    `INSERT INTO referrals.referrals (tenant_id, card_id, referrer_id, referee_id, code, referrer_bonus, referee_bonus, status, payment_due_at, payment_attempt_at, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $8, $9)
+    `INSERT INTO referrals.referrals (tenant_id, card_id, referrer_id, referee_id, code, referrer_bonus, referee_bonus, status, payment_due_at, payment_attempt_at, apply_key, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $8, $9, $10)
      ON CONFLICT ON CONSTRAINT referrals_one_per_referee DO NOTHING RETURNING ${COLUMNS}`,
-    [r.tenantId, r.cardId, r.referrerId, r.refereeId, r.code, r.referrerBonus, r.refereeBonus, r.paymentDueAt, r.createdAt],
+    [r.tenantId, r.cardId, r.referrerId, r.refereeId, r.code, r.referrerBonus, r.refereeBonus, r.paymentDueAt, r.applyKey, r.createdAt],
   );
   return rows[0];
 }
