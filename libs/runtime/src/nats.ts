@@ -100,6 +100,8 @@ export async function serveEndpoints(opts: {
       },
     });
   }
+  // The subscriptions exist at the server before this replica counts as serving.
+  await opts.nc.flush();
   return {
     service: srv,
     async stop() {
