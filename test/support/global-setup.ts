@@ -1,4 +1,7 @@
+import { spawnSync } from 'node:child_process';
 import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /** The suite needs the real servers; say plainly which one is missing instead of timing out. */
 const needed = [
@@ -24,4 +27,9 @@ export default async function setup(): Promise<void> {
   if (missing.length > 0) {
     throw new Error(`The test suite needs real servers and cannot reach: ${missing.join(', ')}. Run \`npm test\` (it starts them) or see README "Set-up".`);
   }
+  // Tests that run the system as separate processes use the compiled services: build them once
+  // here, so no two test files write dist/ at the same time.
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+  const build = spawnSync(process.execPath, [path.join(root, 'scripts', 'build.mjs')], { cwd: root, stdio: 'inherit' });
+  if (build.status !== 0) throw new Error('building the services failed');
 }
