@@ -1,0 +1,205 @@
+// deploy/compose.yaml: valid against the Compose Specification JSON schema (the copy shipped in
+// the composeverter package), after YAML merge keys and ${VAR:-default} interpolation are resolved
+// as `docker compose` resolves them; and complete: every service built from deploy/Dockerfile,
+// every container health-checked, start order by health, configuration the services accept.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Ajv, type ValidateFunction } from 'ajv';
+import composeverter from 'composeverter';
+import { describe, expect, it } from 'vitest';
+import { parseDocument } from 'yaml';
+import { configProblems, databaseServices, defaultOpsPort, requiredVariablesOf, root, serviceNames, variablesOf } from './service-configs.ts';
+
+interface Service {
+  image?: string;
+  build?: { context: string; dockerfile: string; args?: Record<string, string> };
+  command?: string[];
+  environment?: Record<string, string>;
+  ports?: string[];
+  volumes?: string[];
+  depends_on?: Record<string, { condition: string }>;
+  healthcheck?: { test: string[]; interval?: string };
+  stop_grace_period?: string;
+}
+interface Compose {
+  name?: string;
+  services: Record<string, Service>;
+  volumes?: Record<string, unknown>;
+}
+
+const composeFile = path.join(root, 'deploy', 'compose.yaml');
+
+/** The Compose Specification schema. The package stores its regular-expression formats as regex
+ * literals turned into strings ("/^...$/"); strip the slashes to get the patterns back. */
+function composeValidator(): ValidateFunction {
+  const schema = composeverter.getDockerComposeSchemaWithoutFormats() as Record<string, unknown>;
+  const repair = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(repair);
+    if (!node || typeof node !== 'object') return;
+    for (const [key, value] of Object.entries(node)) {
+      if (key === 'pattern' && typeof value === 'string' && /^\/.+\/$/.test(value)) (node as Record<string, unknown>)[key] = value.slice(1, -1);
+      else repair(value);
+    }
+  };
+  repair(schema);
+  // The published schema is not written for Ajv's strict mode (e.g. `required` without `type`).
+  return new Ajv({ allErrors: true, strict: false }).compile(schema);
+}
+
+/** Variables named by ${...}: whether each has a default, so `up` works with none set. */
+interface Reference {
+  name: string;
+  hasDefault: boolean;
+}
+
+/** Resolve ${VAR}, ${VAR:-default}, ${VAR-default}, ${VAR:?error}, $VAR and $$ as Compose does. */
+function interpolate(value: unknown, env: Record<string, string>, refs: Reference[]): unknown {
+  if (Array.isArray(value)) return value.map((v) => interpolate(v, env, refs));
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v, env, refs)]));
+  if (typeof value !== 'string') return value;
+  return value.replace(/\$(\$|\{([^}]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g, (_all, body: string, braced?: string, bare?: string) => {
+    if (body === '$') return '$';
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])(.*))?$/s.exec(braced ?? bare ?? '');
+    if (!m) throw new Error(`invalid interpolation \${${braced}} in ${value}`);
+    const [, name, op, arg = ''] = m as unknown as [string, string, string | undefined, string | undefined];
+    refs.push({ name, hasDefault: op === ':-' || op === '-' || op === ':+' || op === '+' });
+    const set = env[name];
+    const empty = set === undefined || (op?.startsWith(':') && set === '');
+    if (op === ':-' || op === '-') return empty ? arg : set!;
+    if (op === ':?' || op === '?') {
+      if (empty) throw new Error(`${name} is required: ${arg}`);
+      return set!;
+    }
+    if (op === ':+' || op === '+') return empty ? '' : arg;
+    return set ?? '';
+  });
+}
+
+/** Read a Compose file as `docker compose` would on a machine with no variables set. */
+function load(text: string): { compose: Compose; refs: Reference[] } {
+  const doc = parseDocument(text, { merge: true });
+  if (doc.errors.length > 0) throw new Error(doc.errors.map((e) => e.message).join('; '));
+  const refs: Reference[] = [];
+  return { compose: interpolate(doc.toJS(), {}, refs) as Compose, refs };
+}
+
+const validate = composeValidator();
+const schemaErrors = (data: unknown) => (validate(data) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`));
+const text = readFileSync(composeFile, 'utf8');
+const { compose, refs } = load(text);
+const infrastructure = ['postgres', 'nats', 'redis', 'mailpit'];
+const durationMs = (d: string) => Number(/^(\d+)s$/.exec(d)?.[1] ?? NaN) * 1000;
+
+describe('deploy/compose.yaml', () => {
+  it('is valid against the Compose Specification schema', () => {
+    expect(schemaErrors(compose)).toEqual([]);
+  });
+
+  it('runs with no variables set: every ${VAR} has a default', () => {
+    expect(refs.length).toBeGreaterThan(0);
+    expect(refs.filter((r) => !r.hasDefault)).toEqual([]);
+  });
+
+  it('has the infrastructure: postgres:16, NATS 2.10 with JetStream on a named volume, redis:7, Mailpit', () => {
+    expect(compose.services.postgres!.image).toBe('postgres:16');
+    expect(compose.services.redis!.image).toBe('redis:7');
+    const nats = compose.services.nats!;
+    expect(nats.image).toMatch(/^nats:2\.10(-|$)/);
+    expect(nats.command?.join(' ')).toContain('-js -sd /data');
+    expect(nats.volumes).toContain('nats-data:/data');
+    expect(compose.volumes).toHaveProperty('nats-data');
+    expect(compose.services.mailpit!.image).toMatch(/^axllent\/mailpit(:|$)/);
+    expect(compose.services.mailpit!.ports).toContain('8025:8025');
+    expect(compose.services.identity!.environment!.SMTP_URL).toBe('smtp://mailpit:1025');
+  });
+
+  it('builds every service from deploy/Dockerfile with its SERVICE argument and the repository as context', () => {
+    for (const name of serviceNames) {
+      const s = compose.services[name];
+      expect(s, name).toBeDefined();
+      expect(path.resolve(path.dirname(composeFile), s!.build!.context)).toBe(root);
+      expect(s!.build!.dockerfile).toBe('deploy/Dockerfile');
+      expect(s!.build!.args).toEqual({ SERVICE: name });
+      expect(s!.image).toBe(`loyalty/${name}:dev`);
+    }
+    expect(Object.keys(compose.services).sort()).toEqual([...infrastructure, ...serviceNames].sort());
+    expect(compose.services.gateway!.ports).toEqual(['3000:3000']);
+  });
+
+  it('health-checks every container, the services on /readyz of their ops port', () => {
+    for (const [name, s] of Object.entries(compose.services)) {
+      expect(s.healthcheck?.test?.length, name).toBeGreaterThan(1);
+      expect(['CMD', 'CMD-SHELL']).toContain(s.healthcheck!.test[0]);
+    }
+    for (const name of serviceNames) {
+      const port = compose.services[name]!.environment!.OPS_PORT;
+      expect(Number(port)).toBe(defaultOpsPort(name));
+      expect(compose.services[name]!.healthcheck!.test.join(' ')).toContain(`http://127.0.0.1:${port}/readyz`);
+    }
+  });
+
+  it('starts each container after what it needs is healthy, without cycles', () => {
+    const needs: Record<string, string[]> = {
+      gateway: ['nats', 'redis', ...serviceNames.filter((s) => s !== 'gateway')],
+      identity: ['postgres', 'nats', 'mailpit'],
+    };
+    for (const name of databaseServices) needs[name] = [...new Set([...(needs[name] ?? []), 'postgres', 'nats'])];
+    for (const [name, deps] of Object.entries(needs)) expect(Object.keys(compose.services[name]!.depends_on ?? {}).sort(), name).toEqual(deps.sort());
+    for (const s of Object.values(compose.services)) {
+      for (const [dep, { condition }] of Object.entries(s.depends_on ?? {})) {
+        expect(compose.services[dep]).toBeDefined();
+        expect(condition).toBe('service_healthy');
+      }
+    }
+    const visiting = new Set<string>();
+    const visit = (name: string): void => {
+      expect(visiting.has(name), `cycle through ${name}`).toBe(false);
+      visiting.add(name);
+      for (const dep of Object.keys(compose.services[name]!.depends_on ?? {})) visit(dep);
+      visiting.delete(name);
+    };
+    Object.keys(compose.services).forEach(visit);
+  });
+
+  it('gives each service only variables it reads, all it requires, and values it accepts', () => {
+    for (const name of serviceNames) {
+      const env = compose.services[name]!.environment ?? {};
+      expect(Object.keys(env).filter((v) => !variablesOf(name).includes(v)), name).toEqual([]);
+      expect(requiredVariablesOf(name).filter((v) => !(v in env)), name).toEqual([]);
+      expect(configProblems(name, env)).toEqual([]);
+      if (databaseServices.includes(name)) expect(env.DATABASE_URL).toMatch(/@postgres:5432\//);
+      expect(env.NATS_URL).toBe('nats://nats:4222');
+      // Docker waits stop_grace_period before SIGKILL: longer than the service's own bound.
+      expect(durationMs(compose.services[name]!.stop_grace_period!)).toBeGreaterThan(Number(env.SHUTDOWN_TIMEOUT_MS));
+    }
+  });
+});
+
+describe('the Compose validation rejects what is broken', () => {
+  const minimal = 'services:\n  api:\n    image: example\n';
+
+  it('accepts a minimal valid file (control)', () => {
+    expect(schemaErrors(load(minimal).compose)).toEqual([]);
+  });
+
+  it.each([
+    ['a misspelt service key', `${minimal}    healthchek:\n      test: [CMD, "true"]\n`],
+    ['a duration without a unit', `${minimal}    healthcheck:\n      test: [CMD, "true"]\n      interval: 5\n`],
+    ['an unknown depends_on condition', `${minimal}    depends_on:\n      db:\n        condition: service_ready\n`],
+    ['a port mapping that is not one', `${minimal}    ports: ["http:web"]\n`],
+    ['an unknown top-level key', `${minimal}servics: {}\n`],
+  ])('rejects %s', (_what, broken) => {
+    expect(schemaErrors(load(broken).compose)).not.toEqual([]);
+  });
+
+  it('resolves merge keys and interpolation like Compose', () => {
+    const { compose: c, refs: r } = load(
+      'x-env: &env\n  A: "1"\nservices:\n  api:\n    image: "example:${TAG:-1.0}"\n    environment:\n      <<: *env\n      B: $$HOME\n      C: ${UNSET}\n',
+    );
+    expect(c.services.api).toEqual({ image: 'example:1.0', environment: { A: '1', B: '$HOME', C: '' } });
+    expect(r).toEqual([
+      { name: 'TAG', hasDefault: true },
+      { name: 'UNSET', hasDefault: false },
+    ]);
+  });
+});
