@@ -1,0 +1,95 @@
+// Growth: balance and history latency of one account with 10,000 journal rows, then again after
+// the same account (and so the ledger's journal) has grown to 1,000,000 rows. The extra rows are
+// inserted with SQL (generate_series) straight into the ledger schema, keeping the stored balance
+// equal to the journal's sum, as a long-lived account would look.
+import type pg from 'pg';
+import type { Api } from './api.ts';
+import type { Fixture } from './provision.ts';
+import type { GrowthFigure, GrowthReport } from './report.ts';
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
+}
+
+/** One request after the other over one keep-alive connection: latency without queueing. */
+async function latency(api: Api, f: Fixture, path: string, requests: number): Promise<GrowthFigure> {
+  for (let i = 0; i < 20; i++) await api.ok(f.app, 'GET', path); // warm caches and plans
+  const ms: number[] = [];
+  for (let i = 0; i < requests; i++) {
+    const t = process.hrtime.bigint();
+    const r = await api.call(f.app, 'GET', path);
+    ms.push(Number(process.hrtime.bigint() - t) / 1e6);
+    if (r.status !== 200) throw new Error(`GET ${path} answered ${r.status}`);
+  }
+  ms.sort((a, b) => a - b);
+  const round = (v: number) => Math.round(v * 100) / 100;
+  return { p50_ms: round(percentile(ms, 50)), p99_ms: round(percentile(ms, 99)) };
+}
+
+async function journalFacts(pool: pg.Pool, f: Fixture): Promise<{ rows: number; sum: number; balance: number }> {
+  const { rows } = await pool.query<{ rows: string; sum: string; balance: string }>(
+    `SELECT (SELECT count(*) FROM ledger.journal WHERE card_id = $1 AND member_id = $2) AS rows,
+            (SELECT coalesce(sum(amount), 0) FROM ledger.journal WHERE card_id = $1 AND member_id = $2) AS sum,
+            (SELECT balance FROM ledger.accounts WHERE card_id = $1 AND member_id = $2) AS balance`,
+    [f.pointsCardId, f.historyMemberId],
+  );
+  return { rows: Number(rows[0]!.rows), sum: Number(rows[0]!.sum), balance: Number(rows[0]!.balance) };
+}
+
+export async function measureGrowth(
+  api: Api,
+  f: Fixture,
+  pool: pg.Pool,
+  opts: { largeRows: number; requests: number; log: (line: string) => void },
+): Promise<GrowthReport> {
+  const balancePath = `/api/v1/loyalty/points/balance?card_id=${f.pointsCardId}&member_id=${f.historyMemberId}`;
+  const historyPath = `/api/v1/loyalty/points/history?card_id=${f.pointsCardId}&member_id=${f.historyMemberId}&limit=20&offset=0`;
+  const before = await journalFacts(pool, f);
+  opts.log(`growth: measuring balance and history at ${before.rows.toLocaleString('en-US')} journal rows`);
+  const small = { balance: await latency(api, f, balancePath, opts.requests), history: await latency(api, f, historyPath, opts.requests) };
+
+  const add = opts.largeRows - before.rows;
+  opts.log(`growth: inserting ${add.toLocaleString('en-US')} journal rows with SQL`);
+  const started = Date.now();
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const { rows } = await client.query<{ balance: string; tenant_id: string }>(
+      'SELECT balance, tenant_id FROM ledger.accounts WHERE card_id = $1 AND member_id = $2 FOR UPDATE',
+      [f.pointsCardId, f.historyMemberId],
+    );
+    const start = Number(rows[0]!.balance);
+    // One point per row, each row's balance_after the running balance, timestamps ascending with the id.
+    await client.query(
+      `INSERT INTO ledger.journal (tenant_id, card_id, member_id, event, amount, balance_after, purchase_cents, created_at)
+       SELECT $1, $2, $3, 'staff_added_points', 1, $4::bigint + g, 100, now() - ($5::int - g) * interval '1 millisecond'
+         FROM generate_series(1, $5::int) g`,
+      [rows[0]!.tenant_id, f.pointsCardId, f.historyMemberId, start, add],
+    );
+    await client.query('UPDATE ledger.accounts SET balance = balance + $3 WHERE card_id = $1 AND member_id = $2', [f.pointsCardId, f.historyMemberId, add]);
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+  await pool.query('VACUUM ANALYZE ledger.journal');
+  const seedSeconds = Math.round((Date.now() - started) / 100) / 10;
+  const after = await journalFacts(pool, f);
+  if (after.sum !== after.balance) throw new Error(`growth seeding broke the account: balance ${after.balance}, journal sum ${after.sum}`);
+  const apiBalance = await api.ok<{ points_balance: number }>(f.app, 'GET', balancePath);
+  if (apiBalance.points_balance !== after.balance) throw new Error(`balance through the API ${apiBalance.points_balance}, stored ${after.balance}`);
+
+  opts.log(`growth: measuring balance and history at ${after.rows.toLocaleString('en-US')} journal rows`);
+  const large = { balance: await latency(api, f, balancePath, opts.requests), history: await latency(api, f, historyPath, opts.requests) };
+  const ratio = (a: GrowthFigure, b: GrowthFigure) => Math.round((b.p50_ms / a.p50_ms) * 100) / 100;
+  return {
+    rows_small: before.rows,
+    rows_large: after.rows,
+    requests_each: opts.requests,
+    balance: { small: small.balance, large: large.balance, ratio_p50: ratio(small.balance, large.balance) },
+    history: { small: small.history, large: large.history, ratio_p50: ratio(small.history, large.history) },
+    seed_seconds: seedSeconds,
+  };
+}

@@ -1,0 +1,99 @@
+// Command-line options of `npm run bench` (see bench/README.md).
+import { parseArgs } from 'node:util';
+
+export const ALL_SCENARIOS = ['points_earn', 'cashback_earn', 'points_balance', 'points_history', 'cashback_redeem'] as const;
+export type ScenarioName = (typeof ALL_SCENARIOS)[number];
+
+export interface BenchOptions {
+  /** Seconds of measured load per scenario (full path and baseline each). */
+  duration: number;
+  /** Seconds of unmeasured load before each measured run. */
+  warmup: number;
+  connections: number;
+  /** A running gateway to drive instead of starting the system here. */
+  url: string | undefined;
+  /** Database of the running system (only for --url): enables the growth figure and the baseline there. */
+  databaseUrl: string | undefined;
+  scenarios: ScenarioName[];
+  skipGrowth: boolean;
+  skipBaseline: boolean;
+  /** Members provisioned for the earn and balance scenarios (each request of an earn goes to the next one). */
+  members: number;
+  /** Journal rows of the history member (the history scenario reads its first page). */
+  historyRows: number;
+  /** Journal rows of the large account of the growth figure. */
+  growthRows: number;
+  /** Accounts the redemption scenario concentrates on. */
+  redeemAccounts: number;
+  out: string;
+  /** Keep the bench database after the run (for inspection). */
+  keep: boolean;
+  quiet: boolean;
+}
+
+const HELP = `npm run bench -- [options]
+  --duration <s>        seconds of measured load per scenario and per side (default 10)
+  --warmup <s>          seconds of unmeasured load before each measured run (default 2)
+  --connections <n>     concurrent connections / in-flight operations (default 32)
+  --url <gateway>       drive a running system (operator token from OPERATOR_TOKEN or var/secrets.json)
+  --database-url <url>  with --url: that system's database, for the baseline and the growth figure
+  --scenarios <a,b>     subset of ${ALL_SCENARIOS.join(', ')}
+  --skip-growth         leave out the 10,000 vs 1,000,000 journal rows figure
+  --skip-baseline       leave out the direct-SQL baseline
+  --members <n>         members for the earn and balance scenarios (default 2000)
+  --growth-rows <n>     journal rows of the large account (default 1000000)
+  --out <dir>           where latest.json / latest.svg / latest.png go (default bench/results)
+  --keep                keep the loyalty_bench database afterwards`;
+
+export function parseOptions(argv: string[]): BenchOptions {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      duration: { type: 'string', default: '10' },
+      warmup: { type: 'string', default: '2' },
+      connections: { type: 'string', default: '32' },
+      url: { type: 'string' },
+      'database-url': { type: 'string' },
+      scenarios: { type: 'string' },
+      'skip-growth': { type: 'boolean', default: false },
+      'skip-baseline': { type: 'boolean', default: false },
+      members: { type: 'string', default: '2000' },
+      'history-rows': { type: 'string', default: '10000' },
+      'growth-rows': { type: 'string', default: '1000000' },
+      'redeem-accounts': { type: 'string', default: '4' },
+      out: { type: 'string', default: 'bench/results' },
+      keep: { type: 'boolean', default: false },
+      quiet: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+    allowPositionals: false,
+  });
+  if (values.help) {
+    console.log(HELP);
+    process.exit(0);
+  }
+  const num = (name: string, v: string, min: number): number => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < min) throw new Error(`--${name} must be a number >= ${min} (got ${v})`);
+    return n;
+  };
+  const scenarios = values.scenarios ? values.scenarios.split(',').map((s) => s.trim()).filter(Boolean) : [...ALL_SCENARIOS];
+  for (const s of scenarios) if (!(ALL_SCENARIOS as readonly string[]).includes(s)) throw new Error(`unknown scenario ${s}; known: ${ALL_SCENARIOS.join(', ')}`);
+  return {
+    duration: num('duration', values.duration, 0.5),
+    warmup: num('warmup', values.warmup, 0),
+    connections: Math.floor(num('connections', values.connections, 1)),
+    url: values.url?.replace(/\/$/, ''),
+    databaseUrl: values['database-url'],
+    scenarios: scenarios as ScenarioName[],
+    skipGrowth: values['skip-growth'],
+    skipBaseline: values['skip-baseline'],
+    members: Math.floor(num('members', values.members, 1)),
+    historyRows: Math.floor(num('history-rows', values['history-rows'], 1)),
+    growthRows: Math.floor(num('growth-rows', values['growth-rows'], 1)),
+    redeemAccounts: Math.floor(num('redeem-accounts', values['redeem-accounts'], 1)),
+    out: values.out,
+    keep: values.keep,
+    quiet: values.quiet,
+  };
+}

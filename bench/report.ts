@@ -1,0 +1,216 @@
+// The report: a table on stdout, bench/results/latest.json, and a chart (SVG, plus PNG rendered
+// by @resvg/resvg-js) of throughput and p99 per scenario, full path beside the baseline.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Measured } from './load.ts';
+
+export interface ScenarioReport {
+  name: string;
+  description: string;
+  rps: number;
+  p50_ms: number;
+  p99_ms: number;
+  errors: number;
+  expected_refusals: number;
+  statuses: Record<string, number>;
+  baseline_rps: number | null;
+  baseline_p50_ms: number | null;
+  baseline_p99_ms: number | null;
+  baseline_errors: number | null;
+  /** Full-path rps / baseline rps. */
+  ratio: number | null;
+  target_ratio: number;
+  checks: string[];
+}
+
+export interface GrowthFigure {
+  p50_ms: number;
+  p99_ms: number;
+}
+
+export interface GrowthReport {
+  rows_small: number;
+  rows_large: number;
+  requests_each: number;
+  balance: { small: GrowthFigure; large: GrowthFigure; ratio_p50: number };
+  history: { small: GrowthFigure; large: GrowthFigure; ratio_p50: number };
+  seed_seconds: number;
+}
+
+export interface BenchReport {
+  generated_at: string;
+  machine: { cpus: number; cpu_model: string; load_average_before: number[]; node: string };
+  system: string;
+  options: { duration_s: number; warmup_s: number; connections: number };
+  scenarios: ScenarioReport[];
+  memory_mb: Record<string, number>;
+  growth: GrowthReport | { skipped: string };
+  targets: Record<string, string>;
+  problems: string[];
+}
+
+export function scenarioReport(name: string, description: string, full: Measured, base: Measured | null, targetRatio: number, checks: string[]): ScenarioReport {
+  return {
+    name,
+    description,
+    rps: full.rps,
+    p50_ms: full.p50_ms,
+    p99_ms: full.p99_ms,
+    errors: full.errors,
+    expected_refusals: full.expected_refusals,
+    statuses: full.statuses,
+    baseline_rps: base?.rps ?? null,
+    baseline_p50_ms: base?.p50_ms ?? null,
+    baseline_p99_ms: base?.p99_ms ?? null,
+    baseline_errors: base?.errors ?? null,
+    ratio: base && base.rps > 0 ? Math.round((full.rps / base.rps) * 100) / 100 : null,
+    target_ratio: targetRatio,
+    checks,
+  };
+}
+
+const pad = (s: string, n: number, right = false) => (right ? s.padStart(n) : s.padEnd(n));
+const fmt = (v: number | null | undefined, d = 1) => (v === null || v === undefined || Number.isNaN(v) ? '-' : v.toFixed(d));
+
+export function formatTable(r: BenchReport): string {
+  const head = ['scenario', 'rps', 'p50 ms', 'p99 ms', 'errors', '422s', 'base rps', 'base p50', 'base p99', 'ratio', 'target'];
+  const widths = [16, 8, 7, 7, 6, 6, 9, 8, 8, 6, 7];
+  const line = (cells: string[]) => cells.map((c, i) => pad(c, widths[i]!, i > 0)).join('  ');
+  const out = [line(head), widths.map((w) => '-'.repeat(w)).join('  ')];
+  for (const s of r.scenarios) {
+    out.push(
+      line([
+        s.name,
+        fmt(s.rps, 0),
+        fmt(s.p50_ms, 2),
+        fmt(s.p99_ms, 2),
+        String(s.errors),
+        String(s.expected_refusals),
+        fmt(s.baseline_rps, 0),
+        fmt(s.baseline_p50_ms, 2),
+        fmt(s.baseline_p99_ms, 2),
+        s.ratio === null ? '-' : `${s.ratio.toFixed(2)}x`,
+        `>=${s.target_ratio}x`,
+      ]),
+    );
+  }
+  out.push('');
+  out.push(`peak RSS (MB): ${Object.entries(r.memory_mb).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
+  if ('balance' in r.growth) {
+    const g = r.growth;
+    out.push(
+      `growth ${g.rows_small.toLocaleString('en-US')} -> ${g.rows_large.toLocaleString('en-US')} journal rows (p50, one connection): ` +
+        `balance ${fmt(g.balance.small.p50_ms, 2)} -> ${fmt(g.balance.large.p50_ms, 2)} ms (${g.balance.ratio_p50.toFixed(2)}x), ` +
+        `history ${fmt(g.history.small.p50_ms, 2)} -> ${fmt(g.history.large.p50_ms, 2)} ms (${g.history.ratio_p50.toFixed(2)}x)`,
+    );
+  } else {
+    out.push(`growth: skipped (${r.growth.skipped})`);
+  }
+  out.push(r.problems.length === 0 ? 'checks: no unexpected errors, no overdraft' : `PROBLEMS:\n  ${r.problems.join('\n  ')}`);
+  return out.join('\n');
+}
+
+const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/** Two panels of horizontal bars: throughput and p99, the full path beside the baseline. */
+export function chartSvg(r: BenchReport): string {
+  const W = 1000;
+  const rowH = 54;
+  const top = 118;
+  const labelW = 235;
+  const panelW = (W - labelW - 60) / 2;
+  const H = top + r.scenarios.length * rowH + 110;
+  const FULL = '#2563eb';
+  const BASE = '#9ca3af';
+  const el: string[] = [];
+  el.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="DejaVu Sans, Arial, Helvetica, sans-serif">`);
+  el.push(`<rect width="${W}" height="${H}" fill="#ffffff"/>`);
+  el.push(`<text x="20" y="30" font-size="19" font-weight="bold">Loyalty platform: full microservice path vs. direct SQL baseline</text>`);
+  el.push(
+    `<text x="20" y="52" font-size="12" fill="#374151">${esc(`${r.options.connections} connections, ${r.options.duration_s} s per run, ${r.machine.cpus} CPUs (load generator included), ${r.generated_at.slice(0, 19)}Z`)}</text>`,
+  );
+  // legend
+  el.push(`<rect x="20" y="66" width="14" height="14" fill="${FULL}"/><text x="40" y="78" font-size="12">full path (HTTP, gateway, NATS, service, PostgreSQL)</text>`);
+  el.push(`<rect x="400" y="66" width="14" height="14" fill="${BASE}"/><text x="420" y="78" font-size="12">baseline (the same SQL from one process with a pg pool)</text>`);
+
+  const panels = [
+    { title: 'Throughput (requests/s, higher is better)', x: labelW + 20, full: (s: ScenarioReport) => s.rps, base: (s: ScenarioReport) => s.baseline_rps, unit: '', target: null as number | null },
+    { title: 'p99 latency (ms, lower is better)', x: labelW + 40 + panelW, full: (s: ScenarioReport) => s.p99_ms, base: (s: ScenarioReport) => s.baseline_p99_ms, unit: ' ms', target: 50 },
+  ];
+  for (const p of panels) {
+    const values = r.scenarios.flatMap((s) => [p.full(s), p.base(s) ?? 0]).filter((v) => Number.isFinite(v));
+    const max = Math.max(1, ...values, p.target ?? 0) * 1.18;
+    const scale = (v: number) => (Math.max(0, v) / max) * (panelW - 10);
+    el.push(`<text x="${p.x}" y="${top - 12}" font-size="13" font-weight="bold">${esc(p.title)}</text>`);
+    el.push(`<line x1="${p.x}" y1="${top - 4}" x2="${p.x}" y2="${top + r.scenarios.length * rowH}" stroke="#111827"/>`);
+    if (p.target !== null) {
+      const x = p.x + scale(p.target);
+      el.push(`<line x1="${x}" y1="${top - 4}" x2="${x}" y2="${top + r.scenarios.length * rowH}" stroke="#dc2626" stroke-dasharray="4 3"/>`);
+      el.push(`<text x="${x + 3}" y="${top + r.scenarios.length * rowH + 14}" font-size="11" fill="#dc2626">target ${p.target} ms</text>`);
+    }
+    r.scenarios.forEach((s, i) => {
+      const y = top + i * rowH + 8;
+      const f = p.full(s);
+      const b = p.base(s);
+      el.push(`<rect x="${p.x}" y="${y}" width="${scale(f)}" height="17" fill="${FULL}"/>`);
+      el.push(`<text x="${p.x + scale(f) + 4}" y="${y + 13}" font-size="11">${esc(`${f.toFixed(p.unit ? 1 : 0)}${p.unit}`)}</text>`);
+      if (b !== null) {
+        el.push(`<rect x="${p.x}" y="${y + 20}" width="${scale(b)}" height="17" fill="${BASE}"/>`);
+        el.push(`<text x="${p.x + scale(b) + 4}" y="${y + 33}" font-size="11" fill="#374151">${esc(`${b.toFixed(p.unit ? 1 : 0)}${p.unit}`)}</text>`);
+      }
+    });
+  }
+  r.scenarios.forEach((s, i) => {
+    const y = top + i * rowH + 8;
+    el.push(`<text x="20" y="${y + 15}" font-size="13" font-weight="bold">${esc(s.name)}</text>`);
+    const ratio = s.ratio === null ? 'no baseline' : `${s.ratio.toFixed(2)}x of baseline`;
+    const ok = s.ratio === null || s.ratio >= s.target_ratio;
+    el.push(`<text x="20" y="${y + 32}" font-size="11" fill="${ok ? '#15803d' : '#b91c1c'}">${esc(`${ratio} (target ${s.target_ratio}x)`)}</text>`);
+    if (s.errors > 0) el.push(`<text x="20" y="${y + 46}" font-size="11" fill="#b91c1c">${esc(`${s.errors} errors`)}</text>`);
+  });
+  let y = top + r.scenarios.length * rowH + 40;
+  const mem = Object.entries(r.memory_mb)
+    .map(([k, v]) => `${k} ${v.toFixed(0)}`)
+    .join(' · ');
+  el.push(`<text x="20" y="${y}" font-size="12">${esc(`Peak RSS per service (MB, target 150): ${mem}`)}</text>`);
+  y += 20;
+  if ('balance' in r.growth) {
+    const g = r.growth;
+    el.push(
+      `<text x="20" y="${y}" font-size="12">${esc(
+        `Growth ${g.rows_small.toLocaleString('en-US')} -> ${g.rows_large.toLocaleString('en-US')} journal rows (p50, target 1.5x): balance ${g.balance.small.p50_ms.toFixed(2)} -> ${g.balance.large.p50_ms.toFixed(2)} ms (${g.balance.ratio_p50.toFixed(2)}x), history ${g.history.small.p50_ms.toFixed(2)} -> ${g.history.large.p50_ms.toFixed(2)} ms (${g.history.ratio_p50.toFixed(2)}x)`,
+      )}</text>`,
+    );
+  } else {
+    el.push(`<text x="20" y="${y}" font-size="12">${esc(`Growth: skipped (${r.growth.skipped})`)}</text>`);
+  }
+  y += 20;
+  el.push(
+    `<text x="20" y="${y}" font-size="12" fill="${r.problems.length ? '#b91c1c' : '#15803d'}">${esc(r.problems.length ? `Problems: ${r.problems.join('; ').slice(0, 150)}` : 'No unexpected errors, no overdraft')}</text>`,
+  );
+  el.push('</svg>');
+  return el.join('\n');
+}
+
+/** Write latest.json and latest.svg (and latest.png when the renderer loads); returns the paths written. */
+export async function writeReport(r: BenchReport, dir: string): Promise<string[]> {
+  mkdirSync(dir, { recursive: true });
+  const written: string[] = [];
+  const jsonPath = path.join(dir, 'latest.json');
+  writeFileSync(jsonPath, `${JSON.stringify(r, null, 2)}\n`);
+  written.push(jsonPath);
+  const svg = chartSvg(r);
+  const svgPath = path.join(dir, 'latest.svg');
+  writeFileSync(svgPath, svg);
+  written.push(svgPath);
+  try {
+    const { Resvg } = await import('@resvg/resvg-js');
+    const png = new Resvg(svg, { font: { loadSystemFonts: true, defaultFontFamily: 'DejaVu Sans' }, fitTo: { mode: 'width', value: 1400 } }).render().asPng();
+    const pngPath = path.join(dir, 'latest.png');
+    writeFileSync(pngPath, png);
+    written.push(pngPath);
+  } catch (err) {
+    console.warn(`PNG not written (${(err as Error).message}); the SVG has the same chart`);
+  }
+  return written;
+}

@@ -1,0 +1,108 @@
+// `npm run bench`: the full microservice path (HTTP -> gateway -> NATS -> service -> PostgreSQL)
+// against a direct-SQL baseline in one run, plus peak memory and the growth figure.
+// Usage and options: bench/README.md or `npm run bench -- --help`.
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { Api } from './api.ts';
+import { baselineScenario } from './baseline.ts';
+import { measureGrowth } from './growth.ts';
+import { runDirect, runHttp, type Measured } from './load.ts';
+import { parseOptions, type BenchOptions, type ScenarioName } from './options.ts';
+import { provision } from './provision.ts';
+import { formatTable, scenarioReport, writeReport, type BenchReport, type GrowthReport, type ScenarioReport } from './report.ts';
+import { DESCRIPTIONS, EXPECTED_REFUSALS, httpScenario } from './scenarios.ts';
+import { runningSystem, startBenchSystem } from './system.ts';
+import { repoRoot } from '../test/support/cluster.ts';
+
+/** Targets of the issue: full path / baseline throughput. */
+const TARGET_RATIO: Record<ScenarioName, number> = {
+  points_earn: 0.5,
+  cashback_earn: 0.5,
+  points_balance: 0.6,
+  points_history: 0.6,
+  cashback_redeem: 0.5,
+};
+
+export async function runBench(opts: BenchOptions): Promise<BenchReport> {
+  const log = (line: string) => {
+    if (!opts.quiet) console.log(`[bench] ${line}`);
+  };
+  const loadBefore = os.loadavg().map((v) => Math.round(v * 100) / 100);
+  const system = opts.url ? runningSystem(opts.url, opts.databaseUrl) : await startBenchSystem({ keep: opts.keep, log });
+  log(`system: ${system.describe}`);
+  const pool = system.databaseUrl ? new pg.Pool({ connectionString: system.databaseUrl, max: opts.connections }) : null;
+  try {
+    const api = new Api(system.url, system.operatorToken);
+    const needsHistory = opts.scenarios.includes('points_history') || !opts.skipGrowth;
+    const fixture = await provision(api, {
+      members: opts.members,
+      historyRows: needsHistory ? opts.historyRows : 1,
+      redeemAccounts: opts.redeemAccounts,
+      concurrency: Math.min(opts.connections, 16),
+      log,
+    });
+    const scenarios: ScenarioReport[] = [];
+    const problems: string[] = [];
+    for (const name of opts.scenarios) {
+      const expected = EXPECTED_REFUSALS[name];
+      const headers = { 'x-app-id': fixture.app.appId, 'x-api-key': fixture.app.apiKey };
+      if (opts.warmup > 0) {
+        await runHttp({ url: system.url, connections: opts.connections, seconds: opts.warmup, headers, next: httpScenario(name, fixture, 'warmup', api, opts.connections).next, expectedStatuses: expected });
+      }
+      log(`${name}: full path, ${opts.connections} connections, ${opts.duration} s`);
+      const http = httpScenario(name, fixture, 'full', api, opts.connections);
+      const full = await runHttp({ url: system.url, connections: opts.connections, seconds: opts.duration, headers, next: http.next, expectedStatuses: expected });
+      const checks = (await http.check?.()) ?? [];
+      let base: Measured | null = null;
+      if (pool && !opts.skipBaseline) {
+        log(`${name}: baseline, direct SQL from one process, pool of ${opts.connections}`);
+        if (opts.warmup > 0) await runDirect({ concurrency: opts.connections, seconds: opts.warmup, op: baselineScenario(name, pool, fixture, 'warmup').op, expectedStatuses: expected });
+        const direct = baselineScenario(name, pool, fixture, 'baseline');
+        base = await runDirect({ concurrency: opts.connections, seconds: opts.duration, op: direct.op, expectedStatuses: expected });
+        checks.push(...((await direct.check?.()) ?? []));
+      }
+      const report = scenarioReport(name, DESCRIPTIONS[name], full, base, TARGET_RATIO[name], checks);
+      scenarios.push(report);
+      log(`${name}: ${full.rps} rps, p50 ${full.p50_ms} ms, p99 ${full.p99_ms} ms, ${full.errors} errors${base ? `; baseline ${base.rps} rps (${report.ratio}x)` : ''}`);
+      if (full.errors > 0) problems.push(`${name}: ${full.errors} unexpected errors (statuses ${JSON.stringify(full.statuses)})`);
+      if (base && base.errors > 0) problems.push(`${name} baseline: ${base.errors} errors (statuses ${JSON.stringify(base.statuses)})`);
+      problems.push(...checks.map((c) => `${name}: ${c}`));
+    }
+
+    let growth: GrowthReport | { skipped: string };
+    if (opts.skipGrowth) growth = { skipped: '--skip-growth' };
+    else if (!pool) growth = { skipped: 'no database (pass --database-url with --url)' };
+    else growth = await measureGrowth(api, fixture, pool, { largeRows: opts.growthRows, requests: 300, log });
+
+    const report: BenchReport = {
+      generated_at: new Date().toISOString(),
+      machine: { cpus: os.cpus().length, cpu_model: os.cpus()[0]?.model ?? 'unknown', load_average_before: loadBefore, node: process.version },
+      system: system.describe,
+      options: { duration_s: opts.duration, warmup_s: opts.warmup, connections: opts.connections },
+      scenarios,
+      memory_mb: system.memoryMb(),
+      growth,
+      targets: {
+        ratio: 'points earn >= 0.5x baseline with p99 <= 50 ms; reads >= 0.6x',
+        errors: 'none but the 422s of redemption; no overdraft',
+        memory: 'peak RSS <= 150 MB per service',
+        growth: 'balance and history p50 at 1,000,000 rows within 1.5x of 10,000 rows',
+      },
+      problems,
+    };
+    return report;
+  } finally {
+    await pool?.end();
+    await system.stop();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const opts = parseOptions(process.argv.slice(2));
+  const report = await runBench(opts);
+  console.log(`\n${formatTable(report)}\n`);
+  const written = await writeReport(report, path.resolve(repoRoot, opts.out));
+  console.log(`written: ${written.map((p) => path.relative(process.cwd(), p)).join(', ')}`);
+  process.exit(0);
+}

@@ -1,0 +1,180 @@
+// The system under test: either started here in its production form (compiled services as
+// separate processes, test/support/cluster.ts) against the machine's PostgreSQL, NATS and Redis in
+// a dedicated database and subject root, or a running one reached by --url.
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { connect as connectNats } from 'nats';
+import { SMTPServer } from 'smtp-server';
+import type { AddressInfo } from 'node:net';
+import { Subjects } from '@loyalty/contracts';
+import { Cluster, repoRoot } from '../test/support/cluster.ts';
+
+export interface BenchSystem {
+  url: string;
+  operatorToken: string;
+  /** The system's database (null when --url was given without --database-url). */
+  databaseUrl: string | null;
+  /** Peak resident memory (VmHWM) of every service process, in MB. */
+  memoryMb(): Record<string, number>;
+  /** Process ids per service (first replica), for profiling. */
+  pids(): Record<string, number>;
+  describe: string;
+  stop(): Promise<void>;
+}
+
+export const BENCH_DATABASE = process.env.BENCH_DATABASE ?? 'loyalty_bench';
+const PG_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const SERVICES = ['identity', 'ledger', 'claims', 'referrals'] as const;
+
+/** An SMTP server that accepts and drops every message (the bench measures the platform, not a mail parser). */
+async function startDiscardingMailSink(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onData(stream, _session, callback) {
+      stream.on('data', () => undefined);
+      stream.on('end', () => callback());
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.server.address() as AddressInfo).port;
+  return { url: `smtp://127.0.0.1:${port}`, stop: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+async function recreateDatabase(name: string): Promise<string> {
+  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  return PG_ADMIN_URL.replace(/\/[^/]*$/, `/${name}`);
+}
+
+async function dropDatabase(name: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  } finally {
+    await admin.end();
+  }
+}
+
+/** Start identity, ledger, claims, referrals and one gateway as compiled processes. */
+export async function startBenchSystem(opts: { keep: boolean; log: (line: string) => void }): Promise<BenchSystem> {
+  opts.log('building the services (node scripts/build.mjs)');
+  Cluster.build(true);
+  const databaseUrl = await recreateDatabase(BENCH_DATABASE);
+  const mail = await startDiscardingMailSink();
+  const root = process.env.BENCH_SUBJECT_ROOT ?? 'loyalty_bench';
+  const operatorToken = randomBytes(24).toString('hex');
+  const natsUrl = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+  const env: Record<string, string> = {
+    DATABASE_URL: databaseUrl,
+    NATS_URL: natsUrl,
+    REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    SUBJECT_ROOT: root,
+    REDIS_KEY_PREFIX: `${root}:`,
+    SMTP_URL: mail.url,
+    OTP_SECRET: randomBytes(24).toString('hex'),
+    OPERATOR_TOKEN: operatorToken,
+    // Production log level: every request's log lines are part of the cost being measured.
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+    // The per-app rate limit would turn the load into 429s; the bench measures throughput.
+    RATE_LIMIT_MAX: '1000000000',
+  };
+  // A stale stream of an earlier, interrupted run would replay its events into this one.
+  await deleteEventStream(root, natsUrl);
+  const cluster = new Cluster(env, path.join(repoRoot, 'var', 'bench-logs'));
+  try {
+    for (const s of SERVICES) {
+      opts.log(`starting ${s}`);
+      await cluster.add(s);
+    }
+    opts.log('starting the gateway');
+    await cluster.add('gateway');
+  } catch (err) {
+    await cluster.stop().catch(() => undefined);
+    await mail.stop();
+    throw err;
+  }
+  const gateway = cluster.of('gateway')[0]!;
+  return {
+    url: gateway.url,
+    operatorToken,
+    databaseUrl,
+    describe: `started here: compiled services (${[...SERVICES, 'gateway'].join(', ')}), database ${BENCH_DATABASE}, subject root ${root}, logs var/bench-logs/`,
+    memoryMb: () => cluster.peakMemoryMb(),
+    pids: () => Object.fromEntries(cluster.replicas.map((r) => [r.service, r.pid ?? 0])),
+    async stop() {
+      await cluster.stop();
+      await mail.stop();
+      await deleteEventStream(root, natsUrl);
+      if (!opts.keep) await dropDatabase(BENCH_DATABASE);
+    },
+  };
+}
+
+async function deleteEventStream(root: string, natsUrl: string): Promise<void> {
+  const nc = await connectNats({ servers: natsUrl });
+  try {
+    const jsm = await nc.jetstreamManager();
+    await jsm.streams.delete(new Subjects(root).streamName()).catch(() => undefined);
+  } finally {
+    await nc.close();
+  }
+}
+
+/** Processes of a running system on this machine: `node .../services/<name>/dist/main.js`. */
+function findServiceProcesses(): Record<string, number[]> {
+  const found: Record<string, number[]> = {};
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      const main = cmd.find((a) => /services\/([a-z]+)\/dist\/main\.js$/.test(a));
+      const name = main && /services\/([a-z]+)\/dist\/main\.js$/.exec(main)?.[1];
+      if (name) (found[name] ??= []).push(Number(entry));
+    } catch {
+      // gone or not ours
+    }
+  }
+  return found;
+}
+
+function vmHwmMb(pid: number): number {
+  try {
+    const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb ? Math.round((Number(kb) / 1024) * 10) / 10 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** A running system (`npm start` or any deployment) reached over HTTP. */
+export function runningSystem(url: string, databaseUrl: string | undefined): BenchSystem {
+  let operatorToken = process.env.OPERATOR_TOKEN;
+  const secrets = path.join(repoRoot, 'var', 'secrets.json');
+  if (!operatorToken && existsSync(secrets)) operatorToken = (JSON.parse(readFileSync(secrets, 'utf8')) as { operator_token?: string }).operator_token;
+  if (!operatorToken) throw new Error('--url needs the operator token: set OPERATOR_TOKEN or run `npm start` once (var/secrets.json)');
+  // Memory: the peak of the service processes on this machine, when the system runs here.
+  const peak: Record<string, number> = {};
+  return {
+    url,
+    operatorToken,
+    databaseUrl: databaseUrl ?? null,
+    describe: `running system at ${url}${databaseUrl ? ` (database given)` : ''}`,
+    memoryMb() {
+      for (const [name, pids] of Object.entries(findServiceProcesses())) for (const pid of pids) peak[name] = Math.max(peak[name] ?? 0, vmHwmMb(pid));
+      return { ...peak };
+    },
+    pids: () => Object.fromEntries(Object.entries(findServiceProcesses()).map(([k, v]) => [k, v[0]!])),
+    async stop() {},
+  };
+}
