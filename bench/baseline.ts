@@ -1,9 +1,214 @@
-// Placeholder until the ledger's SQL lands.
+// The baseline: the same SQL per operation as the full path, issued directly from this one Node
+// process with a pg pool at the same concurrency, which is what a naive single-process service
+// would do. The statements are copied from the services' store modules (ledger: store/cards.ts
+// findCard, store/accounts.ts credit / debitIfCovered / findBalance / appendJournal / journalPage,
+// runtime recordEvent's outbox insert; identity: store/members.ts findMemberBy, store/apps.ts
+// findCredentials, store/sessions.ts findLiveSession), in the same transaction shape. The services
+// are deliberately not imported: the point is the database's own cost of the same work.
+//
+// Left out on purpose (the full path does them, a naive service would not): the outbox relay's
+// publish and mark-published after commit, identity's mail to the member on points_earned, and
+// the gateway's app-key check (cached by the gateway, so no SQL per request in steady state).
+import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { DirectOutcome } from './load.ts';
 import type { ScenarioName } from './options.ts';
-import type { Fixture } from './provision.ts';
+import { CASHBACK_PERCENT, POINTS_RATIO, REDEEM_AMOUNT_CENTS, type Fixture, type Redeemer } from './provision.ts';
 
-export function baselineScenario(_name: ScenarioName, _pool: pg.Pool, _f: Fixture, _side: 'warmup' | 'baseline'): { op: (i: number) => Promise<DirectOutcome>; check?: () => Promise<string[]> } {
-  return { op: async () => 200 };
+const CARD_COLUMNS = `id, tenant_id, unique_identifier, name, description, reward_system, currency,
+  cashback_percentage::text AS cashback_percentage, cashback_min_cents, cashback_max_cents, allows_pin_redemption,
+  points_ratio::text AS points_ratio, referrer_bonus, referee_bonus, referral_bonus_on_first_purchase, claim_lifetime_hours,
+  created_at, updated_at`;
+const MEMBER_COLUMNS = 'id, tenant_id, name, email, phone, accepts_emails, is_active';
+
+const sha256 = (v: string) => createHash('sha256').update(v).digest();
+
+async function findCard(db: pg.Pool | pg.PoolClient, tenantId: number, cardId: number): Promise<{ id: number; reward_system: string; currency: string }> {
+  const { rows } = await db.query(`SELECT ${CARD_COLUMNS} FROM ledger.cards WHERE tenant_id = $1 AND id = $2`, [tenantId, cardId]);
+  if (!rows[0]) throw new Error('card_not_found');
+  return rows[0];
+}
+
+async function findMemberById(db: pg.Pool, tenantId: number, memberId: number): Promise<void> {
+  const { rows } = await db.query(`SELECT ${MEMBER_COLUMNS} FROM identity.members WHERE tenant_id = $1 AND id = $2`, [tenantId, memberId]);
+  if (!rows[0]) throw new Error('member_not_found');
+}
+
+async function findBalance(db: pg.Pool | pg.PoolClient, cardId: number, memberId: number): Promise<number | undefined> {
+  const { rows } = await db.query<{ balance: string }>('SELECT balance FROM ledger.accounts WHERE card_id = $1 AND member_id = $2', [cardId, memberId]);
+  return rows[0] ? Number(rows[0].balance) : undefined;
+}
+
+async function appendJournal(
+  db: pg.PoolClient,
+  k: { tenantId: number; cardId: number; memberId: number },
+  e: { event: string; amount: number; balanceAfter: number; purchaseCents: number | null; at: Date },
+): Promise<number> {
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO ledger.journal (tenant_id, card_id, member_id, event, amount, balance_after, purchase_cents, reference, reward_id, metadata, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id, event, amount, created_at`,
+    [k.tenantId, k.cardId, k.memberId, e.event, e.amount, e.balanceAfter, e.purchaseCents, null, null, null, e.at],
+  );
+  return Number(rows[0]!.id);
+}
+
+async function recordEvent(db: pg.PoolClient, tenantId: number, type: string, data: Record<string, unknown>, at: Date): Promise<void> {
+  const id = randomUUID();
+  const envelope = { id, type: `ledger.${type}`, tenant_id: tenantId, occurred_at: at.toISOString(), data };
+  await db.query('INSERT INTO ledger.outbox (id, subject, payload) VALUES ($1, $2, $3)', [id, `loyalty_bench.events.ledger.${type}`, JSON.stringify(envelope)]);
+}
+
+async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+  const c = await pool.connect();
+  try {
+    await c.query('BEGIN');
+    const r = await fn(c);
+    await c.query('COMMIT');
+    return r;
+  } catch (err) {
+    await c.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    c.release();
+  }
+}
+
+class Refused extends Error {}
+
+/** An earn by member_id without reference: card, member (identity), then credit + journal + outbox in one transaction. */
+async function earn(pool: pg.Pool, f: Fixture, kind: 'points' | 'cashback', memberId: number, purchaseCents: number): Promise<DirectOutcome> {
+  const cardId = kind === 'points' ? f.pointsCardId : f.cashbackCardId;
+  const card = await findCard(pool, f.tenantId, cardId);
+  await findMemberById(pool, f.tenantId, memberId);
+  const amount = kind === 'points' ? Math.floor((purchaseCents * POINTS_RATIO) / 100) : Math.floor((purchaseCents * CASHBACK_PERCENT + 50) / 100);
+  const event = kind === 'points' ? 'staff_added_points' : 'cashback_earned';
+  const k = { tenantId: f.tenantId, cardId: card.id, memberId };
+  await inTransaction(pool, async (db) => {
+    const at = new Date();
+    const { rows } = await db.query<{ balance: string }>(
+      `INSERT INTO ledger.accounts AS a (card_id, member_id, tenant_id, balance, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)
+       ON CONFLICT (card_id, member_id) DO UPDATE SET balance = a.balance + EXCLUDED.balance, updated_at = EXCLUDED.updated_at
+       RETURNING balance`,
+      [k.cardId, k.memberId, k.tenantId, amount, at],
+    );
+    const balance = Number(rows[0]!.balance);
+    const id = await appendJournal(db, k, { event, amount, balanceAfter: balance, purchaseCents, at });
+    await recordEvent(db, f.tenantId, kind === 'points' ? 'points_earned' : 'cashback_earned', {
+      member_id: memberId,
+      card_id: card.id,
+      transaction_id: id,
+      amount,
+      purchase_amount: purchaseCents / 100,
+      previous_balance: balance - amount,
+      new_balance: balance,
+      currency: card.currency,
+      reference: null,
+      event,
+    }, at);
+  });
+  return 200;
+}
+
+/** Gateway -> identity member-token check (app credentials + live session), then the debit transaction. */
+async function redeem(pool: pg.Pool, f: Fixture, r: Redeemer): Promise<DirectOutcome> {
+  const { rows: apps } = await pool.query<{ tenant_id: string; key_hash: Buffer }>(
+    `SELECT a.tenant_id, t.sandbox, a.scopes, a.key_hash, a.revoked_at IS NOT NULL AS revoked
+       FROM identity.apps a JOIN identity.tenants t ON t.id = a.tenant_id WHERE a.id = $1`,
+    [f.app.appId],
+  );
+  if (!apps[0] || !sha256(f.app.apiKey).equals(apps[0].key_hash)) throw new Error('invalid_credentials');
+  const { rows: sessions } = await pool.query<{ id: string; member_id: string }>(
+    `SELECT id, member_id FROM identity.member_sessions
+      WHERE token_hash = $1 AND tenant_id = $2 AND revoked_at IS NULL AND expires_at > $3`,
+    [sha256(r.token), f.tenantId, new Date()],
+  );
+  if (!sessions[0]) throw new Error('invalid_member_token');
+  const memberId = Number(sessions[0].member_id);
+  const card = await findCard(pool, f.tenantId, f.cashbackCardId);
+  const k = { tenantId: f.tenantId, cardId: card.id, memberId };
+  try {
+    await inTransaction(pool, async (db) => {
+      const at = new Date();
+      const { rows } = await db.query<{ balance: string }>(
+        `UPDATE ledger.accounts SET balance = balance - $3, updated_at = $4
+         WHERE card_id = $1 AND member_id = $2 AND balance >= $3 RETURNING balance`,
+        [k.cardId, k.memberId, REDEEM_AMOUNT_CENTS, at],
+      );
+      if (!rows[0]) {
+        await findBalance(db, card.id, memberId);
+        throw new Refused();
+      }
+      const balance = Number(rows[0].balance);
+      const id = await appendJournal(db, k, { event: 'cashback_redeemed', amount: -REDEEM_AMOUNT_CENTS, balanceAfter: balance, purchaseCents: null, at });
+      await recordEvent(db, f.tenantId, 'cashback_redeemed', {
+        member_id: memberId,
+        card_id: card.id,
+        transaction_id: id,
+        amount: REDEEM_AMOUNT_CENTS / 100,
+        previous_balance: (balance + REDEEM_AMOUNT_CENTS) / 100,
+        new_balance: balance / 100,
+        currency: card.currency,
+        reference: null,
+        event: 'cashback_redeemed',
+      }, at);
+    });
+  } catch (err) {
+    if (err instanceof Refused) return 422;
+    throw err;
+  }
+  return 200;
+}
+
+export interface DirectScenario {
+  op: (i: number) => Promise<DirectOutcome>;
+  check?: () => Promise<string[]>;
+}
+
+export function baselineScenario(name: ScenarioName, pool: pg.Pool, f: Fixture, side: 'warmup' | 'baseline'): DirectScenario {
+  const offset = side === 'warmup' ? 7919 : 0;
+  const member = (i: number) => f.members[(i + offset) % f.members.length]!;
+  switch (name) {
+    case 'points_earn':
+      return { op: (i) => earn(pool, f, 'points', member(i), (10 + (i % 90)) * 100) };
+    case 'cashback_earn':
+      return { op: (i) => earn(pool, f, 'cashback', member(i), 1234 + (i % 100) * 100) };
+    case 'points_balance':
+      return {
+        async op(i) {
+          const card = await findCard(pool, f.tenantId, f.pointsCardId);
+          const balance = await findBalance(pool, card.id, member(i));
+          if (balance === undefined) await findMemberById(pool, f.tenantId, member(i));
+          return 200;
+        },
+      };
+    case 'points_history':
+      return {
+        async op() {
+          const card = await findCard(pool, f.tenantId, f.pointsCardId);
+          const memberId = f.historyMemberId;
+          if ((await findBalance(pool, card.id, memberId)) === undefined) await findMemberById(pool, f.tenantId, memberId);
+          await Promise.all([
+            pool.query(`SELECT id, event, amount, created_at FROM ledger.journal WHERE member_id = $1 AND card_id = $2 ORDER BY id DESC LIMIT $3 OFFSET $4`, [memberId, card.id, 20, 0]),
+            pool.query('SELECT count(*) AS n FROM ledger.journal WHERE member_id = $1 AND card_id = $2', [memberId, card.id]),
+          ]);
+          return 200;
+        },
+      };
+    case 'cashback_redeem': {
+      // The warm-up of the baseline reads balances only, so the measured accounts start full.
+      if (side === 'warmup') return { op: async (i) => (await findBalance(pool, f.cashbackCardId, f.redeemers.baseline[i % f.redeemers.baseline.length]!.memberId), 200) };
+      const accounts = f.redeemers.baseline;
+      return {
+        op: (i) => redeem(pool, f, accounts[i % accounts.length]!),
+        async check() {
+          const problems: string[] = [];
+          for (const a of accounts) {
+            const balance = await findBalance(pool, f.cashbackCardId, a.memberId);
+            if (balance === undefined || balance < 0) problems.push(`baseline overdraft: member ${a.memberId} holds ${balance}`);
+          }
+          return problems;
+        },
+      };
+    }
+  }
 }
