@@ -85,7 +85,7 @@ export async function startTestSystem(
   const log = (name: string) => createLogger(name, env.LOG_LEVEL);
   const starters: Record<ServiceName, () => Promise<RunningService>> = {
     identity: () => startIdentity(readIdentityConfig(env), { clock, log: log('identity') }),
-    ledger: () => startLedger(readLedgerConfig(env), { log: log('ledger') }),
+    ledger: () => startLedger(readLedgerConfig(env), { clock, log: log('ledger') }),
     claims: () => startClaims(readClaimsConfig(env), { clock, log: log('claims') }),
     referrals: () => startReferrals(readReferralsConfig(env), { clock, log: log('referrals') }),
   };

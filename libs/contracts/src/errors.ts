@@ -37,6 +37,7 @@ export const errorCatalogue = {
   phone_taken: { status: 409, message: 'A member with this phone already exists.' },
   idempotency_key_reused: { status: 409, message: 'This Idempotency-Key was used with different parameters.' },
   idempotency_in_progress: { status: 409, message: 'A request with this Idempotency-Key is still in progress.' },
+  card_identifier_taken: { status: 409, message: 'A card with this unique_identifier already exists for the tenant.' },
   duplicate_reference: { status: 409, message: 'This reference was already used for an earn on this card.' },
   claim_request_not_pending: { status: 409, message: 'The claim request is not pending.' },
   referral_already_applied: { status: 409, message: 'This member already has a referral on this card.' },

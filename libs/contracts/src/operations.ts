@@ -1,6 +1,7 @@
 import { adminOperations } from './ops/admin.ts';
 import { authOperations } from './ops/auth.ts';
 import { claimsOperations } from './ops/claims.ts';
+import { cashbackOperations, ledgerAdminOperations, memberPinOperations, pointsOperations } from './ops/ledger.ts';
 import { referralOperations } from './ops/referrals.ts';
 import type { Operation } from './ops/types.ts';
 
@@ -13,9 +14,13 @@ export const operations: Record<string, Operation> = {
   ...authOperations,
   ...claimsOperations,
   ...referralOperations,
+  ...cashbackOperations,
+  ...pointsOperations,
+  ...memberPinOperations,
 };
 
 /** The operator (provisioning) table, served under /admin/v1 behind the operator token. */
 export const operatorOperations: Record<string, Operation> = {
   ...adminOperations,
+  ...ledgerAdminOperations,
 };

@@ -5,6 +5,12 @@ export const LedgerConfig = z.object({
   ...commonEnv,
   ...databaseEnv,
   OPS_PORT: z.coerce.number().int().min(0).max(65535).default(9102),
+  /** How long a call to identity (finding or creating the member of an earn) may take before it counts as unavailable. */
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
+  /** Wrong PINs in a row that lock a member's PIN redemption. */
+  PIN_MAX_ATTEMPTS: z.coerce.number().int().positive().default(5),
+  /** How long PIN redemption stays locked after too many wrong PINs. */
+  PIN_LOCK_MINUTES: z.coerce.number().int().positive().default(15),
 });
 export type LedgerConfig = z.infer<typeof LedgerConfig>;
 

@@ -1,18 +1,51 @@
-import { packageDir, pingEndpoint, runService, type Logger, type RunningService } from '@loyalty/runtime';
+import { ensureEventStream, OutboxRelay, packageDir, pingEndpoint, runService, systemClock, type Clock, type Logger, type RunningService } from '@loyalty/runtime';
+import { accounting } from './accounting.ts';
+import { cardCatalogue } from './card-catalogue.ts';
+import { cashbackProduct } from './cashback.ts';
 import type { LedgerConfig } from './config.ts';
+import { ledgerEndpoints } from './endpoints.ts';
+import { identityClient } from './identity.ts';
+import { memberPins } from './member-pins.ts';
+import { pointsProduct } from './points.ts';
 
 export const SERVICE_VERSION = '0.1.0';
 
+export interface LedgerOptions {
+  log?: Logger;
+  /** Source of time for journal timestamps and the PIN lock (tests pass a ManualClock). */
+  clock?: Clock;
+}
+
 /** Composition root: config -> connections -> endpoints -> shutdown. */
-export async function startLedger(config: LedgerConfig, opts: { log?: Logger } = {}): Promise<RunningService> {
+export async function startLedger(config: LedgerConfig, opts: LedgerOptions = {}): Promise<RunningService> {
   return runService({
     name: 'ledger',
     version: SERVICE_VERSION,
     config,
     log: opts.log,
     migrationsDir: packageDir(import.meta.url, '../migrations'),
-    async setup() {
-      return { endpoints: { 'system.ping': pingEndpoint('ledger', SERVICE_VERSION) } };
+    async setup({ pool, nc, subjects, log, metrics }) {
+      await ensureEventStream(nc, subjects);
+      const relay = new OutboxRelay({ pool, nc, schema: 'ledger', log, metrics });
+      const clock = opts.clock ?? systemClock;
+      const pins = memberPins({ pool, clock, policy: { maxAttempts: config.PIN_MAX_ATTEMPTS, lockMs: config.PIN_LOCK_MINUTES * 60_000 } });
+      const deps = {
+        pool,
+        subjects,
+        clock,
+        pins,
+        identity: identityClient(nc, subjects, config.REQUEST_TIMEOUT_MS),
+        eventsWritten: () => relay.wake(),
+      };
+      const books = accounting(deps);
+      relay.start();
+      return {
+        endpoints: {
+          ...ledgerEndpoints({ cards: cardCatalogue(pool), cashback: cashbackProduct(deps, books), points: pointsProduct(deps, books), pins }),
+          'system.ping': pingEndpoint('ledger', SERVICE_VERSION),
+        },
+        stop: () => relay.stop(),
+      };
     },
   });
 }

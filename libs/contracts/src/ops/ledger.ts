@@ -1,0 +1,531 @@
+import { z } from 'zod';
+import { Email, Id, Money, Pagination, Phone, Timestamp, pageQuery } from '../common.ts';
+import { defineOperations } from './types.ts';
+
+/**
+ * Cashback (interface section 4.2) and points (section 4.3), owned by the ledger service, plus the
+ * member's redemption PIN and the operator's card and reward provisioning.
+ * Money is a JSON number with at most two decimals; the ledger keeps it in integer cents.
+ */
+const cashback = { service: 'ledger', tag: 'Cashback' } as const;
+const points = { service: 'ledger', tag: 'Points' } as const;
+
+/** A positive amount of money (a purchase, a refund, a redemption). */
+const PositiveMoney = Money.refine((v) => v > 0, 'must be greater than 0');
+const Reference = z.string().trim().min(1).max(255);
+const Metadata = z.record(z.string(), z.unknown()).refine((m) => JSON.stringify(m).length <= 4096, 'must be at most 4096 characters as JSON');
+
+/** The member of an earn or refund: by id, email or phone (at least one; member_id wins). */
+const memberFields = { member_id: Id.optional(), email: Email.optional(), phone: Phone.optional() };
+const needsMember = (b: { member_id?: number; email?: string; phone?: string }) => b.member_id !== undefined || b.email !== undefined || b.phone !== undefined;
+const memberRule = { message: 'member_id, email or phone is required', path: ['member_id'] };
+
+const AccountQuery = z.object({ card_id: Id, member_id: Id });
+const HistoryQuery = z.object({ card_id: Id, member_id: Id, ...pageQuery(20, 100) });
+
+/** What is left uncovered when a refund deducts more than the balance holds (never a negative balance). */
+const BalanceWarning = z
+  .object({
+    code: z.literal('insufficient_balance'),
+    message: z.string(),
+    requested: z.number().describe('deduction the refund asked for (after the purchase cap)'),
+    deducted: z.number().describe('what was actually deducted: the whole balance'),
+    uncovered: z.number().describe('requested minus deducted'),
+  })
+  .nullable();
+
+export const CashbackConfig = z.object({
+  cashback_percentage: z.number(),
+  cashback_min_amount: z.number(),
+  cashback_max_amount: z.number().nullable().describe('null: no cap'),
+  allows_pin_redemption: z.boolean(),
+});
+
+export const CashbackCard = z.object({
+  id: Id,
+  unique_identifier: z.string(),
+  name: z.string(),
+  description: z.string(),
+  reward_system: z.literal('cashback'),
+  currency: z.string(),
+  cashback_config: CashbackConfig,
+});
+
+export const CashbackHistoryEntry = z.object({
+  id: Id,
+  type: z.enum(['earning', 'redemption']).describe('redemption for every deduction (redeem and refund)'),
+  amount: z.number().describe('negative for a deduction'),
+  points: z.literal(0),
+  event: z.string(),
+  created_at: Timestamp,
+});
+
+export const PointsHistoryEntry = z.object({
+  id: Id,
+  points: z.number().int().describe('negative for a deduction'),
+  event: z.string(),
+  created_at: Timestamp,
+});
+
+export const cashbackOperations = defineOperations({
+  'cashback.earn': {
+    ...cashback,
+    method: 'POST',
+    path: '/api/v1/cashback/cashback/earn',
+    operation: 'cashback.earn',
+    scope: 'cashback_write',
+    memberToken: false,
+    idempotent: true,
+    summary: "Credit cashback for a purchase (percentage, minimum purchase and cap of the card); an unknown member is created",
+    body: z
+      .object({
+        card_id: Id,
+        ...memberFields,
+        member_name: z.string().trim().min(1).max(200).optional(),
+        purchase_amount: PositiveMoney,
+        reference: Reference.optional(),
+        metadata: Metadata.optional(),
+      })
+      .refine(needsMember, memberRule),
+    response: z.object({
+      transaction_id: Id,
+      purchase_amount: z.number(),
+      cashback_percentage: z.number(),
+      cashback_earned: z.number(),
+      new_balance: z.number(),
+      member_id: Id,
+      card_id: Id,
+      is_new_member: z.boolean(),
+      reference: z.string().nullable(),
+      earned_at: Timestamp,
+    }),
+    errors: ['card_not_found', 'member_not_found', 'wrong_card_type', 'duplicate_reference', 'idempotency_key_reused'],
+  },
+  'cashback.redeem': {
+    ...cashback,
+    method: 'POST',
+    path: '/api/v1/cashback/cashback/redeem',
+    operation: 'cashback.redeem',
+    scope: 'cashback_write',
+    memberToken: true,
+    idempotent: true,
+    summary: "Debit the token member's cashback balance; never more than the balance",
+    body: z.object({
+      card_id: Id,
+      amount: PositiveMoney,
+      pin: z.string().trim().regex(/^[0-9]{4,6}$/, 'must be 4 to 6 digits').optional(),
+      reference: Reference.optional(),
+    }),
+    response: z.object({
+      transaction_id: Id,
+      amount_redeemed: z.number(),
+      new_balance: z.number(),
+      member_id: Id,
+      card_id: Id,
+      reference: z.string().nullable(),
+      redeemed_at: Timestamp,
+    }),
+    errors: ['card_not_found', 'wrong_card_type', 'insufficient_balance', 'pin_required', 'invalid_pin', 'pin_locked', 'idempotency_key_reused'],
+  },
+  'cashback.balance': {
+    ...cashback,
+    method: 'GET',
+    path: '/api/v1/cashback/cashback/balance',
+    operation: 'cashback.balance',
+    scope: 'cashback_read',
+    memberToken: false,
+    idempotent: false,
+    summary: "A member's cashback balance on a card",
+    query: AccountQuery,
+    response: z.object({
+      card_id: Id,
+      member_id: Id,
+      cashback_balance: z.number(),
+      cashback_percentage: z.number(),
+      currency: z.string(),
+      reward_system: z.literal('cashback'),
+      queried_at: Timestamp,
+    }),
+    errors: ['card_not_found', 'member_not_found', 'wrong_card_type'],
+  },
+  'cashback.history': {
+    ...cashback,
+    method: 'GET',
+    path: '/api/v1/cashback/cashback/history',
+    operation: 'cashback.history',
+    scope: 'cashback_read',
+    memberToken: false,
+    idempotent: false,
+    summary: "A member's cashback transactions on a card, newest first (limit default 20, max 100)",
+    query: HistoryQuery,
+    response: z.object({ card_id: Id, member_id: Id, transactions: z.array(CashbackHistoryEntry), pagination: Pagination }),
+    errors: ['card_not_found', 'member_not_found', 'wrong_card_type'],
+  },
+  'cashback.refund': {
+    ...cashback,
+    method: 'POST',
+    path: '/api/v1/cashback/cashback/refund',
+    operation: 'cashback.refund',
+    scope: 'cashback_write',
+    memberToken: false,
+    idempotent: true,
+    summary:
+      "Deduct cashback for a refunded purchase: computed from refund_amount unless cashback_to_deduct is given, capped by what the purchase named by reference earned minus earlier refunds on it, and by the balance (balance_warning)",
+    body: z
+      .object({
+        card_id: Id,
+        ...memberFields,
+        refund_amount: PositiveMoney,
+        cashback_to_deduct: Money.optional(),
+        reference: Reference.optional(),
+      })
+      .refine(needsMember, memberRule),
+    response: z.object({
+      transaction_id: Id,
+      cashback_deducted: z.number(),
+      refund_amount: z.number(),
+      previous_balance: z.number(),
+      new_balance: z.number(),
+      currency: z.string(),
+      member_id: Id,
+      card_id: Id,
+      reference: z.string().nullable(),
+      balance_warning: BalanceWarning,
+      refunded_at: Timestamp,
+    }),
+    errors: ['card_not_found', 'member_not_found', 'wrong_card_type', 'idempotency_key_reused'],
+  },
+  'cashback.cards': {
+    ...cashback,
+    method: 'GET',
+    path: '/api/v1/cashback/cards',
+    operation: 'cashback.cards',
+    scope: 'card_read',
+    memberToken: false,
+    idempotent: false,
+    summary: "The calling tenant's cashback cards",
+    response: z.object({ cards: z.array(CashbackCard), total: z.number().int() }),
+    errors: [],
+  },
+});
+
+export const pointsOperations = defineOperations({
+  'points.earn': {
+    ...points,
+    method: 'POST',
+    path: '/api/v1/loyalty/points/earn',
+    operation: 'points.earn',
+    scope: 'points_write',
+    memberToken: false,
+    idempotent: true,
+    summary: "Award floor(purchase_amount x the card's points ratio) points; an unknown member is created and mailed",
+    body: z
+      .object({
+        card_id: Id,
+        ...memberFields,
+        member_name: z.string().trim().min(1).max(200).optional(),
+        purchase_amount: PositiveMoney,
+        reference: Reference.optional(),
+        metadata: Metadata.optional(),
+      })
+      .refine(needsMember, memberRule),
+    response: z.object({
+      transaction_id: Id,
+      points_earned: z.number().int(),
+      new_balance: z.number().int(),
+      member_id: Id,
+      card_id: Id,
+      is_new_member: z.boolean(),
+      notification_sent: z.string().nullable().describe('points_earned when the mail was queued; null when the member has no email'),
+      reference: z.string().nullable(),
+      earned_at: Timestamp,
+    }),
+    errors: ['card_not_found', 'member_not_found', 'wrong_card_type', 'duplicate_reference', 'idempotency_key_reused'],
+  },
+  'points.redeem': {
+    ...points,
+    method: 'POST',
+    path: '/api/v1/loyalty/points/redeem',
+    operation: 'points.redeem',
+    scope: 'points_write',
+    memberToken: true,
+    idempotent: true,
+    summary: "Redeem the token member's points for an active reward of the card",
+    body: z.object({ card_id: Id, reward_id: Id, reference: Reference.optional() }),
+    response: z.object({
+      transaction_id: Id,
+      reward_id: Id,
+      reward_name: z.string(),
+      points_redeemed: z.number().int(),
+      new_balance: z.number().int(),
+      member_id: Id,
+      card_id: Id,
+      reference: z.string().nullable(),
+      redeemed_at: Timestamp,
+    }),
+    errors: ['card_not_found', 'reward_not_found', 'reward_inactive', 'wrong_card_type', 'insufficient_points', 'idempotency_key_reused'],
+  },
+  'points.refund': {
+    ...points,
+    method: 'POST',
+    path: '/api/v1/loyalty/points/refund',
+    operation: 'points.refund',
+    scope: 'points_write',
+    memberToken: false,
+    idempotent: true,
+    summary:
+      'Deduct points for a refunded purchase: floor(refund_amount x ratio) unless points_to_deduct is given, capped by the purchase named by reference and by the balance (balance_warning)',
+    body: z
+      .object({
+        card_id: Id,
+        ...memberFields,
+        refund_amount: PositiveMoney,
+        points_to_deduct: z.number().int().min(0).max(1_000_000_000).optional(),
+        reference: Reference.optional(),
+      })
+      .refine(needsMember, memberRule),
+    response: z.object({
+      transaction_id: Id,
+      points_deducted: z.number().int(),
+      refund_amount: z.number(),
+      previous_balance: z.number().int(),
+      new_balance: z.number().int(),
+      member_id: Id,
+      card_id: Id,
+      reference: z.string().nullable(),
+      balance_warning: BalanceWarning,
+      refunded_at: Timestamp,
+    }),
+    errors: ['card_not_found', 'member_not_found', 'wrong_card_type', 'idempotency_key_reused'],
+  },
+  'points.balance': {
+    ...points,
+    method: 'GET',
+    path: '/api/v1/loyalty/points/balance',
+    operation: 'points.balance',
+    scope: 'points_read',
+    memberToken: false,
+    idempotent: false,
+    summary: "A member's points balance on a card",
+    query: AccountQuery,
+    response: z.object({ card_id: Id, member_id: Id, points_balance: z.number().int(), reward_system: z.literal('points'), queried_at: Timestamp }),
+    errors: ['card_not_found', 'member_not_found', 'wrong_card_type'],
+  },
+  'points.history': {
+    ...points,
+    method: 'GET',
+    path: '/api/v1/loyalty/points/history',
+    operation: 'points.history',
+    scope: 'points_read',
+    memberToken: false,
+    idempotent: false,
+    summary: "A member's points transactions on a card, newest first (limit default 20, max 100)",
+    query: HistoryQuery,
+    response: z.object({ card_id: Id, member_id: Id, transactions: z.array(PointsHistoryEntry), pagination: Pagination }),
+    errors: ['card_not_found', 'member_not_found', 'wrong_card_type'],
+  },
+});
+
+/** The member's redemption PIN (a member-token endpoint beside the other member auth routes). */
+export const memberPinOperations = defineOperations({
+  'member.pin.set': {
+    service: 'ledger',
+    tag: 'Member authentication',
+    method: 'POST',
+    path: '/api/v1/auth/member/pin',
+    operation: 'member.pin.set',
+    scope: null,
+    memberToken: true,
+    // Setting a PIN is naturally idempotent (the same body leaves the same state); PINs are never
+    // stored in an idempotency record.
+    idempotent: false,
+    summary: 'Set (or change, with current_pin) the PIN that cashback redemption asks for on cards with allows_pin_redemption',
+    body: z.object({
+      pin: z.string().trim().regex(/^[0-9]{4,6}$/, 'must be 4 to 6 digits'),
+      current_pin: z.string().trim().regex(/^[0-9]{4,6}$/, 'must be 4 to 6 digits').optional().describe('required to change an existing PIN'),
+    }),
+    response: z.object({ pin_set: z.literal(true), updated_at: Timestamp }),
+    errors: ['member_token_required', 'invalid_member_token', 'pin_required', 'invalid_pin', 'pin_locked'],
+  },
+});
+
+// ---- provisioning (operator API under /admin/v1): cards and rewards ------------------------------
+
+const admin = { service: 'ledger', scope: null, memberToken: false, idempotent: false, tag: 'Provisioning (operator)' } as const;
+
+/** A percentage with at most four decimals, e.g. 5 or 2.5. */
+const Percentage = z
+  .number()
+  .min(0)
+  .max(100)
+  .refine((v) => Math.abs(Math.round(v * 10_000) - v * 10_000) < 1e-6, 'must have at most four decimals');
+/** Points per unit of currency, with at most six decimals (0.1 = one point per 10 spent). */
+const PointsRatio = z
+  .number()
+  .positive()
+  .max(1_000_000)
+  .refine((v) => Math.abs(Math.round(v * 1_000_000) - v * 1_000_000) < 1e-6, 'must have at most six decimals');
+const BonusPoints = z.number().int().min(0).max(1_000_000_000);
+
+const CashbackConfigInput = z.object({
+  cashback_percentage: Percentage,
+  cashback_min_amount: Money.default(0),
+  cashback_max_amount: Money.nullable().default(null).describe('null: no cap'),
+  allows_pin_redemption: z.boolean().default(false),
+});
+
+/** Settings every card has, whatever its reward system (the referral and claims services read them). */
+const cardSettings = {
+  referrer_bonus: BonusPoints,
+  referee_bonus: BonusPoints,
+  referral_bonus_on_first_purchase: z.boolean(),
+  claim_lifetime_hours: z.number().int().min(1).max(24 * 365),
+};
+
+export const CardRecord = z.object({
+  id: Id,
+  tenant_id: Id,
+  unique_identifier: z.string(),
+  name: z.string(),
+  description: z.string(),
+  reward_system: z.enum(['cashback', 'points']),
+  currency: z.string(),
+  cashback_config: CashbackConfig.nullable().describe('cashback cards only'),
+  points_ratio: z.number().nullable().describe('points cards only'),
+  referrer_bonus: z.number().int(),
+  referee_bonus: z.number().int(),
+  referral_bonus_on_first_purchase: z.boolean(),
+  claim_lifetime_hours: z.number().int(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+export const RewardRecord = z.object({
+  id: Id,
+  card_id: Id,
+  name: z.string(),
+  description: z.string(),
+  points_cost: z.number().int(),
+  active: z.boolean(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+const TenantParams = z.object({ tenant_id: Id });
+const CardParams = z.object({ tenant_id: Id, card_id: Id });
+const RewardParams = z.object({ tenant_id: Id, card_id: Id, reward_id: Id });
+const Identifier = z.string().trim().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - only, at most 64');
+
+export const ledgerAdminOperations = defineOperations({
+  'admin.card.create': {
+    ...admin,
+    method: 'POST',
+    path: '/admin/v1/tenants/:tenant_id/cards',
+    operation: 'admin.card.create',
+    summary: 'Create a cashback card (cashback_config) or a points card (points_ratio), with referral bonuses and claim lifetime',
+    params: TenantParams,
+    body: z
+      .object({
+        name: z.string().trim().min(1).max(200),
+        description: z.string().trim().max(2000).default(''),
+        unique_identifier: Identifier.optional().describe('generated when absent; unique per tenant'),
+        reward_system: z.enum(['cashback', 'points']),
+        currency: z.string().trim().toUpperCase().regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code').default('USD'),
+        cashback_config: CashbackConfigInput.optional(),
+        points_ratio: PointsRatio.optional(),
+        referrer_bonus: cardSettings.referrer_bonus.default(0),
+        referee_bonus: cardSettings.referee_bonus.default(0),
+        referral_bonus_on_first_purchase: cardSettings.referral_bonus_on_first_purchase.default(false),
+        claim_lifetime_hours: cardSettings.claim_lifetime_hours.default(72),
+      })
+      .refine((b) => b.reward_system !== 'cashback' || b.cashback_config !== undefined, { message: 'is required for a cashback card', path: ['cashback_config'] })
+      .refine((b) => b.reward_system !== 'points' || b.points_ratio !== undefined, { message: 'is required for a points card', path: ['points_ratio'] })
+      .refine((b) => b.reward_system !== 'points' || b.cashback_config === undefined, { message: 'only for a cashback card', path: ['cashback_config'] })
+      .refine((b) => b.reward_system !== 'cashback' || b.points_ratio === undefined, { message: 'only for a points card', path: ['points_ratio'] }),
+    response: z.object({ card: CardRecord }),
+    errors: ['invalid_operator_token', 'card_identifier_taken'],
+  },
+  'admin.card.update': {
+    ...admin,
+    method: 'POST',
+    path: '/admin/v1/tenants/:tenant_id/cards/:card_id',
+    operation: 'admin.card.update',
+    summary: 'Change some settings of a card (fields left out keep their value; the reward system cannot change)',
+    params: CardParams,
+    body: z.object({
+      name: z.string().trim().min(1).max(200).optional(),
+      description: z.string().trim().max(2000).optional(),
+      currency: z.string().trim().toUpperCase().regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code').optional(),
+      cashback_config: CashbackConfigInput.partial().optional(),
+      points_ratio: PointsRatio.optional(),
+      referrer_bonus: cardSettings.referrer_bonus.optional(),
+      referee_bonus: cardSettings.referee_bonus.optional(),
+      referral_bonus_on_first_purchase: cardSettings.referral_bonus_on_first_purchase.optional(),
+      claim_lifetime_hours: cardSettings.claim_lifetime_hours.optional(),
+    }),
+    response: z.object({ card: CardRecord }),
+    errors: ['invalid_operator_token', 'card_not_found', 'wrong_card_type'],
+  },
+  'admin.card.list': {
+    ...admin,
+    method: 'GET',
+    path: '/admin/v1/tenants/:tenant_id/cards',
+    operation: 'admin.card.list',
+    summary: "List a tenant's cards",
+    params: TenantParams,
+    response: z.object({ cards: z.array(CardRecord), total: z.number().int() }),
+    errors: ['invalid_operator_token'],
+  },
+  'admin.card.get': {
+    ...admin,
+    method: 'GET',
+    path: '/admin/v1/tenants/:tenant_id/cards/:card_id',
+    operation: 'admin.card.get',
+    summary: 'One card with its rewards',
+    params: CardParams,
+    response: z.object({ card: CardRecord, rewards: z.array(RewardRecord) }),
+    errors: ['invalid_operator_token', 'card_not_found'],
+  },
+  'admin.reward.create': {
+    ...admin,
+    method: 'POST',
+    path: '/admin/v1/tenants/:tenant_id/cards/:card_id/rewards',
+    operation: 'admin.reward.create',
+    summary: 'Add a reward to a points card',
+    params: CardParams,
+    body: z.object({
+      name: z.string().trim().min(1).max(200),
+      description: z.string().trim().max(2000).default(''),
+      points_cost: z.number().int().positive().max(1_000_000_000),
+      active: z.boolean().default(true),
+    }),
+    response: z.object({ reward: RewardRecord }),
+    errors: ['invalid_operator_token', 'card_not_found', 'wrong_card_type'],
+  },
+  'admin.reward.update': {
+    ...admin,
+    method: 'POST',
+    path: '/admin/v1/tenants/:tenant_id/cards/:card_id/rewards/:reward_id',
+    operation: 'admin.reward.update',
+    summary: 'Change a reward (e.g. active: false withdraws it from redemption and claims)',
+    params: RewardParams,
+    body: z.object({
+      name: z.string().trim().min(1).max(200).optional(),
+      description: z.string().trim().max(2000).optional(),
+      points_cost: z.number().int().positive().max(1_000_000_000).optional(),
+      active: z.boolean().optional(),
+    }),
+    response: z.object({ reward: RewardRecord }),
+    errors: ['invalid_operator_token', 'card_not_found', 'reward_not_found'],
+  },
+  'admin.reward.list': {
+    ...admin,
+    method: 'GET',
+    path: '/admin/v1/tenants/:tenant_id/cards/:card_id/rewards',
+    operation: 'admin.reward.list',
+    summary: "List a card's rewards",
+    params: CardParams,
+    response: z.object({ rewards: z.array(RewardRecord), total: z.number().int() }),
+    errors: ['invalid_operator_token', 'card_not_found'],
+  },
+});

@@ -1,0 +1,241 @@
+import { randomBytes } from 'node:crypto';
+import { AppError, type CardSummary, type RewardSummary } from '@loyalty/contracts';
+import { isUniqueViolation, type Pool, type Queryable } from '@loyalty/runtime';
+import { decimal, decimalNumber, decimalText, fromCents, parseDecimal, toCents } from './domain/money.ts';
+import type { CashbackRule } from './domain/formulas.ts';
+import { findCard, findReward, insertCard, insertReward, listCards, listRewards, updateCard, updateReward, type Card, type Reward } from './store/cards.ts';
+
+// ---- views --------------------------------------------------------------------------------------
+
+export function cashbackConfigView(c: Card) {
+  return {
+    cashback_percentage: decimalNumber(parseDecimal(c.cashback_percentage ?? '0')),
+    cashback_min_amount: fromCents(c.cashback_min_cents ?? 0),
+    cashback_max_amount: c.cashback_max_cents === null ? null : fromCents(c.cashback_max_cents),
+    allows_pin_redemption: c.allows_pin_redemption,
+  };
+}
+
+/** A card as the operator sees it. */
+export function cardRecord(c: Card) {
+  return {
+    id: c.id,
+    tenant_id: c.tenant_id,
+    unique_identifier: c.unique_identifier,
+    name: c.name,
+    description: c.description,
+    reward_system: c.reward_system,
+    currency: c.currency,
+    cashback_config: c.reward_system === 'cashback' ? cashbackConfigView(c) : null,
+    points_ratio: c.points_ratio === null ? null : decimalNumber(parseDecimal(c.points_ratio)),
+    referrer_bonus: c.referrer_bonus,
+    referee_bonus: c.referee_bonus,
+    referral_bonus_on_first_purchase: c.referral_bonus_on_first_purchase,
+    claim_lifetime_hours: c.claim_lifetime_hours,
+    created_at: c.created_at.toISOString(),
+    updated_at: c.updated_at.toISOString(),
+  };
+}
+
+/** A cashback card in GET /api/v1/cashback/cards. */
+export function cashbackCardView(c: Card) {
+  return {
+    id: c.id,
+    unique_identifier: c.unique_identifier,
+    name: c.name,
+    description: c.description,
+    reward_system: 'cashback' as const,
+    currency: c.currency,
+    cashback_config: cashbackConfigView(c),
+  };
+}
+
+export function cardSummary(c: Card): CardSummary {
+  return {
+    id: c.id,
+    name: c.name,
+    reward_system: c.reward_system,
+    referrer_bonus: c.referrer_bonus,
+    referee_bonus: c.referee_bonus,
+    referral_bonus_on_first_purchase: c.referral_bonus_on_first_purchase,
+    claim_lifetime_hours: c.claim_lifetime_hours,
+  };
+}
+
+export function rewardRecord(r: Reward) {
+  return {
+    id: r.id,
+    card_id: r.card_id,
+    name: r.name,
+    description: r.description,
+    points_cost: r.points_cost,
+    active: r.active,
+    created_at: r.created_at.toISOString(),
+    updated_at: r.updated_at.toISOString(),
+  };
+}
+
+export function rewardSummary(r: Reward): RewardSummary {
+  return { id: r.id, card_id: r.card_id, name: r.name, points_cost: r.points_cost, active: r.active };
+}
+
+export function cashbackRule(c: Card): CashbackRule {
+  return { percentage: parseDecimal(c.cashback_percentage ?? '0'), minCents: c.cashback_min_cents ?? 0, maxCents: c.cashback_max_cents };
+}
+
+// ---- lookups ------------------------------------------------------------------------------------
+
+/** The tenant's card of the given kind: card_not_found (also for a foreign card), wrong_card_type. */
+export async function cardOfKind(db: Queryable, tenantId: number, cardId: number, kind: 'cashback' | 'points'): Promise<Card> {
+  const card = await findCard(db, tenantId, cardId);
+  if (!card) throw new AppError('card_not_found');
+  if (card.reward_system !== kind) {
+    throw new AppError('wrong_card_type', `Card ${cardId} is a ${card.reward_system} card; this operation needs a ${kind} card.`, {
+      card_reward_system: card.reward_system,
+      required_reward_system: kind,
+    });
+  }
+  return card;
+}
+
+// ---- provisioning -------------------------------------------------------------------------------
+
+interface CashbackConfigInput {
+  cashback_percentage?: number;
+  cashback_min_amount?: number;
+  cashback_max_amount?: number | null;
+  allows_pin_redemption?: boolean;
+}
+
+interface CardSettingsInput {
+  name?: string;
+  description?: string;
+  currency?: string;
+  cashback_config?: CashbackConfigInput;
+  points_ratio?: number;
+  referrer_bonus?: number;
+  referee_bonus?: number;
+  referral_bonus_on_first_purchase?: boolean;
+  claim_lifetime_hours?: number;
+}
+
+function applyCashbackConfig(card: Card, cfg: CashbackConfigInput): void {
+  if (cfg.cashback_percentage !== undefined) card.cashback_percentage = decimalText(decimal(cfg.cashback_percentage, 4));
+  if (cfg.cashback_min_amount !== undefined) card.cashback_min_cents = toCents(cfg.cashback_min_amount);
+  if (cfg.cashback_max_amount !== undefined) card.cashback_max_cents = cfg.cashback_max_amount === null ? null : toCents(cfg.cashback_max_amount);
+  if (cfg.allows_pin_redemption !== undefined) card.allows_pin_redemption = cfg.allows_pin_redemption;
+}
+
+function applySettings(card: Card, d: CardSettingsInput): void {
+  if (d.cashback_config !== undefined && card.reward_system !== 'cashback') throw new AppError('wrong_card_type', 'cashback_config applies to cashback cards only.');
+  if (d.points_ratio !== undefined && card.reward_system !== 'points') throw new AppError('wrong_card_type', 'points_ratio applies to points cards only.');
+  for (const key of ['name', 'description', 'currency', 'referrer_bonus', 'referee_bonus', 'referral_bonus_on_first_purchase', 'claim_lifetime_hours'] as const) {
+    if (d[key] !== undefined) (card as unknown as Record<string, unknown>)[key] = d[key];
+  }
+  if (d.cashback_config) applyCashbackConfig(card, d.cashback_config);
+  if (d.points_ratio !== undefined) card.points_ratio = decimalText(decimal(d.points_ratio, 6));
+}
+
+/** Operator provisioning of cards and rewards (tenant from the path), and lookups for other services. */
+export function cardCatalogue(pool: Pool) {
+  async function cardOrFail(tenantId: number, cardId: number): Promise<Card> {
+    const card = await findCard(pool, tenantId, cardId);
+    if (!card) throw new AppError('card_not_found');
+    return card;
+  }
+
+  return {
+    async createCard(d: CardSettingsInput & { tenant_id: number; name: string; reward_system: 'cashback' | 'points'; unique_identifier?: string }) {
+      const card: Card = {
+        id: 0,
+        tenant_id: d.tenant_id,
+        unique_identifier: d.unique_identifier ?? `${d.reward_system}-${randomBytes(6).toString('hex')}`,
+        name: d.name,
+        description: '',
+        reward_system: d.reward_system,
+        currency: 'USD',
+        cashback_percentage: null,
+        cashback_min_cents: d.reward_system === 'cashback' ? 0 : null,
+        cashback_max_cents: null,
+        allows_pin_redemption: false,
+        points_ratio: null,
+        referrer_bonus: 0,
+        referee_bonus: 0,
+        referral_bonus_on_first_purchase: false,
+        claim_lifetime_hours: 72,
+        created_at: new Date(),
+        updated_at: new Date(),
+      };
+      applySettings(card, d);
+      try {
+        return { card: cardRecord(await insertCard(pool, card)) };
+      } catch (err) {
+        if (isUniqueViolation(err)) throw new AppError('card_identifier_taken');
+        throw err;
+      }
+    },
+
+    async updateCard(d: CardSettingsInput & { tenant_id: number; card_id: number }) {
+      const card = await cardOrFail(d.tenant_id, d.card_id);
+      applySettings(card, d);
+      return { card: cardRecord(await updateCard(pool, card)) };
+    },
+
+    async listCards(d: { tenant_id: number }) {
+      const cards = (await listCards(pool, d.tenant_id)).map(cardRecord);
+      return { cards, total: cards.length };
+    },
+
+    async getCard(d: { tenant_id: number; card_id: number }) {
+      const card = await cardOrFail(d.tenant_id, d.card_id);
+      return { card: cardRecord(card), rewards: (await listRewards(pool, card.tenant_id, card.id)).map(rewardRecord) };
+    },
+
+    async createReward(d: { tenant_id: number; card_id: number; name: string; description: string; points_cost: number; active: boolean }) {
+      const card = await cardOrFail(d.tenant_id, d.card_id);
+      if (card.reward_system !== 'points') throw new AppError('wrong_card_type', 'Rewards belong to points cards.');
+      const reward = await insertReward(pool, { tenant_id: d.tenant_id, card_id: d.card_id, name: d.name, description: d.description, points_cost: d.points_cost, active: d.active });
+      return { reward: rewardRecord(reward) };
+    },
+
+    async updateReward(d: { tenant_id: number; card_id: number; reward_id: number; name?: string; description?: string; points_cost?: number; active?: boolean }) {
+      await cardOrFail(d.tenant_id, d.card_id);
+      const reward = await findReward(pool, d.tenant_id, d.card_id, d.reward_id);
+      if (!reward) throw new AppError('reward_not_found');
+      const changed = {
+        ...reward,
+        name: d.name ?? reward.name,
+        description: d.description ?? reward.description,
+        points_cost: d.points_cost ?? reward.points_cost,
+        active: d.active ?? reward.active,
+      };
+      return { reward: rewardRecord(await updateReward(pool, changed)) };
+    },
+
+    async listRewards(d: { tenant_id: number; card_id: number }) {
+      await cardOrFail(d.tenant_id, d.card_id);
+      const rewards = (await listRewards(pool, d.tenant_id, d.card_id)).map(rewardRecord);
+      return { rewards, total: rewards.length };
+    },
+
+    /** GET /api/v1/cashback/cards: the calling tenant's cashback cards. */
+    async cashbackCards(tenantId: number) {
+      const cards = (await listCards(pool, tenantId, 'cashback')).map(cashbackCardView);
+      return { cards, total: cards.length };
+    },
+
+    /** internal.card.get */
+    async cardSummary(tenantId: number, cardId: number) {
+      return { card: cardSummary(await cardOrFail(tenantId, cardId)) };
+    },
+
+    /** internal.reward.get: reward_not_found unless the reward belongs to the card. */
+    async rewardSummary(tenantId: number, cardId: number, rewardId: number) {
+      await cardOrFail(tenantId, cardId);
+      const reward = await findReward(pool, tenantId, cardId, rewardId);
+      if (!reward) throw new AppError('reward_not_found');
+      return { reward: rewardSummary(reward) };
+    },
+  };
+}
+export type CardCatalogue = ReturnType<typeof cardCatalogue>;

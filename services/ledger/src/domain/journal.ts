@@ -1,0 +1,33 @@
+/** Journal labels (design section 4) and how each one reads in a history and as a domain event. */
+export const journalEvents = [
+  'cashback_earned',
+  'cashback_redeemed',
+  'cashback_refunded',
+  'staff_added_points',
+  'staff_redeemed_reward',
+  'points_refunded',
+  'reward_claimed',
+  'referral_bonus',
+] as const;
+export type JournalEvent = (typeof journalEvents)[number];
+
+/**
+ * The domain event a journal entry emits (`<root>.events.ledger.<name>`), named by what happened.
+ * Points earned by a purchase and points redeemed for a reward are `points_earned` and
+ * `points_redeemed`; the others carry their label's name.
+ */
+export function domainEventName(event: JournalEvent): string {
+  switch (event) {
+    case 'staff_added_points':
+      return 'points_earned';
+    case 'staff_redeemed_reward':
+      return 'points_redeemed';
+    default:
+      return event;
+  }
+}
+
+/** Cashback history `type`: an earn is an `earning`; every deduction (redeem and refund) is a `redemption`. */
+export function cashbackEntryType(event: JournalEvent): 'earning' | 'redemption' {
+  return event === 'cashback_earned' ? 'earning' : 'redemption';
+}

@@ -1,0 +1,215 @@
+import { AppError } from '@loyalty/contracts';
+import type { Accounting, LedgerDeps, LedgerMeta } from './accounting.ts';
+import { memberBy } from './accounting.ts';
+import { cardOfKind } from './card-catalogue.ts';
+import { pointsFor } from './domain/formulas.ts';
+import type { JournalEvent } from './domain/journal.ts';
+import { fromCents, parseDecimal, toCents } from './domain/money.ts';
+import { recordJournalEvent } from './events.ts';
+import { findBalance, journalPage } from './store/accounts.ts';
+import { findReward } from './store/cards.ts';
+
+type MemberRef = { member_id?: number; email?: string; phone?: string };
+
+/**
+ * Interface section 4.3: points earn, redeem, refund, balance and history; and the points
+ * movements other services ask for (claim approval debits, referral bonus credits).
+ */
+export function pointsProduct(deps: LedgerDeps, books: Accounting) {
+  const { pool, subjects, clock } = deps;
+  const pointsCard = (meta: LedgerMeta, cardId: number) => cardOfKind(pool, meta.tenant_id, cardId, 'points');
+
+  function insufficient(balance: number, required: number): AppError {
+    return new AppError('insufficient_points', undefined, { points_balance: balance, points_required: required });
+  }
+
+  return {
+    async earn(
+      d: MemberRef & { card_id: number; member_name?: string; purchase_amount: number; reference?: string; metadata?: Record<string, unknown> },
+      meta: LedgerMeta,
+    ) {
+      const card = await pointsCard(meta, d.card_id);
+      const { member, created } = await deps.identity.resolve(meta, memberBy(d), { name: d.member_name });
+      if (!member.is_active) throw new AppError('member_inactive');
+      const purchaseCents = toCents(d.purchase_amount);
+      const points = pointsFor(purchaseCents, parseDecimal(card.points_ratio!));
+      const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: member.id };
+      const earnReference = d.reference === undefined ? undefined : { cardId: card.id, reference: d.reference };
+      return books.mutate(meta, { operation: 'points.earn', data: d, source: 'http', earnReference }, async (db) => {
+        const at = clock.now();
+        const p = await books.earn(db, k, { event: 'staff_added_points', amount: points, purchaseCents, reference: d.reference, metadata: d.metadata, at });
+        // Identity mails the member on this event (once, even if it is delivered again).
+        await recordJournalEvent(db, subjects, {
+          tenantId: meta.tenant_id,
+          event: 'staff_added_points',
+          at,
+          data: {
+            member_id: member.id,
+            card_id: card.id,
+            transaction_id: p.entry.id,
+            points,
+            purchase_amount: fromCents(purchaseCents),
+            previous_balance: p.previous,
+            new_balance: p.balance,
+            reference: d.reference ?? null,
+          },
+        });
+        return {
+          transaction_id: p.entry.id,
+          points_earned: points,
+          new_balance: p.balance,
+          member_id: member.id,
+          card_id: card.id,
+          is_new_member: created,
+          notification_sent: member.has_email ? 'points_earned' : null,
+          reference: d.reference ?? null,
+          earned_at: at.toISOString(),
+        };
+      });
+    },
+
+    async redeem(d: { card_id: number; reward_id: number; reference?: string }, meta: LedgerMeta) {
+      const memberId = meta.member_id;
+      if (memberId === undefined) throw new AppError('member_token_required');
+      const card = await pointsCard(meta, d.card_id);
+      const reward = await findReward(pool, meta.tenant_id, card.id, d.reward_id);
+      if (!reward) throw new AppError('reward_not_found');
+      if (!reward.active) throw new AppError('reward_inactive');
+      const k = { tenantId: meta.tenant_id, cardId: card.id, memberId };
+      return books.mutate(meta, { operation: 'points.redeem', data: { ...d, member_id: memberId }, source: 'http' }, async (db) => {
+        const at = clock.now();
+        const p = await books.debit(db, k, { event: 'staff_redeemed_reward', amount: reward.points_cost, reference: d.reference, rewardId: reward.id, at });
+        if (!p) throw insufficient((await findBalance(db, card.id, memberId)) ?? 0, reward.points_cost);
+        await recordJournalEvent(db, subjects, {
+          tenantId: meta.tenant_id,
+          event: 'staff_redeemed_reward',
+          at,
+          data: {
+            member_id: memberId,
+            card_id: card.id,
+            transaction_id: p.entry.id,
+            points: reward.points_cost,
+            reward_id: reward.id,
+            reward_name: reward.name,
+            previous_balance: p.previous,
+            new_balance: p.balance,
+            reference: d.reference ?? null,
+          },
+        });
+        return {
+          transaction_id: p.entry.id,
+          reward_id: reward.id,
+          reward_name: reward.name,
+          points_redeemed: reward.points_cost,
+          new_balance: p.balance,
+          member_id: memberId,
+          card_id: card.id,
+          reference: d.reference ?? null,
+          redeemed_at: at.toISOString(),
+        };
+      });
+    },
+
+    async refund(d: MemberRef & { card_id: number; refund_amount: number; points_to_deduct?: number; reference?: string }, meta: LedgerMeta) {
+      const card = await pointsCard(meta, d.card_id);
+      const memberId = await books.refundMember(meta, card.id, d);
+      const refundCents = toCents(d.refund_amount);
+      const requested = d.points_to_deduct ?? pointsFor(refundCents, parseDecimal(card.points_ratio!));
+      const k = { tenantId: meta.tenant_id, cardId: card.id, memberId };
+      return books.mutate(meta, { operation: 'points.refund', data: d, source: 'http' }, async (db) => {
+        const at = clock.now();
+        const r = await books.refund(db, k, { event: 'points_refunded', requested, refundCents, reference: d.reference, at });
+        const warning = r.warning && {
+          code: 'insufficient_balance' as const,
+          message: 'The balance could not cover the whole deduction; the balance was deducted to zero.',
+          ...r.warning,
+        };
+        await recordJournalEvent(db, subjects, {
+          tenantId: meta.tenant_id,
+          event: 'points_refunded',
+          at,
+          data: {
+            member_id: memberId,
+            card_id: card.id,
+            transaction_id: r.entry.id,
+            points: r.deducted,
+            refund_amount: fromCents(refundCents),
+            previous_balance: r.previous,
+            new_balance: r.balance,
+            uncovered: warning ? warning.uncovered : 0,
+            reference: d.reference ?? null,
+          },
+        });
+        return {
+          transaction_id: r.entry.id,
+          points_deducted: r.deducted,
+          refund_amount: fromCents(refundCents),
+          previous_balance: r.previous,
+          new_balance: r.balance,
+          member_id: memberId,
+          card_id: card.id,
+          reference: d.reference ?? null,
+          balance_warning: warning,
+          refunded_at: at.toISOString(),
+        };
+      });
+    },
+
+    async balance(d: { card_id: number; member_id: number }, meta: LedgerMeta) {
+      const card = await pointsCard(meta, d.card_id);
+      const balance = await books.balanceOf(meta, card.id, d.member_id);
+      return { card_id: card.id, member_id: d.member_id, points_balance: balance, reward_system: 'points' as const, queried_at: clock.now().toISOString() };
+    },
+
+    async history(d: { card_id: number; member_id: number; limit: number; offset: number }, meta: LedgerMeta) {
+      const card = await pointsCard(meta, d.card_id);
+      await books.balanceOf(meta, card.id, d.member_id);
+      const { entries, total } = await journalPage(pool, card.id, d.member_id, d.limit, d.offset);
+      return {
+        card_id: card.id,
+        member_id: d.member_id,
+        transactions: entries.map((e) => ({ id: e.id, points: e.amount, event: e.event, created_at: e.created_at.toISOString() })),
+        pagination: { limit: d.limit, offset: d.offset, total, has_more: d.offset + entries.length < total },
+      };
+    },
+
+    /**
+     * internal.points.debit / internal.points.credit: a saga step of another service, always under
+     * its deterministic key (`claim:<id>`, `referral:<id>:referrer`), so a retry replays the first
+     * reply. A refused debit writes nothing, so the same key can succeed later.
+     */
+    async move(
+      direction: 'debit' | 'credit',
+      d: { card_id: number; member_id: number; points: number; event: JournalEvent; reference?: string; metadata?: Record<string, unknown> },
+      meta: LedgerMeta,
+    ) {
+      if (!meta.idempotency_key) {
+        throw new AppError('validation_error', 'Points movements need meta.idempotency_key.', { fields: [{ field: 'idempotency_key', message: 'is required' }] });
+      }
+      const card = await pointsCard(meta, d.card_id);
+      const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: d.member_id };
+      return books.mutate(meta, { operation: `internal.points.${direction}`, data: d, source: 'service' }, async (db) => {
+        const at = clock.now();
+        const movement = { event: d.event, amount: d.points, reference: d.reference, metadata: d.metadata, at };
+        const p = direction === 'credit' ? await books.credit(db, k, movement) : await books.debit(db, k, movement);
+        if (!p) throw insufficient((await findBalance(db, card.id, d.member_id)) ?? 0, d.points);
+        await recordJournalEvent(db, subjects, {
+          tenantId: meta.tenant_id,
+          event: d.event,
+          at,
+          data: {
+            member_id: d.member_id,
+            card_id: card.id,
+            transaction_id: p.entry.id,
+            points: direction === 'credit' ? d.points : -d.points,
+            previous_balance: p.previous,
+            new_balance: p.balance,
+            reference: d.reference ?? null,
+            ...(d.metadata ? { metadata: d.metadata } : {}),
+          },
+        });
+        return { transaction_id: p.entry.id, points: d.points, previous_balance: p.previous, new_balance: p.balance };
+      });
+    },
+  };
+}
