@@ -55,7 +55,7 @@ async function appendJournal(
 async function recordEvent(db: pg.PoolClient, tenantId: number, type: string, data: Record<string, unknown>, at: Date): Promise<void> {
   const id = randomUUID();
   const envelope = { id, type: `ledger.${type}`, tenant_id: tenantId, occurred_at: at.toISOString(), data };
-  await db.query('INSERT INTO ledger.outbox (id, subject, payload) VALUES ($1, $2, $3)', [id, `loyalty_bench.events.ledger.${type}`, JSON.stringify(envelope)]);
+  await db.query('INSERT INTO ledger.outbox (id, subject, payload) VALUES ($1, $2, $3)', [id, `loyalty.events.ledger.${type}`, JSON.stringify(envelope)]);
 }
 
 async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -198,13 +198,20 @@ export function baselineScenario(name: ScenarioName, pool: pg.Pool, f: Fixture, 
       // The warm-up of the baseline reads balances only, so the measured accounts start full.
       if (side === 'warmup') return { op: async (i) => (await findBalance(pool, f.cashbackCardId, f.redeemers.baseline[i % f.redeemers.baseline.length]!.memberId), 200) };
       const accounts = f.redeemers.baseline;
+      const redeemed = accounts.map(() => 0);
       return {
-        op: (i) => redeem(pool, f, accounts[i % accounts.length]!),
+        async op(i) {
+          const k = i % accounts.length;
+          const outcome = await redeem(pool, f, accounts[k]!);
+          if (outcome === 200) redeemed[k]! += 1;
+          return outcome;
+        },
         async check() {
           const problems: string[] = [];
-          for (const a of accounts) {
+          for (const [k, a] of accounts.entries()) {
             const balance = await findBalance(pool, f.cashbackCardId, a.memberId);
-            if (balance === undefined || balance < 0) problems.push(`baseline overdraft: member ${a.memberId} holds ${balance}`);
+            const expected = a.startCents - redeemed[k]! * REDEEM_AMOUNT_CENTS;
+            if (balance !== expected || balance < 0) problems.push(`baseline: member ${a.memberId} holds ${balance} cents, expected ${expected}`);
           }
           return problems;
         },

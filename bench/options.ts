@@ -23,12 +23,20 @@ export interface BenchOptions {
   historyRows: number;
   /** Journal rows of the large account of the growth figure. */
   growthRows: number;
-  /** Accounts the redemption scenario concentrates on. */
+  /** Accounts the redemption scenario concentrates on, and the cashback each starts with (cents). */
   redeemAccounts: number;
+  redeemStartCents: number;
+  /** Sequential requests per growth measurement. */
+  growthRequests: number;
   out: string;
   /** Keep the bench database after the run (for inspection). */
   keep: boolean;
   quiet: boolean;
+  /** Started system only: compile the services first (the smoke test relies on the suite's build). */
+  build: boolean;
+  /** Started system only: its database and NATS subject root. */
+  database: string;
+  subjectRoot: string;
 }
 
 const HELP = `npm run bench -- [options]
@@ -41,7 +49,10 @@ const HELP = `npm run bench -- [options]
   --skip-growth         leave out the 10,000 vs 1,000,000 journal rows figure
   --skip-baseline       leave out the direct-SQL baseline
   --members <n>         members for the earn and balance scenarios (default 2000)
+  --history-rows <n>    journal rows of the history member (default 10000)
   --growth-rows <n>     journal rows of the large account (default 1000000)
+  --redeem-accounts <n> accounts the redemption scenario concentrates on (default 4)
+  --redeem-balance <x>  cashback each of them starts with (default 100.00; each redemption takes 0.10)
   --out <dir>           where latest.json / latest.svg / latest.png go (default bench/results)
   --keep                keep the loyalty_bench database afterwards`;
 
@@ -61,6 +72,8 @@ export function parseOptions(argv: string[]): BenchOptions {
       'history-rows': { type: 'string', default: '10000' },
       'growth-rows': { type: 'string', default: '1000000' },
       'redeem-accounts': { type: 'string', default: '4' },
+      'redeem-balance': { type: 'string', default: '100' },
+      'growth-requests': { type: 'string', default: '300' },
       out: { type: 'string', default: 'bench/results' },
       keep: { type: 'boolean', default: false },
       quiet: { type: 'boolean', default: false },
@@ -92,8 +105,13 @@ export function parseOptions(argv: string[]): BenchOptions {
     historyRows: Math.floor(num('history-rows', values['history-rows'], 1)),
     growthRows: Math.floor(num('growth-rows', values['growth-rows'], 1)),
     redeemAccounts: Math.floor(num('redeem-accounts', values['redeem-accounts'], 1)),
+    redeemStartCents: Math.round(num('redeem-balance', values['redeem-balance'], 0.1) * 100),
+    growthRequests: Math.floor(num('growth-requests', values['growth-requests'], 10)),
     out: values.out,
     keep: values.keep,
     quiet: values.quiet,
+    build: true,
+    database: process.env.BENCH_DATABASE ?? 'loyalty_bench',
+    subjectRoot: process.env.BENCH_SUBJECT_ROOT ?? 'loyalty_bench',
   };
 }

@@ -6,8 +6,7 @@ import { Api, pMap, type AppCredentials } from './api.ts';
 
 export const POINTS_RATIO = 1;
 export const CASHBACK_PERCENT = 5;
-/** Cashback balance each redemption account starts with, in cents, and what one redemption takes. */
-export const REDEEM_START_CENTS = 10_000;
+/** What one redemption takes, in cents. */
 export const REDEEM_AMOUNT_CENTS = 10;
 
 export interface Redeemer {
@@ -33,7 +32,7 @@ const tag = () => randomBytes(4).toString('hex');
 
 export async function provision(
   api: Api,
-  opts: { members: number; historyRows: number; redeemAccounts: number; concurrency: number; log: (line: string) => void },
+  opts: { members: number; historyRows: number; redeemAccounts: number; redeemStartCents: number; concurrency: number; log: (line: string) => void },
 ): Promise<Fixture> {
   const run = tag();
   const { tenant } = await api.admin<{ tenant: { id: number } }>('POST', '/admin/v1/tenants', { name: `bench ${run}`, sandbox: true });
@@ -85,12 +84,12 @@ export async function provision(
     });
     const verified = await api.ok<{ member_token: string }>(app, 'POST', '/api/v1/auth/member/verify-otp', { body: { email, code: reg.otp_code } });
     // purchase x 5% = the starting balance
-    const purchase = (REDEEM_START_CENTS * 100) / CASHBACK_PERCENT / 100;
+    const purchase = opts.redeemStartCents / CASHBACK_PERCENT;
     const earned = await api.ok<{ new_balance: number }>(app, 'POST', '/api/v1/cashback/cashback/earn', {
       body: { card_id: cashbackCard.id, member_id: reg.member.id, purchase_amount: purchase },
     });
-    if (Math.round(earned.new_balance * 100) !== REDEEM_START_CENTS) throw new Error(`redemption account got ${earned.new_balance}, expected ${REDEEM_START_CENTS / 100}`);
-    return { memberId: reg.member.id, token: verified.member_token, startCents: REDEEM_START_CENTS };
+    if (Math.round(earned.new_balance * 100) !== opts.redeemStartCents) throw new Error(`redemption account got ${earned.new_balance}, expected ${opts.redeemStartCents / 100}`);
+    return { memberId: reg.member.id, token: verified.member_token, startCents: opts.redeemStartCents };
   };
   const redeemers = {
     warmup: await pMap(Array.from({ length: opts.redeemAccounts }, (_, i) => i), 4, (i) => makeRedeemer('w', i)),

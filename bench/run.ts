@@ -29,7 +29,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     if (!opts.quiet) console.log(`[bench] ${line}`);
   };
   const loadBefore = os.loadavg().map((v) => Math.round(v * 100) / 100);
-  const system = opts.url ? runningSystem(opts.url, opts.databaseUrl) : await startBenchSystem({ keep: opts.keep, log });
+  const system = opts.url ? runningSystem(opts.url, opts.databaseUrl) : await startBenchSystem({ keep: opts.keep, build: opts.build, database: opts.database, subjectRoot: opts.subjectRoot, log });
   log(`system: ${system.describe}`);
   const pool = system.databaseUrl ? new pg.Pool({ connectionString: system.databaseUrl, max: opts.connections }) : null;
   try {
@@ -39,6 +39,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       members: opts.members,
       historyRows: needsHistory ? opts.historyRows : 1,
       redeemAccounts: opts.redeemAccounts,
+      redeemStartCents: opts.redeemStartCents,
       concurrency: Math.min(opts.connections, 16),
       log,
     });
@@ -73,7 +74,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     let growth: GrowthReport | { skipped: string };
     if (opts.skipGrowth) growth = { skipped: '--skip-growth' };
     else if (!pool) growth = { skipped: 'no database (pass --database-url with --url)' };
-    else growth = await measureGrowth(api, fixture, pool, { largeRows: opts.growthRows, requests: 300, log });
+    else growth = await measureGrowth(api, fixture, pool, { largeRows: opts.growthRows, requests: opts.growthRequests, log });
 
     const report: BenchReport = {
       generated_at: new Date().toISOString(),

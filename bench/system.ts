@@ -24,7 +24,6 @@ export interface BenchSystem {
   stop(): Promise<void>;
 }
 
-export const BENCH_DATABASE = process.env.BENCH_DATABASE ?? 'loyalty_bench';
 const PG_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const SERVICES = ['identity', 'ledger', 'claims', 'referrals'] as const;
 
@@ -67,12 +66,12 @@ async function dropDatabase(name: string): Promise<void> {
 }
 
 /** Start identity, ledger, claims, referrals and one gateway as compiled processes. */
-export async function startBenchSystem(opts: { keep: boolean; log: (line: string) => void }): Promise<BenchSystem> {
-  opts.log('building the services (node scripts/build.mjs)');
-  Cluster.build(true);
-  const databaseUrl = await recreateDatabase(BENCH_DATABASE);
+export async function startBenchSystem(opts: { keep: boolean; build: boolean; database: string; subjectRoot: string; log: (line: string) => void }): Promise<BenchSystem> {
+  if (opts.build) opts.log('building the services (node scripts/build.mjs)');
+  Cluster.build(opts.build);
+  const databaseUrl = await recreateDatabase(opts.database);
   const mail = await startDiscardingMailSink();
-  const root = process.env.BENCH_SUBJECT_ROOT ?? 'loyalty_bench';
+  const root = opts.subjectRoot;
   const operatorToken = randomBytes(24).toString('hex');
   const natsUrl = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
   const env: Record<string, string> = {
@@ -91,7 +90,7 @@ export async function startBenchSystem(opts: { keep: boolean; log: (line: string
   };
   // A stale stream of an earlier, interrupted run would replay its events into this one.
   await deleteEventStream(root, natsUrl);
-  const cluster = new Cluster(env, path.join(repoRoot, 'var', 'bench-logs'));
+  const cluster = new Cluster(env, path.join(repoRoot, 'var', 'bench-logs', root));
   try {
     for (const s of SERVICES) {
       opts.log(`starting ${s}`);
@@ -109,14 +108,14 @@ export async function startBenchSystem(opts: { keep: boolean; log: (line: string
     url: gateway.url,
     operatorToken,
     databaseUrl,
-    describe: `started here: compiled services (${[...SERVICES, 'gateway'].join(', ')}), database ${BENCH_DATABASE}, subject root ${root}, logs var/bench-logs/`,
+    describe: `started here: compiled services (${[...SERVICES, 'gateway'].join(', ')}), database ${opts.database}, subject root ${root}, logs var/bench-logs/${root}/`,
     memoryMb: () => cluster.peakMemoryMb(),
     pids: () => Object.fromEntries(cluster.replicas.map((r) => [r.service, r.pid ?? 0])),
     async stop() {
       await cluster.stop();
       await mail.stop();
       await deleteEventStream(root, natsUrl);
-      if (!opts.keep) await dropDatabase(BENCH_DATABASE);
+      if (!opts.keep) await dropDatabase(opts.database);
     },
   };
 }

@@ -1,0 +1,68 @@
+// A very short run of the benchmark harness (`npm run bench`): every scenario for one second at
+// two connections against the compiled system, the baseline, a small growth figure, and the
+// report files. It checks the report's shape and that nothing failed; the figures themselves are
+// the benchmark's business, not the test's.
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ALL_SCENARIOS, parseOptions } from '../bench/options.ts';
+import { formatTable, writeReport } from '../bench/report.ts';
+import { runBench } from '../bench/run.ts';
+
+const out = mkdtempSync(path.join(os.tmpdir(), 'bench-smoke-'));
+afterAll(() => rmSync(out, { recursive: true, force: true }));
+
+describe('npm run bench (smoke)', () => {
+  it('measures every scenario on both sides, finds no unexpected error or overdraft, and writes the table, JSON and chart', async () => {
+    const id = randomBytes(4).toString('hex');
+    const opts = {
+      ...parseOptions([
+        ...['--duration', '1', '--warmup', '0', '--connections', '2', '--members', '20', '--history-rows', '40'],
+        ...['--growth-rows', '400', '--growth-requests', '20', '--redeem-accounts', '2', '--redeem-balance', '0.5'],
+      ]),
+      quiet: true,
+      build: false, // the suite's global set-up has built the services
+      database: `loyalty_bench_smoke_${id}`,
+      subjectRoot: `bsmoke${id}`,
+    };
+    const report = await runBench(opts);
+
+    expect(report.scenarios.map((s) => s.name)).toEqual([...ALL_SCENARIOS]);
+    for (const s of report.scenarios) {
+      expect(s.errors, `${s.name}: ${JSON.stringify(s.statuses)}`).toBe(0);
+      expect(s.rps).toBeGreaterThan(0);
+      expect(s.p50_ms).toBeGreaterThan(0);
+      expect(s.p99_ms).toBeGreaterThanOrEqual(s.p50_ms);
+      expect(s.baseline_rps).toBeGreaterThan(0);
+      expect(s.baseline_errors).toBe(0);
+      expect(s.ratio).toBeCloseTo(s.rps / s.baseline_rps!, 1);
+      expect(s.checks).toEqual([]);
+    }
+    // Two accounts of 0.50 allow exactly ten redemptions of 0.10; the rest are the expected 422s.
+    const redeem = report.scenarios.find((s) => s.name === 'cashback_redeem')!;
+    expect(redeem.statuses['200']).toBeLessThanOrEqual(10);
+    expect(redeem.expected_refusals).toBeGreaterThan(0);
+    expect(report.problems).toEqual([]);
+
+    for (const service of ['gateway', 'identity', 'ledger', 'claims', 'referrals']) expect(report.memory_mb[service]).toBeGreaterThan(10);
+    expect('balance' in report.growth).toBe(true);
+    if ('balance' in report.growth) {
+      expect(report.growth.rows_small).toBe(40);
+      expect(report.growth.rows_large).toBe(400);
+      expect(report.growth.balance.ratio_p50).toBeGreaterThan(0);
+      expect(report.growth.history.ratio_p50).toBeGreaterThan(0);
+    }
+
+    const table = formatTable(report);
+    for (const name of ALL_SCENARIOS) expect(table).toContain(name);
+    const written = await writeReport(report, out);
+    expect(written.map((p) => path.basename(p))).toEqual(['latest.json', 'latest.svg', 'latest.png']);
+    const json = JSON.parse(readFileSync(path.join(out, 'latest.json'), 'utf8')) as { scenarios: Record<string, unknown>[]; memory_mb: object; growth: object };
+    for (const key of ['name', 'rps', 'p50_ms', 'p99_ms', 'errors', 'baseline_rps', 'ratio']) expect(json.scenarios[0]).toHaveProperty(key);
+    expect(readFileSync(path.join(out, 'latest.svg'), 'utf8')).toContain('cashback_redeem');
+    expect(readFileSync(path.join(out, 'latest.png')).subarray(1, 4).toString()).toBe('PNG');
+    expect(existsSync(path.join(out, 'latest.png'))).toBe(true);
+  }, 90_000);
+});
