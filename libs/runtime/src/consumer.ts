@@ -74,6 +74,12 @@ export class EventConsumer {
     this.messages = await consumer.consume({ max_messages: 64 });
     this.loop = (async () => {
       for await (const msg of this.messages!) {
+        // Stopping: hand what is still buffered back to the server for another replica. The loop
+        // must run to the iterator's end (no break), or close() would never resolve.
+        if (this.stopped) {
+          msg.nak();
+          continue;
+        }
         let event: DomainEvent;
         try {
           event = msg.json<DomainEvent>();
@@ -96,14 +102,12 @@ export class EventConsumer {
           this.opts.log.warn({ err: (err as Error).message, event: event.id, type: event.type }, 'event handling failed; will be redelivered');
           msg.nak(2_000);
         }
-        if (this.stopped) break;
       }
     })();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    await this.messages?.close();
-    await this.loop;
+    await Promise.all([this.messages?.close(), this.loop]);
   }
 }
