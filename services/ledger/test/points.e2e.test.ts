@@ -98,7 +98,7 @@ describe('earn', () => {
     while (Date.now() < deadline) {
       const msg = await jsm.streams.getMessage(subjects.streamName(), { last_by_subj: subjects.event('ledger', 'points_earned') }).catch(() => undefined);
       const event = msg?.json<{ type: string; tenant_id: number; data: Record<string, unknown> }>();
-      if (event?.data.transaction_id === r.body.data!.transaction_id) {
+      if (event && event.data.transaction_id === r.body.data!.transaction_id) {
         expect(event.type).toBe('ledger.points_earned');
         expect(event.tenant_id).toBe(tenantId);
         data = event.data;
