@@ -34,6 +34,8 @@ export interface BenchOptions {
   quiet: boolean;
   /** Started system only: compile the services first (the smoke test relies on the suite's build). */
   build: boolean;
+  /** Started system only: write a V8 CPU profile of every service to var/bench-profiles/. */
+  profile: boolean;
   /** Started system only: its database and NATS subject root. */
   database: string;
   subjectRoot: string;
@@ -52,9 +54,11 @@ const HELP = `npm run bench -- [options]
   --history-rows <n>    journal rows of the history member (default 10000)
   --growth-rows <n>     journal rows of the large account (default 1000000)
   --redeem-accounts <n> accounts the redemption scenario concentrates on (default 4)
-  --redeem-balance <x>  cashback each of them starts with (default 100.00; each redemption takes 0.10)
+  --redeem-balance <x>  cashback each of them starts with (default 25.00; each redemption takes 0.10)
   --out <dir>           where latest.json / latest.svg / latest.png go (default bench/results)
-  --keep                keep the loyalty_bench database afterwards`;
+  --keep                keep the loyalty_bench database afterwards
+  --profile             write a CPU profile of every service (node --cpu-prof) to var/bench-profiles/
+                        and print where each spent its time (bench/profile-summary.ts)`;
 
 export function parseOptions(argv: string[]): BenchOptions {
   const { values } = parseArgs({
@@ -72,10 +76,11 @@ export function parseOptions(argv: string[]): BenchOptions {
       'history-rows': { type: 'string', default: '10000' },
       'growth-rows': { type: 'string', default: '1000000' },
       'redeem-accounts': { type: 'string', default: '4' },
-      'redeem-balance': { type: 'string', default: '100' },
+      'redeem-balance': { type: 'string', default: '25' },
       'growth-requests': { type: 'string', default: '300' },
       out: { type: 'string', default: 'bench/results' },
       keep: { type: 'boolean', default: false },
+      profile: { type: 'boolean', default: false },
       quiet: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
@@ -111,6 +116,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     keep: values.keep,
     quiet: values.quiet,
     build: true,
+    profile: values.profile,
     database: process.env.BENCH_DATABASE ?? 'loyalty_bench',
     subjectRoot: process.env.BENCH_SUBJECT_ROOT ?? 'loyalty_bench',
   };

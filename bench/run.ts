@@ -1,6 +1,7 @@
 // `npm run bench`: the full microservice path (HTTP -> gateway -> NATS -> service -> PostgreSQL)
 // against a direct-SQL baseline in one run, plus peak memory and the growth figure.
 // Usage and options: bench/README.md or `npm run bench -- --help`.
+import { existsSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -12,7 +13,8 @@ import { parseOptions, type BenchOptions, type ScenarioName } from './options.ts
 import { provision } from './provision.ts';
 import { formatTable, scenarioReport, writeReport, type BenchReport, type GrowthReport, type ScenarioReport } from './report.ts';
 import { DESCRIPTIONS, EXPECTED_REFUSALS, httpScenario } from './scenarios.ts';
-import { runningSystem, startBenchSystem } from './system.ts';
+import { formatProfile, summarizeProfile } from './profile-summary.ts';
+import { PROFILE_DIR, runningSystem, startBenchSystem } from './system.ts';
 import { repoRoot } from '../test/support/cluster.ts';
 
 /** Targets of the issue: full path / baseline throughput. */
@@ -29,7 +31,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     if (!opts.quiet) console.log(`[bench] ${line}`);
   };
   const loadBefore = os.loadavg().map((v) => Math.round(v * 100) / 100);
-  const system = opts.url ? runningSystem(opts.url, opts.databaseUrl) : await startBenchSystem({ keep: opts.keep, build: opts.build, database: opts.database, subjectRoot: opts.subjectRoot, log });
+  const system = opts.url ? runningSystem(opts.url, opts.databaseUrl) : await startBenchSystem({ keep: opts.keep, build: opts.build, database: opts.database, subjectRoot: opts.subjectRoot, profile: opts.profile, log });
   log(`system: ${system.describe}`);
   const pool = system.databaseUrl ? new pg.Pool({ connectionString: system.databaseUrl, max: opts.connections }) : null;
   try {
@@ -95,7 +97,22 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     return report;
   } finally {
     await pool?.end();
+    const pids = system.pids();
     await system.stop();
+    if (opts.profile && !opts.url) printProfiles(pids);
+  }
+}
+
+/** The CPU profile each service wrote at exit (file names carry the pid), summarized. */
+function printProfiles(pids: Record<string, number>): void {
+  const files = existsSync(PROFILE_DIR) ? readdirSync(PROFILE_DIR) : [];
+  for (const [service, pid] of Object.entries(pids)) {
+    const file = files.find((f) => f.includes(`.${pid}.`) && f.endsWith('.cpuprofile'));
+    if (!file) {
+      console.log(`${service}: no CPU profile written (pid ${pid})`);
+      continue;
+    }
+    console.log(formatProfile(`${service} (${path.relative(process.cwd(), path.join(PROFILE_DIR, file))})`, summarizeProfile(path.join(PROFILE_DIR, file))));
   }
 }
 

@@ -2,7 +2,7 @@
 // separate processes, test/support/cluster.ts) against the machine's PostgreSQL, NATS and Redis in
 // a dedicated database and subject root, or a running one reached by --url.
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { connect as connectNats } from 'nats';
@@ -66,7 +66,16 @@ async function dropDatabase(name: string): Promise<void> {
 }
 
 /** Start identity, ledger, claims, referrals and one gateway as compiled processes. */
-export async function startBenchSystem(opts: { keep: boolean; build: boolean; database: string; subjectRoot: string; log: (line: string) => void }): Promise<BenchSystem> {
+export const PROFILE_DIR = path.join(repoRoot, 'var', 'bench-profiles');
+
+export async function startBenchSystem(opts: {
+  keep: boolean;
+  build: boolean;
+  database: string;
+  subjectRoot: string;
+  profile: boolean;
+  log: (line: string) => void;
+}): Promise<BenchSystem> {
   if (opts.build) opts.log('building the services (node scripts/build.mjs)');
   Cluster.build(opts.build);
   const databaseUrl = await recreateDatabase(opts.database);
@@ -88,6 +97,12 @@ export async function startBenchSystem(opts: { keep: boolean; build: boolean; da
     // The per-app rate limit would turn the load into 429s; the bench measures throughput.
     RATE_LIMIT_MAX: '1000000000',
   };
+  if (opts.profile) {
+    rmSync(PROFILE_DIR, { recursive: true, force: true });
+    mkdirSync(PROFILE_DIR, { recursive: true });
+    // Written when each service exits after SIGTERM (graceful shutdown ends in a normal exit).
+    env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${PROFILE_DIR}`.trim();
+  }
   // A stale stream of an earlier, interrupted run would replay its events into this one.
   await deleteEventStream(root, natsUrl);
   const cluster = new Cluster(env, path.join(repoRoot, 'var', 'bench-logs', root));
