@@ -25,23 +25,38 @@ export function createPool(url: string, max: number, log: Logger, applicationNam
     idleTimeoutMillis: 30_000,
   });
   pool.on('error', (err) => log.warn({ err: err.message }, 'idle postgres client failed; the pool replaces it'));
+  // A client that is checked out (e.g. between two statements of a transaction) when the server
+  // goes away emits 'error' on itself, not on the pool: without this listener the process dies.
+  // Its next query fails, and the client is destroyed when released with that error.
+  pool.on('connect', (client) => {
+    client.on('error', (err) => log.warn({ err: err.message }, 'postgres connection lost'));
+  });
   return pool;
 }
 
 /** Run `fn` in one transaction; commit when it resolves, roll back when it throws. */
 export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  let failure: unknown;
   try {
     await client.query('BEGIN');
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
   } catch (err) {
+    failure = err;
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
   } finally {
-    client.release();
+    // A connection-level failure destroys the client instead of returning it to the pool.
+    client.release(failure !== undefined && isConnectionLost(failure) ? (failure as Error) : undefined);
   }
+}
+
+/** The connection itself failed (server restarting, network), as opposed to an SQL error. */
+export function isConnectionLost(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return (typeof e?.code === 'string' && /^(08|57P0)|^E[A-Z]+$/.test(e.code)) || /Connection terminated|connection lost|not queryable/i.test(e?.message ?? '');
 }
 
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { headers as natsHeaders, type JetStreamClient, type NatsConnection, RetentionPolicy, StorageType } from 'nats';
 import type { DomainEvent, ServiceName, Subjects } from '@loyalty/contracts';
-import type { Pool, Queryable } from './db.ts';
+import { isConnectionLost, type Pool, type Queryable } from './db.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
 
@@ -129,6 +129,7 @@ export class OutboxRelay {
 
   private async publishBatch(): Promise<number> {
     const client = await this.opts.pool.connect();
+    let failure: Error | undefined;
     try {
       await client.query('BEGIN');
       const { rows } = await client.query<{ id: string; subject: string; payload: unknown }>(
@@ -153,10 +154,11 @@ export class OutboxRelay {
       await client.query('COMMIT');
       return rows.length;
     } catch (err) {
+      failure = err as Error;
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
-      client.release();
+      client.release(failure !== undefined && isConnectionLost(failure) ? failure : undefined);
     }
   }
 
