@@ -1,6 +1,7 @@
 // Demo data for `npm start`, through the operator API. Idempotent: when var/demo-credentials.json
 // exists and its keys still work, nothing is created again; otherwise two sandbox tenants are made,
-// each with an app holding all five scopes and one holding only the read scopes.
+// each with an app holding all five scopes and one holding only the read scopes, a cashback card,
+// and a points card with referral bonuses and two rewards.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -75,6 +76,57 @@ if (demo) {
 } else {
   demo = { base_url: baseUrl, tenants: [await createTenant('Demo Coffee'), await createTenant('Demo Books')] };
   console.log(`demo tenants and apps created`);
+}
+
+// Cards and rewards of each demo tenant, found by their unique_identifier or created.
+interface Card {
+  id: number;
+  unique_identifier: string;
+  name: string;
+  reward_system: string;
+}
+interface Reward {
+  id: number;
+  name: string;
+  points_cost: number;
+}
+const demoCards = [
+  {
+    unique_identifier: 'demo-cashback',
+    name: 'Demo Cashback',
+    description: '10% back on every purchase from 1.00, at most 50.00 a purchase',
+    reward_system: 'cashback',
+    cashback_config: { cashback_percentage: 10, cashback_min_amount: 1, cashback_max_amount: 50, allows_pin_redemption: false },
+  },
+  {
+    unique_identifier: 'demo-points',
+    name: 'Demo Points',
+    description: 'One point per unit spent; referrals pay 100 points to the referrer and 50 to the new member',
+    reward_system: 'points',
+    points_ratio: 1,
+    referrer_bonus: 100,
+    referee_bonus: 50,
+  },
+];
+const demoRewards = [
+  { name: 'Free coffee', points_cost: 100 },
+  { name: 'Pastry box', points_cost: 250 },
+];
+for (const tenant of demo.tenants) {
+  const { cards: existing } = await admin<{ cards: Card[] }>('GET', `/admin/v1/tenants/${tenant.id}/cards`);
+  const cards: Card[] = [];
+  for (const wanted of demoCards) {
+    const found = existing.find((c) => c.unique_identifier === wanted.unique_identifier);
+    cards.push(found ?? (await admin<{ card: Card }>('POST', `/admin/v1/tenants/${tenant.id}/cards`, wanted)).card);
+  }
+  const pointsCard = cards.find((c) => c.reward_system === 'points')!;
+  const { rewards: have } = await admin<{ rewards: Reward[] }>('GET', `/admin/v1/tenants/${tenant.id}/cards/${pointsCard.id}`);
+  const rewards: Reward[] = [];
+  for (const wanted of demoRewards) {
+    rewards.push(have.find((r) => r.name === wanted.name) ?? (await admin<{ reward: Reward }>('POST', `/admin/v1/tenants/${tenant.id}/cards/${pointsCard.id}/rewards`, wanted)).reward);
+  }
+  tenant.cards = cards.map((c) => ({ id: c.id, unique_identifier: c.unique_identifier, name: c.name, reward_system: c.reward_system }));
+  tenant.rewards = rewards.map((r) => ({ id: r.id, card_id: pointsCard.id, name: r.name, points_cost: r.points_cost }));
 }
 
 mkdirSync(path.dirname(file), { recursive: true });
