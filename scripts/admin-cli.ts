@@ -13,6 +13,13 @@ Commands:
   app:list --tenant ID                            list a tenant's apps (never their keys)
   app:rotate --app APP_ID                         issue a new key; the old one stops working at once
   app:revoke --app APP_ID                         revoke an app; its key stops working at once
+  card:create --tenant ID --name NAME --cashback PCT [--min AMT] [--max AMT] [--pin]
+              | --tenant ID --name NAME --points-ratio R [--referrer N] [--referee N]
+                                                  create a cashback or a points card
+  card:list --tenant ID                           list a tenant's cards
+  card:update --tenant ID --card ID JSON          change a card's settings, e.g. '{"referrer_bonus":100}'
+  reward:create --tenant ID --card ID --name NAME --cost POINTS   add a reward to a points card
+  reward:deactivate --tenant ID --card ID --reward ID             withdraw a reward
   call METHOD PATH [JSON]                         any other admin call, e.g. call POST /admin/v1/tenants/1/cards '{...}'
 `;
 
@@ -24,6 +31,16 @@ const { values, positionals } = parseArgs({
     tenant: { type: 'string' },
     scopes: { type: 'string' },
     app: { type: 'string' },
+    card: { type: 'string' },
+    reward: { type: 'string' },
+    cashback: { type: 'string' },
+    min: { type: 'string' },
+    max: { type: 'string' },
+    pin: { type: 'boolean', default: false },
+    'points-ratio': { type: 'string' },
+    referrer: { type: 'string' },
+    referee: { type: 'string' },
+    cost: { type: 'string' },
   },
 });
 
@@ -75,6 +92,39 @@ switch (command) {
     break;
   case 'app:revoke':
     await call('POST', `/admin/v1/apps/${encodeURIComponent(need(values.app, 'app'))}/revoke`);
+    break;
+  case 'card:create': {
+    const tenant = need(values.tenant, 'tenant');
+    const base = { name: need(values.name, 'name'), referrer_bonus: Number(values.referrer ?? 0), referee_bonus: Number(values.referee ?? 0) };
+    const body = values.cashback
+      ? {
+          ...base,
+          reward_system: 'cashback',
+          cashback_config: {
+            cashback_percentage: Number(values.cashback),
+            cashback_min_amount: Number(values.min ?? 0),
+            cashback_max_amount: values.max === undefined ? null : Number(values.max),
+            allows_pin_redemption: values.pin,
+          },
+        }
+      : { ...base, reward_system: 'points', points_ratio: Number(need(values['points-ratio'], 'points-ratio or --cashback')) };
+    await call('POST', `/admin/v1/tenants/${tenant}/cards`, body);
+    break;
+  }
+  case 'card:list':
+    await call('GET', `/admin/v1/tenants/${need(values.tenant, 'tenant')}/cards`);
+    break;
+  case 'card:update':
+    await call('POST', `/admin/v1/tenants/${need(values.tenant, 'tenant')}/cards/${need(values.card, 'card')}`, JSON.parse(need(rest[0], 'JSON')));
+    break;
+  case 'reward:create':
+    await call('POST', `/admin/v1/tenants/${need(values.tenant, 'tenant')}/cards/${need(values.card, 'card')}/rewards`, {
+      name: need(values.name, 'name'),
+      points_cost: Number(need(values.cost, 'cost')),
+    });
+    break;
+  case 'reward:deactivate':
+    await call('POST', `/admin/v1/tenants/${need(values.tenant, 'tenant')}/cards/${need(values.card, 'card')}/rewards/${need(values.reward, 'reward')}`, { active: false });
     break;
   case 'call': {
     const [method, path, json] = rest;
