@@ -101,7 +101,8 @@ export async function startBenchSystem(opts: {
     rmSync(PROFILE_DIR, { recursive: true, force: true });
     mkdirSync(PROFILE_DIR, { recursive: true });
     // Written when each service exits after SIGTERM (graceful shutdown ends in a normal exit).
-    env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${PROFILE_DIR}`.trim();
+    env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --import=${path.join(repoRoot, 'bench', 'cpu-profiler.mjs')}`.trim();
+    env.BENCH_PROFILE_DIR = PROFILE_DIR;
   }
   // A stale stream of an earlier, interrupted run would replay its events into this one.
   await deleteEventStream(root, natsUrl);
