@@ -146,21 +146,41 @@ async function deleteEventStream(root: string, natsUrl: string): Promise<void> {
   }
 }
 
-/** Processes of a running system on this machine: `node .../services/<name>/dist/main.js`. */
-function findServiceProcesses(): Record<string, number[]> {
-  const found: Record<string, number[]> = {};
+/** Processes of running systems on this machine: `node .../services/<name>/dist/main.js`, with the env they run with. */
+function findServiceProcesses(): { service: string; pid: number; env: Record<string, string> }[] {
+  const found: { service: string; pid: number; env: Record<string, string> }[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      const main = cmd.find((a) => /services\/([a-z]+)\/dist\/main\.js$/.test(a));
-      const name = main && /services\/([a-z]+)\/dist\/main\.js$/.exec(main)?.[1];
-      if (name) (found[name] ??= []).push(Number(entry));
+      const main = cmd.map((a) => /services\/([a-z]+)\/dist\/main\.js$/.exec(a)?.[1]).find(Boolean);
+      if (!main) continue;
+      const env = Object.fromEntries(
+        readFileSync(`/proc/${entry}/environ`, 'utf8')
+          .split('\0')
+          .filter((kv) => kv.includes('='))
+          .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+      );
+      found.push({ service: main, pid: Number(entry), env });
     } catch {
-      // gone or not ours
+      // gone or not readable
     }
   }
   return found;
+}
+
+/**
+ * The processes of the system behind `url`: the gateway listening on its port (PORT in its
+ * environment) names the subject root, and the services of that root are its services. Empty
+ * when the system does not run on this machine.
+ */
+function systemProcesses(url: string): { service: string; pid: number }[] {
+  const port = new URL(url).port || '80';
+  const all = findServiceProcesses();
+  const gateway = all.find((p) => p.service === 'gateway' && (p.env.PORT ?? '3000') === port);
+  if (!gateway) return [];
+  const root = gateway.env.SUBJECT_ROOT ?? 'loyalty';
+  return all.filter((p) => (p.env.SUBJECT_ROOT ?? 'loyalty') === root);
 }
 
 function vmHwmMb(pid: number): number {
@@ -178,18 +198,18 @@ export function runningSystem(url: string, databaseUrl: string | undefined): Ben
   const secrets = path.join(repoRoot, 'var', 'secrets.json');
   if (!operatorToken && existsSync(secrets)) operatorToken = (JSON.parse(readFileSync(secrets, 'utf8')) as { operator_token?: string }).operator_token;
   if (!operatorToken) throw new Error('--url needs the operator token: set OPERATOR_TOKEN or run `npm start` once (var/secrets.json)');
-  // Memory: the peak of the service processes on this machine, when the system runs here.
+  // Memory: the peak (VmHWM) of this system's service processes, when it runs on this machine.
   const peak: Record<string, number> = {};
   return {
     url,
     operatorToken,
     databaseUrl: databaseUrl ?? null,
-    describe: `running system at ${url}${databaseUrl ? ` (database given)` : ''}`,
+    describe: `running system at ${url}${databaseUrl ? ' (database given)' : ''}`,
     memoryMb() {
-      for (const [name, pids] of Object.entries(findServiceProcesses())) for (const pid of pids) peak[name] = Math.max(peak[name] ?? 0, vmHwmMb(pid));
+      for (const p of systemProcesses(url)) peak[p.service] = Math.max(peak[p.service] ?? 0, vmHwmMb(p.pid));
       return { ...peak };
     },
-    pids: () => Object.fromEntries(Object.entries(findServiceProcesses()).map(([k, v]) => [k, v[0]!])),
+    pids: () => Object.fromEntries(systemProcesses(url).map((p) => [p.service, p.pid])),
     async stop() {},
   };
 }
