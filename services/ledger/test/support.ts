@@ -50,13 +50,19 @@ export async function signedIn(api: Api): Promise<{ id: number; email: string; t
   return { id: (reg.body.data!.member as { id: number }).id, email: address, token: v.body.data!.member_token as string };
 }
 
-/** The account's stored balance and the sum of its journal, straight from the ledger's tables. */
+/**
+ * The account's stored balance and the sum of its journal, straight from the ledger's tables; also
+ * checks that the account's entry count (a history's total) equals its number of journal rows.
+ */
 export async function storedAndJournal(sys: TestSystem, cardId: number, memberId: number): Promise<{ stored: number; journal: number }> {
-  const { rows } = await sys.db.query<{ stored: string; journal: string }>(
+  const { rows } = await sys.db.query<{ stored: string; journal: string; entries: string; counted: string }>(
     `SELECT (SELECT balance FROM ledger.accounts WHERE card_id = $1 AND member_id = $2)::text AS stored,
-            (SELECT COALESCE(sum(amount), 0) FROM ledger.journal WHERE card_id = $1 AND member_id = $2)::text AS journal`,
+            (SELECT entries FROM ledger.accounts WHERE card_id = $1 AND member_id = $2)::text AS entries,
+            (SELECT COALESCE(sum(amount), 0) FROM ledger.journal WHERE card_id = $1 AND member_id = $2)::text AS journal,
+            (SELECT count(*) FROM ledger.journal WHERE card_id = $1 AND member_id = $2)::text AS counted`,
     [cardId, memberId],
   );
+  expect(Number(rows[0]!.entries)).toBe(Number(rows[0]!.counted));
   return { stored: Number(rows[0]!.stored), journal: Number(rows[0]!.journal) };
 }
 

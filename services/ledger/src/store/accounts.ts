@@ -84,9 +84,16 @@ export async function appendJournal(
     at: Date;
   },
 ): Promise<JournalEntry> {
+  // The account row is already locked by the balance change of this transaction; its entry count
+  // moves with the journal so a history's total never has to count rows.
   const { rows } = await db.query<JournalEntry>(
-    `INSERT INTO ledger.journal (tenant_id, card_id, member_id, event, amount, balance_after, purchase_cents, reference, reward_id, metadata, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id, event, amount, created_at`,
+    `WITH entry AS (
+       INSERT INTO ledger.journal (tenant_id, card_id, member_id, event, amount, balance_after, purchase_cents, reference, reward_id, metadata, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id, event, amount, created_at
+     ), counted AS (
+       UPDATE ledger.accounts SET entries = entries + 1 WHERE card_id = $2 AND member_id = $3
+     )
+     SELECT * FROM entry`,
     [
       k.tenantId,
       k.cardId,
@@ -124,14 +131,14 @@ export async function refundedOnReference(db: Queryable, k: AccountKey, referenc
   return rows[0]!.total;
 }
 
-/** One page of an account's journal, newest first, and the account's number of entries. */
+/** One page of an account's journal, newest first (index journal_account_history), and the account's number of entries. */
 export async function journalPage(db: Queryable, cardId: number, memberId: number, limit: number, offset: number): Promise<{ entries: JournalEntry[]; total: number }> {
   const [page, count] = await Promise.all([
     db.query<JournalEntry>(
       `SELECT id, event, amount, created_at FROM ledger.journal WHERE member_id = $1 AND card_id = $2 ORDER BY id DESC LIMIT $3 OFFSET $4`,
       [memberId, cardId, limit, offset],
     ),
-    db.query<{ n: number }>('SELECT count(*) AS n FROM ledger.journal WHERE member_id = $1 AND card_id = $2', [memberId, cardId]),
+    db.query<{ n: number }>('SELECT entries AS n FROM ledger.accounts WHERE card_id = $1 AND member_id = $2', [cardId, memberId]),
   ]);
-  return { entries: page.rows, total: count.rows[0]!.n };
+  return { entries: page.rows, total: count.rows[0]?.n ?? 0 };
 }
