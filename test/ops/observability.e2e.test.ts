@@ -1,0 +1,65 @@
+import { connect, createInbox } from 'nats';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { apiClient, startTestSystem, type TestSystem } from '../support/system.ts';
+
+/** Every service is observable: health, readiness, Prometheus metrics, and NATS micro discovery. */
+let sys: TestSystem;
+beforeAll(async () => {
+  sys = await startTestSystem({ services: ['identity', 'ledger', 'claims', 'referrals'] });
+});
+afterAll(async () => sys?.stop());
+
+const ops = (port: number, path: string) => fetch(`http://127.0.0.1:${port}${path}`);
+
+it('answers /healthz, /readyz and /metrics on every ops port', async () => {
+  const ports = { gateway: sys.gateway.opsPort, ...Object.fromEntries(Object.entries(sys.services).map(([n, s]) => [n, s!.opsPort])) };
+  expect(Object.keys(ports).sort()).toEqual(['claims', 'gateway', 'identity', 'ledger', 'referrals']);
+  for (const [name, port] of Object.entries(ports)) {
+    expect((await ops(port, '/healthz')).status, name).toBe(200);
+    const ready = await ops(port, '/readyz');
+    expect(ready.status, name).toBe(200);
+    expect(await ready.json()).toMatchObject({ status: 'ready' });
+    const metrics = await (await ops(port, '/metrics')).text();
+    expect(metrics, name).toContain(`service="${name}"`);
+    expect(metrics, name).toContain('process_resident_memory_bytes');
+  }
+});
+
+it('counts HTTP routes, NATS operations, error codes, outbox backlog and consumer lag', async () => {
+  const t = await sys.tenant();
+  const api = apiClient(sys.url, t);
+  await api('POST', '/api/v1/auth/member/check', { body: { email: 'metrics@example.com' } });
+  await api('POST', '/api/v1/auth/member/request-otp', { body: { email: 'nobody@example.com' } }); // 404 member_not_found
+  const gateway = await (await ops(sys.gateway.opsPort, '/metrics')).text();
+  expect(gateway).toMatch(/loyalty_http_request_duration_seconds_count\{[^}]*route="\/api\/v1\/auth\/member\/check"[^}]*\} [1-9]/);
+  expect(gateway).toMatch(/loyalty_http_errors_total\{[^}]*code="member_not_found"[^}]*\} 1/);
+  const identity = await (await ops(sys.services.identity!.opsPort, '/metrics')).text();
+  expect(identity).toMatch(/loyalty_nats_request_duration_seconds_count\{[^}]*operation="member.check"[^}]*\} [1-9]/);
+  expect(identity).toMatch(/loyalty_nats_request_errors_total\{[^}]*operation="member.request_otp",code="member_not_found"/);
+  expect(identity).toMatch(/loyalty_consumer_pending_identity_mail_ledger_points_earned\{[^}]*\} \d+/);
+  const ledger = await (await ops(sys.services.ledger!.opsPort, '/metrics')).text();
+  expect(ledger).toMatch(/loyalty_outbox_backlog\{[^}]*\} \d+/);
+  expect(ledger).toMatch(/loyalty_outbox_oldest_age_seconds\{[^}]*\} [\d.]+/);
+});
+
+it('registers every service with the NATS services protocol ($SRV discovery and stats)', async () => {
+  const nc = await connect({ servers: 'nats://127.0.0.1:4222' });
+  try {
+    const found = new Set<string>();
+    const sub = nc.subscribe(createInbox(), {
+      callback: (_e, m) => {
+        const info = m.json<{ name: string }>();
+        found.add(info.name);
+      },
+    });
+    nc.publish('$SRV.PING', undefined, { reply: sub.getSubject() });
+    await new Promise((r) => setTimeout(r, 500));
+    sub.unsubscribe();
+    const root = sys.env.SUBJECT_ROOT;
+    for (const name of ['identity', 'ledger', 'claims', 'referrals']) expect(found).toContain(`${root}-${name}`);
+    const stats = await nc.request(`$SRV.STATS.${root}-identity`, undefined, { timeout: 2_000 });
+    expect(stats.json<{ endpoints: { name: string }[] }>().endpoints.map((e) => e.name)).toContain('member_check');
+  } finally {
+    await nc.close();
+  }
+});
