@@ -55,7 +55,15 @@ async function appendJournal(
 async function recordEvent(db: pg.PoolClient, tenantId: number, type: string, data: Record<string, unknown>, at: Date): Promise<void> {
   const id = randomUUID();
   const envelope = { id, type: `ledger.${type}`, tenant_id: tenantId, occurred_at: at.toISOString(), data };
-  await db.query('INSERT INTO ledger.outbox (id, subject, payload) VALUES ($1, $2, $3)', [id, `loyalty.events.ledger.${type}`, JSON.stringify(envelope)]);
+  // Written as already published: the ledger's relay must never send the baseline's events to
+  // any stream (the bench system's consumers would do full-path work for them, and a subject of
+  // another system's root would reach that system).
+  await db.query('INSERT INTO ledger.outbox (id, subject, payload, published_at) VALUES ($1, $2, $3, $4)', [
+    id,
+    `bench_baseline.events.ledger.${type}`,
+    JSON.stringify(envelope),
+    at,
+  ]);
 }
 
 async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {

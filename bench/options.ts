@@ -34,6 +34,8 @@ export interface BenchOptions {
   quiet: boolean;
   /** Started system only: compile the services first (the smoke test relies on the suite's build). */
   build: boolean;
+  /** Longest wait for the event backlog after each phase (0: do not wait). */
+  settleSeconds: number;
   /** Started system only: write a V8 CPU profile of every service to var/bench-profiles/. */
   profile: boolean;
   /** Started system only: its database and NATS subject root. */
@@ -53,12 +55,14 @@ const HELP = `npm run bench -- [options]
   --members <n>         members for the earn and balance scenarios (default 2000)
   --history-rows <n>    journal rows of the history member (default 10000)
   --growth-rows <n>     journal rows of the large account (default 1000000)
+  --growth-requests <n> sequential requests per growth measurement (default 300)
   --redeem-accounts <n> accounts the redemption scenario concentrates on (default 4)
   --redeem-balance <x>  cashback each of them starts with (default 25.00; each redemption takes 0.10)
   --out <dir>           where latest.json / latest.svg / latest.png go (default bench/results)
   --keep                keep the loyalty_bench database afterwards
-  --profile             write a CPU profile of every service (node --cpu-prof) to var/bench-profiles/
-                        and print where each spent its time (bench/profile-summary.ts)`;
+  --profile             sample every service's CPU (inspector profiler) into var/bench-profiles/
+                        and print where each spent its time (bench/profile-summary.ts)
+  --quiet               no progress lines`;
 
 export function parseOptions(argv: string[]): BenchOptions {
   const { values } = parseArgs({
@@ -116,6 +120,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     keep: values.keep,
     quiet: values.quiet,
     build: true,
+    settleSeconds: 180,
     profile: values.profile,
     database: process.env.BENCH_DATABASE ?? 'loyalty_bench',
     subjectRoot: process.env.BENCH_SUBJECT_ROOT ?? 'loyalty_bench',

@@ -45,6 +45,8 @@ export interface BenchReport {
   scenarios: ScenarioReport[];
   memory_mb: Record<string, number>;
   growth: GrowthReport | { skipped: string };
+  /** Seconds waited after each phase until every event was published and consumed (null: unknown). */
+  event_backlog_wait_s: Record<string, number | null>;
   targets: Record<string, string>;
   problems: string[];
 }

@@ -33,6 +33,13 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
   const loadBefore = os.loadavg().map((v) => Math.round(v * 100) / 100);
   const system = opts.url ? runningSystem(opts.url, opts.databaseUrl) : await startBenchSystem({ keep: opts.keep, build: opts.build, database: opts.database, subjectRoot: opts.subjectRoot, profile: opts.profile, log });
   log(`system: ${system.describe}`);
+  // Ctrl-C or a kill of this process stops the services it started instead of orphaning them.
+  const interrupted = (signal: NodeJS.Signals) => {
+    log(`${signal}: stopping the system`);
+    void system.stop().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   const pool = system.databaseUrl ? new pg.Pool({ connectionString: system.databaseUrl, max: opts.connections }) : null;
   try {
     const api = new Api(system.url, system.operatorToken);
@@ -47,6 +54,13 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     });
     const scenarios: ScenarioReport[] = [];
     const problems: string[] = [];
+    const settled: Record<string, number | null> = {};
+    const settle = async (phase: string) => {
+      if (opts.settleSeconds <= 0) return;
+      settled[phase] = await system.settle(opts.settleSeconds);
+      if (settled[phase] !== null && settled[phase] > 1) log(`waited ${settled[phase]} s for the event backlog of ${phase} (notification mails, consumers)`);
+    };
+    await settle('provisioning');
     for (const name of opts.scenarios) {
       const expected = EXPECTED_REFUSALS[name];
       const headers = { 'x-app-id': fixture.app.appId, 'x-api-key': fixture.app.apiKey };
@@ -59,12 +73,14 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       const checks = (await http.check?.()) ?? [];
       let base: Measured | null = null;
       if (pool && !opts.skipBaseline) {
+        await settle(`${name} (full path)`);
         log(`${name}: baseline, direct SQL from one process, pool of ${opts.connections}`);
         if (opts.warmup > 0) await runDirect({ concurrency: opts.connections, seconds: opts.warmup, op: baselineScenario(name, pool, fixture, 'warmup').op, expectedStatuses: expected });
         const direct = baselineScenario(name, pool, fixture, 'baseline');
         base = await runDirect({ concurrency: opts.connections, seconds: opts.duration, op: direct.op, expectedStatuses: expected });
         checks.push(...((await direct.check?.()) ?? []));
       }
+      await settle(name);
       const report = scenarioReport(name, DESCRIPTIONS[name], full, base, TARGET_RATIO[name], checks);
       scenarios.push(report);
       log(`${name}: ${full.rps} rps, p50 ${full.p50_ms} ms, p99 ${full.p99_ms} ms, ${full.errors} errors${base ? `; baseline ${base.rps} rps (${report.ratio}x)` : ''}`);
@@ -86,6 +102,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       scenarios,
       memory_mb: system.memoryMb(),
       growth,
+      event_backlog_wait_s: settled,
       targets: {
         ratio: 'points earn >= 0.5x baseline with p99 <= 50 ms; reads >= 0.6x',
         errors: 'none but the 422s of redemption; no overdraft',
@@ -97,6 +114,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     return report;
   } finally {
     await pool?.end();
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
     const pids = system.pids();
     await system.stop();
     if (opts.profile && !opts.url) printProfiles(pids);

@@ -21,6 +21,12 @@ export interface BenchSystem {
   /** Process ids per service (first replica), for profiling. */
   pids(): Record<string, number>;
   describe: string;
+  /**
+   * Wait until the events of earlier work are handled (outbox published, every JetStream consumer
+   * caught up), so background work of one phase does not run during the next one's measurement.
+   * Returns the seconds waited; null when it cannot tell (a running system reached by --url).
+   */
+  settle(maxSeconds: number): Promise<number | null>;
   stop(): Promise<void>;
 }
 
@@ -126,6 +132,7 @@ export async function startBenchSystem(opts: {
     databaseUrl,
     describe: `started here: compiled services (${[...SERVICES, 'gateway'].join(', ')}), database ${opts.database}, subject root ${root}, logs var/bench-logs/${root}/`,
     memoryMb: () => cluster.peakMemoryMb(),
+    settle: (maxSeconds) => waitForEventBacklog(natsUrl, root, databaseUrl, maxSeconds),
     pids: () => Object.fromEntries(cluster.replicas.map((r) => [r.service, r.pid ?? 0])),
     async stop() {
       await cluster.stop();
@@ -134,6 +141,33 @@ export async function startBenchSystem(opts: {
       if (!opts.keep) await dropDatabase(opts.database);
     },
   };
+}
+
+async function eventBacklog(nc: Awaited<ReturnType<typeof connectNats>>, root: string, db: pg.Client): Promise<number> {
+  const jsm = await nc.jetstreamManager();
+  let pending = 0;
+  for await (const c of jsm.consumers.list(new Subjects(root).streamName())) pending += c.num_pending + c.num_ack_pending;
+  // Every service's transactional outbox: rows not yet published.
+  const { rows: schemas } = await db.query<{ s: string }>(`SELECT table_schema AS s FROM information_schema.tables WHERE table_name = 'outbox'`);
+  for (const { s } of schemas) {
+    const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM "${s}".outbox WHERE published_at IS NULL`);
+    pending += Number(rows[0]!.n);
+  }
+  return pending;
+}
+
+async function waitForEventBacklog(natsUrl: string, root: string, databaseUrl: string, maxSeconds: number): Promise<number> {
+  const started = Date.now();
+  const nc = await connectNats({ servers: natsUrl });
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    while ((await eventBacklog(nc, root, db)) > 0 && Date.now() - started < maxSeconds * 1000) await new Promise((r) => setTimeout(r, 250));
+  } finally {
+    await db.end();
+    await nc.close();
+  }
+  return Math.round((Date.now() - started) / 100) / 10;
 }
 
 async function deleteEventStream(root: string, natsUrl: string): Promise<void> {
@@ -210,6 +244,7 @@ export function runningSystem(url: string, databaseUrl: string | undefined): Ben
       return { ...peak };
     },
     pids: () => Object.fromEntries(systemProcesses(url).map((p) => [p.service, p.pid])),
+    settle: async () => null,
     async stop() {},
   };
 }

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { connect } from 'nats';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ALL_SCENARIOS, parseOptions } from '../bench/options.ts';
 import { formatTable, writeReport } from '../bench/report.ts';
@@ -24,10 +25,19 @@ describe('npm run bench (smoke)', () => {
       ]),
       quiet: true,
       build: false, // the suite's global set-up has built the services
+      settleSeconds: 0, // no waiting for notification mails between phases: a smoke run only
       database: `loyalty_bench_smoke_${id}`,
       subjectRoot: `bsmoke${id}`,
     };
+    // The baseline's outbox rows are written as published: the ledger's relay must never send them.
+    const nc = await connect({ servers: process.env.NATS_URL ?? 'nats://127.0.0.1:4222' });
+    let leaked = 0;
+    const sub = nc.subscribe('bench_baseline.events.>', { callback: () => leaked++ });
     const report = await runBench(opts);
+    await nc.flush();
+    sub.unsubscribe();
+    await nc.close();
+    expect(leaked).toBe(0);
 
     expect(report.scenarios.map((s) => s.name)).toEqual([...ALL_SCENARIOS]);
     for (const s of report.scenarios) {
