@@ -47,6 +47,8 @@ export interface BenchReport {
   growth: GrowthReport | { skipped: string };
   /** Seconds waited after each phase until every event was published and consumed (null: unknown). */
   event_backlog_wait_s: Record<string, number | null>;
+  /** points_earned notifications identity had not mailed yet when the measurements ended. */
+  notification_mail_backlog_at_end: number | null;
   targets: Record<string, string>;
   problems: string[];
 }
@@ -108,6 +110,7 @@ export function formatTable(r: BenchReport): string {
   } else {
     out.push(`growth: skipped (${r.growth.skipped})`);
   }
+  if (r.notification_mail_backlog_at_end) out.push(`notification mails not yet sent at the end: ${r.notification_mail_backlog_at_end} (identity mails each points earn; see bench/README.md)`);
   out.push(r.problems.length === 0 ? 'checks: no unexpected errors, no overdraft' : `PROBLEMS:\n  ${r.problems.join('\n  ')}`);
   return out.join('\n');
 }

@@ -41,6 +41,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
   const pool = system.databaseUrl ? new pg.Pool({ connectionString: system.databaseUrl, max: opts.connections }) : null;
+  // An interrupted run drops the database under the pool's idle connections.
+  pool?.on('error', () => undefined);
   try {
     const api = new Api(system.url, system.operatorToken);
     const needsHistory = opts.scenarios.includes('points_history') || !opts.skipGrowth;
@@ -58,7 +60,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     const settle = async (phase: string) => {
       if (opts.settleSeconds <= 0) return;
       settled[phase] = await system.settle(opts.settleSeconds);
-      if (settled[phase] !== null && settled[phase] > 1) log(`waited ${settled[phase]} s for the event backlog of ${phase} (notification mails, consumers)`);
+      if (settled[phase] !== null && settled[phase] > 1) log(`waited ${settled[phase]} s for the event backlog of ${phase} (outbox, consumers)`);
     };
     await settle('provisioning');
     for (const name of opts.scenarios) {
@@ -103,6 +105,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       memory_mb: system.memoryMb(),
       growth,
       event_backlog_wait_s: settled,
+      notification_mail_backlog_at_end: await system.mailBacklog(),
       targets: {
         ratio: 'points earn >= 0.5x baseline with p99 <= 50 ms; reads >= 0.6x',
         errors: 'none but the 422s of redemption; no overdraft',

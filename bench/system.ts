@@ -27,6 +27,8 @@ export interface BenchSystem {
    * Returns the seconds waited; null when it cannot tell (a running system reached by --url).
    */
   settle(maxSeconds: number): Promise<number | null>;
+  /** Notification mails still waiting in identity's consumer (null: unknown). */
+  mailBacklog(): Promise<number | null>;
   stop(): Promise<void>;
 }
 
@@ -38,6 +40,9 @@ async function startDiscardingMailSink(): Promise<{ url: string; stop: () => Pro
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS'],
+    // smtp-server resolves every client's address by reverse DNS before its greeting, which made
+    // each mail take ~150 ms here; a real mail server answers at once.
+    disableReverseLookup: true,
     logger: false,
     onData(stream, _session, callback) {
       stream.on('data', () => undefined);
@@ -133,6 +138,7 @@ export async function startBenchSystem(opts: {
     describe: `started here: compiled services (${[...SERVICES, 'gateway'].join(', ')}), database ${opts.database}, subject root ${root}, logs var/bench-logs/${root}/`,
     memoryMb: () => cluster.peakMemoryMb(),
     settle: (maxSeconds) => waitForEventBacklog(natsUrl, root, databaseUrl, maxSeconds),
+    mailBacklog: () => withBacklog(natsUrl, databaseUrl, async (nc, db) => (await eventBacklog(nc, root, db)).mail),
     pids: () => Object.fromEntries(cluster.replicas.map((r) => [r.service, r.pid ?? 0])),
     async stop() {
       await cluster.stop();
@@ -143,30 +149,42 @@ export async function startBenchSystem(opts: {
   };
 }
 
-async function eventBacklog(nc: Awaited<ReturnType<typeof connectNats>>, root: string, db: pg.Client): Promise<number> {
+/**
+ * Events not yet handled: unpublished outbox rows of every service and undelivered or unacknowledged
+ * events of every JetStream consumer, with identity's notification mails counted apart (they wait
+ * on the mail server, not on the CPU, and against the local sink they never catch up with a load).
+ */
+async function eventBacklog(nc: Awaited<ReturnType<typeof connectNats>>, root: string, db: pg.Client): Promise<{ work: number; mail: number }> {
   const jsm = await nc.jetstreamManager();
-  let pending = 0;
-  for await (const c of jsm.consumers.list(new Subjects(root).streamName())) pending += c.num_pending + c.num_ack_pending;
-  // Every service's transactional outbox: rows not yet published.
+  const backlog = { work: 0, mail: 0 };
+  for await (const c of jsm.consumers.list(new Subjects(root).streamName())) {
+    backlog[c.name.includes('-mail-') ? 'mail' : 'work'] += c.num_pending + c.num_ack_pending;
+  }
   const { rows: schemas } = await db.query<{ s: string }>(`SELECT table_schema AS s FROM information_schema.tables WHERE table_name = 'outbox'`);
   for (const { s } of schemas) {
     const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM "${s}".outbox WHERE published_at IS NULL`);
-    pending += Number(rows[0]!.n);
+    backlog.work += Number(rows[0]!.n);
   }
-  return pending;
+  return backlog;
 }
 
-async function waitForEventBacklog(natsUrl: string, root: string, databaseUrl: string, maxSeconds: number): Promise<number> {
-  const started = Date.now();
+async function withBacklog<T>(natsUrl: string, databaseUrl: string, fn: (nc: Awaited<ReturnType<typeof connectNats>>, db: pg.Client) => Promise<T>): Promise<T> {
   const nc = await connectNats({ servers: natsUrl });
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   try {
-    while ((await eventBacklog(nc, root, db)) > 0 && Date.now() - started < maxSeconds * 1000) await new Promise((r) => setTimeout(r, 250));
+    return await fn(nc, db);
   } finally {
     await db.end();
     await nc.close();
   }
+}
+
+async function waitForEventBacklog(natsUrl: string, root: string, databaseUrl: string, maxSeconds: number): Promise<number> {
+  const started = Date.now();
+  await withBacklog(natsUrl, databaseUrl, async (nc, db) => {
+    while ((await eventBacklog(nc, root, db)).work > 0 && Date.now() - started < maxSeconds * 1000) await new Promise((r) => setTimeout(r, 250));
+  });
   return Math.round((Date.now() - started) / 100) / 10;
 }
 
@@ -245,6 +263,7 @@ export function runningSystem(url: string, databaseUrl: string | undefined): Ben
     },
     pids: () => Object.fromEntries(systemProcesses(url).map((p) => [p.service, p.pid])),
     settle: async () => null,
+    mailBacklog: async () => null,
     async stop() {},
   };
 }
