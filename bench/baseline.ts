@@ -45,8 +45,13 @@ async function appendJournal(
   e: { event: string; amount: number; balanceAfter: number; purchaseCents: number | null; at: Date },
 ): Promise<number> {
   const { rows } = await db.query<{ id: string }>(
-    `INSERT INTO ledger.journal (tenant_id, card_id, member_id, event, amount, balance_after, purchase_cents, reference, reward_id, metadata, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id, event, amount, created_at`,
+    `WITH entry AS (
+       INSERT INTO ledger.journal (tenant_id, card_id, member_id, event, amount, balance_after, purchase_cents, reference, reward_id, metadata, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id, event, amount, created_at
+     ), counted AS (
+       UPDATE ledger.accounts SET entries = entries + 1 WHERE card_id = $2 AND member_id = $3
+     )
+     SELECT * FROM entry`,
     [k.tenantId, k.cardId, k.memberId, e.event, e.amount, e.balanceAfter, e.purchaseCents, null, null, null, e.at],
   );
   return Number(rows[0]!.id);
@@ -197,7 +202,7 @@ export function baselineScenario(name: ScenarioName, pool: pg.Pool, f: Fixture, 
           if ((await findBalance(pool, card.id, memberId)) === undefined) await findMemberById(pool, f.tenantId, memberId);
           await Promise.all([
             pool.query(`SELECT id, event, amount, created_at FROM ledger.journal WHERE member_id = $1 AND card_id = $2 ORDER BY id DESC LIMIT $3 OFFSET $4`, [memberId, card.id, 20, 0]),
-            pool.query('SELECT count(*) AS n FROM ledger.journal WHERE member_id = $1 AND card_id = $2', [memberId, card.id]),
+            pool.query('SELECT entries AS n FROM ledger.accounts WHERE card_id = $1 AND member_id = $2', [card.id, memberId]),
           ]);
           return 200;
         },

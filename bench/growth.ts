@@ -66,7 +66,13 @@ export async function measureGrowth(
          FROM generate_series(1, $5::int) g`,
       [rows[0]!.tenant_id, f.pointsCardId, f.historyMemberId, start, add],
     );
-    await client.query('UPDATE ledger.accounts SET balance = balance + $3 WHERE card_id = $1 AND member_id = $2', [f.pointsCardId, f.historyMemberId, add]);
+    // The account's entry count (ledger migration 1700000000002) moves with the journal, when the schema has it.
+    const { rows: cols } = await client.query(`SELECT 1 FROM information_schema.columns WHERE table_schema = 'ledger' AND table_name = 'accounts' AND column_name = 'entries'`);
+    await client.query(`UPDATE ledger.accounts SET balance = balance + $3${cols.length > 0 ? ', entries = entries + $3' : ''} WHERE card_id = $1 AND member_id = $2`, [
+      f.pointsCardId,
+      f.historyMemberId,
+      add,
+    ]);
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
@@ -80,6 +86,8 @@ export async function measureGrowth(
   if (after.sum !== after.balance) throw new Error(`growth seeding broke the account: balance ${after.balance}, journal sum ${after.sum}`);
   const apiBalance = await api.ok<{ points_balance: number }>(f.app, 'GET', balancePath);
   if (apiBalance.points_balance !== after.balance) throw new Error(`balance through the API ${apiBalance.points_balance}, stored ${after.balance}`);
+  const apiHistory = await api.ok<{ pagination: { total: number } }>(f.app, 'GET', historyPath);
+  if (apiHistory.pagination.total !== after.rows) throw new Error(`history total through the API ${apiHistory.pagination.total}, journal rows ${after.rows}`);
 
   opts.log(`growth: measuring balance and history at ${after.rows.toLocaleString('en-US')} journal rows`);
   const large = { balance: await latency(api, f, balancePath, opts.requests), history: await latency(api, f, historyPath, opts.requests) };
