@@ -177,12 +177,14 @@ export function chartSvg(r: BenchReport): string {
   const mem = Object.entries(r.memory_mb)
     .map(([k, v]) => `${k} ${v.toFixed(0)}`)
     .join(' · ');
-  el.push(`<text x="20" y="${y}" font-size="12">${esc(`Peak RSS per service (MB, target 150): ${mem}`)}</text>`);
+  const memOver = Object.values(r.memory_mb).some((v) => v > 150);
+  el.push(`<text x="20" y="${y}" font-size="12" fill="${memOver ? '#b91c1c' : '#111827'}">${esc(`Peak RSS per service (MB, target 150): ${mem}`)}</text>`);
   y += 20;
   if ('balance' in r.growth) {
     const g = r.growth;
+    const growthOver = g.balance.ratio_p50 > 1.5 || g.history.ratio_p50 > 1.5;
     el.push(
-      `<text x="20" y="${y}" font-size="12">${esc(
+      `<text x="20" y="${y}" font-size="12" fill="${growthOver ? '#b91c1c' : '#111827'}">${esc(
         `Growth ${g.rows_small.toLocaleString('en-US')} -> ${g.rows_large.toLocaleString('en-US')} journal rows (p50, target 1.5x): balance ${g.balance.small.p50_ms.toFixed(2)} -> ${g.balance.large.p50_ms.toFixed(2)} ms (${g.balance.ratio_p50.toFixed(2)}x), history ${g.history.small.p50_ms.toFixed(2)} -> ${g.history.large.p50_ms.toFixed(2)} ms (${g.history.ratio_p50.toFixed(2)}x)`,
       )}</text>`,
     );
