@@ -23,6 +23,7 @@ await admin.connect();
 await admin.query(`CREATE DATABASE ${name}`);
 const url = ADMIN_URL.replace(/\/[^/]*$/, `/${name}`);
 const pool = new pg.Pool({ connectionString: url, max: 2 });
+pool.on('error', () => undefined); // the DROP DATABASE ... WITH (FORCE) at the end may terminate an idle connection
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
