@@ -24,6 +24,10 @@ export class Subjects {
   credentialsChanged(): string {
     return `${this.root}.broadcast.credentials-changed`;
   }
+  /** Core-NATS broadcast telling every ledger replica to forget a card it has cached (settings changed). */
+  cardsChanged(): string {
+    return `${this.root}.broadcast.cards-changed`;
+  }
   /** JetStream stream name for this root (stream names cannot contain dots). */
   streamName(): string {
     return `${this.root.replace(/[^A-Za-z0-9_-]/g, '_').toUpperCase()}_EVENTS`;

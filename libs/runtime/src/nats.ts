@@ -15,6 +15,9 @@ export async function connectNats(url: string, name: string, log: Logger): Promi
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     waitOnFirstConnect: true,
+    // Without this every request builds an Error with a stack trace in case it fails (~8 % of
+    // the gateway's CPU); a failed request is mapped to 503 without needing the trace.
+    noAsyncTraces: true,
   });
   void (async () => {
     for await (const s of nc.status()) {
@@ -125,7 +128,15 @@ async function handle(
 ): Promise<void> {
   const started = process.hrtime.bigint();
   const requestId = msg.headers?.get(REQUEST_ID_HEADER) || 'none';
-  const log = opts.log.child({ request_id: requestId, operation });
+  // The request's logger is made only when something is logged: most requests log nothing.
+  let child: Logger | undefined;
+  const ctx = {
+    meta: undefined as never,
+    requestId,
+    get log(): Logger {
+      return (child ??= opts.log.child({ request_id: requestId, operation }));
+    },
+  };
   let reply: ReplyMessage;
   try {
     const { meta, data } = codec.decode(msg.data) as { meta: never; data: unknown };
@@ -135,17 +146,18 @@ async function handle(
       if (!parsed.success) throw validationError(parsed.error);
       input = parsed.data;
     }
-    const out = await ep.handler(input as never, { meta, requestId, log });
+    ctx.meta = meta;
+    const out = await ep.handler(input as never, ctx);
     reply = out instanceof WithMessage ? { ok: true, data: out.data, message: out.message } : { ok: true, data: out };
   } catch (err) {
     if (err instanceof AppError) {
       reply = { ok: false, error: err.toBody() };
     } else if (isUnavailable(err)) {
       // Postgres (or another dependency) is restarting: a retryable 503, not a 500.
-      log.warn({ err: (err as Error).message }, 'dependency unavailable');
+      ctx.log.warn({ err: (err as Error).message }, 'dependency unavailable');
       reply = { ok: false, error: new AppError('service_unavailable').toBody() };
     } else {
-      log.error({ err }, 'handler failed');
+      ctx.log.error({ err }, 'handler failed');
       reply = { ok: false, error: new AppError('internal_error').toBody() };
     }
   }
@@ -154,7 +166,7 @@ async function handle(
   msg.respond(codec.encode(reply), { headers: h });
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   opts.metrics?.observeNats(operation, reply.ok ? 'ok' : reply.error.code, seconds);
-  log.debug({ ok: reply.ok, ms: Math.round(seconds * 1000) }, 'handled');
+  if (opts.log.isLevelEnabled('debug')) ctx.log.debug({ ok: reply.ok, ms: Math.round(seconds * 1000) }, 'handled');
 }
 
 /**

@@ -32,6 +32,33 @@ export async function ensureEventStream(nc: NatsConnection, subjects: Subjects):
   }
 }
 
+/** A domain event ready for the outbox: its id, subject and envelope. */
+export interface OutboxEvent {
+  id: string;
+  subject: string;
+  envelope: DomainEvent;
+}
+
+/** Build the envelope of a domain event of `service` (a fresh id, `<service>.<type>`). */
+export function eventEnvelope(
+  subjects: Subjects,
+  service: ServiceName,
+  event: { type: string; tenantId: number; data: Record<string, unknown>; occurredAt?: Date },
+): OutboxEvent {
+  const id = randomUUID();
+  return {
+    id,
+    subject: subjects.event(service, event.type),
+    envelope: {
+      id,
+      type: `${service}.${event.type}`,
+      tenant_id: event.tenantId,
+      occurred_at: (event.occurredAt ?? new Date()).toISOString(),
+      data: event.data,
+    },
+  };
+}
+
 /**
  * Write a domain event in the caller's transaction: it is published if and only if the change
  * it describes commits. Returns the event id.
@@ -43,16 +70,9 @@ export async function recordEvent(
   service: ServiceName,
   event: { type: string; tenantId: number; data: Record<string, unknown>; occurredAt?: Date },
 ): Promise<string> {
-  const id = randomUUID();
-  const envelope: DomainEvent = {
-    id,
-    type: `${service}.${event.type}`,
-    tenant_id: event.tenantId,
-    occurred_at: (event.occurredAt ?? new Date()).toISOString(),
-    data: event.data,
-  };
-  await db.query(`INSERT INTO ${schema}.outbox (id, subject, payload) VALUES ($1, $2, $3)`, [id, subjects.event(service, event.type), JSON.stringify(envelope)]);
-  return id;
+  const e = eventEnvelope(subjects, service, event);
+  await db.query(`INSERT INTO ${schema}.outbox (id, subject, payload) VALUES ($1, $2, $3)`, [e.id, e.subject, JSON.stringify(e.envelope)]);
+  return e.id;
 }
 
 /** SQL of the outbox table, for each service's first migration. */

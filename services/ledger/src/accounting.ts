@@ -1,20 +1,23 @@
 import { AppError, type Subjects } from '@loyalty/contracts';
-import { isUniqueViolation, runIdempotent, type Clock, type Pool, type PoolClient } from '@loyalty/runtime';
+import { isUniqueViolation, runIdempotent, type Clock, type Pool, type Queryable } from '@loyalty/runtime';
 import { refundDeduction, type BalanceWarningFigures } from './domain/formulas.ts';
 import type { JournalEvent } from './domain/journal.ts';
+import type { CardCache } from './card-cache.ts';
 import type { CallerMeta, IdentityClient } from './identity.ts';
 import type { MemberPins } from './member-pins.ts';
 import {
   appendJournal,
-  credit,
-  debitIfCovered,
   earnByReference,
   findBalance,
+  journalPage,
   lockAccount,
+  post,
   refundedOnReference,
   setBalance,
   type AccountKey,
   type JournalEntry,
+  type Movement,
+  type PostingEvent,
 } from './store/accounts.ts';
 
 export interface LedgerDeps {
@@ -22,6 +25,7 @@ export interface LedgerDeps {
   subjects: Subjects;
   clock: Clock;
   identity: IdentityClient;
+  cards: CardCache;
   pins: MemberPins;
   /** Called after a commit that wrote outbox events: the relay publishes them now. */
   eventsWritten: () => void;
@@ -56,19 +60,24 @@ export function accounting(deps: LedgerDeps) {
 
   return {
     /**
-     * Run a mutating operation in one transaction with its Idempotency-Key record (Stripe style:
+     * Run a mutating operation with its Idempotency-Key record in one transaction (Stripe style:
      * replay on the same key and parameters, 409 on other parameters). `source` keeps keys of
      * HTTP clients and of other services apart. `earnReference` turns a lost race on an earn's
-     * reference into a 409 naming the original transaction.
+     * reference into a 409 naming the original transaction. `oneStatement`: `fn` writes with a
+     * single statement (a posting), so without a key it needs no transaction around it and runs
+     * in one round trip; anything it reads after that statement is not part of the change.
      */
     async mutate<T>(
       meta: LedgerMeta,
-      opts: { operation: string; data: unknown; source: 'http' | 'service'; earnReference?: { cardId: number; reference: string } },
-      fn: (db: PoolClient) => Promise<T>,
+      opts: { operation: string; data: unknown; source: 'http' | 'service'; earnReference?: { cardId: number; reference: string }; oneStatement?: boolean },
+      fn: (db: Queryable) => Promise<T>,
     ): Promise<T> {
       const key = meta.idempotency_key === undefined ? undefined : `${opts.source}:${meta.idempotency_key}`;
       try {
-        const result = await runIdempotent(pool, { table: 'ledger.idempotency_keys', tenantId: meta.tenant_id, key, operation: opts.operation, data: opts.data }, fn);
+        const result =
+          key === undefined && opts.oneStatement
+            ? await fn(pool)
+            : await runIdempotent(pool, { table: 'ledger.idempotency_keys', tenantId: meta.tenant_id, key, operation: opts.operation, data: opts.data }, fn);
         deps.eventsWritten();
         return result;
       } catch (err) {
@@ -79,38 +88,16 @@ export function accounting(deps: LedgerDeps) {
       }
     },
 
-    /** Credit an earn; its reference (if any) must not have been used by an earn on the card. */
-    async earn(
-      db: PoolClient,
-      k: AccountKey,
-      e: { event: JournalEvent; amount: number; purchaseCents: number; reference?: string; metadata?: Record<string, unknown>; at: Date },
-    ): Promise<Posting> {
-      if (e.reference !== undefined) {
-        const used = await earnByReference(db, k.cardId, e.reference);
-        if (used) throw duplicateReference(used.id);
-      }
-      const { previous, balance } = await credit(db, k, e.amount, e.at);
-      const entry = await appendJournal(db, k, { ...e, balanceAfter: balance });
-      return { entry, previous, balance };
-    },
-
-    /** Credit without a purchase (a referral bonus). */
-    async credit(db: PoolClient, k: AccountKey, e: { event: JournalEvent; amount: number; reference?: string; metadata?: Record<string, unknown>; at: Date }): Promise<Posting> {
-      const { previous, balance } = await credit(db, k, e.amount, e.at);
-      const entry = await appendJournal(db, k, { ...e, balanceAfter: balance });
-      return { entry, previous, balance };
-    },
-
-    /** Debit only when the balance covers it; undefined (and nothing written) otherwise. */
-    async debit(
-      db: PoolClient,
-      k: AccountKey,
-      e: { event: JournalEvent; amount: number; reference?: string; rewardId?: number; metadata?: Record<string, unknown>; at: Date },
-    ): Promise<Posting | undefined> {
-      const moved = await debitIfCovered(db, k, e.amount, e.at);
-      if (!moved) return undefined;
-      const entry = await appendJournal(db, k, { ...e, amount: -e.amount, balanceAfter: moved.balance });
-      return { entry, ...moved };
+    /**
+     * Credit (an earn, a bonus) or debit (only when the balance covers it) an account with its
+     * journal row and its event, in one statement. An earn's reference is unique per card
+     * (journal_earn_reference): a second earn with it fails as a whole and `mutate` answers 409.
+     * undefined: a debit the balance did not cover; nothing was written.
+     */
+    async post(db: Queryable, k: AccountKey, direction: 'credit' | 'debit', m: Movement, event: PostingEvent): Promise<Posting | undefined> {
+      const entry = await post(db, k, direction, m, event);
+      if (!entry) return undefined;
+      return { entry, previous: entry.balance_after - entry.amount, balance: entry.balance_after };
     },
 
     /**
@@ -118,7 +105,7 @@ export function accounting(deps: LedgerDeps) {
      * by `reference` earned minus what refunds on it already deducted, and by the balance.
      */
     async refund(
-      db: PoolClient,
+      db: Queryable,
       k: AccountKey,
       e: { event: JournalEvent; requested: number; refundCents: number; reference?: string; at: Date },
     ): Promise<Posting & { deducted: number; warning: BalanceWarningFigures | null }> {
@@ -144,6 +131,14 @@ export function accounting(deps: LedgerDeps) {
       if (balance !== undefined) return balance;
       await deps.identity.mustExist(meta, memberId);
       return 0;
+    },
+
+    /** A history page; a member without an account on the card gets an empty one if identity knows it. */
+    async historyPage(meta: LedgerMeta, cardId: number, memberId: number, limit: number, offset: number): Promise<{ entries: JournalEntry[]; total: number }> {
+      const page = await journalPage(pool, cardId, memberId, limit, offset);
+      if (page) return page;
+      await deps.identity.mustExist(meta, memberId);
+      return { entries: [], total: 0 };
     },
 
     /** The member of a refund: an account on the card proves a member_id; otherwise identity decides. */

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { AppError, type CardSummary, type RewardSummary } from '@loyalty/contracts';
-import { isUniqueViolation, type Pool, type Queryable } from '@loyalty/runtime';
+import { isUniqueViolation, type Pool } from '@loyalty/runtime';
 import { decimal, decimalNumber, decimalText, fromCents, parseDecimal, toCents } from './domain/money.ts';
+import type { CardCache } from './card-cache.ts';
 import type { CashbackRule } from './domain/formulas.ts';
 import { findCard, findReward, insertCard, insertReward, listCards, listRewards, updateCard, updateReward, type Card, type Reward } from './store/cards.ts';
 
@@ -86,8 +87,8 @@ export function cashbackRule(c: Card): CashbackRule {
 // ---- lookups ------------------------------------------------------------------------------------
 
 /** The tenant's card of the given kind: card_not_found (also for a foreign card), wrong_card_type. */
-export async function cardOfKind(db: Queryable, tenantId: number, cardId: number, kind: 'cashback' | 'points'): Promise<Card> {
-  const card = await findCard(db, tenantId, cardId);
+export async function cardOfKind(cards: CardCache, tenantId: number, cardId: number, kind: 'cashback' | 'points'): Promise<Card> {
+  const card = await cards.get(tenantId, cardId);
   if (!card) throw new AppError('card_not_found');
   if (card.reward_system !== kind) {
     throw new AppError('wrong_card_type', `Card ${cardId} is a ${card.reward_system} card; this operation needs a ${kind} card.`, {
@@ -137,7 +138,7 @@ function applySettings(card: Card, d: CardSettingsInput): void {
 }
 
 /** Operator provisioning of cards and rewards (tenant from the path), and lookups for other services. */
-export function cardCatalogue(pool: Pool) {
+export function cardCatalogue(pool: Pool, changed: (cardId: number) => void = () => undefined) {
   async function cardOrFail(tenantId: number, cardId: number): Promise<Card> {
     const card = await findCard(pool, tenantId, cardId);
     if (!card) throw new AppError('card_not_found');
@@ -178,7 +179,9 @@ export function cardCatalogue(pool: Pool) {
     async updateCard(d: CardSettingsInput & { tenant_id: number; card_id: number }) {
       const card = await cardOrFail(d.tenant_id, d.card_id);
       applySettings(card, d);
-      return { card: cardRecord(await updateCard(pool, card)) };
+      const saved = await updateCard(pool, card);
+      changed(card.id); // every replica forgets its cached copy
+      return { card: cardRecord(saved) };
     },
 
     async listCards(d: { tenant_id: number }) {

@@ -5,15 +5,15 @@ import { cardOfKind, cashbackConfigView, cashbackRule } from './card-catalogue.t
 import { cashbackFor } from './domain/formulas.ts';
 import { cashbackEntryType } from './domain/journal.ts';
 import { fromCents, toCents } from './domain/money.ts';
-import { recordJournalEvent } from './events.ts';
-import { findBalance, journalPage } from './store/accounts.ts';
+import { postingEvent, recordJournalEvent } from './events.ts';
+import { findBalance } from './store/accounts.ts';
 
 type MemberRef = { member_id?: number; email?: string; phone?: string };
 
 /** Interface section 4.2: cashback earn, redeem, balance, history and refund. Money is cents inside. */
 export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
-  const { pool, subjects, clock } = deps;
-  const cashbackCard = (meta: LedgerMeta, cardId: number) => cardOfKind(pool, meta.tenant_id, cardId, 'cashback');
+  const { subjects, clock } = deps;
+  const cashbackCard = (meta: LedgerMeta, cardId: number) => cardOfKind(deps.cards, meta.tenant_id, cardId, 'cashback');
 
   return {
     async earn(
@@ -28,26 +28,23 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
       const percentage = cashbackConfigView(card).cashback_percentage;
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: member.id };
       const earnReference = d.reference === undefined ? undefined : { cardId: card.id, reference: d.reference };
-      return books.mutate(meta, { operation: 'cashback.earn', data: d, source: 'http', earnReference }, async (db) => {
+      return books.mutate(meta, { operation: 'cashback.earn', data: d, source: 'http', earnReference, oneStatement: true }, async (db) => {
         const at = clock.now();
-        const p = await books.earn(db, k, { event: 'cashback_earned', amount: earned, purchaseCents, reference: d.reference, metadata: d.metadata, at });
-        await recordJournalEvent(db, subjects, {
+        const event = postingEvent(subjects, 'cents', {
           tenantId: meta.tenant_id,
           event: 'cashback_earned',
           at,
           data: {
             member_id: member.id,
             card_id: card.id,
-            transaction_id: p.entry.id,
             amount: fromCents(earned),
             purchase_amount: fromCents(purchaseCents),
             cashback_percentage: percentage,
-            previous_balance: fromCents(p.previous),
-            new_balance: fromCents(p.balance),
             currency: card.currency,
             reference: d.reference ?? null,
           },
         });
+        const p = (await books.post(db, k, 'credit', { event: 'cashback_earned', amount: earned, purchaseCents, reference: d.reference, metadata: d.metadata, at }, event))!;
         return {
           transaction_id: p.entry.id,
           purchase_amount: fromCents(purchaseCents),
@@ -72,28 +69,19 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId };
       // The PIN is a credential, not a parameter: it never goes into the idempotency record.
       const { pin: _pin, ...parameters } = d;
-      return books.mutate(meta, { operation: 'cashback.redeem', data: { ...parameters, member_id: memberId }, source: 'http' }, async (db) => {
+      return books.mutate(meta, { operation: 'cashback.redeem', data: { ...parameters, member_id: memberId }, source: 'http', oneStatement: true }, async (db) => {
         const at = clock.now();
-        const p = await books.debit(db, k, { event: 'cashback_redeemed', amount: cents, reference: d.reference, at });
+        const event = postingEvent(subjects, 'cents', {
+          tenantId: meta.tenant_id,
+          event: 'cashback_redeemed',
+          at,
+          data: { member_id: memberId, card_id: card.id, amount: fromCents(cents), currency: card.currency, reference: d.reference ?? null },
+        });
+        const p = await books.post(db, k, 'debit', { event: 'cashback_redeemed', amount: cents, reference: d.reference, at }, event);
         if (!p) {
           const balance = (await findBalance(db, card.id, memberId)) ?? 0;
           throw new AppError('insufficient_balance', undefined, { cashback_balance: fromCents(balance), requested: fromCents(cents) });
         }
-        await recordJournalEvent(db, subjects, {
-          tenantId: meta.tenant_id,
-          event: 'cashback_redeemed',
-          at,
-          data: {
-            member_id: memberId,
-            card_id: card.id,
-            transaction_id: p.entry.id,
-            amount: fromCents(cents),
-            previous_balance: fromCents(p.previous),
-            new_balance: fromCents(p.balance),
-            currency: card.currency,
-            reference: d.reference ?? null,
-          },
-        });
         return {
           transaction_id: p.entry.id,
           amount_redeemed: fromCents(cents),
@@ -171,8 +159,7 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
 
     async history(d: { card_id: number; member_id: number; limit: number; offset: number }, meta: LedgerMeta) {
       const card = await cashbackCard(meta, d.card_id);
-      await books.balanceOf(meta, card.id, d.member_id);
-      const { entries, total } = await journalPage(pool, card.id, d.member_id, d.limit, d.offset);
+      const { entries, total } = await books.historyPage(meta, card.id, d.member_id, d.limit, d.offset);
       return {
         card_id: card.id,
         member_id: d.member_id,

@@ -7,6 +7,10 @@ export const LedgerConfig = z.object({
   OPS_PORT: z.coerce.number().int().min(0).max(65535).default(9102),
   /** How long a call to identity (finding or creating the member of an earn) may take before it counts as unavailable. */
   REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
+  /** How long a card's settings are used from memory (an update on any replica evicts them at once); 0 = always read. */
+  CARD_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
+  /** How long a member found by id is remembered (members are never changed or removed); 0 = always ask identity. */
+  MEMBER_CACHE_TTL_MS: z.coerce.number().int().min(0).default(60_000),
   /** Wrong PINs in a row that lock a member's PIN redemption. */
   PIN_MAX_ATTEMPTS: z.coerce.number().int().positive().default(5),
   /** How long PIN redemption stays locked after too many wrong PINs. */

@@ -5,8 +5,8 @@ import { cardOfKind } from './card-catalogue.ts';
 import { pointsFor } from './domain/formulas.ts';
 import type { JournalEvent } from './domain/journal.ts';
 import { fromCents, parseDecimal, toCents } from './domain/money.ts';
-import { recordJournalEvent } from './events.ts';
-import { findBalance, journalPage } from './store/accounts.ts';
+import { postingEvent, recordJournalEvent } from './events.ts';
+import { findBalance } from './store/accounts.ts';
 import { findReward } from './store/cards.ts';
 
 type MemberRef = { member_id?: number; email?: string; phone?: string };
@@ -17,7 +17,7 @@ type MemberRef = { member_id?: number; email?: string; phone?: string };
  */
 export function pointsProduct(deps: LedgerDeps, books: Accounting) {
   const { pool, subjects, clock } = deps;
-  const pointsCard = (meta: LedgerMeta, cardId: number) => cardOfKind(pool, meta.tenant_id, cardId, 'points');
+  const pointsCard = (meta: LedgerMeta, cardId: number) => cardOfKind(deps.cards, meta.tenant_id, cardId, 'points');
 
   function insufficient(balance: number, required: number): AppError {
     return new AppError('insufficient_points', undefined, { points_balance: balance, points_required: required });
@@ -35,25 +35,16 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
       const points = pointsFor(purchaseCents, parseDecimal(card.points_ratio!));
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: member.id };
       const earnReference = d.reference === undefined ? undefined : { cardId: card.id, reference: d.reference };
-      return books.mutate(meta, { operation: 'points.earn', data: d, source: 'http', earnReference }, async (db) => {
+      return books.mutate(meta, { operation: 'points.earn', data: d, source: 'http', earnReference, oneStatement: true }, async (db) => {
         const at = clock.now();
-        const p = await books.earn(db, k, { event: 'staff_added_points', amount: points, purchaseCents, reference: d.reference, metadata: d.metadata, at });
         // Identity mails the member on this event (once, even if it is delivered again).
-        await recordJournalEvent(db, subjects, {
+        const event = postingEvent(subjects, 'points', {
           tenantId: meta.tenant_id,
           event: 'staff_added_points',
           at,
-          data: {
-            member_id: member.id,
-            card_id: card.id,
-            transaction_id: p.entry.id,
-            points,
-            purchase_amount: fromCents(purchaseCents),
-            previous_balance: p.previous,
-            new_balance: p.balance,
-            reference: d.reference ?? null,
-          },
+          data: { member_id: member.id, card_id: card.id, points, purchase_amount: fromCents(purchaseCents), reference: d.reference ?? null },
         });
+        const p = (await books.post(db, k, 'credit', { event: 'staff_added_points', amount: points, purchaseCents, reference: d.reference, metadata: d.metadata, at }, event))!;
         return {
           transaction_id: p.entry.id,
           points_earned: points,
@@ -76,26 +67,16 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
       if (!reward) throw new AppError('reward_not_found');
       if (!reward.active) throw new AppError('reward_inactive');
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId };
-      return books.mutate(meta, { operation: 'points.redeem', data: { ...d, member_id: memberId }, source: 'http' }, async (db) => {
+      return books.mutate(meta, { operation: 'points.redeem', data: { ...d, member_id: memberId }, source: 'http', oneStatement: true }, async (db) => {
         const at = clock.now();
-        const p = await books.debit(db, k, { event: 'staff_redeemed_reward', amount: reward.points_cost, reference: d.reference, rewardId: reward.id, at });
-        if (!p) throw insufficient((await findBalance(db, card.id, memberId)) ?? 0, reward.points_cost);
-        await recordJournalEvent(db, subjects, {
+        const event = postingEvent(subjects, 'points', {
           tenantId: meta.tenant_id,
           event: 'staff_redeemed_reward',
           at,
-          data: {
-            member_id: memberId,
-            card_id: card.id,
-            transaction_id: p.entry.id,
-            points: reward.points_cost,
-            reward_id: reward.id,
-            reward_name: reward.name,
-            previous_balance: p.previous,
-            new_balance: p.balance,
-            reference: d.reference ?? null,
-          },
+          data: { member_id: memberId, card_id: card.id, points: reward.points_cost, reward_id: reward.id, reward_name: reward.name, reference: d.reference ?? null },
         });
+        const p = await books.post(db, k, 'debit', { event: 'staff_redeemed_reward', amount: reward.points_cost, reference: d.reference, rewardId: reward.id, at }, event);
+        if (!p) throw insufficient((await findBalance(db, card.id, memberId)) ?? 0, reward.points_cost);
         return {
           transaction_id: p.entry.id,
           reward_id: reward.id,
@@ -163,8 +144,7 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
 
     async history(d: { card_id: number; member_id: number; limit: number; offset: number }, meta: LedgerMeta) {
       const card = await pointsCard(meta, d.card_id);
-      await books.balanceOf(meta, card.id, d.member_id);
-      const { entries, total } = await journalPage(pool, card.id, d.member_id, d.limit, d.offset);
+      const { entries, total } = await books.historyPage(meta, card.id, d.member_id, d.limit, d.offset);
       return {
         card_id: card.id,
         member_id: d.member_id,
@@ -188,26 +168,22 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
       }
       const card = await pointsCard(meta, d.card_id);
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: d.member_id };
-      return books.mutate(meta, { operation: `internal.points.${direction}`, data: d, source: 'service' }, async (db) => {
+      return books.mutate(meta, { operation: `internal.points.${direction}`, data: d, source: 'service', oneStatement: true }, async (db) => {
         const at = clock.now();
-        const movement = { event: d.event, amount: d.points, reference: d.reference, metadata: d.metadata, at };
-        const p = direction === 'credit' ? await books.credit(db, k, movement) : await books.debit(db, k, movement);
-        if (!p) throw insufficient((await findBalance(db, card.id, d.member_id)) ?? 0, d.points);
-        await recordJournalEvent(db, subjects, {
+        const event = postingEvent(subjects, 'points', {
           tenantId: meta.tenant_id,
           event: d.event,
           at,
           data: {
             member_id: d.member_id,
             card_id: card.id,
-            transaction_id: p.entry.id,
             points: direction === 'credit' ? d.points : -d.points,
-            previous_balance: p.previous,
-            new_balance: p.balance,
             reference: d.reference ?? null,
             ...(d.metadata ? { metadata: d.metadata } : {}),
           },
         });
+        const p = await books.post(db, k, direction, { event: d.event, amount: d.points, reference: d.reference, metadata: d.metadata, at }, event);
+        if (!p) throw insufficient((await findBalance(db, card.id, d.member_id)) ?? 0, d.points);
         return { transaction_id: p.entry.id, points: d.points, previous_balance: p.previous, new_balance: p.balance };
       });
     },

@@ -1,5 +1,6 @@
-import { ensureEventStream, OutboxRelay, packageDir, pingEndpoint, runService, systemClock, type Clock, type Logger, type RunningService } from '@loyalty/runtime';
+import { ensureEventStream, jsonCodec, OutboxRelay, packageDir, pingEndpoint, runService, systemClock, type Clock, type Logger, type RunningService } from '@loyalty/runtime';
 import { accounting } from './accounting.ts';
+import { CardCache } from './card-cache.ts';
 import { cardCatalogue } from './card-catalogue.ts';
 import { cashbackProduct } from './cashback.ts';
 import type { LedgerConfig } from './config.ts';
@@ -28,23 +29,42 @@ export async function startLedger(config: LedgerConfig, opts: LedgerOptions = {}
       await ensureEventStream(nc, subjects);
       const relay = new OutboxRelay({ pool, nc, schema: 'ledger', log, metrics });
       const clock = opts.clock ?? systemClock;
+      // Cards are cached per replica; a replica that changes a card tells every other one.
+      const cards = new CardCache(pool, config.CARD_CACHE_TTL_MS);
+      const cardChanges = nc.subscribe(subjects.cardsChanged(), {
+        callback: (_err, msg) => {
+          try {
+            cards.forget((msg.json() as { card_id: number }).card_id);
+          } catch {
+            /* a malformed broadcast changes nothing */
+          }
+        },
+      });
+      const cardChanged = (cardId: number) => {
+        cards.forget(cardId);
+        nc.publish(subjects.cardsChanged(), jsonCodec.encode({ card_id: cardId }));
+      };
       const pins = memberPins({ pool, clock, policy: { maxAttempts: config.PIN_MAX_ATTEMPTS, lockMs: config.PIN_LOCK_MINUTES * 60_000 } });
       const deps = {
         pool,
         subjects,
         clock,
         pins,
-        identity: identityClient(nc, subjects, config.REQUEST_TIMEOUT_MS),
+        cards,
+        identity: identityClient(nc, subjects, config.REQUEST_TIMEOUT_MS, config.MEMBER_CACHE_TTL_MS),
         eventsWritten: () => relay.wake(),
       };
       const books = accounting(deps);
       relay.start();
       return {
         endpoints: {
-          ...ledgerEndpoints({ cards: cardCatalogue(pool), cashback: cashbackProduct(deps, books), points: pointsProduct(deps, books), pins }),
+          ...ledgerEndpoints({ cards: cardCatalogue(pool, cardChanged), cashback: cashbackProduct(deps, books), points: pointsProduct(deps, books), pins }),
           'system.ping': pingEndpoint('ledger', SERVICE_VERSION),
         },
-        stop: () => relay.stop(),
+        stop: async () => {
+          cardChanges.unsubscribe();
+          await relay.stop();
+        },
       };
     },
   });

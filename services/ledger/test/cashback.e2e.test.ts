@@ -71,6 +71,41 @@ describe('earn', () => {
     expect(byEmail.body.data).toMatchObject({ member_id: memberId, is_new_member: false, purchase_amount: 20.1, cashback_earned: 1.01, new_balance: 3 });
   });
 
+  it('records the cashback_earned event with the transaction, both balances in currency units and the currency', async () => {
+    const memberId = await newMember(20); // 1.00
+    const r = await earn({ member_id: memberId, purchase_amount: 25.1, reference: `evt-${memberId}` }); // 1.255 -> 1.26
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const { rows } = await sys.db.query<{ subject: string; payload: { type: string; tenant_id: number; data: Record<string, unknown> } }>(
+      `SELECT subject, payload FROM ledger.outbox WHERE payload->'data'->>'transaction_id' = $1`,
+      [String(r.body.data!.transaction_id)],
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.subject).toMatch(/\.events\.ledger\.cashback_earned$/);
+    expect(rows[0]!.payload).toMatchObject({ type: 'ledger.cashback_earned', tenant_id: tenantId });
+    expect(rows[0]!.payload.data).toEqual({
+      member_id: memberId,
+      card_id: card,
+      transaction_id: r.body.data!.transaction_id,
+      amount: 1.26,
+      purchase_amount: 25.1,
+      cashback_percentage: 5,
+      previous_balance: 1,
+      new_balance: 2.26,
+      currency: 'EUR',
+      reference: `evt-${memberId}`,
+      event: 'cashback_earned',
+    });
+  });
+
+  it('uses a changed card setting from the next earn on (the cached card is forgotten)', async () => {
+    const own = await cashbackCard(sys, tenantId, { cashback_min_amount: 0, cashback_max_amount: null });
+    const first = await earn({ card_id: own, email: email('cfg'), purchase_amount: 100 });
+    expect(first.body.data).toMatchObject({ cashback_percentage: 5, cashback_earned: 5 });
+    await sys.admin('POST', `/admin/v1/tenants/${tenantId}/cards/${own}`, { cashback_config: { cashback_percentage: 7.5 } });
+    const second = await earn({ card_id: own, member_id: first.body.data!.member_id, purchase_amount: 100 });
+    expect(second.body.data).toMatchObject({ cashback_percentage: 7.5, cashback_earned: 7.5, new_balance: 12.5 });
+  });
+
   it('creates a member by phone', async () => {
     const phone = `+1888${String(Date.now()).slice(-7)}`;
     const r = await earn({ phone, member_name: 'Phone Only', purchase_amount: 40 });

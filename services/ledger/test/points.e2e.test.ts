@@ -106,7 +106,7 @@ describe('earn', () => {
       }
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    expect(data).toMatchObject({ member_id: r.body.data!.member_id, card_id: card, points: 42, new_balance: 42, reference: 'evt-1', event: 'staff_added_points' });
+    expect(data).toMatchObject({ member_id: r.body.data!.member_id, card_id: card, points: 42, previous_balance: 0, new_balance: 42, reference: 'evt-1', event: 'staff_added_points' });
   });
 
   it('sends no second mail when the event is delivered again', async () => {
