@@ -6,6 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { serviceNodeOptions } from './node-flags.mjs';
 import { checkNode, ensureInfrastructure, ensurePnpm, fail, installDependencies, reachable, root, run, step } from './bootstrap.mjs';
 
 const PORT = Number(process.env.PORT ?? 3000);
@@ -98,7 +99,7 @@ const services = [
 ];
 for (const [name, opsPort] of services) {
   step(`starting ${name} (ops port ${opsPort}, log var/log/${name}.log)`);
-  launch(name, [`services/${name}/dist/main.js`], { OPS_PORT: String(opsPort) });
+  launch(name, [`services/${name}/dist/main.js`], { OPS_PORT: String(opsPort), NODE_OPTIONS: serviceNodeOptions() });
 }
 
 async function waitReady(url, what, seconds = 60) {
@@ -117,7 +118,7 @@ async function waitReady(url, what, seconds = 60) {
 
 for (const [name, opsPort] of services) await waitReady(`http://127.0.0.1:${opsPort}/readyz`, name);
 step(`starting the gateway on port ${PORT} (ops port 9100, log var/log/gateway.log)`);
-launch('gateway', ['services/gateway/dist/main.js'], { OPS_PORT: '9100' });
+launch('gateway', ['services/gateway/dist/main.js'], { OPS_PORT: '9100', NODE_OPTIONS: serviceNodeOptions() });
 await waitReady(`http://127.0.0.1:${PORT}/healthz`, 'gateway');
 
 step('seeding the demo (idempotent)');

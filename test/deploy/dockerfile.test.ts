@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SERVICE_NODE_OPTIONS } from '../../scripts/node-flags.mjs';
 import { defaultOpsPort, root, serviceNames } from './service-configs.ts';
 
 interface Instruction {
@@ -107,6 +108,17 @@ describe('deploy/Dockerfile', () => {
   });
 });
 
+describe('the heap flags of the image', () => {
+  it('are the services\' production flags of scripts/node-flags.mjs, and valid for node', () => {
+    const env = one(final, 'ENV');
+    const given = /NODE_OPTIONS="([^"]*)"/.exec(env)?.[1];
+    expect(given).toBe(SERVICE_NODE_OPTIONS);
+    const r = spawnSync(process.execPath, ['-e', 'console.log(require("v8").getHeapStatistics().heap_size_limit)'], { env: { NODE_OPTIONS: given }, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(Number(r.stdout) / 2 ** 20).toBeLessThan(150); // the heap limit V8 derives from them
+  });
+});
+
 describe('the HEALTHCHECK and CMD of the image, run with node and sh', () => {
   let server: http.Server;
   let port: number;
@@ -171,7 +183,7 @@ describe('.dockerignore', () => {
   });
 
   it('keeps what the build needs', () => {
-    for (const needed of ['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', '.npmrc', 'libs', 'services', 'scripts', 'deploy/Dockerfile']) {
+    for (const needed of ['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', '.npmrc', 'patches', 'libs', 'services', 'scripts', 'deploy/Dockerfile']) {
       expect(ignored, needed).not.toContain(needed);
     }
   });

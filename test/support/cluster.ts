@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { serviceNodeOptions } from '../../scripts/node-flags.mjs';
 import { freePort } from './private-servers.ts';
 
 /**
@@ -45,7 +46,8 @@ export class Replica {
     this.exitSignal = null;
     const child = spawn(process.execPath, [path.join(repoRoot, 'services', this.service, 'dist', 'main.js')], {
       cwd: repoRoot,
-      env: { ...process.env, ...this.env, OPS_PORT: String(this.opsPort), OPS_HOST: '127.0.0.1', ...(this.port ? { PORT: String(this.port), HOST: '127.0.0.1' } : {}) },
+      // The services' production heap flags (scripts/node-flags.mjs) before any the caller sets.
+      env: { ...process.env, ...this.env, NODE_OPTIONS: serviceNodeOptions(this.env.NODE_OPTIONS ?? process.env.NODE_OPTIONS), OPS_PORT: String(this.opsPort), OPS_HOST: '127.0.0.1', ...(this.port ? { PORT: String(this.port), HOST: '127.0.0.1' } : {}) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout!.pipe(log);

@@ -1,0 +1,2 @@
+export declare const SERVICE_NODE_OPTIONS: string;
+export declare function serviceNodeOptions(extra?: string): string;
