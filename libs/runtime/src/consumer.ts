@@ -1,4 +1,4 @@
-import { AckPolicy, DeliverPolicy, type ConsumerMessages, type NatsConnection } from 'nats';
+import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg, type NatsConnection } from 'nats';
 import type { DomainEvent, Subjects } from '@loyalty/contracts';
 import { withTransaction, type Pool, type PoolClient } from './db.ts';
 import type { Logger } from './logger.ts';
@@ -37,6 +37,8 @@ export class EventConsumer {
       log: Logger;
       metrics?: Metrics;
       handle: (event: DomainEvent, db: PoolClient) => Promise<void>;
+      /** Events handled at once (each in its own transaction); 1 keeps the stream's order. */
+      concurrency?: number;
     },
   ) {
     opts.metrics?.gauge(`loyalty_consumer_pending_${opts.durable.replace(/[^a-zA-Z0-9_]/g, '_')}`, `Events not yet delivered to consumer ${opts.durable} (lag)`, async () => {
@@ -71,7 +73,9 @@ export class EventConsumer {
         });
     }
     const consumer = await this.opts.nc.jetstream().consumers.get(stream, durable);
-    this.messages = await consumer.consume({ max_messages: 64 });
+    const concurrency = Math.max(1, this.opts.concurrency ?? 1);
+    this.messages = await consumer.consume({ max_messages: Math.max(64, concurrency * 2) });
+    const running = new Set<Promise<void>>();
     this.loop = (async () => {
       for await (const msg of this.messages!) {
         // Stopping: hand what is still buffered back to the server for another replica. The loop
@@ -80,30 +84,38 @@ export class EventConsumer {
           msg.nak();
           continue;
         }
-        let event: DomainEvent;
-        try {
-          event = msg.json<DomainEvent>();
-        } catch {
-          this.opts.log.error({ subject: msg.subject }, 'undecodable event dropped');
-          msg.term();
-          continue;
-        }
-        try {
-          await withTransaction(this.opts.pool, async (db) => {
-            const fresh = await db.query(
-              `INSERT INTO ${this.opts.schema}.processed_events (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
-              [this.opts.durable, event.id],
-            );
-            if (fresh.rowCount === 0) return; // seen before: a redelivery has no second effect
-            await this.opts.handle(event, db);
-          });
-          msg.ack();
-        } catch (err) {
-          this.opts.log.warn({ err: (err as Error).message, event: event.id, type: event.type }, 'event handling failed; will be redelivered');
-          msg.nak(2_000);
-        }
+        const task = this.process(msg).finally(() => running.delete(task));
+        running.add(task);
+        if (running.size >= concurrency) await Promise.race(running);
       }
+      await Promise.all(running);
     })();
+  }
+
+  /** Handle one event at most once (see the class comment) and acknowledge it; never throws. */
+  private async process(msg: JsMsg): Promise<void> {
+    let event: DomainEvent;
+    try {
+      event = msg.json<DomainEvent>();
+    } catch {
+      this.opts.log.error({ subject: msg.subject }, 'undecodable event dropped');
+      msg.term();
+      return;
+    }
+    try {
+      await withTransaction(this.opts.pool, async (db) => {
+        const fresh = await db.query(`INSERT INTO ${this.opts.schema}.processed_events (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [
+          this.opts.durable,
+          event.id,
+        ]);
+        if (fresh.rowCount === 0) return; // seen before: a redelivery has no second effect
+        await this.opts.handle(event, db);
+      });
+      msg.ack();
+    } catch (err) {
+      this.opts.log.warn({ err: (err as Error).message, event: event.id, type: event.type }, 'event handling failed; will be redelivered');
+      msg.nak(2_000);
+    }
   }
 
   async stop(): Promise<void> {

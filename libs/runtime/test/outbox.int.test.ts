@@ -77,6 +77,45 @@ it('publishes committed events once, drops rolled-back ones, and a consumer acts
   expect(processed.rows[0].n).toBe(3);
 });
 
+it('handles up to `concurrency` events at once, each once, a duplicate delivered alongside included', async () => {
+  let running = 0;
+  let most = 0;
+  const seen: string[] = [];
+  const consumer = new EventConsumer({
+    nc,
+    subjects,
+    pool,
+    schema: 'svc',
+    durable: 'test-concurrent',
+    filterSubject: subjects.event('ledger', 'cashback_earned'),
+    log,
+    concurrency: 4,
+    handle: async (event) => {
+      running += 1;
+      most = Math.max(most, running);
+      await new Promise((r) => setTimeout(r, 50));
+      seen.push(event.id);
+      running -= 1;
+    },
+  });
+  await consumer.start();
+  const js = nc.jetstream();
+  const ids: string[] = [];
+  for (let i = 0; i < 12; i++) {
+    const id = `concurrent-${i}-${subjects.root}`;
+    ids.push(id);
+    const body = JSON.stringify({ id, type: 'ledger.cashback_earned', tenant_id: 1, occurred_at: new Date().toISOString(), data: { i } });
+    await js.publish(subjects.event('ledger', 'cashback_earned'), body, { msgID: id });
+    if (i === 5) await js.publish(subjects.event('ledger', 'cashback_earned'), body, { msgID: `${id}-again` }); // same event, another message
+  }
+  await until(() => seen.length >= 12);
+  await new Promise((r) => setTimeout(r, 300));
+  await consumer.stop();
+  expect([...seen].sort()).toEqual([...ids].sort());
+  expect(most).toBeGreaterThan(1);
+  expect(most).toBeLessThanOrEqual(4);
+});
+
 async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {

@@ -10,6 +10,8 @@ export const IdentityConfig = z.object({
   /** Sandbox tenants' mail goes here (a sink); defaults to SMTP_URL. */
   SANDBOX_SMTP_URL: z.string().optional(),
   MAIL_FROM: z.string().default('Loyalty <no-reply@loyalty.local>'),
+  /** Notification mails sent at once per event type, over as many pooled SMTP connections. */
+  MAIL_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
   /** Key of the HMAC under which one-time codes are stored. */
   OTP_SECRET: z.string().min(16, 'must be at least 16 characters'),
   OTP_TTL_MINUTES: z.coerce.number().int().positive().default(10),

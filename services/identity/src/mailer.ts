@@ -16,8 +16,10 @@ export class Mailer {
     sandboxUrl: string,
     private readonly from: string,
     private readonly log: Logger,
+    connections = 4,
   ) {
-    const opts = { connectionTimeout: 5_000, greetingTimeout: 5_000, socketTimeout: 10_000 };
+    // Pooled: connections stay open between mails instead of a new SMTP session per mail.
+    const opts = { pool: true, maxConnections: connections, connectionTimeout: 5_000, greetingTimeout: 5_000, socketTimeout: 10_000 };
     this.live = nodemailer.createTransport(liveUrl, opts);
     this.sandbox = sandboxUrl === liveUrl ? this.live : nodemailer.createTransport(sandboxUrl, opts);
   }

@@ -31,7 +31,7 @@ export async function startIdentity(config: IdentityConfig, opts: { clock?: Cloc
     log: opts.log,
     migrationsDir: packageDir(import.meta.url, '../migrations'),
     async setup({ pool, nc, subjects, log, metrics }) {
-      const mailer = new Mailer(config.SMTP_URL, config.SANDBOX_SMTP_URL ?? config.SMTP_URL, config.MAIL_FROM, log);
+      const mailer = new Mailer(config.SMTP_URL, config.SANDBOX_SMTP_URL ?? config.SMTP_URL, config.MAIL_FROM, log, config.MAIL_CONCURRENCY);
       const authDeps = {
         pool,
         clock: opts.clock ?? systemClock,
@@ -62,6 +62,8 @@ export async function startIdentity(config: IdentityConfig, opts: { clock?: Cloc
           log,
           metrics,
           handle: notificationHandler(mailer, log),
+          // Mails wait on the mail server, not on the CPU: several at once over pooled connections.
+          concurrency: config.MAIL_CONCURRENCY,
         });
       });
       for (const c of consumers) await c.start();
