@@ -11,11 +11,17 @@ export interface CapturedMail {
 /** A real SMTP server inside the test: the services send to it over TCP and the test reads what arrived. */
 export class MailSink {
   readonly messages: CapturedMail[] = [];
+  /** SMTP connections opened to this sink so far. */
+  connections = 0;
   private waiters: (() => void)[] = [];
   private server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS'],
     logger: false,
+    onConnect: (_session, callback) => {
+      this.connections += 1;
+      callback();
+    },
     onData: (stream, _session, callback) => {
       simpleParser(stream)
         .then((mail) => {

@@ -31,7 +31,10 @@ export async function startIdentity(config: IdentityConfig, opts: { clock?: Cloc
     log: opts.log,
     migrationsDir: packageDir(import.meta.url, '../migrations'),
     async setup({ pool, nc, subjects, log, metrics }) {
-      const mailer = new Mailer(config.SMTP_URL, config.SANDBOX_SMTP_URL ?? config.SMTP_URL, config.MAIL_FROM, log, config.MAIL_CONCURRENCY);
+      const mailer = new Mailer(config.SMTP_URL, config.SANDBOX_SMTP_URL ?? config.SMTP_URL, config.MAIL_FROM, log, {
+        connections: config.MAIL_CONCURRENCY,
+        notificationsPerSecond: config.MAIL_NOTIFICATIONS_PER_SECOND,
+      });
       const authDeps = {
         pool,
         clock: opts.clock ?? systemClock,

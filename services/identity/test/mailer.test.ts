@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '@loyalty/runtime';
+import { MailSink } from '../../../test/support/mail-sink.ts';
+import { Mailer, transportOptions } from '../src/mailer.ts';
+
+describe('Mailer', () => {
+  let sink: MailSink;
+  let url: string;
+  beforeAll(async () => {
+    sink = new MailSink();
+    url = await sink.start();
+  });
+  afterAll(async () => {
+    await sink.stop();
+  });
+
+  it('keeps its SMTP connections open between mails (pooled)', async () => {
+    const mailer = new Mailer(url, url, 'Loyalty <no-reply@loyalty.local>', createLogger('mailer-test', 'silent'), { connections: 2, notificationsPerSecond: 0 });
+    try {
+      for (let i = 0; i < 4; i++) await mailer.send({ to: `seq${i}@example.com`, subject: `seq ${i}`, text: 'hello' }, true, undefined, 'notification');
+      expect(sink.connections).toBe(1); // four mails in a row over one connection
+      await Promise.all(Array.from({ length: 6 }, (_, i) => mailer.send({ to: `par${i}@example.com`, subject: `par ${i}`, text: 'hello' }, true)));
+    } finally {
+      mailer.close();
+    }
+    expect(sink.messages.map((m) => m.subject).sort()).toEqual([...Array.from({ length: 6 }, (_, i) => `par ${i}`), ...Array.from({ length: 4 }, (_, i) => `seq ${i}`)]);
+    // Ten mails, a handful of connections (nodemailer may replace one while the burst starts);
+    // unpooled it was one connection per mail.
+    expect(sink.connections).toBeLessThanOrEqual(3);
+  });
+
+  it('throttles notifications to the configured rate but never a code', async () => {
+    const mailer = new Mailer(url, url, 'Loyalty <no-reply@loyalty.local>', createLogger('mailer-test', 'silent'), { connections: 1, notificationsPerSecond: 2 });
+    try {
+      const started = Date.now();
+      const notifications = Promise.all(Array.from({ length: 4 }, (_, i) => mailer.send({ to: `n${i}@example.com`, subject: `n ${i}`, text: 'x' }, true, undefined, 'notification')));
+      await mailer.send({ to: 'code@example.com', subject: 'code', text: 'x' }, true); // not behind the throttled ones
+      expect(Date.now() - started).toBeLessThan(900);
+      await notifications;
+      expect(Date.now() - started).toBeGreaterThanOrEqual(900); // 2 per second: the 3rd and 4th wait for the next second
+    } finally {
+      mailer.close();
+    }
+  });
+
+  it('pools by default and lets the URL decide what it names', () => {
+    const plain = transportOptions('smtp://127.0.0.1:1025', 8);
+    expect(plain).toMatchObject({ pool: true, maxConnections: 8, host: '127.0.0.1', port: 1025, socketTimeout: 10_000 });
+    expect(typeof plain.getSocket).toBe('function');
+    const tls = transportOptions('smtps://user:p%40ss@mail.example.com:465/?maxConnections=3', 8);
+    expect(tls).toMatchObject({ pool: true, maxConnections: 3, secure: true, host: 'mail.example.com', port: 465, auth: { user: 'user', pass: 'p@ss' } });
+    expect(tls.getSocket).toBeUndefined(); // TLS sockets are nodemailer's own
+  });
+});
