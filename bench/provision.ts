@@ -25,7 +25,7 @@ export interface Fixture {
   /** A member whose points journal has `historyRows` entries. */
   historyMemberId: number;
   /** Redemption accounts, one set per measured or warm-up run so each starts from the same balance. */
-  redeemers: Record<'warmup' | 'full' | 'baseline', Redeemer[]>;
+  redeemers: Record<'warmup' | 'full' | 'baseline' | 'tuned', Redeemer[]>;
 }
 
 const tag = () => randomBytes(4).toString('hex');
@@ -95,6 +95,7 @@ export async function provision(
     warmup: await pMap(Array.from({ length: opts.redeemAccounts }, (_, i) => i), 4, (i) => makeRedeemer('w', i)),
     full: await pMap(Array.from({ length: opts.redeemAccounts }, (_, i) => i), 4, (i) => makeRedeemer('f', i)),
     baseline: await pMap(Array.from({ length: opts.redeemAccounts }, (_, i) => i), 4, (i) => makeRedeemer('b', i)),
+    tuned: await pMap(Array.from({ length: opts.redeemAccounts }, (_, i) => i), 4, (i) => makeRedeemer('t', i)),
   };
   return { tenantId: tenant.id, app, pointsCardId: pointsCard.id, cashbackCardId: cashbackCard.id, members, historyMemberId, redeemers };
 }
