@@ -39,6 +39,12 @@ export class EventConsumer {
       handle: (event: DomainEvent, db: PoolClient) => Promise<void>;
       /** Events handled at once (each in its own transaction); 1 keeps the stream's order. */
       concurrency?: number;
+      /**
+       * A cheap check outside any transaction: an event it answers false for would change nothing,
+       * so it is acknowledged without a transaction and without a processed-event record (no
+       * commit per such event). Only for checks whose false stays a no-op for the handler.
+       */
+      relevant?: (event: DomainEvent) => Promise<boolean>;
     },
   ) {
     opts.metrics?.gauge(`loyalty_consumer_pending_${opts.durable.replace(/[^a-zA-Z0-9_]/g, '_')}`, `Events not yet delivered to consumer ${opts.durable} (lag)`, async () => {
@@ -103,6 +109,10 @@ export class EventConsumer {
       return;
     }
     try {
+      if (this.opts.relevant && !(await this.opts.relevant(event))) {
+        msg.ack();
+        return;
+      }
       await withTransaction(this.opts.pool, async (db) => {
         const fresh = await db.query(`INSERT INTO ${this.opts.schema}.processed_events (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [
           this.opts.durable,

@@ -116,6 +116,37 @@ it('handles up to `concurrency` events at once, each once, a duplicate delivered
   expect(most).toBeLessThanOrEqual(4);
 });
 
+it('acknowledges an event `relevant` rejects without handling or recording it, and handles the others once', async () => {
+  const seen: number[] = [];
+  const consumer = new EventConsumer({
+    nc,
+    subjects,
+    pool,
+    schema: 'svc',
+    durable: 'test-relevant',
+    filterSubject: subjects.event('ledger', 'points_refunded'),
+    log,
+    relevant: async (event) => (event.data.i as number) % 2 === 0,
+    handle: async (event) => {
+      seen.push(event.data.i as number);
+    },
+  });
+  await consumer.start();
+  const js = nc.jetstream();
+  const ids: string[] = [];
+  for (let i = 0; i < 6; i++) {
+    const id = `relevant-${i}-${subjects.root}`;
+    ids.push(id);
+    await js.publish(subjects.event('ledger', 'points_refunded'), JSON.stringify({ id, type: 'ledger.points_refunded', tenant_id: 1, occurred_at: new Date().toISOString(), data: { i } }), { msgID: id });
+  }
+  await until(() => seen.length >= 3);
+  await new Promise((r) => setTimeout(r, 300)); // a wrongly handled odd one would show up by now
+  await consumer.stop();
+  expect(seen.sort()).toEqual([0, 2, 4]);
+  const { rows } = await pool.query<{ event_id: string }>(`SELECT event_id FROM svc.processed_events WHERE consumer = 'test-relevant' ORDER BY event_id`);
+  expect(rows.map((r) => r.event_id)).toEqual([ids[0], ids[2], ids[4]]);
+});
+
 async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {

@@ -3,7 +3,7 @@ import { AppError, type DomainEvent, type Subjects } from '@loyalty/contracts';
 import { recordEvent, withTransaction, type Clock, type Logger, type Pool, type PoolClient, type Queryable } from '@loyalty/runtime';
 import { bonusCredits, isPurchaseEarn, type Referral } from './domain/referral.ts';
 import type { CallMeta, Peers } from './peers.ts';
-import { completeReferral, findReferral, leaseStalePayments, markPaymentDue } from './store/referrals.ts';
+import { awaitsFirstPurchase, completeReferral, findReferral, leaseStalePayments, markPaymentDue } from './store/referrals.ts';
 
 export interface PaymentDeps {
   pool: Pool;
@@ -92,6 +92,17 @@ export function bonusPayments(deps: PaymentDeps) {
    * event id, so a redelivery does nothing). A referral waiting for the referee's first purchase
    * becomes due and is paid at once; if paying fails it stays due and the sweeper finishes it.
    */
+  /**
+   * Most points earns concern no waiting referral: they are told apart with one indexed read, so
+   * the consumer acknowledges them without a transaction (a commit per earn was the largest part
+   * of what every points earn cost the database behind the earn itself).
+   */
+  async function awaitsPayment(event: DomainEvent): Promise<boolean> {
+    const data = event.data as { member_id?: unknown; card_id?: unknown; event?: unknown };
+    if (typeof data.member_id !== 'number' || typeof data.card_id !== 'number' || !isPurchaseEarn(data)) return false;
+    return awaitsFirstPurchase(pool, event.tenant_id, data.card_id, data.member_id);
+  }
+
   async function onPointsEarned(event: DomainEvent, db: PoolClient): Promise<void> {
     const data = event.data as { member_id?: unknown; card_id?: unknown; event?: unknown };
     if (typeof data.member_id !== 'number' || typeof data.card_id !== 'number' || !isPurchaseEarn(data)) return;
@@ -108,7 +119,7 @@ export function bonusPayments(deps: PaymentDeps) {
     deps.eventsWritten();
   }
 
-  return { pay, sweep, onPointsEarned };
+  return { pay, sweep, onPointsEarned, awaitsPayment };
 }
 export type BonusPayments = ReturnType<typeof bonusPayments>;
 

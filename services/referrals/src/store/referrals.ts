@@ -48,6 +48,17 @@ export async function markPaymentDue(db: Queryable, tenantId: number, cardId: nu
   return rows[0];
 }
 
+/** Whether the referee has a referral on the card still waiting for a first purchase (index referrals_one_per_referee). */
+export async function awaitsFirstPurchase(db: Queryable, tenantId: number, cardId: number, refereeId: number): Promise<boolean> {
+  const { rows } = await db.query({
+    name: 'referrals.awaits_first_purchase',
+    text: `SELECT 1 FROM referrals.referrals
+            WHERE card_id = $2 AND referee_id = $3 AND tenant_id = $1 AND status = 'pending' AND payment_due_at IS NULL`,
+    values: [tenantId, cardId, refereeId],
+  });
+  return rows.length > 0;
+}
+
 /** Completed once: a second completion (retry, sweeper, other replica) changes nothing and returns undefined. */
 export async function completeReferral(
   db: Queryable,
