@@ -51,7 +51,7 @@ const HELP = `npm run bench -- [options]
   --database-url <url>  with --url: that system's database, for the baseline and the growth figure
   --scenarios <a,b>     subset of ${ALL_SCENARIOS.join(', ')}
   --skip-growth         leave out the 10,000 vs 1,000,000 journal rows figure
-  --skip-baseline       leave out the direct-SQL baseline
+  --skip-baseline       leave out the direct-SQL baselines (naive and tuned)
   --members <n>         members for the earn and balance scenarios (default 2000)
   --history-rows <n>    journal rows of the history member (default 10000)
   --growth-rows <n>     journal rows of the large account (default 1000000)

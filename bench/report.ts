@@ -132,7 +132,7 @@ const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replac
 export function chartSvg(r: BenchReport): string {
   const W = 1000;
   const rowH = 70;
-  const top = 118;
+  const top = 136;
   const labelW = 235;
   const panelW = (W - labelW - 60) / 2;
   const H = top + r.scenarios.length * rowH + 110;
