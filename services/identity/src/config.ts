@@ -13,7 +13,7 @@ export const IdentityConfig = z.object({
   /** Notification mails sent at once per event type, over as many pooled SMTP connections. */
   MAIL_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
   /** Notification mails per second per replica (0 = unlimited); codes are never throttled. */
-  MAIL_NOTIFICATIONS_PER_SECOND: z.coerce.number().int().min(0).default(50),
+  MAIL_NOTIFICATIONS_PER_SECOND: z.coerce.number().int().min(0).default(10),
   /** Key of the HMAC under which one-time codes are stored. */
   OTP_SECRET: z.string().min(16, 'must be at least 16 characters'),
   OTP_TTL_MINUTES: z.coerce.number().int().positive().default(10),
