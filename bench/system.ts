@@ -184,7 +184,7 @@ async function withBacklog<T>(natsUrl: string, databaseUrl: string, fn: (nc: Awa
 async function waitForEventBacklog(natsUrl: string, root: string, databaseUrl: string, maxSeconds: number): Promise<number> {
   const started = Date.now();
   await withBacklog(natsUrl, databaseUrl, async (nc, db) => {
-    // Not the notification mails: identity sends them at MAIL_NOTIFICATIONS_PER_SECOND (50 per
+    // Not the notification mails: identity sends them at MAIL_NOTIFICATIONS_PER_SECOND (10 per
     // second by default), so the mails of a phase's earns take minutes; they go on, cheaply, during
     // later phases and their backlog is reported at the end.
     while ((await eventBacklog(nc, root, db)).work > 0 && Date.now() - started < maxSeconds * 1000) await new Promise((r) => setTimeout(r, 250));
