@@ -4,11 +4,13 @@
 // token), keeping what the ledger keeps per replica (a card and a member found by id are read
 // once). Not the ratio's baseline (bench/baseline.ts is): it answers "how close to the database's
 // limit for the very same statements is the full path", which includes everything around them
-// (HTTP, gateway, NATS, the outbox relay, consumers, mails). Copied, not imported: the outbox rows
-// must differ in one column (see `post`). When the services' SQL changes, change it here too.
+// (HTTP, gateway, NATS, the outbox relay, consumers, mails). The history page statement is the
+// ledger's own (imported); the posting statement is copied because its outbox row must differ in
+// one column (see `post`): when the ledger's posting SQL changes, change it here too.
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { findCard, findMemberById, JOURNAL_PAGE, memberOfToken, redeemScenario, type DirectScenario } from './baseline.ts';
+import { JOURNAL_PAGE } from '../services/ledger/src/store/accounts.ts';
+import { findCard, findMemberById, memberOfToken, redeemScenario, type DirectScenario } from './baseline.ts';
 import type { DirectOutcome } from './load.ts';
 import type { ScenarioName } from './options.ts';
 import { CASHBACK_PERCENT, POINTS_RATIO, REDEEM_AMOUNT_CENTS, type Fixture, type Redeemer } from './provision.ts';

@@ -2,12 +2,14 @@
 // pg pool at the same concurrency, as a naive single-process service would do it: read the card,
 // read the member, then change the balance, write the journal row and the outbox event in one
 // transaction (BEGIN, three statements, COMMIT). That is also what the services did before the
-// speed work; the statements are copied from their store modules of that day (ledger: store/cards.ts
-// findCard, store/accounts.ts credit / debitIfCovered / findBalance / appendJournal, runtime
-// recordEvent's outbox insert; identity: store/members.ts findMemberBy, store/apps.ts
-// findCredentials, store/sessions.ts findLiveSession). The services now do less SQL per operation
-// than this (cached card and member, one statement per posting); bench/baseline-tuned.ts issues
-// exactly their statements, and the report shows that ceiling beside this baseline.
+// speed work; the statements are copied from their store modules of that day (ledger:
+// store/cards.ts findCard, store/accounts.ts credit / debitIfCovered / findBalance /
+// appendJournal, runtime recordEvent's outbox insert; identity: store/members.ts findMemberBy,
+// store/apps.ts findCredentials, store/sessions.ts findLiveSession), except the history page,
+// which is the ledger's current statement (see the points_history case). The services now do less
+// SQL per operation than this (cached card and member, one statement per posting);
+// bench/baseline-tuned.ts issues exactly their statements, and the report shows that ceiling
+// beside this baseline.
 //
 // Left out on purpose (the full path does them, a naive service would not): the outbox relay's
 // publish and mark-published after commit, identity's mail to the member on points_earned,
@@ -15,6 +17,7 @@
 // gateway, so no SQL per request in steady state).
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
+import { JOURNAL_PAGE } from '../services/ledger/src/store/accounts.ts';
 import type { DirectOutcome } from './load.ts';
 import type { ScenarioName } from './options.ts';
 import { CASHBACK_PERCENT, POINTS_RATIO, REDEEM_AMOUNT_CENTS, type Fixture, type Redeemer } from './provision.ts';
@@ -181,16 +184,6 @@ async function redeem(pool: pg.Pool, f: Fixture, r: Redeemer): Promise<DirectOut
   return 200;
 }
 
-/** One history page and the account's entry count (services/ledger/src/store/accounts.ts journalPage). */
-export const JOURNAL_PAGE = `SELECT a.entries AS total, j.id, j.event, j.amount, j.created_at
-     FROM ledger.accounts a
-     LEFT JOIN LATERAL (
-       SELECT id, event, amount, created_at FROM ledger.journal
-        WHERE member_id = a.member_id AND card_id = a.card_id ORDER BY id DESC LIMIT $3 OFFSET $4
-     ) j ON true
-    WHERE a.card_id = $1 AND a.member_id = $2
-    ORDER BY j.id DESC`;
-
 export interface DirectScenario {
   op: (i: number) => Promise<DirectOutcome>;
   check?: () => Promise<string[]>;
@@ -219,7 +212,8 @@ export function baselineScenario(name: ScenarioName, pool: pg.Pool, f: Fixture, 
           const card = await findCard(pool, f.tenantId, f.pointsCardId);
           const memberId = f.historyMemberId;
           if ((await findBalance(pool, card.id, memberId)) === undefined) await findMemberById(pool, f.tenantId, memberId);
-          // The page with the services' statement (store/accounts.ts journalPage). The older page
+          // The page with the services' own statement (imported: the baseline does not differ from
+          // them here). The older page
           // query (ORDER BY id DESC LIMIT 20 on the journal, then the entry count) lets the planner,
           // once statistics exist, walk the primary key backwards past every newer row of other
           // members: 601 ms a page at 50,000 rows, a planner trap rather than the path's cost.

@@ -81,14 +81,7 @@ it('handles up to `concurrency` events at once, each once, a duplicate delivered
   let running = 0;
   let most = 0;
   const seen: string[] = [];
-  const consumer = new EventConsumer({
-    nc,
-    subjects,
-    pool,
-    schema: 'svc',
-    durable: 'test-concurrent',
-    filterSubject: subjects.event('ledger', 'cashback_earned'),
-    log,
+  const consumer = testConsumer('test-concurrent', 'cashback_earned', {
     concurrency: 4,
     handle: async (event) => {
       running += 1;
@@ -99,14 +92,10 @@ it('handles up to `concurrency` events at once, each once, a duplicate delivered
     },
   });
   await consumer.start();
-  const js = nc.jetstream();
   const ids: string[] = [];
   for (let i = 0; i < 12; i++) {
-    const id = `concurrent-${i}-${subjects.root}`;
-    ids.push(id);
-    const body = JSON.stringify({ id, type: 'ledger.cashback_earned', tenant_id: 1, occurred_at: new Date().toISOString(), data: { i } });
-    await js.publish(subjects.event('ledger', 'cashback_earned'), body, { msgID: id });
-    if (i === 5) await js.publish(subjects.event('ledger', 'cashback_earned'), body, { msgID: `${id}-again` }); // same event, another message
+    ids.push(await publishEvent('cashback_earned', `concurrent-${i}`, { i }));
+    if (i === 5) await publishEvent('cashback_earned', `concurrent-${i}`, { i }, 'again'); // same event, another message
   }
   await until(() => seen.length >= 12);
   await new Promise((r) => setTimeout(r, 300));
@@ -118,27 +107,15 @@ it('handles up to `concurrency` events at once, each once, a duplicate delivered
 
 it('acknowledges an event `relevant` rejects without handling or recording it, and handles the others once', async () => {
   const seen: number[] = [];
-  const consumer = new EventConsumer({
-    nc,
-    subjects,
-    pool,
-    schema: 'svc',
-    durable: 'test-relevant',
-    filterSubject: subjects.event('ledger', 'points_refunded'),
-    log,
+  const consumer = testConsumer('test-relevant', 'points_refunded', {
     relevant: async (event) => (event.data.i as number) % 2 === 0,
     handle: async (event) => {
       seen.push(event.data.i as number);
     },
   });
   await consumer.start();
-  const js = nc.jetstream();
   const ids: string[] = [];
-  for (let i = 0; i < 6; i++) {
-    const id = `relevant-${i}-${subjects.root}`;
-    ids.push(id);
-    await js.publish(subjects.event('ledger', 'points_refunded'), JSON.stringify({ id, type: 'ledger.points_refunded', tenant_id: 1, occurred_at: new Date().toISOString(), data: { i } }), { msgID: id });
-  }
+  for (let i = 0; i < 6; i++) ids.push(await publishEvent('points_refunded', `relevant-${i}`, { i }));
   await until(() => seen.length >= 3);
   await new Promise((r) => setTimeout(r, 300)); // a wrongly handled odd one would show up by now
   await consumer.stop();
@@ -146,6 +123,19 @@ it('acknowledges an event `relevant` rejects without handling or recording it, a
   const { rows } = await pool.query<{ event_id: string }>(`SELECT event_id FROM svc.processed_events WHERE consumer = 'test-relevant' ORDER BY event_id`);
   expect(rows.map((r) => r.event_id)).toEqual([ids[0], ids[2], ids[4]]);
 });
+
+/** A consumer of the ledger's `type` events in the test schema. */
+function testConsumer(durable: string, type: string, opts: Pick<ConstructorParameters<typeof EventConsumer>[0], 'handle' | 'concurrency' | 'relevant'>) {
+  return new EventConsumer({ nc, subjects, pool, schema: 'svc', durable, filterSubject: subjects.event('ledger', type), log, ...opts });
+}
+
+/** Publish a ledger event with id `<name>-<root>` straight to JetStream (`again`: the same event as another message). */
+async function publishEvent(type: string, name: string, data: Record<string, unknown>, again = ''): Promise<string> {
+  const id = `${name}-${subjects.root}`;
+  const body = JSON.stringify({ id, type: `ledger.${type}`, tenant_id: 1, occurred_at: new Date().toISOString(), data });
+  await nc.jetstream().publish(subjects.event('ledger', type), body, { msgID: again ? `${id}-${again}` : id });
+  return id;
+}
 
 async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -106,32 +106,6 @@ export async function post(db: Queryable, k: AccountKey, direction: 'credit' | '
   return rows[0];
 }
 
-/** Add to a balance, opening the account on first use. Returns the balance before and after. */
-export async function credit(db: Queryable, k: AccountKey, amount: number, now: Date): Promise<{ previous: number; balance: number }> {
-  const { rows } = await db.query<{ balance: number }>(
-    `INSERT INTO ledger.accounts AS a (card_id, member_id, tenant_id, balance, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)
-     ON CONFLICT (card_id, member_id) DO UPDATE SET balance = a.balance + EXCLUDED.balance, updated_at = EXCLUDED.updated_at
-     RETURNING balance`,
-    [k.cardId, k.memberId, k.tenantId, amount, now],
-  );
-  const balance = rows[0]!.balance;
-  return { previous: balance - amount, balance };
-}
-
-/**
- * Take `amount` from a balance only if it covers it: check and debit are one statement, so
- * concurrent redemptions serialize on the row and none can overdraw. undefined: not covered.
- */
-export async function debitIfCovered(db: Queryable, k: AccountKey, amount: number, now: Date): Promise<{ previous: number; balance: number } | undefined> {
-  const { rows } = await db.query<{ balance: number }>(
-    `UPDATE ledger.accounts SET balance = balance - $3, updated_at = $4
-     WHERE card_id = $1 AND member_id = $2 AND balance >= $3 RETURNING balance`,
-    [k.cardId, k.memberId, amount, now],
-  );
-  const row = rows[0];
-  return row ? { previous: row.balance + amount, balance: row.balance } : undefined;
-}
-
 /** Lock the account row (opening it at 0 if needed) and return its balance: refunds decide under the lock. */
 export async function lockAccount(db: Queryable, k: AccountKey, now: Date): Promise<number> {
   await db.query(
@@ -222,6 +196,16 @@ export async function refundedOnReference(db: Queryable, k: AccountKey, referenc
   return rows[0]!.total;
 }
 
+/** One page of an account's journal ($3 rows from offset $4) with the account's entry count; no row: no account. */
+export const JOURNAL_PAGE = `SELECT a.entries AS total, j.id, j.event, j.amount, j.created_at
+  FROM ledger.accounts a
+  LEFT JOIN LATERAL (
+    SELECT id, event, amount, created_at FROM ledger.journal
+     WHERE member_id = a.member_id AND card_id = a.card_id ORDER BY id DESC LIMIT $3 OFFSET $4
+  ) j ON true
+ WHERE a.card_id = $1 AND a.member_id = $2
+ ORDER BY j.id DESC`;
+
 /**
  * One page of an account's journal, newest first (index journal_account_history), with the
  * account's number of entries, in one statement. undefined: the member has no account on the card.
@@ -235,14 +219,7 @@ export async function journalPage(
 ): Promise<{ entries: JournalEntry[]; total: number } | undefined> {
   const { rows } = await db.query<{ total: number; id: number | null; event: JournalEvent; amount: number; created_at: Date }>({
     name: 'ledger.journal_page',
-    text: `SELECT a.entries AS total, j.id, j.event, j.amount, j.created_at
-             FROM ledger.accounts a
-             LEFT JOIN LATERAL (
-               SELECT id, event, amount, created_at FROM ledger.journal
-                WHERE member_id = a.member_id AND card_id = a.card_id ORDER BY id DESC LIMIT $3 OFFSET $4
-             ) j ON true
-            WHERE a.card_id = $1 AND a.member_id = $2
-            ORDER BY j.id DESC`,
+    text: JOURNAL_PAGE,
     values: [cardId, memberId, limit, offset],
   });
   if (rows.length === 0) return undefined;
