@@ -1,4 +1,6 @@
+import DataLoader from 'dataloader';
 import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg, type NatsConnection } from 'nats';
+import pLimit from 'p-limit';
 import type { DomainEvent, Subjects } from '@loyalty/contracts';
 import { withTransaction, type Pool, type PoolClient } from './db.ts';
 import type { Logger } from './logger.ts';
@@ -40,11 +42,13 @@ export class EventConsumer {
       /** Events handled at once (each in its own transaction); 1 keeps the stream's order. */
       concurrency?: number;
       /**
-       * A cheap check outside any transaction: an event it answers false for would change nothing,
-       * so it is acknowledged without a transaction and without a processed-event record (no
-       * commit per such event). Only for checks whose false stays a no-op for the handler.
+       * A cheap check outside any transaction, asked for every event delivered in one event-loop
+       * turn at once (one query for a batch, not one per event), answering in the same order: an
+       * event it answers false for would change nothing, so it is acknowledged without a
+       * transaction and without a processed-event record. Only for checks whose false stays a
+       * no-op for the handler.
        */
-      relevant?: (event: DomainEvent) => Promise<boolean>;
+      relevant?: (events: DomainEvent[]) => Promise<boolean[]>;
     },
   ) {
     opts.metrics?.gauge(`loyalty_consumer_pending_${opts.durable.replace(/[^a-zA-Z0-9_]/g, '_')}`, `Events not yet delivered to consumer ${opts.durable} (lag)`, async () => {
@@ -80,7 +84,13 @@ export class EventConsumer {
     }
     const consumer = await this.opts.nc.jetstream().consumers.get(stream, durable);
     const concurrency = Math.max(1, this.opts.concurrency ?? 1);
-    this.messages = await consumer.consume({ max_messages: Math.max(64, concurrency * 2) });
+    const buffered = Math.max(64, concurrency * 2);
+    this.messages = await consumer.consume({ max_messages: buffered });
+    // With a relevance check, every buffered event may wait for it at once (so they share one
+    // query); the handlers still run `concurrency` at a time, in delivery order.
+    const inFlight = this.opts.relevant ? buffered : concurrency;
+    const handling = pLimit(concurrency);
+    const relevance = this.opts.relevant && relevanceBatcher(this.opts.relevant);
     const running = new Set<Promise<void>>();
     this.loop = (async () => {
       for await (const msg of this.messages!) {
@@ -90,16 +100,16 @@ export class EventConsumer {
           msg.nak();
           continue;
         }
-        const task = this.process(msg).finally(() => running.delete(task));
+        const task = this.process(msg, relevance, handling).finally(() => running.delete(task));
         running.add(task);
-        if (running.size >= concurrency) await Promise.race(running);
+        if (running.size >= inFlight) await Promise.race(running);
       }
       await Promise.all(running);
     })();
   }
 
   /** Handle one event at most once (see the class comment) and acknowledge it; never throws. */
-  private async process(msg: JsMsg): Promise<void> {
+  private async process(msg: JsMsg, relevance: DataLoader<DomainEvent, boolean> | undefined, handling: (fn: () => Promise<void>) => Promise<void>): Promise<void> {
     let event: DomainEvent;
     try {
       event = msg.json<DomainEvent>();
@@ -109,18 +119,11 @@ export class EventConsumer {
       return;
     }
     try {
-      if (this.opts.relevant && !(await this.opts.relevant(event))) {
+      if (relevance && !(await relevance.load(event))) {
         msg.ack();
         return;
       }
-      await withTransaction(this.opts.pool, async (db) => {
-        const fresh = await db.query(`INSERT INTO ${this.opts.schema}.processed_events (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [
-          this.opts.durable,
-          event.id,
-        ]);
-        if (fresh.rowCount === 0) return; // seen before: a redelivery has no second effect
-        await this.opts.handle(event, db);
-      });
+      await handling(() => this.handleOnce(event));
       msg.ack();
     } catch (err) {
       this.opts.log.warn({ err: (err as Error).message, event: event.id, type: event.type }, 'event handling failed; will be redelivered');
@@ -128,8 +131,35 @@ export class EventConsumer {
     }
   }
 
+  /** The handler and the event's processed record in one transaction; a recorded event is skipped. */
+  private async handleOnce(event: DomainEvent): Promise<void> {
+    await withTransaction(this.opts.pool, async (db) => {
+      const fresh = await db.query(`INSERT INTO ${this.opts.schema}.processed_events (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [
+        this.opts.durable,
+        event.id,
+      ]);
+      if (fresh.rowCount === 0) return; // seen before: a redelivery has no second effect
+      await this.opts.handle(event, db);
+    });
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     await Promise.all([this.messages?.close(), this.loop]);
   }
+}
+
+/**
+ * Collects the events delivered in one event-loop turn (a socket read of JetStream messages) and
+ * asks `relevant` about them in one call. A failed call fails each of its events (redelivered).
+ */
+function relevanceBatcher(relevant: (events: DomainEvent[]) => Promise<boolean[]>): DataLoader<DomainEvent, boolean> {
+  return new DataLoader<DomainEvent, boolean>(
+    async (events) => {
+      const answers = await relevant([...events]);
+      if (answers.length !== events.length) throw new Error(`relevance check answered ${answers.length} of ${events.length} events`);
+      return answers;
+    },
+    { cache: false, batchScheduleFn: (run) => setImmediate(run), maxBatchSize: 256 },
+  );
 }

@@ -105,23 +105,52 @@ it('handles up to `concurrency` events at once, each once, a duplicate delivered
   expect(most).toBeLessThanOrEqual(4);
 });
 
-it('acknowledges an event `relevant` rejects without handling or recording it, and handles the others once', async () => {
+it('asks `relevant` about the events delivered together at once, acknowledges the rejected ones without handling or recording them, and handles the others once', async () => {
   const seen: number[] = [];
+  const batches: number[][] = [];
   const consumer = testConsumer('test-relevant', 'points_refunded', {
-    relevant: async (event) => (event.data.i as number) % 2 === 0,
+    relevant: async (events) => {
+      batches.push(events.map((e) => e.data.i as number));
+      return events.map((e) => (e.data.i as number) % 2 === 0);
+    },
     handle: async (event) => {
       seen.push(event.data.i as number);
     },
   });
-  await consumer.start();
+  // Stored before the consumer starts, so its first pull delivers them together.
   const ids: string[] = [];
   for (let i = 0; i < 6; i++) ids.push(await publishEvent('points_refunded', `relevant-${i}`, { i }));
+  await consumer.start();
   await until(() => seen.length >= 3);
   await new Promise((r) => setTimeout(r, 300)); // a wrongly handled odd one would show up by now
+  // Events published now arrive one by one and are still asked about.
+  ids.push(await publishEvent('points_refunded', 'relevant-6', { i: 6 }));
+  await until(() => seen.length >= 4);
   await consumer.stop();
-  expect(seen.sort()).toEqual([0, 2, 4]);
+  expect(seen).toEqual([0, 2, 4, 6]); // in stream order
+  expect(batches.flat().sort()).toEqual([0, 1, 2, 3, 4, 5, 6]);
+  expect(Math.max(...batches.map((b) => b.length))).toBeGreaterThan(1);
   const { rows } = await pool.query<{ event_id: string }>(`SELECT event_id FROM svc.processed_events WHERE consumer = 'test-relevant' ORDER BY event_id`);
-  expect(rows.map((r) => r.event_id)).toEqual([ids[0], ids[2], ids[4]]);
+  expect(rows.map((r) => r.event_id)).toEqual([ids[0], ids[2], ids[4], ids[6]]);
+});
+
+it('redelivers every event of a batch whose relevance check failed', async () => {
+  let failures = 1;
+  const seen: number[] = [];
+  const consumer = testConsumer('test-relevant-fails', 'points_redeemed', {
+    relevant: async (events) => {
+      if (failures-- > 0) throw new Error('database away');
+      return events.map(() => true);
+    },
+    handle: async (event) => {
+      seen.push(event.data.i as number);
+    },
+  });
+  for (let i = 0; i < 3; i++) await publishEvent('points_redeemed', `fails-${i}`, { i });
+  await consumer.start();
+  await until(() => seen.length >= 3, 10_000); // redelivered after the nak delay (2 s)
+  await consumer.stop();
+  expect([...seen].sort()).toEqual([0, 1, 2]);
 });
 
 /** A consumer of the ledger's `type` events in the test schema. */

@@ -3,7 +3,7 @@ import { AppError, type DomainEvent, type Subjects } from '@loyalty/contracts';
 import { recordEvent, withTransaction, type Clock, type Logger, type Pool, type PoolClient, type Queryable } from '@loyalty/runtime';
 import { bonusCredits, isPurchaseEarn, type Referral } from './domain/referral.ts';
 import type { CallMeta, Peers } from './peers.ts';
-import { awaitsFirstPurchase, completeReferral, findReferral, leaseStalePayments, markPaymentDue } from './store/referrals.ts';
+import { awaitingFirstPurchase, completeReferral, findReferral, leaseStalePayments, markPaymentDue } from './store/referrals.ts';
 
 export interface PaymentDeps {
   pool: Pool;
@@ -88,21 +88,27 @@ export function bonusPayments(deps: PaymentDeps) {
   }
 
   /**
+   * Most points earns concern no waiting referral: the consumer asks about every earn delivered
+   * together in one indexed read and acknowledges those without a transaction (a commit per earn,
+   * then a read per earn, were most of what each points earn cost behind the earn itself).
+   */
+  async function awaitPayment(events: DomainEvent[]): Promise<boolean[]> {
+    const accounts = events.map((event) => {
+      const data = event.data as { member_id?: unknown; card_id?: unknown; event?: unknown };
+      if (typeof data.member_id !== 'number' || typeof data.card_id !== 'number' || !isPurchaseEarn(data)) return null;
+      return { tenantId: event.tenant_id, cardId: data.card_id, memberId: data.member_id };
+    });
+    const asked = accounts.filter((a) => a !== null);
+    const answers = await awaitingFirstPurchase(pool, asked);
+    let k = 0;
+    return accounts.map((a) => (a === null ? false : answers[k++]!));
+  }
+
+  /**
    * The ledger's points_earned event, in the consumer's transaction (which also records the
    * event id, so a redelivery does nothing). A referral waiting for the referee's first purchase
    * becomes due and is paid at once; if paying fails it stays due and the sweeper finishes it.
    */
-  /**
-   * Most points earns concern no waiting referral: they are told apart with one indexed read, so
-   * the consumer acknowledges them without a transaction (a commit per earn was the largest part
-   * of what every points earn cost the database behind the earn itself).
-   */
-  async function awaitsPayment(event: DomainEvent): Promise<boolean> {
-    const data = event.data as { member_id?: unknown; card_id?: unknown; event?: unknown };
-    if (typeof data.member_id !== 'number' || typeof data.card_id !== 'number' || !isPurchaseEarn(data)) return false;
-    return awaitsFirstPurchase(pool, event.tenant_id, data.card_id, data.member_id);
-  }
-
   async function onPointsEarned(event: DomainEvent, db: PoolClient): Promise<void> {
     const data = event.data as { member_id?: unknown; card_id?: unknown; event?: unknown };
     if (typeof data.member_id !== 'number' || typeof data.card_id !== 'number' || !isPurchaseEarn(data)) return;
@@ -119,7 +125,7 @@ export function bonusPayments(deps: PaymentDeps) {
     deps.eventsWritten();
   }
 
-  return { pay, sweep, onPointsEarned, awaitsPayment };
+  return { pay, sweep, onPointsEarned, awaitPayment };
 }
 export type BonusPayments = ReturnType<typeof bonusPayments>;
 

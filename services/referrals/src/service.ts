@@ -44,7 +44,7 @@ export async function startReferrals(config: ReferralsConfig, opts: { log?: Logg
         log,
         metrics,
         handle: payments.onPointsEarned,
-        relevant: payments.awaitsPayment,
+        relevant: payments.awaitPayment,
       });
       relay.start();
       await firstPurchase.start();

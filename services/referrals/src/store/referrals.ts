@@ -48,15 +48,29 @@ export async function markPaymentDue(db: Queryable, tenantId: number, cardId: nu
   return rows[0];
 }
 
-/** Whether the referee has a referral on the card still waiting for a first purchase (index referrals_one_per_referee). */
-export async function awaitsFirstPurchase(db: Queryable, tenantId: number, cardId: number, refereeId: number): Promise<boolean> {
-  const { rows } = await db.query({
-    name: 'referrals.awaits_first_purchase',
-    text: `SELECT 1 FROM referrals.referrals
-            WHERE card_id = $2 AND referee_id = $3 AND tenant_id = $1 AND status = 'pending' AND payment_due_at IS NULL`,
-    values: [tenantId, cardId, refereeId],
+/** An account a points earn was made on: (tenant, card, member). */
+export interface EarnAccount {
+  tenantId: number;
+  cardId: number;
+  memberId: number;
+}
+
+/**
+ * For each account, whether its member is the referee of a referral on the card still waiting for
+ * a first purchase: one statement for the whole batch (index referrals_one_per_referee).
+ */
+export async function awaitingFirstPurchase(db: Queryable, accounts: EarnAccount[]): Promise<boolean[]> {
+  if (accounts.length === 0) return [];
+  const { rows } = await db.query<{ i: number }>({
+    name: 'referrals.awaiting_first_purchase',
+    text: `SELECT e.i FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS e(tenant_id, card_id, referee_id, i)
+            WHERE EXISTS (SELECT 1 FROM referrals.referrals r
+                           WHERE r.card_id = e.card_id AND r.referee_id = e.referee_id AND r.tenant_id = e.tenant_id
+                             AND r.status = 'pending' AND r.payment_due_at IS NULL)`,
+    values: [accounts.map((a) => a.tenantId), accounts.map((a) => a.cardId), accounts.map((a) => a.memberId)],
   });
-  return rows.length > 0;
+  const waiting = new Set(rows.map((r) => Number(r.i)));
+  return accounts.map((_, k) => waiting.has(k + 1));
 }
 
 /** Completed once: a second completion (retry, sweeper, other replica) changes nothing and returns undefined. */
