@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { headers as natsHeaders, type JetStreamClient, type NatsConnection, RetentionPolicy, StorageType } from 'nats';
+import type pg from 'pg';
+import { type JetStreamClient, type NatsConnection, RetentionPolicy, StorageType } from 'nats';
 import type { DomainEvent, ServiceName, Subjects } from '@loyalty/contracts';
 import { isConnectionLost, type Pool, type Queryable } from './db.ts';
 import type { Logger } from './logger.ts';
@@ -90,18 +91,38 @@ CREATE INDEX outbox_unpublished ON outbox (created_at) WHERE published_at IS NUL
  * Publishes outbox rows to JetStream. Safe in every replica: rows are claimed with
  * `FOR UPDATE SKIP LOCKED`, so two relays never publish the same batch at once, and a crash
  * after publishing but before marking only causes a re-publish that JetStream de-duplicates.
+ *
+ * Under load a pass per commit would publish a row or two for four round trips and a commit;
+ * a wake therefore lingers `lingerMs` so that one pass takes what the commits of that time wrote.
  */
 export class OutboxRelay {
   private stopped = false;
   private loop: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
+  private lingering: NodeJS.Timeout | undefined;
+  private wokenDuringPass = false;
   private lastCleanup = 0;
   private readonly js: JetStreamClient;
+  private readonly batchSize: number;
+  private readonly lingerMs: number;
 
   constructor(
-    private readonly opts: { pool: Pool; nc: NatsConnection; schema: string; log: Logger; metrics?: Metrics; intervalMs?: number; batchSize?: number },
+    private readonly opts: {
+      pool: Pool;
+      nc: NatsConnection;
+      schema: string;
+      log: Logger;
+      metrics?: Metrics;
+      /** A pass at least this often, woken or not (default 250 ms). */
+      intervalMs?: number;
+      /** How long a wake waits for more events before the pass (default 5 ms). */
+      lingerMs?: number;
+      batchSize?: number;
+    },
   ) {
     this.js = opts.nc.jetstream();
+    this.batchSize = Math.max(1, Math.floor(opts.batchSize ?? 100));
+    this.lingerMs = opts.lingerMs ?? 5;
     opts.metrics?.gauge('loyalty_outbox_backlog', 'Outbox rows not yet published', async () => {
       const { rows } = await opts.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${opts.schema}.outbox WHERE published_at IS NULL`);
       return rows[0]?.n ?? 0;
@@ -117,14 +138,16 @@ export class OutboxRelay {
   start(): void {
     this.loop = (async () => {
       while (!this.stopped) {
+        this.wokenDuringPass = false;
         try {
           await this.drain();
         } catch (err) {
           this.opts.log.warn({ err: (err as Error).message }, 'outbox relay pass failed; will retry');
         }
         if (this.stopped) break;
+        // Rows committed while the pass ran were not in it: linger only, not a whole interval.
         await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, this.opts.intervalMs ?? 250);
+          const t = setTimeout(resolve, this.wokenDuringPass ? this.lingerMs : (this.opts.intervalMs ?? 250));
           this.wakeUp = () => (clearTimeout(t), resolve());
         });
         this.wakeUp = undefined;
@@ -132,9 +155,17 @@ export class OutboxRelay {
     })();
   }
 
-  /** Ask for a pass now (after a commit that wrote events) instead of at the next interval. */
+  /** Ask for a pass soon (after a commit that wrote events) instead of at the next interval. */
   wake(): void {
-    this.wakeUp?.();
+    if (!this.wakeUp) {
+      this.wokenDuringPass = true;
+      return;
+    }
+    this.lingering ??= setTimeout(() => {
+      this.lingering = undefined;
+      if (this.wakeUp) this.wakeUp();
+      else this.wokenDuringPass = true;
+    }, this.lingerMs);
   }
 
   /** Publish everything pending, batch after batch. */
@@ -143,35 +174,41 @@ export class OutboxRelay {
     for (;;) {
       const n = await this.publishBatch();
       total += n;
-      if (n < (this.opts.batchSize ?? 100)) return total;
+      if (n < this.batchSize) return total;
     }
   }
 
+  /**
+   * Two round trips per batch: claim (BEGIN + SELECT ... FOR UPDATE SKIP LOCKED in one simple
+   * query), then mark and COMMIT together after JetStream has acknowledged every message. The
+   * commit does not wait for its WAL flush (synchronous_commit off for this transaction only): a
+   * mark lost in a crash re-publishes rows, which JetStream drops as duplicates (Nats-Msg-Id) and
+   * consumers would skip anyway (processed events).
+   */
   private async publishBatch(): Promise<number> {
     const client = await this.opts.pool.connect();
+    const table = `${this.opts.schema}.outbox`;
     let failure: Error | undefined;
     try {
-      await client.query('BEGIN');
-      const { rows } = await client.query<{ id: string; subject: string; payload: unknown }>(
-        `SELECT id, subject, payload FROM ${this.opts.schema}.outbox WHERE published_at IS NULL
-          ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
-        [this.opts.batchSize ?? 100],
+      const claimed = (await client.query(
+        `BEGIN; SET LOCAL synchronous_commit = off;
+         SELECT id, subject, payload::text AS payload FROM ${table} WHERE published_at IS NULL ORDER BY created_at LIMIT ${this.batchSize} FOR UPDATE SKIP LOCKED`,
+      )) as unknown as pg.QueryResult<{ id: string; subject: string; payload: string }>[];
+      const rows = claimed[2]!.rows;
+      await Promise.all(rows.map((row) => this.js.publish(row.subject, row.payload, { msgID: row.id, timeout: 5_000 })));
+      const cleanup = Date.now() - this.lastCleanup > 60_000;
+      // Keep published rows a day for inspection, then let them go.
+      if (cleanup) this.lastCleanup = Date.now();
+      // The ids are the uuid column's own text (hex digits and dashes), so they are safe as literals.
+      await client.query(
+        [
+          rows.length > 0 ? `UPDATE ${table} SET published_at = now() WHERE id = ANY('{${rows.map((r) => r.id).join(',')}}'::uuid[])` : '',
+          cleanup ? `DELETE FROM ${table} WHERE published_at < now() - interval '1 day'` : '',
+          'COMMIT',
+        ]
+          .filter(Boolean)
+          .join('; '),
       );
-      if (rows.length > 0) {
-        await Promise.all(
-          rows.map((row) => {
-            const h = natsHeaders();
-            return this.js.publish(row.subject, JSON.stringify(row.payload), { msgID: row.id, headers: h, timeout: 5_000 });
-          }),
-        );
-        await client.query(`UPDATE ${this.opts.schema}.outbox SET published_at = now() WHERE id = ANY($1::uuid[])`, [rows.map((r) => r.id)]);
-      }
-      if (Date.now() - this.lastCleanup > 60_000) {
-        // Keep published rows a day for inspection, then let them go.
-        this.lastCleanup = Date.now();
-        await client.query(`DELETE FROM ${this.opts.schema}.outbox WHERE published_at < now() - interval '1 day'`);
-      }
-      await client.query('COMMIT');
       return rows.length;
     } catch (err) {
       failure = err as Error;
@@ -184,6 +221,7 @@ export class OutboxRelay {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    clearTimeout(this.lingering);
     this.wakeUp?.();
     await this.loop;
   }
