@@ -46,6 +46,11 @@ export class Metrics {
     if (outcome !== 'ok') this.natsErrors.inc({ operation, code: outcome });
   }
 
+  /** A histogram of this process's registry (no labels). */
+  histogram(name: string, help: string, histogramBuckets: number[]): Histogram {
+    return new Histogram({ name, help, buckets: histogramBuckets, registers: [this.registry] });
+  }
+
   /** A gauge whose value is read when Prometheus scrapes (outbox backlog, consumer lag...). */
   gauge(name: string, help: string, collect: () => Promise<number> | number): void {
     new Gauge({

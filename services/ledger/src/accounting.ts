@@ -5,6 +5,7 @@ import type { JournalEvent } from './domain/journal.ts';
 import type { CardCache } from './card-cache.ts';
 import type { CallerMeta, IdentityClient } from './identity.ts';
 import type { MemberPins } from './member-pins.ts';
+import type { PostingBatcher } from './posting-batcher.ts';
 import {
   appendJournal,
   earnByReference,
@@ -27,6 +28,8 @@ export interface LedgerDeps {
   identity: IdentityClient;
   cards: CardCache;
   pins: MemberPins;
+  /** Group commit of the postings made outside a transaction. */
+  postings: PostingBatcher;
   /** Called after a commit that wrote outbox events: the relay publishes them now. */
   eventsWritten: () => void;
 }
@@ -34,7 +37,7 @@ export interface LedgerDeps {
 /** The request meta the ledger reads: tenant, request id, member token, Idempotency-Key. */
 export type LedgerMeta = CallerMeta & { member_id?: number; idempotency_key?: string };
 
-export interface Posting {
+export interface BalanceChange {
   entry: JournalEntry;
   previous: number;
   balance: number;
@@ -90,12 +93,13 @@ export function accounting(deps: LedgerDeps) {
 
     /**
      * Credit (an earn, a bonus) or debit (only when the balance covers it) an account with its
-     * journal row and its event, in one statement. An earn's reference is unique per card
+     * journal row and its event, in one statement (shared with other postings when `db` is the pool). An earn's reference is unique per card
      * (journal_earn_reference): a second earn with it fails as a whole and `mutate` answers 409.
      * undefined: a debit the balance did not cover; nothing was written.
      */
-    async post(db: Queryable, k: AccountKey, direction: 'credit' | 'debit', m: Movement, event: PostingEvent): Promise<Posting | undefined> {
-      const entry = await post(db, k, direction, m, event);
+    async post(db: Queryable, k: AccountKey, direction: 'credit' | 'debit', m: Movement, event: PostingEvent): Promise<BalanceChange | undefined> {
+      // Outside a transaction (`mutate` passed the pool itself) postings share statements.
+      const entry = db === pool ? await deps.postings.post(direction, { k, m, e: event }) : await post(db, k, direction, m, event);
       if (!entry) return undefined;
       return { entry, previous: entry.balance_after - entry.amount, balance: entry.balance_after };
     },
@@ -108,7 +112,7 @@ export function accounting(deps: LedgerDeps) {
       db: Queryable,
       k: AccountKey,
       e: { event: JournalEvent; requested: number; refundCents: number; reference?: string; at: Date },
-    ): Promise<Posting & { deducted: number; warning: BalanceWarningFigures | null }> {
+    ): Promise<BalanceChange & { deducted: number; warning: BalanceWarningFigures | null }> {
       const previous = await lockAccount(db, k, e.at);
       let cap: number | null = null;
       if (e.reference !== undefined) {

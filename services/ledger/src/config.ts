@@ -11,6 +11,11 @@ export const LedgerConfig = z.object({
   CARD_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
   /** How long a member found by id is remembered (members are never changed or removed); 0 = always ask identity. */
   MEMBER_CACHE_TTL_MS: z.coerce.number().int().min(0).default(60_000),
+  /**
+   * Posting statements in flight per replica for earns and redemptions without an Idempotency-Key;
+   * postings arriving meanwhile share the next statement (group commit). Each takes a connection.
+   */
+  POSTING_STATEMENTS: z.coerce.number().int().positive().default(2),
   /** Wrong PINs in a row that lock a member's PIN redemption. */
   PIN_MAX_ATTEMPTS: z.coerce.number().int().positive().default(5),
   /** How long PIN redemption stays locked after too many wrong PINs. */

@@ -8,6 +8,8 @@ import { ledgerEndpoints } from './endpoints.ts';
 import { identityClient } from './identity.ts';
 import { memberPins } from './member-pins.ts';
 import { pointsProduct } from './points.ts';
+import { PostingBatcher } from './posting-batcher.ts';
+import { postMany } from './store/accounts.ts';
 
 export const SERVICE_VERSION = '0.1.0';
 
@@ -44,6 +46,11 @@ export async function startLedger(config: LedgerConfig, opts: LedgerOptions = {}
         cards.forget(cardId);
         nc.publish(subjects.cardsChanged(), jsonCodec.encode({ card_id: cardId }));
       };
+      const postingsPerStatement = metrics.histogram(
+        'loyalty_ledger_postings_per_statement',
+        'Postings made by one posting statement outside a transaction (group commit)',
+        [1, 2, 4, 8, 16, 32, 64, 100],
+      );
       const pins = memberPins({ pool, clock, policy: { maxAttempts: config.PIN_MAX_ATTEMPTS, lockMs: config.PIN_LOCK_MINUTES * 60_000 } });
       const deps = {
         pool,
@@ -52,6 +59,7 @@ export async function startLedger(config: LedgerConfig, opts: LedgerOptions = {}
         pins,
         cards,
         identity: identityClient(nc, subjects, config.REQUEST_TIMEOUT_MS, config.MEMBER_CACHE_TTL_MS),
+        postings: new PostingBatcher((direction, postings) => postMany(pool, direction, postings), { statements: config.POSTING_STATEMENTS, maxBatch: 100, observe: (n) => postingsPerStatement.observe(n) }),
         eventsWritten: () => relay.wake(),
       };
       const books = accounting(deps);

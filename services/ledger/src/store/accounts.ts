@@ -40,70 +40,117 @@ export interface PostedEntry extends JournalEntry {
   balance_after: number;
 }
 
-// The event's balances and transaction id come from the statement itself, so the balance change,
-// the entry count, the journal row and the outbox event are one statement: one round trip, atomic
-// without BEGIN/COMMIT, and the account row is touched once.
-const EVENT_FROM_ENTRY = `
-  event AS (
-    INSERT INTO ledger.outbox (id, subject, payload)
-    SELECT $11, $12, jsonb_set($13::jsonb, '{data}', ($13::jsonb -> 'data') || jsonb_build_object(
-      'transaction_id', entry.id,
-      'previous_balance', CASE WHEN $14::boolean THEN to_jsonb(round((entry.balance_after - entry.amount) / 100.0, 2)) ELSE to_jsonb(entry.balance_after - entry.amount) END,
-      'new_balance', CASE WHEN $14::boolean THEN to_jsonb(round(entry.balance_after / 100.0, 2)) ELSE to_jsonb(entry.balance_after) END))
-    FROM entry
-  )
-  SELECT id, event, amount, balance_after, created_at FROM entry`;
+/** One posting of a statement: the account, the movement and its event. */
+export interface Posting {
+  k: AccountKey;
+  m: Movement;
+  e: PostingEvent;
+}
 
-const JOURNAL_FROM_ACCOUNT = (sign: '' | '-') => `
-  entry AS (
-    INSERT INTO ledger.journal (tenant_id, card_id, member_id, event, amount, balance_after, purchase_cents, reference, reward_id, metadata, created_at)
-    SELECT $3, $1, $2, $6, ${sign}$4::bigint, account.balance, $7, $8, $9, $10, $5 FROM account
-    RETURNING id, event, amount, balance_after, created_at
-  ),`;
+// Postings as parallel arrays (one element per posting, `n` its position). The balance change, the
+// entry count, the journal row and the outbox event (its balances and transaction id filled in by
+// SQL) of every posting are one statement: one round trip and one commit for all of them, atomic
+// without BEGIN/COMMIT, and each account row is touched once. An account may appear only once per
+// statement (ON CONFLICT DO UPDATE cannot change a row twice): callers split batches (see
+// posting-batcher.ts).
+const INPUT = `input AS (
+  SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::text[], $7::bigint[], $8::text[], $9::bigint[],
+                       $10::jsonb[], $11::uuid[], $12::text[], $13::jsonb[], $14::boolean[])
+    WITH ORDINALITY AS i(card_id, member_id, tenant_id, amount, at, event, purchase_cents, reference, reward_id, metadata, event_id, subject, envelope, cents, n)
+)`;
 
-const POST_CREDIT = `
-WITH account AS (
-  INSERT INTO ledger.accounts AS a (card_id, member_id, tenant_id, balance, entries, created_at, updated_at) VALUES ($1, $2, $3, $4, 1, $5, $5)
+// A credit opens the account on first use.
+const CREDIT = `account AS (
+  INSERT INTO ledger.accounts AS a (card_id, member_id, tenant_id, balance, entries, created_at, updated_at)
+  SELECT card_id, member_id, tenant_id, amount, 1, at, at FROM input ORDER BY n
   ON CONFLICT (card_id, member_id) DO UPDATE SET balance = a.balance + EXCLUDED.balance, entries = a.entries + 1, updated_at = EXCLUDED.updated_at
-  RETURNING balance
-),${JOURNAL_FROM_ACCOUNT('')}${EVENT_FROM_ENTRY}`;
+  RETURNING card_id, member_id, balance
+)`;
 
 // Check and debit are one condition on the row: concurrent debits serialize on it and none can
-// overdraw; an uncovered debit matches no row, so nothing at all is written.
-const POST_DEBIT = `
-WITH account AS (
-  UPDATE ledger.accounts SET balance = balance - $4, entries = entries + 1, updated_at = $5
-   WHERE card_id = $1 AND member_id = $2 AND balance >= $4
-  RETURNING balance
-),${JOURNAL_FROM_ACCOUNT('-')}${EVENT_FROM_ENTRY}`;
+// overdraw; an uncovered debit matches no row, so nothing at all is written for it.
+const DEBIT = `account AS (
+  UPDATE ledger.accounts a SET balance = a.balance - i.amount, entries = a.entries + 1, updated_at = i.at
+    FROM input i
+   WHERE a.card_id = i.card_id AND a.member_id = i.member_id AND a.balance >= i.amount
+  RETURNING a.card_id, a.member_id, a.balance
+)`;
+
+const ENTRY_AND_EVENT = (sign: '' | '-', published: boolean) => `entry AS (
+  INSERT INTO ledger.journal (tenant_id, card_id, member_id, event, amount, balance_after, purchase_cents, reference, reward_id, metadata, created_at)
+  SELECT i.tenant_id, i.card_id, i.member_id, i.event, ${sign}i.amount, a.balance, i.purchase_cents, i.reference, i.reward_id, i.metadata, i.at
+    FROM input i JOIN account a USING (card_id, member_id) ORDER BY i.n
+  RETURNING id, card_id, member_id, event, amount, balance_after, created_at
+), event AS (
+  INSERT INTO ledger.outbox (id, subject, payload${published ? ', published_at' : ''})
+  SELECT i.event_id, i.subject, jsonb_set(i.envelope, '{data}', (i.envelope -> 'data') || jsonb_build_object(
+      'transaction_id', e.id,
+      'previous_balance', CASE WHEN i.cents THEN to_jsonb(round((e.balance_after - e.amount) / 100.0, 2)) ELSE to_jsonb(e.balance_after - e.amount) END,
+      'new_balance', CASE WHEN i.cents THEN to_jsonb(round(e.balance_after / 100.0, 2)) ELSE to_jsonb(e.balance_after) END))${published ? ', i.at' : ''}
+    FROM entry e JOIN input i USING (card_id, member_id)
+)
+SELECT i.n, e.id, e.event, e.amount, e.balance_after, e.created_at FROM entry e JOIN input i USING (card_id, member_id)`;
 
 /**
- * Credit or debit an account together with its journal row and its outbox event, in one statement
- * (the account is opened on a first credit). A debit the balance does not cover writes nothing and
- * answers undefined. Runs alone (autocommit) or inside the caller's transaction.
+ * The posting statement. `published` writes the outbox rows as already published: only for the
+ * benchmark's direct baseline, whose events must never reach the relay.
  */
-export async function post(db: Queryable, k: AccountKey, direction: 'credit' | 'debit', m: Movement, e: PostingEvent): Promise<PostedEntry | undefined> {
-  const { rows } = await db.query<PostedEntry>({
-    name: direction === 'credit' ? 'ledger.post_credit' : 'ledger.post_debit',
-    text: direction === 'credit' ? POST_CREDIT : POST_DEBIT,
-    values: [
-      k.cardId,
-      k.memberId,
-      k.tenantId,
-      m.amount,
-      m.at,
-      m.event,
-      m.purchaseCents ?? null,
-      m.reference ?? null,
-      m.rewardId ?? null,
-      m.metadata ? JSON.stringify(m.metadata) : null,
-      e.id,
-      e.subject,
-      JSON.stringify(e.envelope),
-      e.unit === 'cents',
-    ],
+function postingStatement(direction: 'credit' | 'debit', opts: { published?: boolean } = {}): string {
+  return `WITH ${INPUT}, ${direction === 'credit' ? CREDIT : DEBIT}, ${ENTRY_AND_EVENT(direction === 'credit' ? '' : '-', opts.published ?? false)}`;
+}
+
+const STATEMENTS = {
+  credit: postingStatement('credit'),
+  debit: postingStatement('debit'),
+  'credit published': postingStatement('credit', { published: true }),
+  'debit published': postingStatement('debit', { published: true }),
+};
+
+/** The statement's parameters for `postings` (parallel arrays). */
+function postingValues(postings: Posting[]): unknown[][] {
+  return [
+    postings.map((p) => p.k.cardId),
+    postings.map((p) => p.k.memberId),
+    postings.map((p) => p.k.tenantId),
+    postings.map((p) => p.m.amount),
+    postings.map((p) => p.m.at),
+    postings.map((p) => p.m.event),
+    postings.map((p) => p.m.purchaseCents ?? null),
+    postings.map((p) => p.m.reference ?? null),
+    postings.map((p) => p.m.rewardId ?? null),
+    postings.map((p) => (p.m.metadata ? JSON.stringify(p.m.metadata) : null)),
+    postings.map((p) => p.e.id),
+    postings.map((p) => p.e.subject),
+    postings.map((p) => JSON.stringify(p.e.envelope)),
+    postings.map((p) => p.e.unit === 'cents'),
+  ];
+}
+
+/**
+ * Credit (opening accounts as needed) or debit (only where the balance covers it) accounts,
+ * each with its journal row and outbox event, in one statement, alone (autocommit) or inside the
+ * caller's transaction. Answers in the order of `postings`; undefined: a debit its balance did not
+ * cover, for which nothing was written. No account may appear twice. `published`: see
+ * `postingStatement`.
+ */
+export async function postMany(
+  db: Queryable,
+  direction: 'credit' | 'debit',
+  postings: Posting[],
+  opts: { published?: boolean } = {},
+): Promise<(PostedEntry | undefined)[]> {
+  const statement = opts.published ? (`${direction} published` as const) : direction;
+  const { rows } = await db.query<PostedEntry & { n: number }>({ name: `ledger.post_${statement.replace(' ', '_')}`, text: STATEMENTS[statement], values: postingValues(postings) });
+  const byPosition = new Map(rows.map((r) => [Number(r.n), r]));
+  return postings.map((_, i) => {
+    const r = byPosition.get(i + 1);
+    return r && { id: r.id, event: r.event, amount: r.amount, balance_after: r.balance_after, created_at: r.created_at };
   });
-  return rows[0];
+}
+
+/** One posting (see `postMany`); undefined: a debit the balance did not cover. */
+export async function post(db: Queryable, k: AccountKey, direction: 'credit' | 'debit', m: Movement, e: PostingEvent): Promise<PostedEntry | undefined> {
+  return (await postMany(db, direction, [{ k, m, e }]))[0];
 }
 
 /** Lock the account row (opening it at 0 if needed) and return its balance: refunds decide under the lock. */
