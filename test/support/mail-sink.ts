@@ -6,6 +6,8 @@ export interface CapturedMail {
   to: string;
   subject: string;
   text: string;
+  /** When it arrived (ms since the epoch). */
+  at: number;
 }
 
 /** A real SMTP server inside the test: the services send to it over TCP and the test reads what arrived. */
@@ -26,7 +28,7 @@ export class MailSink {
       simpleParser(stream)
         .then((mail) => {
           const to = Array.isArray(mail.to) ? mail.to[0]?.text : mail.to?.text;
-          this.messages.push({ to: to ?? '', subject: mail.subject ?? '', text: mail.text ?? '' });
+          this.messages.push({ to: to ?? '', subject: mail.subject ?? '', text: mail.text ?? '', at: Date.now() });
           this.waiters.splice(0).forEach((w) => w());
           callback();
         })

@@ -49,6 +49,11 @@ export class EventConsumer {
        * no-op for the handler.
        */
       relevant?: (events: DomainEvent[]) => Promise<boolean[]>;
+      /**
+       * Awaited before an event's transaction opens (a pace such as a mail rate), so that waiting
+       * for it never holds a database connection.
+       */
+      admit?: () => Promise<void>;
     },
   ) {
     opts.metrics?.gauge(`loyalty_consumer_pending_${opts.durable.replace(/[^a-zA-Z0-9_]/g, '_')}`, `Events not yet delivered to consumer ${opts.durable} (lag)`, async () => {
@@ -123,7 +128,10 @@ export class EventConsumer {
         msg.ack();
         return;
       }
-      await handling(() => this.handleOnce(event));
+      await handling(async () => {
+        await this.opts.admit?.();
+        await this.handleOnce(event);
+      });
       msg.ack();
     } catch (err) {
       this.opts.log.warn({ err: (err as Error).message, event: event.id, type: event.type }, 'event handling failed; will be redelivered');

@@ -153,8 +153,34 @@ it('redelivers every event of a batch whose relevance check failed', async () =>
   expect([...seen].sort()).toEqual([0, 1, 2]);
 });
 
+it('waits for `admit` before an event\'s transaction, holding no connection meanwhile', async () => {
+  let open: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  let asked = 0;
+  const seen: number[] = [];
+  const consumer = testConsumer('test-admit', 'reward_claimed', {
+    admit: async () => {
+      asked += 1;
+      await gate;
+    },
+    handle: async (event) => {
+      seen.push(event.data.i as number);
+    },
+  });
+  await consumer.start();
+  await publishEvent('reward_claimed', 'admit-0', { i: 0 });
+  await until(() => asked > 0);
+  const waiting = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`);
+  expect(waiting.rows[0]!.n).toBe(0);
+  expect(seen).toEqual([]);
+  open();
+  await until(() => seen.length === 1);
+  await consumer.stop();
+  expect(seen).toEqual([0]);
+});
+
 /** A consumer of the ledger's `type` events in the test schema. */
-function testConsumer(durable: string, type: string, opts: Pick<ConstructorParameters<typeof EventConsumer>[0], 'handle' | 'concurrency' | 'relevant'>) {
+function testConsumer(durable: string, type: string, opts: Pick<ConstructorParameters<typeof EventConsumer>[0], 'handle' | 'concurrency' | 'relevant' | 'admit'>) {
   return new EventConsumer({ nc, subjects, pool, schema: 'svc', durable, filterSubject: subjects.event('ledger', type), log, ...opts });
 }
 

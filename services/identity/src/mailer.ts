@@ -18,11 +18,10 @@ export interface Mail {
  * Settings the URL gives (`?maxConnections=2`, credentials, `smtps:`) win over these defaults.
  * Note: `createTransport(url, { pool: true })` would not pool (the object is message defaults).
  */
-export function transportOptions(url: string, connections: number, perSecond = 0): SMTPPool.Options {
+export function transportOptions(url: string, connections: number): SMTPPool.Options {
   const options: SMTPPool.Options = {
     pool: true,
     maxConnections: connections,
-    ...(perSecond > 0 ? { rateDelta: 1_000, rateLimit: perSecond } : {}),
     connectionTimeout: 5_000,
     greetingTimeout: 5_000,
     socketTimeout: 10_000,
@@ -48,9 +47,8 @@ export type MailKind = 'code' | 'notification';
 
 /**
  * Sends members' mail over SMTP; sandbox tenants' mail goes to the sandbox server (a sink).
- * Codes and notifications go over pools of their own: notifications are throttled to
- * `notificationsPerSecond` (mail providers limit senders; a burst of earns must not turn into a
- * burst of mail that competes with the money path for CPU), and a code never queues behind them.
+ * Codes and notifications go over pools of their own, so a code never queues behind a burst of
+ * notifications (whose pace the notification consumers set: notifications.ts `notificationPace`).
  */
 export class Mailer {
   private readonly transports = new Map<string, Transporter>();
@@ -59,7 +57,7 @@ export class Mailer {
     private readonly sandboxUrl: string,
     private readonly from: string,
     private readonly log: Logger,
-    private readonly settings: { connections: number; notificationsPerSecond: number } = { connections: 4, notificationsPerSecond: 0 },
+    private readonly settings: { connections: number } = { connections: 4 },
   ) {}
 
   private transport(sandbox: boolean, kind: MailKind): Transporter {
@@ -70,7 +68,7 @@ export class Mailer {
       t =
         kind === 'code'
           ? nodemailer.createTransport(transportOptions(url, 2))
-          : nodemailer.createTransport(transportOptions(url, this.settings.connections, this.settings.notificationsPerSecond));
+          : nodemailer.createTransport(transportOptions(url, this.settings.connections));
       this.transports.set(key, t);
     }
     return t;

@@ -1,3 +1,4 @@
+import pThrottle from 'p-throttle';
 import type { DomainEvent } from '@loyalty/contracts';
 import type { Logger, PoolClient } from '@loyalty/runtime';
 import type { Mailer } from './mailer.ts';
@@ -38,5 +39,20 @@ export function notificationHandler(mailer: Mailer, log: Logger) {
     const tenant = await findTenant(db, event.tenant_id);
     await mailer.send({ to: member.email, ...mail }, tenant?.sandbox ?? false, log.child({ event_id: event.id }), 'notification');
     log.info({ event: event.id, type: event.type, member: memberId }, 'notification mailed');
+  };
+}
+
+/**
+ * The pace of notification mails of one replica, shared by its notification consumers, which wait
+ * for it before they open an event's transaction (so a mail waiting for its turn holds no database
+ * connection). Evenly spaced, not in bursts: mail providers limit senders (Amazon SES starts
+ * accounts at 14 a second), and a burst of earns must not turn into a burst of mail competing with
+ * the money path for CPU. 0: no pace.
+ */
+export function notificationPace(perSecond: number): (() => Promise<void>) | undefined {
+  if (perSecond <= 0) return undefined;
+  const turn = pThrottle({ limit: 1, interval: 1_000 / perSecond })(() => undefined);
+  return async () => {
+    await turn();
   };
 }

@@ -13,7 +13,7 @@ import {
 import type { ServiceName } from '@loyalty/contracts';
 import { claimCodes } from './claim-codes.ts';
 import { memberDirectory } from './member-directory.ts';
-import { notificationHandler, templates } from './notifications.ts';
+import { notificationHandler, notificationPace, templates } from './notifications.ts';
 import type { IdentityConfig } from './config.ts';
 import { identityEndpoints } from './endpoints.ts';
 import { Mailer } from './mailer.ts';
@@ -31,10 +31,7 @@ export async function startIdentity(config: IdentityConfig, opts: { clock?: Cloc
     log: opts.log,
     migrationsDir: packageDir(import.meta.url, '../migrations'),
     async setup({ pool, nc, subjects, log, metrics }) {
-      const mailer = new Mailer(config.SMTP_URL, config.SANDBOX_SMTP_URL ?? config.SMTP_URL, config.MAIL_FROM, log, {
-        connections: config.MAIL_CONCURRENCY,
-        notificationsPerSecond: config.MAIL_NOTIFICATIONS_PER_SECOND,
-      });
+      const mailer = new Mailer(config.SMTP_URL, config.SANDBOX_SMTP_URL ?? config.SMTP_URL, config.MAIL_FROM, log, { connections: config.MAIL_CONCURRENCY });
       const authDeps = {
         pool,
         clock: opts.clock ?? systemClock,
@@ -53,6 +50,7 @@ export async function startIdentity(config: IdentityConfig, opts: { clock?: Cloc
       const admin = provisioning(pool, (appId) => nc.publish(subjects.credentialsChanged(), jsonCodec.encode({ app_id: appId })));
       // Member notifications: one durable consumer per event type that has a mail template.
       await ensureEventStream(nc, subjects);
+      const pace = notificationPace(config.MAIL_NOTIFICATIONS_PER_SECOND);
       const consumers = Object.keys(templates).map((type) => {
         const [service, event] = type.split('.') as [ServiceName, string];
         return new EventConsumer({
@@ -67,6 +65,7 @@ export async function startIdentity(config: IdentityConfig, opts: { clock?: Cloc
           handle: notificationHandler(mailer, log),
           // Mails wait on the mail server, not on the CPU: several at once over pooled connections.
           concurrency: config.MAIL_CONCURRENCY,
+          admit: pace,
         });
       });
       for (const c of consumers) await c.start();

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@loyalty/runtime';
 import { MailSink } from '../../../test/support/mail-sink.ts';
 import { Mailer, transportOptions } from '../src/mailer.ts';
+import { notificationPace } from '../src/notifications.ts';
 
 describe('Mailer', () => {
   let sink: MailSink;
@@ -15,7 +16,7 @@ describe('Mailer', () => {
   });
 
   it('keeps its SMTP connections open between mails (pooled)', async () => {
-    const mailer = new Mailer(url, url, 'Loyalty <no-reply@loyalty.local>', createLogger('mailer-test', 'silent'), { connections: 2, notificationsPerSecond: 0 });
+    const mailer = new Mailer(url, url, 'Loyalty <no-reply@loyalty.local>', createLogger('mailer-test', 'silent'), { connections: 2 });
     try {
       for (let i = 0; i < 4; i++) await mailer.send({ to: `seq${i}@example.com`, subject: `seq ${i}`, text: 'hello' }, true, undefined, 'notification');
       expect(sink.connections).toBe(1); // four mails in a row over one connection
@@ -29,18 +30,28 @@ describe('Mailer', () => {
     expect(sink.connections).toBeLessThanOrEqual(3);
   });
 
-  it('throttles notifications to the configured rate but never a code', async () => {
-    const mailer = new Mailer(url, url, 'Loyalty <no-reply@loyalty.local>', createLogger('mailer-test', 'silent'), { connections: 1, notificationsPerSecond: 2 });
+  it('sends a code over connections of its own, never behind notifications', async () => {
+    const mailer = new Mailer(url, url, 'Loyalty <no-reply@loyalty.local>', createLogger('mailer-test', 'silent'), { connections: 1 });
     try {
-      const started = Date.now();
-      const notifications = Promise.all(Array.from({ length: 4 }, (_, i) => mailer.send({ to: `n${i}@example.com`, subject: `n ${i}`, text: 'x' }, true, undefined, 'notification')));
-      await mailer.send({ to: 'code@example.com', subject: 'code', text: 'x' }, true); // not behind the throttled ones
-      expect(Date.now() - started).toBeLessThan(900);
+      const before = sink.connections;
+      const notifications = Promise.all(Array.from({ length: 20 }, (_, i) => mailer.send({ to: `n${i}@example.com`, subject: `n ${i}`, text: 'x' }, true, undefined, 'notification')));
+      await mailer.send({ to: 'code@example.com', subject: 'code', text: 'x' }, true);
+      const codeArrived = sink.messages.findIndex((m) => m.subject === 'code');
+      const notificationsBefore = sink.messages.slice(0, codeArrived).filter((m) => /^n \d+$/.test(m.subject)).length;
       await notifications;
-      expect(Date.now() - started).toBeGreaterThanOrEqual(900); // 2 per second: the 3rd and 4th wait for the next second
+      expect(notificationsBefore).toBeLessThan(20); // it did not wait for the queue of 20 on the one notification connection
+      expect(sink.connections - before).toBe(2); // one for notifications, one for codes
     } finally {
       mailer.close();
     }
+  });
+
+  it('paces notifications evenly (notificationPace), or not at all with 0', async () => {
+    expect(notificationPace(0)).toBeUndefined();
+    const pace = notificationPace(20)!;
+    const started = Date.now();
+    for (let i = 0; i < 6; i++) await pace();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(240); // 5 gaps of 50 ms
   });
 
   it('pools by default and lets the URL decide what it names', () => {
