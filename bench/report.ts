@@ -44,7 +44,14 @@ export interface GrowthReport {
 
 export interface BenchReport {
   generated_at: string;
-  machine: { cpus: number; cpu_model: string; load_average_before: number[]; node: string };
+  machine: {
+    cpus: number;
+    cpu_model: string;
+    load_average_before: number[];
+    node: string;
+    /** Milliseconds of a fixed JavaScript loop on one core before the run (run.ts `cpuCalibration`): this VM's speed drifts between runs. */
+    cpu_calibration_ms: number;
+  };
   system: string;
   options: { duration_s: number; warmup_s: number; connections: number };
   scenarios: ScenarioReport[];
@@ -144,7 +151,7 @@ export function chartSvg(r: BenchReport): string {
   el.push(`<rect width="${W}" height="${H}" fill="#ffffff"/>`);
   el.push(`<text x="20" y="30" font-size="19" font-weight="bold">Loyalty platform: full microservice path vs. direct SQL baseline</text>`);
   el.push(
-    `<text x="20" y="52" font-size="12" fill="#374151">${esc(`${r.options.connections} connections, ${r.options.duration_s} s per run, ${r.machine.cpus} CPUs (load generator included), load average before ${r.machine.load_average_before[0]}, ${r.generated_at.slice(0, 19)}Z`)}</text>`,
+    `<text x="20" y="52" font-size="12" fill="#374151">${esc(`${r.options.connections} connections, ${r.options.duration_s} s per run, ${r.machine.cpus} CPUs (load generator included), load average before ${r.machine.load_average_before[0]}, CPU calibration ${r.machine.cpu_calibration_ms} ms, ${r.generated_at.slice(0, 19)}Z`)}</text>`,
   );
   // legend
   el.push(`<rect x="20" y="66" width="14" height="14" fill="${FULL}"/><text x="40" y="78" font-size="12">full path (HTTP, gateway, NATS, service, PostgreSQL)</text>`);

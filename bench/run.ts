@@ -32,6 +32,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     if (!opts.quiet) console.log(`[bench] ${line}`);
   };
   const loadBefore = os.loadavg().map((v) => Math.round(v * 100) / 100);
+  const calibration = cpuCalibration();
   const system = opts.url ? runningSystem(opts.url, opts.databaseUrl) : await startBenchSystem({ keep: opts.keep, build: opts.build, database: opts.database, subjectRoot: opts.subjectRoot, profile: opts.profile, log });
   log(`system: ${system.describe}`);
   // Ctrl-C or a kill of this process stops the services it started instead of orphaning them.
@@ -110,7 +111,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
 
     const report: BenchReport = {
       generated_at: new Date().toISOString(),
-      machine: { cpus: os.cpus().length, cpu_model: os.cpus()[0]?.model ?? 'unknown', load_average_before: loadBefore, node: process.version },
+      machine: { cpus: os.cpus().length, cpu_model: os.cpus()[0]?.model ?? 'unknown', load_average_before: loadBefore, node: process.version, cpu_calibration_ms: calibration },
       system: system.describe,
       options: { duration_s: opts.duration, warmup_s: opts.warmup, connections: opts.connections },
       scenarios,
@@ -135,6 +136,22 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     await system.stop();
     if (opts.profile && !opts.url) printProfiles(pids);
   }
+}
+
+/**
+ * Milliseconds of a fixed integer loop (the best of three), so runs on different days compare: this
+ * VM's speed drifted by up to 2x between runs of the same code (bench/README.md).
+ */
+function cpuCalibration(): number {
+  let best = Infinity;
+  for (let run = 0; run < 3; run++) {
+    const started = process.hrtime.bigint();
+    let x = 0;
+    for (let i = 0; i < 100_000_000; i++) x = (x + i * 7) % 1_000_003;
+    if (x < 0) throw new Error('unreachable'); // keeps the loop's result alive
+    best = Math.min(best, Number(process.hrtime.bigint() - started) / 1e6);
+  }
+  return Math.round(best);
 }
 
 /** The CPU profile each service wrote at exit (file names carry the pid), summarized. */

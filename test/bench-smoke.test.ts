@@ -57,6 +57,7 @@ describe('npm run bench (smoke)', () => {
     expect(report.problems).toEqual([]);
 
     for (const service of ['gateway', 'identity', 'ledger', 'claims', 'referrals']) expect(report.memory_mb[service]).toBeGreaterThan(10);
+    expect(report.machine.cpu_calibration_ms).toBeGreaterThan(0);
     expect('balance' in report.growth).toBe(true);
     if ('balance' in report.growth) {
       expect(report.growth.rows_small).toBe(40);
