@@ -93,8 +93,9 @@ export function accounting(deps: LedgerDeps) {
 
     /**
      * Credit (an earn, a bonus) or debit (only when the balance covers it) an account with its
-     * journal row and its event, in one statement (shared with other postings when `db` is the pool). An earn's reference is unique per card
-     * (journal_earn_reference): a second earn with it fails as a whole and `mutate` answers 409.
+     * journal row and its event, in one statement (shared with other postings when `db` is the
+     * pool). An earn's reference is unique per card (journal_earn_reference): a second earn with it
+     * fails as a whole and `mutate` answers 409.
      * undefined: a debit the balance did not cover; nothing was written.
      */
     async post(db: Queryable, k: AccountKey, direction: 'credit' | 'debit', m: Movement, event: PostingEvent): Promise<BalanceChange | undefined> {

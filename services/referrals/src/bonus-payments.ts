@@ -3,7 +3,7 @@ import { AppError, type DomainEvent, type Subjects } from '@loyalty/contracts';
 import { recordEvent, withTransaction, type Clock, type Logger, type Pool, type PoolClient, type Queryable } from '@loyalty/runtime';
 import { bonusCredits, isPurchaseEarn, type Referral } from './domain/referral.ts';
 import type { CallMeta, Peers } from './peers.ts';
-import { awaitingFirstPurchase, completeReferral, findReferral, leaseStalePayments, markPaymentDue } from './store/referrals.ts';
+import { awaitingFirstPurchase, completeReferral, type EarnAccount, findReferral, leaseStalePayments, markPaymentDue } from './store/referrals.ts';
 
 export interface PaymentDeps {
   pool: Pool;
@@ -93,11 +93,7 @@ export function bonusPayments(deps: PaymentDeps) {
    * then a read per earn, were most of what each points earn cost behind the earn itself).
    */
   async function awaitPayment(events: DomainEvent[]): Promise<boolean[]> {
-    const accounts = events.map((event) => {
-      const data = event.data as { member_id?: unknown; card_id?: unknown; event?: unknown };
-      if (typeof data.member_id !== 'number' || typeof data.card_id !== 'number' || !isPurchaseEarn(data)) return null;
-      return { tenantId: event.tenant_id, cardId: data.card_id, memberId: data.member_id };
-    });
+    const accounts = events.map(purchaseAccount);
     const asked = accounts.filter((a) => a !== null);
     const answers = await awaitingFirstPurchase(pool, asked);
     let k = 0;
@@ -110,9 +106,9 @@ export function bonusPayments(deps: PaymentDeps) {
    * becomes due and is paid at once; if paying fails it stays due and the sweeper finishes it.
    */
   async function onPointsEarned(event: DomainEvent, db: PoolClient): Promise<void> {
-    const data = event.data as { member_id?: unknown; card_id?: unknown; event?: unknown };
-    if (typeof data.member_id !== 'number' || typeof data.card_id !== 'number' || !isPurchaseEarn(data)) return;
-    const due = await markPaymentDue(db, event.tenant_id, data.card_id, data.member_id, clock.now());
+    const account = purchaseAccount(event);
+    if (!account) return;
+    const due = await markPaymentDue(db, account.tenantId, account.cardId, account.memberId, clock.now());
     if (!due) return;
     let tx: { referrer?: number; referee?: number };
     try {
@@ -149,4 +145,11 @@ export function startSweeper(run: () => Promise<unknown>, intervalMs: number, lo
       await current;
     },
   };
+}
+
+/** The account of a points_earned event that is a purchase (a first purchase can complete a referral); null otherwise. */
+function purchaseAccount(event: DomainEvent): EarnAccount | null {
+  const data = event.data as { member_id?: unknown; card_id?: unknown; event?: unknown };
+  if (typeof data.member_id !== 'number' || typeof data.card_id !== 'number' || !isPurchaseEarn(data)) return null;
+  return { tenantId: event.tenant_id, cardId: data.card_id, memberId: data.member_id };
 }
