@@ -19,7 +19,10 @@ export class Api {
   async admin<T>(method: string, path: string, body?: unknown): Promise<T> {
     const res = await fetch(`${this.url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${this.operatorToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${this.operatorToken}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const json = (await res.json()) as ApiReply<T>['body'];
@@ -27,16 +30,30 @@ export class Api {
     return json.data as T;
   }
 
-  async call<T = Record<string, unknown>>(app: AppCredentials, method: string, path: string, opts: { body?: unknown; token?: string } = {}): Promise<ApiReply<T>> {
+  async call<T = Record<string, unknown>>(
+    app: AppCredentials,
+    method: string,
+    path: string,
+    opts: { body?: unknown; token?: string } = {},
+  ): Promise<ApiReply<T>> {
     const headers: Record<string, string> = { 'x-app-id': app.appId, 'x-api-key': app.apiKey };
     if (opts.token) headers['x-member-token'] = opts.token;
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${this.url}${path}`, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+    const res = await fetch(`${this.url}${path}`, {
+      method,
+      headers,
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    });
     return { status: res.status, body: (await res.json()) as ApiReply<T>['body'] };
   }
 
   /** Like call, but throws unless the answer is a success. */
-  async ok<T = Record<string, unknown>>(app: AppCredentials, method: string, path: string, opts: { body?: unknown; token?: string } = {}): Promise<T> {
+  async ok<T = Record<string, unknown>>(
+    app: AppCredentials,
+    method: string,
+    path: string,
+    opts: { body?: unknown; token?: string } = {},
+  ): Promise<T> {
     const r = await this.call<T>(app, method, path, opts);
     if (!r.body.success) throw new Error(`${method} ${path} answered ${r.status}: ${JSON.stringify(r.body.error)}`);
     return r.body.data as T;
@@ -44,7 +61,11 @@ export class Api {
 }
 
 /** Run `fn` over `items` with at most `concurrency` in flight; results in input order. */
-export async function pMap<T, R>(items: readonly T[], concurrency: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function pMap<T, R>(
+  items: readonly T[],
+  concurrency: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const out = new Array<R>(items.length);
   let next = 0;
   const worker = async () => {

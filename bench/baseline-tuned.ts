@@ -28,13 +28,27 @@ async function post(
   postings: PostingBatcher,
   k: { tenantId: number; cardId: number; memberId: number },
   direction: 'credit' | 'debit',
-  m: { event: 'staff_added_points' | 'cashback_earned' | 'cashback_redeemed'; amount: number; purchaseCents: number | null },
+  m: {
+    event: 'staff_added_points' | 'cashback_earned' | 'cashback_redeemed';
+    amount: number;
+    purchaseCents: number | null;
+  },
   e: { type: string; unit: 'cents' | 'points'; data: Record<string, unknown> },
 ): Promise<boolean> {
   const at = new Date();
   const id = randomUUID();
-  const envelope = { id, type: `ledger.${e.type}`, tenant_id: k.tenantId, occurred_at: at.toISOString(), data: { ...e.data, event: m.event } };
-  const posted = await postings.post(direction, { k, m: { ...m, at }, e: { id, subject: `bench_tuned.events.ledger.${e.type}`, envelope, unit: e.unit } });
+  const envelope = {
+    id,
+    type: `ledger.${e.type}`,
+    tenant_id: k.tenantId,
+    occurred_at: at.toISOString(),
+    data: { ...e.data, event: m.event },
+  };
+  const posted = await postings.post(direction, {
+    k,
+    m: { ...m, at },
+    e: { id, subject: `bench_tuned.events.ledger.${e.type}`, envelope, unit: e.unit },
+  });
   return posted !== undefined;
 }
 
@@ -51,7 +65,10 @@ class Replica {
     private readonly pool: pg.Pool,
     private readonly tenantId: number,
   ) {
-    this.postings = new PostingBatcher((direction, postings) => postMany(pool, direction, postings, { published: true }), { statements: POSTING_STATEMENTS, maxBatch: 100 });
+    this.postings = new PostingBatcher(
+      (direction, postings) => postMany(pool, direction, postings, { published: true }),
+      { statements: POSTING_STATEMENTS, maxBatch: 100 },
+    );
   }
 
   async card(cardId: number): Promise<{ id: number; currency: string }> {
@@ -68,23 +85,59 @@ class Replica {
 }
 
 /** An earn by member_id without reference: card and member (known after their first use), then one posting statement. */
-async function earn(pool: pg.Pool, f: Fixture, known: Replica, kind: 'points' | 'cashback', memberId: number, purchaseCents: number): Promise<DirectOutcome> {
+async function earn(
+  pool: pg.Pool,
+  f: Fixture,
+  known: Replica,
+  kind: 'points' | 'cashback',
+  memberId: number,
+  purchaseCents: number,
+): Promise<DirectOutcome> {
   const card = await known.card(kind === 'points' ? f.pointsCardId : f.cashbackCardId);
   await known.member(memberId);
-  const amount = kind === 'points' ? Math.floor((purchaseCents * POINTS_RATIO) / 100) : Math.floor((purchaseCents * CASHBACK_PERCENT + 50) / 100);
+  const amount =
+    kind === 'points'
+      ? Math.floor((purchaseCents * POINTS_RATIO) / 100)
+      : Math.floor((purchaseCents * CASHBACK_PERCENT + 50) / 100);
   const k = { tenantId: f.tenantId, cardId: card.id, memberId };
   if (kind === 'points') {
-    await post(known.postings, k, 'credit', { event: 'staff_added_points', amount, purchaseCents }, {
-      type: 'points_earned',
-      unit: 'points',
-      data: { member_id: memberId, card_id: card.id, points: amount, purchase_amount: purchaseCents / 100, reference: null },
-    });
+    await post(
+      known.postings,
+      k,
+      'credit',
+      { event: 'staff_added_points', amount, purchaseCents },
+      {
+        type: 'points_earned',
+        unit: 'points',
+        data: {
+          member_id: memberId,
+          card_id: card.id,
+          points: amount,
+          purchase_amount: purchaseCents / 100,
+          reference: null,
+        },
+      },
+    );
   } else {
-    await post(known.postings, k, 'credit', { event: 'cashback_earned', amount, purchaseCents }, {
-      type: 'cashback_earned',
-      unit: 'cents',
-      data: { member_id: memberId, card_id: card.id, amount: amount / 100, purchase_amount: purchaseCents / 100, cashback_percentage: String(CASHBACK_PERCENT), currency: card.currency, reference: null },
-    });
+    await post(
+      known.postings,
+      k,
+      'credit',
+      { event: 'cashback_earned', amount, purchaseCents },
+      {
+        type: 'cashback_earned',
+        unit: 'cents',
+        data: {
+          member_id: memberId,
+          card_id: card.id,
+          amount: amount / 100,
+          purchase_amount: purchaseCents / 100,
+          cashback_percentage: String(CASHBACK_PERCENT),
+          currency: card.currency,
+          reference: null,
+        },
+      },
+    );
   }
   return 200;
 }
@@ -93,21 +146,37 @@ async function earn(pool: pg.Pool, f: Fixture, known: Replica, kind: 'points' | 
 async function redeem(pool: pg.Pool, f: Fixture, known: Replica, r: Redeemer): Promise<DirectOutcome> {
   const memberId = await memberOfToken(pool, f, r);
   const card = await known.card(f.cashbackCardId);
-  const posted = await post(known.postings, { tenantId: f.tenantId, cardId: card.id, memberId }, 'debit', { event: 'cashback_redeemed', amount: REDEEM_AMOUNT_CENTS, purchaseCents: null }, {
-    type: 'cashback_redeemed',
-    unit: 'cents',
-    data: { member_id: memberId, card_id: card.id, amount: REDEEM_AMOUNT_CENTS / 100, currency: card.currency, reference: null },
-  });
+  const posted = await post(
+    known.postings,
+    { tenantId: f.tenantId, cardId: card.id, memberId },
+    'debit',
+    { event: 'cashback_redeemed', amount: REDEEM_AMOUNT_CENTS, purchaseCents: null },
+    {
+      type: 'cashback_redeemed',
+      unit: 'cents',
+      data: {
+        member_id: memberId,
+        card_id: card.id,
+        amount: REDEEM_AMOUNT_CENTS / 100,
+        currency: card.currency,
+        reference: null,
+      },
+    },
+  );
   if (posted) return 200;
   await findBalance(pool, card.id, memberId); // the refusal names the balance
   return 422;
 }
 
-
 /** One replica's state per pool (one bench run): like the services' caches, it lives across scenarios. */
 const replicaOf = new WeakMap<pg.Pool, Replica>();
 
-export function tunedScenario(name: ScenarioName, pool: pg.Pool, f: Fixture, side: 'warmup' | 'baseline'): DirectScenario {
+export function tunedScenario(
+  name: ScenarioName,
+  pool: pg.Pool,
+  f: Fixture,
+  side: 'warmup' | 'baseline',
+): DirectScenario {
   const offset = side === 'warmup' ? 7919 : 0;
   const member = (i: number) => f.members[(i + offset) % f.members.length]!;
   let known = replicaOf.get(pool);

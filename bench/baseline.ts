@@ -30,19 +30,36 @@ const MEMBER_COLUMNS = 'id, tenant_id, name, email, phone, accepts_emails, is_ac
 
 export const sha256 = (v: string) => createHash('sha256').update(v).digest();
 
-export async function findCard(db: pg.Pool | pg.PoolClient, tenantId: number, cardId: number): Promise<{ id: number; reward_system: string; currency: string }> {
-  const { rows } = await db.query(`SELECT ${CARD_COLUMNS} FROM ledger.cards WHERE tenant_id = $1 AND id = $2`, [tenantId, cardId]);
+export async function findCard(
+  db: pg.Pool | pg.PoolClient,
+  tenantId: number,
+  cardId: number,
+): Promise<{ id: number; reward_system: string; currency: string }> {
+  const { rows } = await db.query(`SELECT ${CARD_COLUMNS} FROM ledger.cards WHERE tenant_id = $1 AND id = $2`, [
+    tenantId,
+    cardId,
+  ]);
   if (!rows[0]) throw new Error('card_not_found');
   return rows[0];
 }
 
 export async function findMemberById(db: pg.Pool, tenantId: number, memberId: number): Promise<void> {
-  const { rows } = await db.query(`SELECT ${MEMBER_COLUMNS} FROM identity.members WHERE tenant_id = $1 AND id = $2`, [tenantId, memberId]);
+  const { rows } = await db.query(`SELECT ${MEMBER_COLUMNS} FROM identity.members WHERE tenant_id = $1 AND id = $2`, [
+    tenantId,
+    memberId,
+  ]);
   if (!rows[0]) throw new Error('member_not_found');
 }
 
-export async function findBalance(db: pg.Pool | pg.PoolClient, cardId: number, memberId: number): Promise<number | undefined> {
-  const { rows } = await db.query<{ balance: string }>('SELECT balance FROM ledger.accounts WHERE card_id = $1 AND member_id = $2', [cardId, memberId]);
+export async function findBalance(
+  db: pg.Pool | pg.PoolClient,
+  cardId: number,
+  memberId: number,
+): Promise<number | undefined> {
+  const { rows } = await db.query<{ balance: string }>(
+    'SELECT balance FROM ledger.accounts WHERE card_id = $1 AND member_id = $2',
+    [cardId, memberId],
+  );
   return rows[0] ? Number(rows[0].balance) : undefined;
 }
 
@@ -64,7 +81,13 @@ async function appendJournal(
   return Number(rows[0]!.id);
 }
 
-async function recordEvent(db: pg.PoolClient, tenantId: number, type: string, data: Record<string, unknown>, at: Date): Promise<void> {
+async function recordEvent(
+  db: pg.PoolClient,
+  tenantId: number,
+  type: string,
+  data: Record<string, unknown>,
+  at: Date,
+): Promise<void> {
   const id = randomUUID();
   const envelope = { id, type: `ledger.${type}`, tenant_id: tenantId, occurred_at: at.toISOString(), data };
   // Written as already published: the ledger's relay must never send the baseline's events to
@@ -96,11 +119,20 @@ async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise
 class Refused extends Error {}
 
 /** An earn by member_id without reference: card, member (identity), then credit + journal + outbox in one transaction. */
-async function earn(pool: pg.Pool, f: Fixture, kind: 'points' | 'cashback', memberId: number, purchaseCents: number): Promise<DirectOutcome> {
+async function earn(
+  pool: pg.Pool,
+  f: Fixture,
+  kind: 'points' | 'cashback',
+  memberId: number,
+  purchaseCents: number,
+): Promise<DirectOutcome> {
   const cardId = kind === 'points' ? f.pointsCardId : f.cashbackCardId;
   const card = await findCard(pool, f.tenantId, cardId);
   await findMemberById(pool, f.tenantId, memberId);
-  const amount = kind === 'points' ? Math.floor((purchaseCents * POINTS_RATIO) / 100) : Math.floor((purchaseCents * CASHBACK_PERCENT + 50) / 100);
+  const amount =
+    kind === 'points'
+      ? Math.floor((purchaseCents * POINTS_RATIO) / 100)
+      : Math.floor((purchaseCents * CASHBACK_PERCENT + 50) / 100);
   const event = kind === 'points' ? 'staff_added_points' : 'cashback_earned';
   const k = { tenantId: f.tenantId, cardId: card.id, memberId };
   await inTransaction(pool, async (db) => {
@@ -113,18 +145,24 @@ async function earn(pool: pg.Pool, f: Fixture, kind: 'points' | 'cashback', memb
     );
     const balance = Number(rows[0]!.balance);
     const id = await appendJournal(db, k, { event, amount, balanceAfter: balance, purchaseCents, at });
-    await recordEvent(db, f.tenantId, kind === 'points' ? 'points_earned' : 'cashback_earned', {
-      member_id: memberId,
-      card_id: card.id,
-      transaction_id: id,
-      amount,
-      purchase_amount: purchaseCents / 100,
-      previous_balance: balance - amount,
-      new_balance: balance,
-      currency: card.currency,
-      reference: null,
-      event,
-    }, at);
+    await recordEvent(
+      db,
+      f.tenantId,
+      kind === 'points' ? 'points_earned' : 'cashback_earned',
+      {
+        member_id: memberId,
+        card_id: card.id,
+        transaction_id: id,
+        amount,
+        purchase_amount: purchaseCents / 100,
+        previous_balance: balance - amount,
+        new_balance: balance,
+        currency: card.currency,
+        reference: null,
+        event,
+      },
+      at,
+    );
   });
   return 200;
 }
@@ -164,18 +202,30 @@ async function redeem(pool: pg.Pool, f: Fixture, r: Redeemer): Promise<DirectOut
         throw new Refused();
       }
       const balance = Number(rows[0].balance);
-      const id = await appendJournal(db, k, { event: 'cashback_redeemed', amount: -REDEEM_AMOUNT_CENTS, balanceAfter: balance, purchaseCents: null, at });
-      await recordEvent(db, f.tenantId, 'cashback_redeemed', {
-        member_id: memberId,
-        card_id: card.id,
-        transaction_id: id,
-        amount: REDEEM_AMOUNT_CENTS / 100,
-        previous_balance: (balance + REDEEM_AMOUNT_CENTS) / 100,
-        new_balance: balance / 100,
-        currency: card.currency,
-        reference: null,
+      const id = await appendJournal(db, k, {
         event: 'cashback_redeemed',
-      }, at);
+        amount: -REDEEM_AMOUNT_CENTS,
+        balanceAfter: balance,
+        purchaseCents: null,
+        at,
+      });
+      await recordEvent(
+        db,
+        f.tenantId,
+        'cashback_redeemed',
+        {
+          member_id: memberId,
+          card_id: card.id,
+          transaction_id: id,
+          amount: REDEEM_AMOUNT_CENTS / 100,
+          previous_balance: (balance + REDEEM_AMOUNT_CENTS) / 100,
+          new_balance: balance / 100,
+          currency: card.currency,
+          reference: null,
+          event: 'cashback_redeemed',
+        },
+        at,
+      );
     });
   } catch (err) {
     if (err instanceof Refused) return 422;
@@ -189,7 +239,12 @@ export interface DirectScenario {
   check?: () => Promise<string[]>;
 }
 
-export function baselineScenario(name: ScenarioName, pool: pg.Pool, f: Fixture, side: 'warmup' | 'baseline'): DirectScenario {
+export function baselineScenario(
+  name: ScenarioName,
+  pool: pg.Pool,
+  f: Fixture,
+  side: 'warmup' | 'baseline',
+): DirectScenario {
   const offset = side === 'warmup' ? 7919 : 0;
   const member = (i: number) => f.members[(i + offset) % f.members.length]!;
   switch (name) {
@@ -211,7 +266,8 @@ export function baselineScenario(name: ScenarioName, pool: pg.Pool, f: Fixture, 
         async op() {
           const card = await findCard(pool, f.tenantId, f.pointsCardId);
           const memberId = f.historyMemberId;
-          if ((await findBalance(pool, card.id, memberId)) === undefined) await findMemberById(pool, f.tenantId, memberId);
+          if ((await findBalance(pool, card.id, memberId)) === undefined)
+            await findMemberById(pool, f.tenantId, memberId);
           // The page with the services' own statement (imported: the baseline does not differ from
           // them here). The older page
           // query (ORDER BY id DESC LIMIT 20 on the journal, then the entry count) lets the planner,
@@ -239,7 +295,10 @@ export function redeemScenario(
   label: string,
   redeemOne: (r: Redeemer) => Promise<DirectOutcome>,
 ): DirectScenario {
-  if (side === 'warmup') return { op: async (i) => (await findBalance(pool, f.cashbackCardId, accounts[i % accounts.length]!.memberId), 200) };
+  if (side === 'warmup')
+    return {
+      op: async (i) => (await findBalance(pool, f.cashbackCardId, accounts[i % accounts.length]!.memberId), 200),
+    };
   const redeemed = accounts.map(() => 0);
   return {
     async op(i) {
@@ -253,7 +312,8 @@ export function redeemScenario(
       for (const [k, a] of accounts.entries()) {
         const balance = await findBalance(pool, f.cashbackCardId, a.memberId);
         const expected = a.startCents - redeemed[k]! * REDEEM_AMOUNT_CENTS;
-        if (balance !== expected || balance < 0) problems.push(`${label}: member ${a.memberId} holds ${balance} cents, expected ${expected}`);
+        if (balance !== expected || balance < 0)
+          problems.push(`${label}: member ${a.memberId} holds ${balance} cents, expected ${expected}`);
       }
       return problems;
     },

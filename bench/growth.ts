@@ -74,12 +74,13 @@ export async function measureGrowth(
       [rows[0]!.tenant_id, f.pointsCardId, f.historyMemberId, start, add],
     );
     // The account's entry count (ledger migration 1700000000002) moves with the journal, when the schema has it.
-    const { rows: cols } = await client.query(`SELECT 1 FROM information_schema.columns WHERE table_schema = 'ledger' AND table_name = 'accounts' AND column_name = 'entries'`);
-    await client.query(`UPDATE ledger.accounts SET balance = balance + $3${cols.length > 0 ? ', entries = entries + $3' : ''} WHERE card_id = $1 AND member_id = $2`, [
-      f.pointsCardId,
-      f.historyMemberId,
-      add,
-    ]);
+    const { rows: cols } = await client.query(
+      `SELECT 1 FROM information_schema.columns WHERE table_schema = 'ledger' AND table_name = 'accounts' AND column_name = 'entries'`,
+    );
+    await client.query(
+      `UPDATE ledger.accounts SET balance = balance + $3${cols.length > 0 ? ', entries = entries + $3' : ''} WHERE card_id = $1 AND member_id = $2`,
+      [f.pointsCardId, f.historyMemberId, add],
+    );
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
@@ -90,14 +91,19 @@ export async function measureGrowth(
   await pool.query('VACUUM ANALYZE ledger.journal');
   // Write the bulk load's dirty pages out now: otherwise the checkpoint it triggers runs during the
   // measurement and times the disk, not the reads (seen: balance 1.06 -> 2.45 ms in one run).
-  await pool.query('CHECKPOINT').catch((err: Error) => opts.log(`growth: CHECKPOINT not allowed (${err.message}); the figure may include its I/O`));
+  await pool
+    .query('CHECKPOINT')
+    .catch((err: Error) => opts.log(`growth: CHECKPOINT not allowed (${err.message}); the figure may include its I/O`));
   const seedSeconds = Math.round((Date.now() - started) / 100) / 10;
   const after = await journalFacts(pool, f);
-  if (after.sum !== after.balance) throw new Error(`growth seeding broke the account: balance ${after.balance}, journal sum ${after.sum}`);
+  if (after.sum !== after.balance)
+    throw new Error(`growth seeding broke the account: balance ${after.balance}, journal sum ${after.sum}`);
   const apiBalance = await api.ok<{ points_balance: number }>(f.app, 'GET', balancePath);
-  if (apiBalance.points_balance !== after.balance) throw new Error(`balance through the API ${apiBalance.points_balance}, stored ${after.balance}`);
+  if (apiBalance.points_balance !== after.balance)
+    throw new Error(`balance through the API ${apiBalance.points_balance}, stored ${after.balance}`);
   const apiHistory = await api.ok<{ pagination: { total: number } }>(f.app, 'GET', historyPath);
-  if (apiHistory.pagination.total !== after.rows) throw new Error(`history total through the API ${apiHistory.pagination.total}, journal rows ${after.rows}`);
+  if (apiHistory.pagination.total !== after.rows)
+    throw new Error(`history total through the API ${apiHistory.pagination.total}, journal rows ${after.rows}`);
 
   opts.log(`growth: measuring balance and history at ${after.rows.toLocaleString('en-US')} journal rows`);
   const large = await measure();

@@ -89,7 +89,13 @@ export async function runHttp(opts: {
         setupRequest: (req, context) => {
           const spec = opts.next();
           (context as { onAnswer?: (s: number) => void }).onAnswer = spec.onAnswer;
-          return { ...req, method: spec.method, path: spec.path, body: spec.body, headers: { ...opts.headers, ...spec.headers } };
+          return {
+            ...req,
+            method: spec.method,
+            path: spec.path,
+            body: spec.body,
+            headers: { ...opts.headers, ...spec.headers },
+          };
         },
         onResponse: (status, _body, context) => (context as { onAnswer?: (s: number) => void }).onAnswer?.(status),
       },

@@ -1,7 +1,13 @@
 // Command-line options of `npm run bench` (see bench/README.md).
 import { parseArgs } from 'node:util';
 
-export const ALL_SCENARIOS = ['points_earn', 'cashback_earn', 'points_balance', 'points_history', 'cashback_redeem'] as const;
+export const ALL_SCENARIOS = [
+  'points_earn',
+  'cashback_earn',
+  'points_balance',
+  'points_history',
+  'cashback_redeem',
+] as const;
 export type ScenarioName = (typeof ALL_SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -99,8 +105,15 @@ export function parseOptions(argv: string[]): BenchOptions {
     if (!Number.isFinite(n) || n < min) throw new Error(`--${name} must be a number >= ${min} (got ${v})`);
     return n;
   };
-  const scenarios = values.scenarios ? values.scenarios.split(',').map((s) => s.trim()).filter(Boolean) : [...ALL_SCENARIOS];
-  for (const s of scenarios) if (!(ALL_SCENARIOS as readonly string[]).includes(s)) throw new Error(`unknown scenario ${s}; known: ${ALL_SCENARIOS.join(', ')}`);
+  const scenarios = values.scenarios
+    ? values.scenarios
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : [...ALL_SCENARIOS];
+  for (const s of scenarios)
+    if (!(ALL_SCENARIOS as readonly string[]).includes(s))
+      throw new Error(`unknown scenario ${s}; known: ${ALL_SCENARIOS.join(', ')}`);
   return {
     duration: num('duration', values.duration, 0.5),
     warmup: num('warmup', values.warmup, 0),

@@ -62,7 +62,12 @@ export function summarizeProfile(file: string, top = 12): ProfileSummary {
       .sort((a, b) => b[1] - a[1])
       .slice(0, top)
       .map(([name, us]) => ({ name, ms: Math.round(us / 1000), pct: Math.round((us / busy) * 1000) / 10 }));
-  return { busy_ms: Math.round(busy / 1000), idle_ms: Math.round(idle / 1000), byFunction: rank(fn), byPackage: rank(pkg) };
+  return {
+    busy_ms: Math.round(busy / 1000),
+    idle_ms: Math.round(idle / 1000),
+    byFunction: rank(fn),
+    byPackage: rank(pkg),
+  };
 }
 
 export function formatProfile(service: string, s: ProfileSummary): string {

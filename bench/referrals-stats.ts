@@ -42,7 +42,12 @@ async function time(fn: () => Promise<unknown>): Promise<{ p50: number; p99: num
 }
 
 try {
-  await migrate({ databaseUrl: url, schema: 'referrals', dir: fileURLToPath(new URL('../services/referrals/migrations', import.meta.url)), log: createLogger('bench', 'silent') });
+  await migrate({
+    databaseUrl: url,
+    schema: 'referrals',
+    dir: fileURLToPath(new URL('../services/referrals/migrations', import.meta.url)),
+    log: createLogger('bench', 'silent'),
+  });
   const now = new Date();
   const started = Date.now();
   // Referrers skewed (a few refer many), creation spread over a year, 80% completed.
@@ -67,26 +72,45 @@ try {
   for (const period of periods) {
     const since = periodStart(period, now);
     const counts = await countReferrals(pool, CARD, since);
-    rows.push({ query: 'statistics', period, rows: counts.total, ...(await time(() => countReferrals(pool, CARD, since))) });
+    rows.push({
+      query: 'statistics',
+      period,
+      rows: counts.total,
+      ...(await time(() => countReferrals(pool, CARD, since))),
+    });
   }
   for (const period of periods) {
     const since = periodStart(period, now);
     const top = await topReferrers(pool, CARD, since, 10);
-    rows.push({ query: 'top referrers (limit 10)', period, rows: top.total, ...(await time(() => topReferrers(pool, CARD, since, 10))) });
+    rows.push({
+      query: 'top referrers (limit 10)',
+      period,
+      rows: top.total,
+      ...(await time(() => topReferrers(pool, CARD, since, 10))),
+    });
   }
   const top100 = await time(() => topReferrers(pool, CARD, null, 100));
-  rows.push({ query: 'top referrers (limit 100)', period: 'all', rows: (await topReferrers(pool, CARD, null, 100)).total, ...top100 });
+  rows.push({
+    query: 'top referrers (limit 100)',
+    period: 'all',
+    rows: (await topReferrers(pool, CARD, null, 100)).total,
+    ...top100,
+  });
 
   const plan = await pool.query<{ 'QUERY PLAN': string }>(
     `EXPLAIN SELECT count(*) FILTER (WHERE status = 'completed') FROM referrals.referrals WHERE card_id = $1 AND created_at >= $2`,
     [CARD, periodStart('30d', now)],
   );
-  console.log(`referral statistics benchmark: ${REFERRALS.toLocaleString('en')} referrals on card ${CARD} (+${(REFERRALS / 2).toLocaleString('en')} on other cards), ${REFERRERS.toLocaleString('en')} referrers, loaded in ${loadSeconds.toFixed(1)} s; ${ITERATIONS} timed runs each`);
+  console.log(
+    `referral statistics benchmark: ${REFERRALS.toLocaleString('en')} referrals on card ${CARD} (+${(REFERRALS / 2).toLocaleString('en')} on other cards), ${REFERRERS.toLocaleString('en')} referrers, loaded in ${loadSeconds.toFixed(1)} s; ${ITERATIONS} timed runs each`,
+  );
   console.log('');
   console.log(`| query                     | period | rows/referrers | p50 ms | p99 ms |`);
   console.log(`|---------------------------|--------|----------------|--------|--------|`);
   for (const r of rows) {
-    console.log(`| ${r.query.padEnd(25)} | ${r.period.padEnd(6)} | ${String(r.rows).padStart(14)} | ${r.p50.toFixed(2).padStart(6)} | ${r.p99.toFixed(2).padStart(6)} |`);
+    console.log(
+      `| ${r.query.padEnd(25)} | ${r.period.padEnd(6)} | ${String(r.rows).padStart(14)} | ${r.p50.toFixed(2).padStart(6)} | ${r.p99.toFixed(2).padStart(6)} |`,
+    );
   }
   console.log('');
   console.log(`plan of the 30d statistics query: ${plan.rows.map((r) => r['QUERY PLAN'].trim()).join(' / ')}`);

@@ -65,7 +65,15 @@ export interface BenchReport {
   problems: string[];
 }
 
-export function scenarioReport(name: string, description: string, full: Measured, base: Measured | null, tuned: Measured | null, targetRatio: number, checks: string[]): ScenarioReport {
+export function scenarioReport(
+  name: string,
+  description: string,
+  full: Measured,
+  base: Measured | null,
+  tuned: Measured | null,
+  targetRatio: number,
+  checks: string[],
+): ScenarioReport {
   return {
     name,
     description,
@@ -89,10 +97,25 @@ export function scenarioReport(name: string, description: string, full: Measured
 }
 
 const pad = (s: string, n: number, right = false) => (right ? s.padStart(n) : s.padEnd(n));
-const fmt = (v: number | null | undefined, d = 1) => (v === null || v === undefined || Number.isNaN(v) ? '-' : v.toFixed(d));
+const fmt = (v: number | null | undefined, d = 1) =>
+  v === null || v === undefined || Number.isNaN(v) ? '-' : v.toFixed(d);
 
 export function formatTable(r: BenchReport): string {
-  const head = ['scenario', 'rps', 'p50 ms', 'p99 ms', 'errors', '422s', 'base rps', 'base p50', 'base p99', 'ratio', 'target', 'tuned rps', 'tuned ratio'];
+  const head = [
+    'scenario',
+    'rps',
+    'p50 ms',
+    'p99 ms',
+    'errors',
+    '422s',
+    'base rps',
+    'base p50',
+    'base p99',
+    'ratio',
+    'target',
+    'tuned rps',
+    'tuned ratio',
+  ];
   const widths = [16, 8, 7, 7, 6, 6, 9, 8, 8, 6, 7, 9, 11];
   const line = (cells: string[]) => cells.map((c, i) => pad(c, widths[i]!, i > 0)).join('  ');
   const out = [line(head), widths.map((w) => '-'.repeat(w)).join('  ')];
@@ -115,9 +138,15 @@ export function formatTable(r: BenchReport): string {
       ]),
     );
   }
-  out.push('base: the naive direct baseline (bench/baseline.ts); tuned: the services\' own statements, direct (bench/baseline-tuned.ts)');
+  out.push(
+    "base: the naive direct baseline (bench/baseline.ts); tuned: the services' own statements, direct (bench/baseline-tuned.ts)",
+  );
   out.push('');
-  out.push(`peak RSS (MB): ${Object.entries(r.memory_mb).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
+  out.push(
+    `peak RSS (MB): ${Object.entries(r.memory_mb)
+      .map(([k, v]) => `${k} ${v.toFixed(0)}`)
+      .join(', ')}`,
+  );
   if ('balance' in r.growth) {
     const g = r.growth;
     out.push(
@@ -128,8 +157,13 @@ export function formatTable(r: BenchReport): string {
   } else {
     out.push(`growth: skipped (${r.growth.skipped})`);
   }
-  if (r.notification_mail_backlog_at_end) out.push(`notification mails not yet sent at the end: ${r.notification_mail_backlog_at_end} (identity mails each points earn; see bench/README.md)`);
-  out.push(r.problems.length === 0 ? 'checks: no unexpected errors, no overdraft' : `PROBLEMS:\n  ${r.problems.join('\n  ')}`);
+  if (r.notification_mail_backlog_at_end)
+    out.push(
+      `notification mails not yet sent at the end: ${r.notification_mail_backlog_at_end} (identity mails each points earn; see bench/README.md)`,
+    );
+  out.push(
+    r.problems.length === 0 ? 'checks: no unexpected errors, no overdraft' : `PROBLEMS:\n  ${r.problems.join('\n  ')}`,
+  );
   return out.join('\n');
 }
 
@@ -147,46 +181,86 @@ export function chartSvg(r: BenchReport): string {
   const BASE = '#9ca3af';
   const TUNED = '#e5e7eb';
   const el: string[] = [];
-  el.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="DejaVu Sans, Arial, Helvetica, sans-serif">`);
+  el.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="DejaVu Sans, Arial, Helvetica, sans-serif">`,
+  );
   el.push(`<rect width="${W}" height="${H}" fill="#ffffff"/>`);
-  el.push(`<text x="20" y="30" font-size="19" font-weight="bold">Loyalty platform: full microservice path vs. direct SQL baseline</text>`);
+  el.push(
+    `<text x="20" y="30" font-size="19" font-weight="bold">Loyalty platform: full microservice path vs. direct SQL baseline</text>`,
+  );
   el.push(
     `<text x="20" y="52" font-size="12" fill="#374151">${esc(`${r.options.connections} connections, ${r.options.duration_s} s per run, ${r.machine.cpus} CPUs (load generator included), load average before ${r.machine.load_average_before[0]}, CPU calibration ${r.machine.cpu_calibration_ms} ms, ${r.generated_at.slice(0, 19)}Z`)}</text>`,
   );
   // legend
-  el.push(`<rect x="20" y="66" width="14" height="14" fill="${FULL}"/><text x="40" y="78" font-size="12">full path (HTTP, gateway, NATS, service, PostgreSQL)</text>`);
-  el.push(`<rect x="400" y="66" width="14" height="14" fill="${BASE}"/><text x="420" y="78" font-size="12">baseline (naive: each operation's SQL from one process)</text>`);
-  el.push(`<rect x="20" y="86" width="14" height="14" fill="${TUNED}" stroke="#9ca3af"/><text x="40" y="98" font-size="12">the tuned services' own statements, direct (database limit for the same SQL)</text>`);
+  el.push(
+    `<rect x="20" y="66" width="14" height="14" fill="${FULL}"/><text x="40" y="78" font-size="12">full path (HTTP, gateway, NATS, service, PostgreSQL)</text>`,
+  );
+  el.push(
+    `<rect x="400" y="66" width="14" height="14" fill="${BASE}"/><text x="420" y="78" font-size="12">baseline (naive: each operation's SQL from one process)</text>`,
+  );
+  el.push(
+    `<rect x="20" y="86" width="14" height="14" fill="${TUNED}" stroke="#9ca3af"/><text x="40" y="98" font-size="12">the tuned services' own statements, direct (database limit for the same SQL)</text>`,
+  );
 
   const panels = [
-    { title: 'Throughput (requests/s, higher is better)', x: labelW + 20, full: (s: ScenarioReport) => s.rps, base: (s: ScenarioReport) => s.baseline_rps, tuned: (s: ScenarioReport) => s.tuned_baseline_rps, unit: '', target: null as number | null },
-    { title: 'p99 latency (ms, lower is better)', x: labelW + 40 + panelW, full: (s: ScenarioReport) => s.p99_ms, base: (s: ScenarioReport) => s.baseline_p99_ms, tuned: (s: ScenarioReport) => s.tuned_baseline_p99_ms, unit: ' ms', target: 50 },
+    {
+      title: 'Throughput (requests/s, higher is better)',
+      x: labelW + 20,
+      full: (s: ScenarioReport) => s.rps,
+      base: (s: ScenarioReport) => s.baseline_rps,
+      tuned: (s: ScenarioReport) => s.tuned_baseline_rps,
+      unit: '',
+      target: null as number | null,
+    },
+    {
+      title: 'p99 latency (ms, lower is better)',
+      x: labelW + 40 + panelW,
+      full: (s: ScenarioReport) => s.p99_ms,
+      base: (s: ScenarioReport) => s.baseline_p99_ms,
+      tuned: (s: ScenarioReport) => s.tuned_baseline_p99_ms,
+      unit: ' ms',
+      target: 50,
+    },
   ];
   for (const p of panels) {
-    const values = r.scenarios.flatMap((s) => [p.full(s), p.base(s) ?? 0, p.tuned(s) ?? 0]).filter((v) => Number.isFinite(v));
+    const values = r.scenarios
+      .flatMap((s) => [p.full(s), p.base(s) ?? 0, p.tuned(s) ?? 0])
+      .filter((v) => Number.isFinite(v));
     const max = Math.max(1, ...values, p.target ?? 0) * 1.18;
     const scale = (v: number) => (Math.max(0, v) / max) * (panelW - 10);
     el.push(`<text x="${p.x}" y="${top - 12}" font-size="13" font-weight="bold">${esc(p.title)}</text>`);
     el.push(`<line x1="${p.x}" y1="${top - 4}" x2="${p.x}" y2="${top + r.scenarios.length * rowH}" stroke="#111827"/>`);
     if (p.target !== null) {
       const x = p.x + scale(p.target);
-      el.push(`<line x1="${x}" y1="${top - 4}" x2="${x}" y2="${top + r.scenarios.length * rowH}" stroke="#dc2626" stroke-dasharray="4 3"/>`);
-      el.push(`<text x="${x + 3}" y="${top + r.scenarios.length * rowH + 14}" font-size="11" fill="#dc2626">earn target ${p.target} ms</text>`);
+      el.push(
+        `<line x1="${x}" y1="${top - 4}" x2="${x}" y2="${top + r.scenarios.length * rowH}" stroke="#dc2626" stroke-dasharray="4 3"/>`,
+      );
+      el.push(
+        `<text x="${x + 3}" y="${top + r.scenarios.length * rowH + 14}" font-size="11" fill="#dc2626">earn target ${p.target} ms</text>`,
+      );
     }
     r.scenarios.forEach((s, i) => {
       const y = top + i * rowH + 8;
       const f = p.full(s);
       const b = p.base(s);
       el.push(`<rect x="${p.x}" y="${y}" width="${scale(f)}" height="17" fill="${FULL}"/>`);
-      el.push(`<text x="${p.x + scale(f) + 4}" y="${y + 13}" font-size="11">${esc(`${f.toFixed(p.unit ? 1 : 0)}${p.unit}`)}</text>`);
+      el.push(
+        `<text x="${p.x + scale(f) + 4}" y="${y + 13}" font-size="11">${esc(`${f.toFixed(p.unit ? 1 : 0)}${p.unit}`)}</text>`,
+      );
       if (b !== null) {
         el.push(`<rect x="${p.x}" y="${y + 20}" width="${scale(b)}" height="17" fill="${BASE}"/>`);
-        el.push(`<text x="${p.x + scale(b) + 4}" y="${y + 33}" font-size="11" fill="#374151">${esc(`${b.toFixed(p.unit ? 1 : 0)}${p.unit}`)}</text>`);
+        el.push(
+          `<text x="${p.x + scale(b) + 4}" y="${y + 33}" font-size="11" fill="#374151">${esc(`${b.toFixed(p.unit ? 1 : 0)}${p.unit}`)}</text>`,
+        );
       }
       const t = p.tuned(s);
       if (t !== null) {
-        el.push(`<rect x="${p.x}" y="${y + 40}" width="${scale(t)}" height="17" fill="${TUNED}" stroke="#9ca3af" stroke-width="0.5"/>`);
-        el.push(`<text x="${p.x + scale(t) + 4}" y="${y + 53}" font-size="11" fill="#6b7280">${esc(`${t.toFixed(p.unit ? 1 : 0)}${p.unit}`)}</text>`);
+        el.push(
+          `<rect x="${p.x}" y="${y + 40}" width="${scale(t)}" height="17" fill="${TUNED}" stroke="#9ca3af" stroke-width="0.5"/>`,
+        );
+        el.push(
+          `<text x="${p.x + scale(t) + 4}" y="${y + 53}" font-size="11" fill="#6b7280">${esc(`${t.toFixed(p.unit ? 1 : 0)}${p.unit}`)}</text>`,
+        );
       }
     });
   }
@@ -195,16 +269,24 @@ export function chartSvg(r: BenchReport): string {
     el.push(`<text x="20" y="${y + 15}" font-size="13" font-weight="bold">${esc(s.name)}</text>`);
     const ratio = s.ratio === null ? 'no baseline' : `${s.ratio.toFixed(2)}x of baseline`;
     const ok = s.ratio === null || s.ratio >= s.target_ratio;
-    el.push(`<text x="20" y="${y + 32}" font-size="11" fill="${ok ? '#15803d' : '#b91c1c'}">${esc(`${ratio} (target ${s.target_ratio}x)`)}</text>`);
-    if (s.tuned_ratio !== null) el.push(`<text x="20" y="${y + 47}" font-size="11" fill="#6b7280">${esc(`${s.tuned_ratio.toFixed(2)}x of the tuned statements direct`)}</text>`);
-    if (s.errors > 0) el.push(`<text x="20" y="${y + 62}" font-size="11" fill="#b91c1c">${esc(`${s.errors} errors`)}</text>`);
+    el.push(
+      `<text x="20" y="${y + 32}" font-size="11" fill="${ok ? '#15803d' : '#b91c1c'}">${esc(`${ratio} (target ${s.target_ratio}x)`)}</text>`,
+    );
+    if (s.tuned_ratio !== null)
+      el.push(
+        `<text x="20" y="${y + 47}" font-size="11" fill="#6b7280">${esc(`${s.tuned_ratio.toFixed(2)}x of the tuned statements direct`)}</text>`,
+      );
+    if (s.errors > 0)
+      el.push(`<text x="20" y="${y + 62}" font-size="11" fill="#b91c1c">${esc(`${s.errors} errors`)}</text>`);
   });
   let y = top + r.scenarios.length * rowH + 40;
   const mem = Object.entries(r.memory_mb)
     .map(([k, v]) => `${k} ${v.toFixed(0)}`)
     .join(' · ');
   const memOver = Object.values(r.memory_mb).some((v) => v > 150);
-  el.push(`<text x="20" y="${y}" font-size="12" fill="${memOver ? '#b91c1c' : '#111827'}">${esc(`Peak RSS per service (MB, target 150): ${mem}`)}</text>`);
+  el.push(
+    `<text x="20" y="${y}" font-size="12" fill="${memOver ? '#b91c1c' : '#111827'}">${esc(`Peak RSS per service (MB, target 150): ${mem}`)}</text>`,
+  );
   y += 20;
   if ('balance' in r.growth) {
     const g = r.growth;
@@ -238,7 +320,12 @@ export async function writeReport(r: BenchReport, dir: string): Promise<string[]
   written.push(svgPath);
   try {
     const { Resvg } = await import('@resvg/resvg-js');
-    const png = new Resvg(svg, { font: { loadSystemFonts: true, defaultFontFamily: 'DejaVu Sans' }, fitTo: { mode: 'width', value: 1400 } }).render().asPng();
+    const png = new Resvg(svg, {
+      font: { loadSystemFonts: true, defaultFontFamily: 'DejaVu Sans' },
+      fitTo: { mode: 'width', value: 1400 },
+    })
+      .render()
+      .asPng();
     const pngPath = path.join(dir, 'latest.png');
     writeFileSync(pngPath, png);
     written.push(pngPath);

@@ -12,7 +12,14 @@ import { measureGrowth } from './growth.ts';
 import { runDirect, runHttp, type Measured } from './load.ts';
 import { parseOptions, type BenchOptions, type ScenarioName } from './options.ts';
 import { provision } from './provision.ts';
-import { formatTable, scenarioReport, writeReport, type BenchReport, type GrowthReport, type ScenarioReport } from './report.ts';
+import {
+  formatTable,
+  scenarioReport,
+  writeReport,
+  type BenchReport,
+  type GrowthReport,
+  type ScenarioReport,
+} from './report.ts';
 import { DESCRIPTIONS, EXPECTED_REFUSALS, httpScenario } from './scenarios.ts';
 import { formatProfile, summarizeProfile } from './profile-summary.ts';
 import { PROFILE_DIR, runningSystem, startBenchSystem } from './system.ts';
@@ -33,7 +40,16 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
   };
   const loadBefore = os.loadavg().map((v) => Math.round(v * 100) / 100);
   const calibration = cpuCalibration();
-  const system = opts.url ? runningSystem(opts.url, opts.databaseUrl) : await startBenchSystem({ keep: opts.keep, build: opts.build, database: opts.database, subjectRoot: opts.subjectRoot, profile: opts.profile, log });
+  const system = opts.url
+    ? runningSystem(opts.url, opts.databaseUrl)
+    : await startBenchSystem({
+        keep: opts.keep,
+        build: opts.build,
+        database: opts.database,
+        subjectRoot: opts.subjectRoot,
+        profile: opts.profile,
+        log,
+      });
   log(`system: ${system.describe}`);
   // Ctrl-C or a kill of this process stops the services it started instead of orphaning them.
   const interrupted = (signal: NodeJS.Signals) => {
@@ -62,7 +78,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     const settle = async (phase: string) => {
       if (opts.settleSeconds <= 0) return;
       settled[phase] = await system.settle(opts.settleSeconds);
-      if (settled[phase] !== null && settled[phase] > 1) log(`waited ${settled[phase]} s for the event backlog of ${phase} (outbox, consumers)`);
+      if (settled[phase] !== null && settled[phase] > 1)
+        log(`waited ${settled[phase]} s for the event backlog of ${phase} (outbox, consumers)`);
     };
     await settle('provisioning');
     // Statistics for the freshly provisioned tables, as autovacuum would gather them in a running
@@ -73,45 +90,97 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       const expected = EXPECTED_REFUSALS[name];
       const headers = { 'x-app-id': fixture.app.appId, 'x-api-key': fixture.app.apiKey };
       if (opts.warmup > 0) {
-        await runHttp({ url: system.url, connections: opts.connections, seconds: opts.warmup, headers, next: httpScenario(name, fixture, 'warmup', api, opts.connections).next, expectedStatuses: expected });
+        await runHttp({
+          url: system.url,
+          connections: opts.connections,
+          seconds: opts.warmup,
+          headers,
+          next: httpScenario(name, fixture, 'warmup', api, opts.connections).next,
+          expectedStatuses: expected,
+        });
       }
       log(`${name}: full path, ${opts.connections} connections, ${opts.duration} s`);
       const http = httpScenario(name, fixture, 'full', api, opts.connections);
-      const full = await runHttp({ url: system.url, connections: opts.connections, seconds: opts.duration, headers, next: http.next, expectedStatuses: expected });
+      const full = await runHttp({
+        url: system.url,
+        connections: opts.connections,
+        seconds: opts.duration,
+        headers,
+        next: http.next,
+        expectedStatuses: expected,
+      });
       const checks = (await http.check?.()) ?? [];
       let base: Measured | null = null;
       let tuned: Measured | null = null;
       if (pool && !opts.skipBaseline) {
         await settle(`${name} (full path)`);
         log(`${name}: baseline, direct SQL from one process, pool of ${opts.connections}`);
-        if (opts.warmup > 0) await runDirect({ concurrency: opts.connections, seconds: opts.warmup, op: baselineScenario(name, pool, fixture, 'warmup').op, expectedStatuses: expected });
+        if (opts.warmup > 0)
+          await runDirect({
+            concurrency: opts.connections,
+            seconds: opts.warmup,
+            op: baselineScenario(name, pool, fixture, 'warmup').op,
+            expectedStatuses: expected,
+          });
         const direct = baselineScenario(name, pool, fixture, 'baseline');
-        base = await runDirect({ concurrency: opts.connections, seconds: opts.duration, op: direct.op, expectedStatuses: expected });
+        base = await runDirect({
+          concurrency: opts.connections,
+          seconds: opts.duration,
+          op: direct.op,
+          expectedStatuses: expected,
+        });
         checks.push(...((await direct.check?.()) ?? []));
         log(`${name}: the tuned services' own statements, direct from one process, pool of ${opts.connections}`);
-        if (opts.warmup > 0) await runDirect({ concurrency: opts.connections, seconds: opts.warmup, op: tunedScenario(name, pool, fixture, 'warmup').op, expectedStatuses: expected });
+        if (opts.warmup > 0)
+          await runDirect({
+            concurrency: opts.connections,
+            seconds: opts.warmup,
+            op: tunedScenario(name, pool, fixture, 'warmup').op,
+            expectedStatuses: expected,
+          });
         const ceiling = tunedScenario(name, pool, fixture, 'baseline');
-        tuned = await runDirect({ concurrency: opts.connections, seconds: opts.duration, op: ceiling.op, expectedStatuses: expected });
+        tuned = await runDirect({
+          concurrency: opts.connections,
+          seconds: opts.duration,
+          op: ceiling.op,
+          expectedStatuses: expected,
+        });
         checks.push(...((await ceiling.check?.()) ?? []));
       }
       await settle(name);
       const report = scenarioReport(name, DESCRIPTIONS[name], full, base, tuned, TARGET_RATIO[name], checks);
       scenarios.push(report);
-      log(`${name}: ${full.rps} rps, p50 ${full.p50_ms} ms, p99 ${full.p99_ms} ms, ${full.errors} errors${base ? `; baseline ${base.rps} rps (${report.ratio}x)` : ''}${tuned ? `; tuned statements direct ${tuned.rps} rps (${report.tuned_ratio}x)` : ''}`);
-      if (full.errors > 0) problems.push(`${name}: ${full.errors} unexpected errors (statuses ${JSON.stringify(full.statuses)})`);
-      if (base && base.errors > 0) problems.push(`${name} baseline: ${base.errors} errors (statuses ${JSON.stringify(base.statuses)})`);
-      if (tuned && tuned.errors > 0) problems.push(`${name} tuned statements: ${tuned.errors} errors (statuses ${JSON.stringify(tuned.statuses)})`);
+      log(
+        `${name}: ${full.rps} rps, p50 ${full.p50_ms} ms, p99 ${full.p99_ms} ms, ${full.errors} errors${base ? `; baseline ${base.rps} rps (${report.ratio}x)` : ''}${tuned ? `; tuned statements direct ${tuned.rps} rps (${report.tuned_ratio}x)` : ''}`,
+      );
+      if (full.errors > 0)
+        problems.push(`${name}: ${full.errors} unexpected errors (statuses ${JSON.stringify(full.statuses)})`);
+      if (base && base.errors > 0)
+        problems.push(`${name} baseline: ${base.errors} errors (statuses ${JSON.stringify(base.statuses)})`);
+      if (tuned && tuned.errors > 0)
+        problems.push(`${name} tuned statements: ${tuned.errors} errors (statuses ${JSON.stringify(tuned.statuses)})`);
       problems.push(...checks.map((c) => `${name}: ${c}`));
     }
 
     let growth: GrowthReport | { skipped: string };
     if (opts.skipGrowth) growth = { skipped: '--skip-growth' };
     else if (!pool) growth = { skipped: 'no database (pass --database-url with --url)' };
-    else growth = await measureGrowth(api, fixture, pool, { largeRows: opts.growthRows, requests: opts.growthRequests, log });
+    else
+      growth = await measureGrowth(api, fixture, pool, {
+        largeRows: opts.growthRows,
+        requests: opts.growthRequests,
+        log,
+      });
 
     const report: BenchReport = {
       generated_at: new Date().toISOString(),
-      machine: { cpus: os.cpus().length, cpu_model: os.cpus()[0]?.model ?? 'unknown', load_average_before: loadBefore, node: process.version, cpu_calibration_ms: calibration },
+      machine: {
+        cpus: os.cpus().length,
+        cpu_model: os.cpus()[0]?.model ?? 'unknown',
+        load_average_before: loadBefore,
+        node: process.version,
+        cpu_calibration_ms: calibration,
+      },
       system: system.describe,
       options: { duration_s: opts.duration, warmup_s: opts.warmup, connections: opts.connections },
       scenarios,
@@ -163,7 +232,12 @@ function printProfiles(pids: Record<string, number>): void {
       console.log(`${service}: no CPU profile written (pid ${pid})`);
       continue;
     }
-    console.log(formatProfile(`${service} (${path.relative(process.cwd(), path.join(PROFILE_DIR, file))})`, summarizeProfile(path.join(PROFILE_DIR, file))));
+    console.log(
+      formatProfile(
+        `${service} (${path.relative(process.cwd(), path.join(PROFILE_DIR, file))})`,
+        summarizeProfile(path.join(PROFILE_DIR, file)),
+      ),
+    );
   }
 }
 

@@ -13,7 +13,8 @@ export const DESCRIPTIONS: Record<ScenarioName, string> = {
   cashback_earn: 'POST cashback/earn, each request for the next member',
   points_balance: 'GET points/balance of the next member',
   points_history: 'GET points/history, first page (20) of a member with the long history',
-  cashback_redeem: 'POST cashback/redeem of 0.10 with a member token, concentrated on a few accounts until they run dry (422 expected)',
+  cashback_redeem:
+    'POST cashback/redeem of 0.10 with a member token, concentrated on a few accounts until they run dry (422 expected)',
 };
 
 /** Statuses that are a correct answer besides 200 (only redemption refuses by design). */
@@ -33,7 +34,13 @@ export interface HttpScenario {
 
 const json = { 'content-type': 'application/json' };
 
-export function httpScenario(name: ScenarioName, f: Fixture, side: 'warmup' | 'full', api: Api, connections: number): HttpScenario {
+export function httpScenario(
+  name: ScenarioName,
+  f: Fixture,
+  side: 'warmup' | 'full',
+  api: Api,
+  connections: number,
+): HttpScenario {
   let i = side === 'warmup' ? 7919 : 0; // warm-up starts elsewhere in the member pool
   const member = () => f.members[i++ % f.members.length]!;
   switch (name) {
@@ -56,9 +63,19 @@ export function httpScenario(name: ScenarioName, f: Fixture, side: 'warmup' | 'f
         }),
       };
     case 'points_balance':
-      return { next: () => ({ method: 'GET', path: `/api/v1/loyalty/points/balance?card_id=${f.pointsCardId}&member_id=${member()}` }) };
+      return {
+        next: () => ({
+          method: 'GET',
+          path: `/api/v1/loyalty/points/balance?card_id=${f.pointsCardId}&member_id=${member()}`,
+        }),
+      };
     case 'points_history':
-      return { next: () => ({ method: 'GET', path: `/api/v1/loyalty/points/history?card_id=${f.pointsCardId}&member_id=${f.historyMemberId}&limit=20&offset=0` }) };
+      return {
+        next: () => ({
+          method: 'GET',
+          path: `/api/v1/loyalty/points/history?card_id=${f.pointsCardId}&member_id=${f.historyMemberId}&limit=20&offset=0`,
+        }),
+      };
     case 'cashback_redeem':
       return redeemScenario(f, f.redeemers[side], api, connections);
   }
@@ -85,13 +102,19 @@ function redeemScenario(f: Fixture, accounts: Redeemer[], api: Api, inFlight: nu
     async check() {
       const problems: string[] = [];
       for (const [k, a] of accounts.entries()) {
-        const data = await api.ok<{ cashback_balance: number }>(f.app, 'GET', `/api/v1/cashback/cashback/balance?card_id=${f.cashbackCardId}&member_id=${a.memberId}`);
+        const data = await api.ok<{ cashback_balance: number }>(
+          f.app,
+          'GET',
+          `/api/v1/cashback/cashback/balance?card_id=${f.cashbackCardId}&member_id=${a.memberId}`,
+        );
         const cents = Math.round(data.cashback_balance * 100);
         const expected = a.startCents - redeemed[k]! * REDEEM_AMOUNT_CENTS;
         if (cents < 0) problems.push(`overdraft: account of member ${a.memberId} holds ${cents} cents`);
         // Requests cut off by the end of the run may have committed unseen: at most one per connection.
         if (cents > expected || expected - cents > REDEEM_AMOUNT_CENTS * inFlight) {
-          problems.push(`member ${a.memberId}: balance ${cents} cents, expected ${expected} (start ${a.startCents} - ${redeemed[k]} x ${REDEEM_AMOUNT_CENTS})`);
+          problems.push(
+            `member ${a.memberId}: balance ${cents} cents, expected ${expected} (start ${a.startCents} - ${redeemed[k]} x ${REDEEM_AMOUNT_CENTS})`,
+          );
         }
       }
       return problems;

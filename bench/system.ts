@@ -31,7 +31,8 @@ export interface BenchSystem {
   stop(): Promise<void>;
 }
 
-const PG_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const PG_ADMIN_URL =
+  process.env.BENCH_POSTGRES_URL ?? process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const SERVICES = ['identity', 'ledger', 'claims', 'referrals'] as const;
 
 /**
@@ -39,7 +40,9 @@ const SERVICES = ['identity', 'ledger', 'claims', 'referrals'] as const;
  * server), in a child process so that it does not share the load generator's event loop.
  */
 async function startDiscardingMailSink(): Promise<{ url: string; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, [path.join(repoRoot, 'bench', 'discard-sink.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(repoRoot, 'bench', 'discard-sink.mjs')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout!.once('data', (d: Buffer) => resolve(Number(String(d).trim())));
     child.once('exit', (code) => reject(new Error(`the mail sink exited (${code})`)));
@@ -113,7 +116,8 @@ export async function startBenchSystem(opts: {
     rmSync(PROFILE_DIR, { recursive: true, force: true });
     mkdirSync(PROFILE_DIR, { recursive: true });
     // Written when each service exits after SIGTERM (graceful shutdown ends in a normal exit).
-    env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --import=${path.join(repoRoot, 'bench', 'cpu-profiler.mjs')}`.trim();
+    env.NODE_OPTIONS =
+      `${process.env.NODE_OPTIONS ?? ''} --import=${path.join(repoRoot, 'bench', 'cpu-profiler.mjs')}`.trim();
     env.BENCH_PROFILE_DIR = PROFILE_DIR;
   }
   // A stale stream of an earlier, interrupted run would replay its events into this one.
@@ -155,21 +159,33 @@ export async function startBenchSystem(opts: {
  * events of every JetStream consumer, with identity's notification mails counted apart (throttled,
  * reported on their own at the end).
  */
-async function eventBacklog(nc: Awaited<ReturnType<typeof connectNats>>, root: string, db: pg.Client): Promise<{ work: number; mail: number }> {
+async function eventBacklog(
+  nc: Awaited<ReturnType<typeof connectNats>>,
+  root: string,
+  db: pg.Client,
+): Promise<{ work: number; mail: number }> {
   const jsm = await nc.jetstreamManager();
   const backlog = { work: 0, mail: 0 };
   for await (const c of jsm.consumers.list(new Subjects(root).streamName())) {
     backlog[c.name.includes('-mail-') ? 'mail' : 'work'] += c.num_pending + c.num_ack_pending;
   }
-  const { rows: schemas } = await db.query<{ s: string }>(`SELECT table_schema AS s FROM information_schema.tables WHERE table_name = 'outbox'`);
+  const { rows: schemas } = await db.query<{ s: string }>(
+    `SELECT table_schema AS s FROM information_schema.tables WHERE table_name = 'outbox'`,
+  );
   for (const { s } of schemas) {
-    const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM "${s}".outbox WHERE published_at IS NULL`);
+    const { rows } = await db.query<{ n: string }>(
+      `SELECT count(*) AS n FROM "${s}".outbox WHERE published_at IS NULL`,
+    );
     backlog.work += Number(rows[0]!.n);
   }
   return backlog;
 }
 
-async function withBacklog<T>(natsUrl: string, databaseUrl: string, fn: (nc: Awaited<ReturnType<typeof connectNats>>, db: pg.Client) => Promise<T>): Promise<T> {
+async function withBacklog<T>(
+  natsUrl: string,
+  databaseUrl: string,
+  fn: (nc: Awaited<ReturnType<typeof connectNats>>, db: pg.Client) => Promise<T>,
+): Promise<T> {
   const nc = await connectNats({ servers: natsUrl });
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
@@ -181,13 +197,19 @@ async function withBacklog<T>(natsUrl: string, databaseUrl: string, fn: (nc: Awa
   }
 }
 
-async function waitForEventBacklog(natsUrl: string, root: string, databaseUrl: string, maxSeconds: number): Promise<number> {
+async function waitForEventBacklog(
+  natsUrl: string,
+  root: string,
+  databaseUrl: string,
+  maxSeconds: number,
+): Promise<number> {
   const started = Date.now();
   await withBacklog(natsUrl, databaseUrl, async (nc, db) => {
     // Not the notification mails: identity sends them at MAIL_NOTIFICATIONS_PER_SECOND (10 per
     // second by default), so the mails of a phase's earns take minutes; they go on, cheaply, during
     // later phases and their backlog is reported at the end.
-    while ((await eventBacklog(nc, root, db)).work > 0 && Date.now() - started < maxSeconds * 1000) await new Promise((r) => setTimeout(r, 250));
+    while ((await eventBacklog(nc, root, db)).work > 0 && Date.now() - started < maxSeconds * 1000)
+      await new Promise((r) => setTimeout(r, 250));
   });
   return Math.round((Date.now() - started) / 100) / 10;
 }
@@ -252,8 +274,10 @@ function vmHwmMb(pid: number): number {
 export function runningSystem(url: string, databaseUrl: string | undefined): BenchSystem {
   let operatorToken = process.env.OPERATOR_TOKEN;
   const secrets = path.join(repoRoot, 'var', 'secrets.json');
-  if (!operatorToken && existsSync(secrets)) operatorToken = (JSON.parse(readFileSync(secrets, 'utf8')) as { operator_token?: string }).operator_token;
-  if (!operatorToken) throw new Error('--url needs the operator token: set OPERATOR_TOKEN or run `npm start` once (var/secrets.json)');
+  if (!operatorToken && existsSync(secrets))
+    operatorToken = (JSON.parse(readFileSync(secrets, 'utf8')) as { operator_token?: string }).operator_token;
+  if (!operatorToken)
+    throw new Error('--url needs the operator token: set OPERATOR_TOKEN or run `npm start` once (var/secrets.json)');
   // Memory: the peak (VmHWM) of this system's service processes, when it runs on this machine.
   const peak: Record<string, number> = {};
   return {

@@ -62,7 +62,10 @@ async function call(method: string, path: string, body?: unknown): Promise<void>
   }
   const res = await fetch(`${baseUrl}${path}`, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const json = (await res.json()) as { success: boolean };
@@ -81,7 +84,12 @@ switch (command) {
   case 'app:create':
     await call('POST', `/admin/v1/tenants/${need(values.tenant, 'tenant')}/apps`, {
       name: need(values.name, 'name'),
-      scopes: values.scopes ? values.scopes.split(',').map((s) => s.trim()).filter(Boolean) : [],
+      scopes: values.scopes
+        ? values.scopes
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean)
+        : [],
     });
     break;
   case 'app:list':
@@ -95,7 +103,11 @@ switch (command) {
     break;
   case 'card:create': {
     const tenant = need(values.tenant, 'tenant');
-    const base = { name: need(values.name, 'name'), referrer_bonus: Number(values.referrer ?? 0), referee_bonus: Number(values.referee ?? 0) };
+    const base = {
+      name: need(values.name, 'name'),
+      referrer_bonus: Number(values.referrer ?? 0),
+      referee_bonus: Number(values.referee ?? 0),
+    };
     const body = values.cashback
       ? {
           ...base,
@@ -107,7 +119,11 @@ switch (command) {
             allows_pin_redemption: values.pin,
           },
         }
-      : { ...base, reward_system: 'points', points_ratio: Number(need(values['points-ratio'], 'points-ratio or --cashback')) };
+      : {
+          ...base,
+          reward_system: 'points',
+          points_ratio: Number(need(values['points-ratio'], 'points-ratio or --cashback')),
+        };
     await call('POST', `/admin/v1/tenants/${tenant}/cards`, body);
     break;
   }
@@ -115,16 +131,28 @@ switch (command) {
     await call('GET', `/admin/v1/tenants/${need(values.tenant, 'tenant')}/cards`);
     break;
   case 'card:update':
-    await call('POST', `/admin/v1/tenants/${need(values.tenant, 'tenant')}/cards/${need(values.card, 'card')}`, JSON.parse(need(rest[0], 'JSON')));
+    await call(
+      'POST',
+      `/admin/v1/tenants/${need(values.tenant, 'tenant')}/cards/${need(values.card, 'card')}`,
+      JSON.parse(need(rest[0], 'JSON')),
+    );
     break;
   case 'reward:create':
-    await call('POST', `/admin/v1/tenants/${need(values.tenant, 'tenant')}/cards/${need(values.card, 'card')}/rewards`, {
-      name: need(values.name, 'name'),
-      points_cost: Number(need(values.cost, 'cost')),
-    });
+    await call(
+      'POST',
+      `/admin/v1/tenants/${need(values.tenant, 'tenant')}/cards/${need(values.card, 'card')}/rewards`,
+      {
+        name: need(values.name, 'name'),
+        points_cost: Number(need(values.cost, 'cost')),
+      },
+    );
     break;
   case 'reward:deactivate':
-    await call('POST', `/admin/v1/tenants/${need(values.tenant, 'tenant')}/cards/${need(values.card, 'card')}/rewards/${need(values.reward, 'reward')}`, { active: false });
+    await call(
+      'POST',
+      `/admin/v1/tenants/${need(values.tenant, 'tenant')}/cards/${need(values.card, 'card')}/rewards/${need(values.reward, 'reward')}`,
+      { active: false },
+    );
     break;
   case 'call': {
     const [method, path, json] = rest;

@@ -30,7 +30,8 @@ export function run(command, opts = {}) {
 
 export function checkNode() {
   const [major, minor] = process.versions.node.split('.').map(Number);
-  if (major < 20 || (major === 20 && minor < 11)) fail(`Node.js 20.11 or newer is needed (this is ${process.versions.node}).`);
+  if (major < 20 || (major === 20 && minor < 11))
+    fail(`Node.js 20.11 or newer is needed (this is ${process.versions.node}).`);
 }
 
 /** pnpm through npm when it is missing (corepack cannot fetch it here). */
@@ -38,7 +39,7 @@ export function ensurePnpm() {
   if (has('pnpm')) return;
   step(`installing pnpm ${PNPM_VERSION} with npm`);
   run(`npm install -g pnpm@${PNPM_VERSION}`);
-  if (!has('pnpm')) fail('pnpm was installed but is not on PATH; add npm\'s global bin directory to PATH.');
+  if (!has('pnpm')) fail("pnpm was installed but is not on PATH; add npm's global bin directory to PATH.");
 }
 
 export function installDependencies() {
@@ -94,7 +95,9 @@ const servers = [
       const bin = execSync('command -v nats-server', { shell: '/bin/sh' }).toString().trim();
       const log = existsSync('/var/log') ? '/var/log/nats-server.log' : path.join(root, 'var', 'nats.log');
       if (has('start-stop-daemon')) {
-        return tryRun(`start-stop-daemon --start --oknodo --background --exec ${bin} -- -a 127.0.0.1 -p 4222 -js -sd ${dir} -l ${log}`);
+        return tryRun(
+          `start-stop-daemon --start --oknodo --background --exec ${bin} -- -a 127.0.0.1 -p 4222 -js -sd ${dir} -l ${log}`,
+        );
       }
       return tryRun(`nohup ${bin} -a 127.0.0.1 -p 4222 -js -sd ${dir} -l ${log} >/dev/null 2>&1 &`);
     },
@@ -107,7 +110,9 @@ const servers = [
     start: () => {
       const dir = existsSync('/var/lib/redis') ? '/var/lib/redis' : path.join(root, 'var');
       const log = existsSync('/var/log/redis') ? '/var/log/redis/ci.log' : path.join(root, 'var', 'redis.log');
-      return tryRun(`redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no --dir ${dir} --logfile ${log}`);
+      return tryRun(
+        `redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no --dir ${dir} --logfile ${log}`,
+      );
     },
   },
 ];
@@ -119,7 +124,9 @@ export async function ensureInfrastructure() {
   for (const s of servers) {
     if (await reachable(s.port)) continue;
     if (!has(s.binary)) {
-      missing.push(`${s.name}: not running on 127.0.0.1:${s.port} and \`${s.binary}\` is not installed (apt-get install ${s.package})`);
+      missing.push(
+        `${s.name}: not running on 127.0.0.1:${s.port} and \`${s.binary}\` is not installed (apt-get install ${s.package})`,
+      );
       continue;
     }
     step(`starting ${s.name} on 127.0.0.1:${s.port}`);

@@ -24,7 +24,10 @@ for (const name of readdirSync(path.join(root, 'services'))) {
   if (existsSync(main)) entries.push({ in: main, out: path.join(root, 'services', name, 'dist', 'main.js') });
 }
 for (const script of ['admin-cli', 'migrate']) {
-  entries.push({ in: path.join(root, 'scripts', `${script}.ts`), out: path.join(root, 'scripts', 'dist', `${script}.js`) });
+  entries.push({
+    in: path.join(root, 'scripts', `${script}.ts`),
+    out: path.join(root, 'scripts', 'dist', `${script}.js`),
+  });
 }
 
 await Promise.all(

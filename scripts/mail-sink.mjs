@@ -32,7 +32,9 @@ const server = new SMTPServer({
       .catch(callback);
   },
 });
-server.listen(port, '127.0.0.1', () => console.log(`[mail] sink listening on smtp://127.0.0.1:${port} (log: var/mail.log)`));
+server.listen(port, '127.0.0.1', () =>
+  console.log(`[mail] sink listening on smtp://127.0.0.1:${port} (log: var/mail.log)`),
+);
 const stop = () => server.close(() => process.exit(0));
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);

@@ -35,7 +35,10 @@ interface Demo {
 export async function admin<T>(method: string, urlPath: string, body?: unknown): Promise<T> {
   const res = await fetch(`${baseUrl}${urlPath}`, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const json = (await res.json()) as { success: boolean; data: T; error?: unknown };
@@ -58,13 +61,20 @@ async function existingDemo(): Promise<Demo | undefined> {
 }
 
 async function createTenant(name: string): Promise<DemoTenant> {
-  const { tenant } = await admin<{ tenant: { id: number; name: string; sandbox: boolean } }>('POST', '/admin/v1/tenants', { name, sandbox: true });
+  const { tenant } = await admin<{ tenant: { id: number; name: string; sandbox: boolean } }>(
+    'POST',
+    '/admin/v1/tenants',
+    { name, sandbox: true },
+  );
   const apps: DemoApp[] = [];
   for (const [appName, scopes] of [
     ['full access', ALL_SCOPES],
     ['read only', READ_SCOPES],
   ] as const) {
-    const { app } = await admin<{ app: DemoApp }>('POST', `/admin/v1/tenants/${tenant.id}/apps`, { name: `${name} ${appName}`, scopes });
+    const { app } = await admin<{ app: DemoApp }>('POST', `/admin/v1/tenants/${tenant.id}/apps`, {
+      name: `${name} ${appName}`,
+      scopes,
+    });
     apps.push({ app_id: app.app_id, api_key: app.api_key, scopes: [...scopes] });
   }
   return { id: tenant.id, name: tenant.name, sandbox: tenant.sandbox, apps };
@@ -96,7 +106,12 @@ const demoCards = [
     name: 'Demo Cashback',
     description: '10% back on every purchase from 1.00, at most 50.00 a purchase',
     reward_system: 'cashback',
-    cashback_config: { cashback_percentage: 10, cashback_min_amount: 1, cashback_max_amount: 50, allows_pin_redemption: false },
+    cashback_config: {
+      cashback_percentage: 10,
+      cashback_min_amount: 1,
+      cashback_max_amount: 50,
+      allows_pin_redemption: false,
+    },
   },
   {
     unique_identifier: 'demo-points',
@@ -120,12 +135,29 @@ for (const tenant of demo.tenants) {
     cards.push(found ?? (await admin<{ card: Card }>('POST', `/admin/v1/tenants/${tenant.id}/cards`, wanted)).card);
   }
   const pointsCard = cards.find((c) => c.reward_system === 'points')!;
-  const { rewards: have } = await admin<{ rewards: Reward[] }>('GET', `/admin/v1/tenants/${tenant.id}/cards/${pointsCard.id}`);
+  const { rewards: have } = await admin<{ rewards: Reward[] }>(
+    'GET',
+    `/admin/v1/tenants/${tenant.id}/cards/${pointsCard.id}`,
+  );
   const rewards: Reward[] = [];
   for (const wanted of demoRewards) {
-    rewards.push(have.find((r) => r.name === wanted.name) ?? (await admin<{ reward: Reward }>('POST', `/admin/v1/tenants/${tenant.id}/cards/${pointsCard.id}/rewards`, wanted)).reward);
+    rewards.push(
+      have.find((r) => r.name === wanted.name) ??
+        (
+          await admin<{ reward: Reward }>(
+            'POST',
+            `/admin/v1/tenants/${tenant.id}/cards/${pointsCard.id}/rewards`,
+            wanted,
+          )
+        ).reward,
+    );
   }
-  tenant.cards = cards.map((c) => ({ id: c.id, unique_identifier: c.unique_identifier, name: c.name, reward_system: c.reward_system }));
+  tenant.cards = cards.map((c) => ({
+    id: c.id,
+    unique_identifier: c.unique_identifier,
+    name: c.name,
+    reward_system: c.reward_system,
+  }));
   tenant.rewards = rewards.map((r) => ({ id: r.id, card_id: pointsCard.id, name: r.name, points_cost: r.points_cost }));
 }
 

@@ -7,7 +7,17 @@ import { randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { serviceNodeOptions } from './node-flags.mjs';
-import { checkNode, ensureInfrastructure, ensurePnpm, fail, installDependencies, reachable, root, run, step } from './bootstrap.mjs';
+import {
+  checkNode,
+  ensureInfrastructure,
+  ensurePnpm,
+  fail,
+  installDependencies,
+  reachable,
+  root,
+  run,
+  step,
+} from './bootstrap.mjs';
 
 const PORT = Number(process.env.PORT ?? 3000);
 const DATABASE = process.env.LOYALTY_DATABASE ?? 'loyalty';
@@ -15,7 +25,8 @@ const PG_ADMIN_URL = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:
 const MAIL_PORT = Number(process.env.MAIL_SINK_PORT ?? 1025);
 
 checkNode();
-if (await reachable(PORT)) fail(`something already listens on port ${PORT} (is the system already running? stop it or set PORT).`);
+if (await reachable(PORT))
+  fail(`something already listens on port ${PORT} (is the system already running? stop it or set PORT).`);
 ensurePnpm();
 installDependencies();
 await ensureInfrastructure();
@@ -25,7 +36,14 @@ const var_ = path.join(root, 'var');
 mkdirSync(path.join(var_, 'log'), { recursive: true });
 const secretsFile = path.join(var_, 'secrets.json');
 if (!existsSync(secretsFile)) {
-  writeFileSync(secretsFile, JSON.stringify({ otp_secret: randomBytes(24).toString('hex'), operator_token: randomBytes(24).toString('hex') }, null, 2));
+  writeFileSync(
+    secretsFile,
+    JSON.stringify(
+      { otp_secret: randomBytes(24).toString('hex'), operator_token: randomBytes(24).toString('hex') },
+      null,
+      2,
+    ),
+  );
 }
 const secrets = JSON.parse(readFileSync(secretsFile, 'utf8'));
 
@@ -58,7 +76,11 @@ let shuttingDown = false;
 function launch(name, args, extraEnv = {}, echo = false) {
   const logFile = path.join(var_, 'log', `${name}.log`);
   const log = createWriteStream(logFile, { flags: 'a' });
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    cwd: root,
+    env: { ...env, ...extraEnv },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout.pipe(log);
   child.stderr.pipe(log);
   if (echo) child.stdout.on('data', (d) => process.stdout.write(d));

@@ -14,7 +14,11 @@ run('pnpm run --silent check');
 step('running the test suite (vitest)');
 const results = path.join(root, 'var', 'test-results.json');
 const extra = process.argv.slice(2).join(' ');
-const r = spawnSync('sh', ['-c', `pnpm exec vitest run --reporter=default --reporter=json --outputFile.json=${results} ${extra}`], { stdio: 'inherit', cwd: root });
+const r = spawnSync(
+  'sh',
+  ['-c', `pnpm exec vitest run --reporter=default --reporter=json --outputFile.json=${results} ${extra}`],
+  { stdio: 'inherit', cwd: root },
+);
 if (existsSync(results)) {
   const json = JSON.parse(readFileSync(results, 'utf8'));
   console.log(`\n${json.numPassedTests} passed, ${json.numFailedTests} failed`);

@@ -56,7 +56,8 @@ describe('npm run bench (smoke)', () => {
     expect(redeem.expected_refusals).toBeGreaterThan(0);
     expect(report.problems).toEqual([]);
 
-    for (const service of ['gateway', 'identity', 'ledger', 'claims', 'referrals']) expect(report.memory_mb[service]).toBeGreaterThan(10);
+    for (const service of ['gateway', 'identity', 'ledger', 'claims', 'referrals'])
+      expect(report.memory_mb[service]).toBeGreaterThan(10);
     expect(report.machine.cpu_calibration_ms).toBeGreaterThan(0);
     expect('balance' in report.growth).toBe(true);
     if ('balance' in report.growth) {
@@ -70,8 +71,13 @@ describe('npm run bench (smoke)', () => {
     for (const name of ALL_SCENARIOS) expect(table).toContain(name);
     const written = await writeReport(report, out);
     expect(written.map((p) => path.basename(p))).toEqual(['latest.json', 'latest.svg', 'latest.png']);
-    const json = JSON.parse(readFileSync(path.join(out, 'latest.json'), 'utf8')) as { scenarios: Record<string, unknown>[]; memory_mb: object; growth: object };
-    for (const key of ['name', 'rps', 'p50_ms', 'p99_ms', 'errors', 'baseline_rps', 'ratio']) expect(json.scenarios[0]).toHaveProperty(key);
+    const json = JSON.parse(readFileSync(path.join(out, 'latest.json'), 'utf8')) as {
+      scenarios: Record<string, unknown>[];
+      memory_mb: object;
+      growth: object;
+    };
+    for (const key of ['name', 'rps', 'p50_ms', 'p99_ms', 'errors', 'baseline_rps', 'ratio'])
+      expect(json.scenarios[0]).toHaveProperty(key);
     expect(readFileSync(path.join(out, 'latest.svg'), 'utf8')).toContain('cashback_redeem');
     expect(readFileSync(path.join(out, 'latest.png')).subarray(1, 4).toString()).toBe('PNG');
     expect(existsSync(path.join(out, 'latest.png'))).toBe(true);

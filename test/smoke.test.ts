@@ -10,7 +10,9 @@ afterAll(async () => sys?.stop());
 it('registers and verifies', async () => {
   const t = await sys.tenant();
   const api = apiClient(sys.url, t);
-  const r = await api('POST', '/api/v1/auth/member/register', { body: { name: 'Jane', email: 'jane@example.com', phone: '+15551234567' } });
+  const r = await api('POST', '/api/v1/auth/member/register', {
+    body: { name: 'Jane', email: 'jane@example.com', phone: '+15551234567' },
+  });
   console.log(JSON.stringify(r.body));
   expect(r.status).toBe(200);
   const code = await sys.mail.codeFor('jane@example.com');

@@ -8,7 +8,15 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import composeverter from 'composeverter';
 import { describe, expect, it } from 'vitest';
 import { parseDocument } from 'yaml';
-import { configProblems, databaseServices, defaultOpsPort, requiredVariablesOf, root, serviceNames, variablesOf } from './service-configs.ts';
+import {
+  configProblems,
+  databaseServices,
+  defaultOpsPort,
+  requiredVariablesOf,
+  root,
+  serviceNames,
+  variablesOf,
+} from './service-configs.ts';
 
 interface Service {
   image?: string;
@@ -37,7 +45,8 @@ function composeValidator(): ValidateFunction {
     if (Array.isArray(node)) return node.forEach(repair);
     if (!node || typeof node !== 'object') return;
     for (const [key, value] of Object.entries(node)) {
-      if (key === 'pattern' && typeof value === 'string' && /^\/.+\/$/.test(value)) (node as Record<string, unknown>)[key] = value.slice(1, -1);
+      if (key === 'pattern' && typeof value === 'string' && /^\/.+\/$/.test(value))
+        (node as Record<string, unknown>)[key] = value.slice(1, -1);
       else repair(value);
     }
   };
@@ -55,24 +64,28 @@ interface Reference {
 /** Resolve ${VAR}, ${VAR:-default}, ${VAR-default}, ${VAR:?error}, $VAR and $$ as Compose does. */
 function interpolate(value: unknown, env: Record<string, string>, refs: Reference[]): unknown {
   if (Array.isArray(value)) return value.map((v) => interpolate(v, env, refs));
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v, env, refs)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v, env, refs)]));
   if (typeof value !== 'string') return value;
-  return value.replace(/\$(\$|\{([^}]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g, (_all, body: string, braced?: string, bare?: string) => {
-    if (body === '$') return '$';
-    const m = /^([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])(.*))?$/s.exec(braced ?? bare ?? '');
-    if (!m) throw new Error(`invalid interpolation \${${braced}} in ${value}`);
-    const [, name, op, arg = ''] = m as unknown as [string, string, string | undefined, string | undefined];
-    refs.push({ name, hasDefault: op === ':-' || op === '-' || op === ':+' || op === '+' });
-    const set = env[name];
-    const empty = set === undefined || (op?.startsWith(':') && set === '');
-    if (op === ':-' || op === '-') return empty ? arg : set!;
-    if (op === ':?' || op === '?') {
-      if (empty) throw new Error(`${name} is required: ${arg}`);
-      return set!;
-    }
-    if (op === ':+' || op === '+') return empty ? '' : arg;
-    return set ?? '';
-  });
+  return value.replace(
+    /\$(\$|\{([^}]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g,
+    (_all, body: string, braced?: string, bare?: string) => {
+      if (body === '$') return '$';
+      const m = /^([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])(.*))?$/s.exec(braced ?? bare ?? '');
+      if (!m) throw new Error(`invalid interpolation \${${braced}} in ${value}`);
+      const [, name, op, arg = ''] = m as unknown as [string, string, string | undefined, string | undefined];
+      refs.push({ name, hasDefault: op === ':-' || op === '-' || op === ':+' || op === '+' });
+      const set = env[name];
+      const empty = set === undefined || (op?.startsWith(':') && set === '');
+      if (op === ':-' || op === '-') return empty ? arg : set!;
+      if (op === ':?' || op === '?') {
+        if (empty) throw new Error(`${name} is required: ${arg}`);
+        return set!;
+      }
+      if (op === ':+' || op === '+') return empty ? '' : arg;
+      return set ?? '';
+    },
+  );
 }
 
 /** Read a Compose file as `docker compose` would on a machine with no variables set. */
@@ -84,7 +97,8 @@ function load(text: string): { compose: Compose; refs: Reference[] } {
 }
 
 const validate = composeValidator();
-const schemaErrors = (data: unknown) => (validate(data) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`));
+const schemaErrors = (data: unknown) =>
+  validate(data) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`);
 const text = readFileSync(composeFile, 'utf8');
 const { compose, refs } = load(text);
 const infrastructure = ['postgres', 'nats', 'redis', 'mailpit'];
@@ -144,7 +158,8 @@ describe('deploy/compose.yaml', () => {
       identity: ['postgres', 'nats', 'mailpit'],
     };
     for (const name of databaseServices) needs[name] = [...new Set([...(needs[name] ?? []), 'postgres', 'nats'])];
-    for (const [name, deps] of Object.entries(needs)) expect(Object.keys(compose.services[name]!.depends_on ?? {}).sort(), name).toEqual(deps.sort());
+    for (const [name, deps] of Object.entries(needs))
+      expect(Object.keys(compose.services[name]!.depends_on ?? {}).sort(), name).toEqual(deps.sort());
     for (const s of Object.values(compose.services)) {
       for (const [dep, { condition }] of Object.entries(s.depends_on ?? {})) {
         expect(compose.services[dep]).toBeDefined();
@@ -164,8 +179,14 @@ describe('deploy/compose.yaml', () => {
   it('gives each service only variables it reads, all it requires, and values it accepts', () => {
     for (const name of serviceNames) {
       const env = compose.services[name]!.environment ?? {};
-      expect(Object.keys(env).filter((v) => !variablesOf(name).includes(v)), name).toEqual([]);
-      expect(requiredVariablesOf(name).filter((v) => !(v in env)), name).toEqual([]);
+      expect(
+        Object.keys(env).filter((v) => !variablesOf(name).includes(v)),
+        name,
+      ).toEqual([]);
+      expect(
+        requiredVariablesOf(name).filter((v) => !(v in env)),
+        name,
+      ).toEqual([]);
       expect(configProblems(name, env)).toEqual([]);
       if (databaseServices.includes(name)) expect(env.DATABASE_URL).toMatch(/@postgres:5432\//);
       expect(env.NATS_URL).toBe('nats://nats:4222');

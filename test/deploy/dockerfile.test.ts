@@ -84,14 +84,18 @@ describe('deploy/Dockerfile', () => {
 
   it('ships production dependencies only, and only compiled code and migrations', () => {
     const deps = stages.find((s) => s.name === 'deps')!;
-    expect(deps.instructions.some((i) => i.keyword === 'RUN' && /pnpm install --prod\b.*--frozen-lockfile/.test(i.args))).toBe(true);
+    expect(
+      deps.instructions.some((i) => i.keyword === 'RUN' && /pnpm install --prod\b.*--frozen-lockfile/.test(i.args)),
+    ).toBe(true);
     const copies = final.instructions.filter((i) => i.keyword === 'COPY').map((i) => i.args);
     expect(copies).toEqual(['--from=deps /prod/node_modules ./node_modules', '--from=assemble /app ./']);
     const assemble = stages.find((s) => s.name === 'assemble')!.instructions.find((i) => i.keyword === 'RUN')!.args;
     expect(assemble).toContain('services/${SERVICE}/dist');
     expect(assemble).toContain('services/${SERVICE}/migrations');
     // Every service, and the migration Job's image, can be built; anything else is refused.
-    expect(new Set(/(\S+)\)\s+mkdir -p "\/app\/services/.exec(assemble)?.[1]?.split('|'))).toEqual(new Set(serviceNames));
+    expect(new Set(/(\S+)\)\s+mkdir -p "\/app\/services/.exec(assemble)?.[1]?.split('|'))).toEqual(
+      new Set(serviceNames),
+    );
     expect(assemble).toMatch(/migrate\)/);
     expect(assemble).toMatch(/\*\) echo .*exit 1/);
   });
@@ -109,11 +113,14 @@ describe('deploy/Dockerfile', () => {
 });
 
 describe('the heap flags of the image', () => {
-  it('are the services\' production flags of scripts/node-flags.mjs, and valid for node', () => {
+  it("are the services' production flags of scripts/node-flags.mjs, and valid for node", () => {
     const env = one(final, 'ENV');
     const given = /NODE_OPTIONS="([^"]*)"/.exec(env)?.[1];
     expect(given).toBe(SERVICE_NODE_OPTIONS);
-    const r = spawnSync(process.execPath, ['-e', 'console.log(require("v8").getHeapStatistics().heap_size_limit)'], { env: { NODE_OPTIONS: given }, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, ['-e', 'console.log(require("v8").getHeapStatistics().heap_size_limit)'], {
+      env: { NODE_OPTIONS: given },
+      encoding: 'utf8',
+    });
     expect(r.status, r.stderr).toBe(0);
     expect(Number(r.stdout) / 2 ** 20).toBeLessThan(150); // the heap limit V8 derives from them
   });
@@ -163,7 +170,11 @@ describe('the HEALTHCHECK and CMD of the image, run with node and sh', () => {
       writeFileSync(path.join(dir, 'services', 'ledger', 'dist', 'main.js'), 'console.log("ledger main")');
       writeFileSync(path.join(dir, 'scripts', 'dist', 'migrate.js'), 'console.log("migrate")');
       const run = (service: string) =>
-        spawnSync('sh', ['-c', shellCmd()], { cwd: dir, env: { PATH: `${path.dirname(process.execPath)}:${process.env.PATH}`, SERVICE: service }, encoding: 'utf8' }).stdout.trim();
+        spawnSync('sh', ['-c', shellCmd()], {
+          cwd: dir,
+          env: { PATH: `${path.dirname(process.execPath)}:${process.env.PATH}`, SERVICE: service },
+          encoding: 'utf8',
+        }).stdout.trim();
       expect(run('ledger')).toBe('ledger main');
       expect(run('migrate')).toBe('migrate');
     } finally {
@@ -183,7 +194,17 @@ describe('.dockerignore', () => {
   });
 
   it('keeps what the build needs', () => {
-    for (const needed of ['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', '.npmrc', 'patches', 'libs', 'services', 'scripts', 'deploy/Dockerfile']) {
+    for (const needed of [
+      'package.json',
+      'pnpm-lock.yaml',
+      'pnpm-workspace.yaml',
+      '.npmrc',
+      'patches',
+      'libs',
+      'services',
+      'scripts',
+      'deploy/Dockerfile',
+    ]) {
       expect(ignored, needed).not.toContain(needed);
     }
   });

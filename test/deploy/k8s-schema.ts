@@ -23,22 +23,46 @@ interface Kind {
 }
 
 const kinds: Record<string, Kind> = {
-  'apps/v1/Deployment': { validate: (d) => new Deployment(d as never).validate(), module: 'kubernetes-models/apps/v1/Deployment', type: 'IDeployment' },
+  'apps/v1/Deployment': {
+    validate: (d) => new Deployment(d as never).validate(),
+    module: 'kubernetes-models/apps/v1/Deployment',
+    type: 'IDeployment',
+  },
   'autoscaling/v2/HorizontalPodAutoscaler': {
     validate: (d) => new HorizontalPodAutoscaler(d as never).validate(),
     module: 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler',
     type: 'IHorizontalPodAutoscaler',
   },
-  'batch/v1/Job': { validate: (d) => new Job(d as never).validate(), module: 'kubernetes-models/batch/v1/Job', type: 'IJob' },
+  'batch/v1/Job': {
+    validate: (d) => new Job(d as never).validate(),
+    module: 'kubernetes-models/batch/v1/Job',
+    type: 'IJob',
+  },
   'policy/v1/PodDisruptionBudget': {
     validate: (d) => new PodDisruptionBudget(d as never).validate(),
     module: 'kubernetes-models/policy/v1/PodDisruptionBudget',
     type: 'IPodDisruptionBudget',
   },
-  'v1/ConfigMap': { validate: (d) => new ConfigMap(d as never).validate(), module: 'kubernetes-models/v1/ConfigMap', type: 'IConfigMap' },
-  'v1/Namespace': { validate: (d) => new Namespace(d as never).validate(), module: 'kubernetes-models/v1/Namespace', type: 'INamespace' },
-  'v1/Secret': { validate: (d) => new Secret(d as never).validate(), module: 'kubernetes-models/v1/Secret', type: 'ISecret' },
-  'v1/Service': { validate: (d) => new Service(d as never).validate(), module: 'kubernetes-models/v1/Service', type: 'IService' },
+  'v1/ConfigMap': {
+    validate: (d) => new ConfigMap(d as never).validate(),
+    module: 'kubernetes-models/v1/ConfigMap',
+    type: 'IConfigMap',
+  },
+  'v1/Namespace': {
+    validate: (d) => new Namespace(d as never).validate(),
+    module: 'kubernetes-models/v1/Namespace',
+    type: 'INamespace',
+  },
+  'v1/Secret': {
+    validate: (d) => new Secret(d as never).validate(),
+    module: 'kubernetes-models/v1/Secret',
+    type: 'ISecret',
+  },
+  'v1/Service': {
+    validate: (d) => new Service(d as never).validate(),
+    module: 'kubernetes-models/v1/Service',
+    type: 'IService',
+  },
 };
 
 const dns1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -49,7 +73,8 @@ export function schemaProblems(m: Manifest): string[] {
   if (!kind) return [`${idOf(m)}: no schema known for ${m.apiVersion} ${m.kind} (add it to test/deploy/k8s-schema.ts)`];
   const problems: string[] = [];
   // The schemas leave names unchecked; the API server wants DNS-1123 labels for all of these kinds.
-  if (!dns1123Label.test(m.metadata.name) || m.metadata.name.length > 63) problems.push(`${idOf(m)}: metadata.name is not a DNS-1123 label`);
+  if (!dns1123Label.test(m.metadata.name) || m.metadata.name.length > 63)
+    problems.push(`${idOf(m)}: metadata.name is not a DNS-1123 label`);
   try {
     kind.validate(m);
   } catch (err) {
@@ -84,7 +109,8 @@ export function unknownFieldProblems(manifests: Manifest[]): string[] {
   };
   const host = ts.createCompilerHost(options);
   const getSourceFile = host.getSourceFile.bind(host);
-  host.getSourceFile = (name, version, ...rest) => (name === file ? ts.createSourceFile(name, source, version) : getSourceFile(name, version, ...rest));
+  host.getSourceFile = (name, version, ...rest) =>
+    name === file ? ts.createSourceFile(name, source, version) : getSourceFile(name, version, ...rest);
   const fileExists = host.fileExists.bind(host);
   host.fileExists = (name) => name === file || fileExists(name);
   const program = ts.createProgram([file], options, host);

@@ -10,7 +10,15 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { containersOf, idOf, kustomize, parseManifests, podSpecOf, type Manifest } from './kustomize.ts';
 import { schemaProblems, unknownFieldProblems } from './k8s-schema.ts';
-import { configProblems, defaultOpsPort, migrateVariables, requiredVariablesOf, root, serviceNames, variablesOf } from './service-configs.ts';
+import {
+  configProblems,
+  defaultOpsPort,
+  migrateVariables,
+  requiredVariablesOf,
+  root,
+  serviceNames,
+  variablesOf,
+} from './service-configs.ts';
 
 const baseDir = path.join(root, 'deploy', 'k8s', 'base');
 const productionDir = path.join(root, 'deploy', 'k8s', 'overlays', 'production');
@@ -18,13 +26,24 @@ const autoscaled = ['gateway', 'ledger'];
 
 type Container = ReturnType<typeof containersOf>[number] & {
   ports?: { name?: string; containerPort: number }[];
-  env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string }; configMapKeyRef?: { name: string; key: string } } }[];
+  env?: {
+    name: string;
+    value?: string;
+    valueFrom?: { secretKeyRef?: { name: string; key: string }; configMapKeyRef?: { name: string; key: string } };
+  }[];
   envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
   readinessProbe?: Probe;
   livenessProbe?: Probe;
   startupProbe?: Probe;
   resources?: { requests?: Record<string, string | number>; limits?: Record<string, string | number> };
-  securityContext?: { allowPrivilegeEscalation?: boolean; readOnlyRootFilesystem?: boolean; runAsNonRoot?: boolean; runAsUser?: number; privileged?: boolean; capabilities?: { drop?: string[]; add?: string[] } };
+  securityContext?: {
+    allowPrivilegeEscalation?: boolean;
+    readOnlyRootFilesystem?: boolean;
+    runAsNonRoot?: boolean;
+    runAsUser?: number;
+    privileged?: boolean;
+    capabilities?: { drop?: string[]; add?: string[] };
+  };
   lifecycle?: { preStop?: { exec?: { command?: string[] } } };
   command?: string[];
 };
@@ -37,17 +56,31 @@ interface PodSpec {
   restartPolicy?: string;
 }
 
-const find = (ms: Manifest[], kind: string, name: string) => ms.find((m) => m.kind === kind && m.metadata.name === name);
+const find = (ms: Manifest[], kind: string, name: string) =>
+  ms.find((m) => m.kind === kind && m.metadata.name === name);
 const mainContainer = (m: Manifest) => containersOf(m)[0] as Container;
-const podLabels = (m: Manifest) => (m.spec as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels;
-const selects = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
+const podLabels = (m: Manifest) =>
+  (m.spec as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels;
+const selects = (selector: Record<string, string>, labels: Record<string, string>) =>
+  Object.entries(selector).every(([k, v]) => labels[k] === v);
 
 /** CPU in millicores or memory in bytes. */
 function quantity(q: string | number | undefined): number {
   if (q === undefined) return NaN;
   const m = /^(\d+(?:\.\d+)?)(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(String(q));
   if (!m) return NaN;
-  const factor: Record<string, number> = { m: 1, '': 1000, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, k: 1e3, M: 1e6, G: 1e9, T: 1e12 };
+  const factor: Record<string, number> = {
+    m: 1,
+    '': 1000,
+    Ki: 2 ** 10,
+    Mi: 2 ** 20,
+    Gi: 2 ** 30,
+    Ti: 2 ** 40,
+    k: 1e3,
+    M: 1e6,
+    G: 1e9,
+    T: 1e12,
+  };
   return Number(m[1]) * factor[m[2] ?? '']!;
 }
 
@@ -55,9 +88,11 @@ function quantity(q: string | number | undefined): number {
 function environmentOf(c: Container, ms: Manifest[]): { env: Record<string, string>; problems: string[] } {
   const env: Record<string, string> = {};
   const problems: string[] = [];
-  const configMap = (name: string) => find(ms, 'ConfigMap', name) as (Manifest & { data?: Record<string, string> }) | undefined;
+  const configMap = (name: string) =>
+    find(ms, 'ConfigMap', name) as (Manifest & { data?: Record<string, string> }) | undefined;
   for (const from of c.envFrom ?? []) {
-    if (from.secretRef) problems.push(`${c.name}: takes a whole Secret (${from.secretRef.name}); name the keys it needs instead`);
+    if (from.secretRef)
+      problems.push(`${c.name}: takes a whole Secret (${from.secretRef.name}); name the keys it needs instead`);
     if (!from.configMapRef) continue;
     const cm = configMap(from.configMapRef.name);
     if (!cm) problems.push(`${c.name}: ConfigMap ${from.configMapRef.name} is not part of the render`);
@@ -69,7 +104,8 @@ function environmentOf(c: Container, ms: Manifest[]): { env: Record<string, stri
     else if (e.valueFrom?.configMapKeyRef) {
       const { name, key } = e.valueFrom.configMapKeyRef;
       const value = configMap(name)?.data?.[key];
-      if (value === undefined) problems.push(`${c.name}: ${e.name} refers to ConfigMap ${name} key ${key}, which does not exist`);
+      if (value === undefined)
+        problems.push(`${c.name}: ${e.name} refers to ConfigMap ${name} key ${key}, which does not exist`);
       else env[e.name] = value;
     } else problems.push(`${c.name}: ${e.name} has no value`);
   }
@@ -89,12 +125,17 @@ function deploymentProblems(service: string, ms: Manifest[], secretKeys: string[
   // Probes on the ops port, which is the port the service really listens on.
   const opsPort = c.ports?.find((p) => p.name === 'ops');
   if (!opsPort) problems.push(`${service}: no container port named ops`);
-  else if (opsPort.containerPort !== defaultOpsPort(service) && c.env?.find((e) => e.name === 'OPS_PORT')?.value !== String(opsPort.containerPort)) {
+  else if (
+    opsPort.containerPort !== defaultOpsPort(service) &&
+    c.env?.find((e) => e.name === 'OPS_PORT')?.value !== String(opsPort.containerPort)
+  ) {
     problems.push(`${service}: ops port ${opsPort.containerPort} is neither the service's default nor its OPS_PORT`);
   }
   const onOps = (p?: Probe) => p?.httpGet?.port === 'ops' || p?.httpGet?.port === opsPort?.containerPort;
-  if (c.readinessProbe?.httpGet?.path !== '/readyz' || !onOps(c.readinessProbe)) problems.push(`${service}: readiness probe must be GET /readyz on the ops port`);
-  if (c.livenessProbe?.httpGet?.path !== '/healthz' || !onOps(c.livenessProbe)) problems.push(`${service}: liveness probe must be GET /healthz on the ops port`);
+  if (c.readinessProbe?.httpGet?.path !== '/readyz' || !onOps(c.readinessProbe))
+    problems.push(`${service}: readiness probe must be GET /readyz on the ops port`);
+  if (c.livenessProbe?.httpGet?.path !== '/healthz' || !onOps(c.livenessProbe))
+    problems.push(`${service}: liveness probe must be GET /healthz on the ops port`);
   if (c.startupProbe && !onOps(c.startupProbe)) problems.push(`${service}: startup probe must use the ops port`);
 
   // Resources: requests and limits for CPU and memory, requests within limits.
@@ -107,49 +148,69 @@ function deploymentProblems(service: string, ms: Manifest[], secretKeys: string[
 
   // Least privilege.
   const sc = c.securityContext ?? {};
-  if (pod.securityContext?.runAsNonRoot !== true && sc.runAsNonRoot !== true) problems.push(`${service}: runAsNonRoot is not set`);
+  if (pod.securityContext?.runAsNonRoot !== true && sc.runAsNonRoot !== true)
+    problems.push(`${service}: runAsNonRoot is not set`);
   if (pod.securityContext?.runAsUser === 0 || sc.runAsUser === 0) problems.push(`${service}: runs as root`);
   if (sc.allowPrivilegeEscalation !== false) problems.push(`${service}: allowPrivilegeEscalation must be false`);
   if (sc.readOnlyRootFilesystem !== true) problems.push(`${service}: readOnlyRootFilesystem must be true`);
   if (sc.privileged) problems.push(`${service}: privileged`);
-  if (!sc.capabilities?.drop?.includes('ALL') || (sc.capabilities.add ?? []).length > 0) problems.push(`${service}: must drop ALL capabilities and add none`);
+  if (!sc.capabilities?.drop?.includes('ALL') || (sc.capabilities.add ?? []).length > 0)
+    problems.push(`${service}: must drop ALL capabilities and add none`);
 
   // Runs the compiled service.
-  if (!isDeepStrictEqual(c.command, ['node', `services/${service}/dist/main.js`])) problems.push(`${service}: command must be node services/${service}/dist/main.js`);
+  if (!isDeepStrictEqual(c.command, ['node', `services/${service}/dist/main.js`]))
+    problems.push(`${service}: command must be node services/${service}/dist/main.js`);
 
   // Environment: only variables the service reads, every required one, values it accepts.
   const { env, problems: envProblems } = environmentOf(c, ms);
   problems.push(...envProblems.map((p) => `${service}: ${p}`));
   const known = new Set(variablesOf(service));
-  for (const name of Object.keys(env)) if (!known.has(name)) problems.push(`${service}: gets ${name}, which it does not read`);
-  for (const name of requiredVariablesOf(service)) if (!(name in env)) problems.push(`${service}: required ${name} is not given`);
+  for (const name of Object.keys(env))
+    if (!known.has(name)) problems.push(`${service}: gets ${name}, which it does not read`);
+  for (const name of requiredVariablesOf(service))
+    if (!(name in env)) problems.push(`${service}: required ${name} is not given`);
   problems.push(...configProblems(service, env));
   for (const e of c.env ?? []) {
     const ref = e.valueFrom?.secretKeyRef;
-    if (ref && (ref.name !== 'loyalty-secrets' || !secretKeys.includes(ref.key))) problems.push(`${service}: secret ${ref.name}/${ref.key} is not in the Secret template`);
+    if (ref && (ref.name !== 'loyalty-secrets' || !secretKeys.includes(ref.key)))
+      problems.push(`${service}: secret ${ref.name}/${ref.key} is not in the Secret template`);
   }
-  if (Number(env.OPS_PORT ?? defaultOpsPort(service)) !== opsPort?.containerPort) problems.push(`${service}: OPS_PORT and the ops container port differ`);
+  if (Number(env.OPS_PORT ?? defaultOpsPort(service)) !== opsPort?.containerPort)
+    problems.push(`${service}: OPS_PORT and the ops container port differ`);
 
   // Graceful stop: the pod outlives the preStop pause plus the service's own shutdown bound.
   const preStop = c.lifecycle?.preStop?.exec?.command;
   const pause = preStop?.[0] === 'sleep' ? Number(preStop[1]) : 0;
   const shutdownMs = Number(env.SHUTDOWN_TIMEOUT_MS ?? 10_000);
   const grace = pod.terminationGracePeriodSeconds ?? 30;
-  if (grace * 1000 < pause * 1000 + shutdownMs + 1000) problems.push(`${service}: terminationGracePeriodSeconds ${grace} does not cover preStop ${pause}s + SHUTDOWN_TIMEOUT_MS ${shutdownMs}`);
+  if (grace * 1000 < pause * 1000 + shutdownMs + 1000)
+    problems.push(
+      `${service}: terminationGracePeriodSeconds ${grace} does not cover preStop ${pause}s + SHUTDOWN_TIMEOUT_MS ${shutdownMs}`,
+    );
 
   // Prometheus scrapes the ops port.
-  const annotations = (d.spec as { template: { metadata: { annotations?: Record<string, string> } } }).template.metadata.annotations ?? {};
-  if (annotations['prometheus.io/scrape'] !== 'true' || annotations['prometheus.io/port'] !== String(opsPort?.containerPort) || annotations['prometheus.io/path'] !== '/metrics') {
+  const annotations =
+    (d.spec as { template: { metadata: { annotations?: Record<string, string> } } }).template.metadata.annotations ??
+    {};
+  if (
+    annotations['prometheus.io/scrape'] !== 'true' ||
+    annotations['prometheus.io/port'] !== String(opsPort?.containerPort) ||
+    annotations['prometheus.io/path'] !== '/metrics'
+  ) {
     problems.push(`${service}: prometheus.io annotations must point at /metrics on the ops port`);
   }
 
   // A Service and a PodDisruptionBudget that select these pods.
   const labels = podLabels(d);
-  const svc = find(ms, 'Service', service) as (Manifest & { spec: { selector: Record<string, string>; ports: { targetPort?: string | number }[] } }) | undefined;
+  const svc = find(ms, 'Service', service) as
+    (Manifest & { spec: { selector: Record<string, string>; ports: { targetPort?: string | number }[] } }) | undefined;
   if (!svc || !selects(svc.spec.selector, labels)) problems.push(`${service}: no Service selecting its pods`);
-  else if (!svc.spec.ports.some((p) => p.targetPort === 'ops' || p.targetPort === opsPort?.containerPort)) problems.push(`${service}: the Service does not expose the ops port`);
-  const pdb = find(ms, 'PodDisruptionBudget', service) as (Manifest & { spec: { selector: { matchLabels: Record<string, string> } } }) | undefined;
-  if (!pdb || !selects(pdb.spec.selector.matchLabels, labels)) problems.push(`${service}: no PodDisruptionBudget selecting its pods`);
+  else if (!svc.spec.ports.some((p) => p.targetPort === 'ops' || p.targetPort === opsPort?.containerPort))
+    problems.push(`${service}: the Service does not expose the ops port`);
+  const pdb = find(ms, 'PodDisruptionBudget', service) as
+    (Manifest & { spec: { selector: { matchLabels: Record<string, string> } } }) | undefined;
+  if (!pdb || !selects(pdb.spec.selector.matchLabels, labels))
+    problems.push(`${service}: no PodDisruptionBudget selecting its pods`);
   return problems;
 }
 
@@ -157,7 +218,11 @@ function hpaOf(ms: Manifest[], service: string) {
   return ms.find(
     (m) =>
       m.kind === 'HorizontalPodAutoscaler' &&
-      isDeepStrictEqual((m.spec as { scaleTargetRef: unknown }).scaleTargetRef, { apiVersion: 'apps/v1', kind: 'Deployment', name: service }),
+      isDeepStrictEqual((m.spec as { scaleTargetRef: unknown }).scaleTargetRef, {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        name: service,
+      }),
   ) as (Manifest & { spec: { minReplicas: number; maxReplicas: number; metrics: unknown[] } }) | undefined;
 }
 
@@ -165,12 +230,13 @@ function hpaOf(ms: Manifest[], service: string) {
 function minimumPods(ms: Manifest[], service: string): number {
   const hpa = hpaOf(ms, service);
   if (hpa) return hpa.spec.minReplicas;
-  return ((find(ms, 'Deployment', service)?.spec as { replicas?: number }).replicas ?? 1);
+  return (find(ms, 'Deployment', service)?.spec as { replicas?: number }).replicas ?? 1;
 }
 
 const base = kustomize(baseDir);
 const production = kustomize(productionDir);
-const secretTemplate = find(base, 'Secret', 'loyalty-secrets') as (Manifest & { stringData: Record<string, string> }) | undefined;
+const secretTemplate = find(base, 'Secret', 'loyalty-secrets') as
+  (Manifest & { stringData: Record<string, string> }) | undefined;
 const secretKeys = Object.keys(secretTemplate?.stringData ?? {});
 
 describe.each([
@@ -189,7 +255,12 @@ describe.each([
   it('gives every service a compliant Deployment, a Service and a PodDisruptionBudget', () => {
     expect(serviceNames).toEqual(['claims', 'gateway', 'identity', 'ledger', 'referrals']);
     expect(serviceNames.flatMap((s) => deploymentProblems(s, ms, secretKeys))).toEqual([]);
-    expect(ms.filter((m) => m.kind === 'Deployment').map((m) => m.metadata.name).sort()).toEqual(serviceNames);
+    expect(
+      ms
+        .filter((m) => m.kind === 'Deployment')
+        .map((m) => m.metadata.name)
+        .sort(),
+    ).toEqual(serviceNames);
   });
 
   it('autoscales gateway and ledger on CPU with autoscaling/v2, and the HPA alone sets their replicas', () => {
@@ -199,7 +270,10 @@ describe.each([
       expect(hpa!.apiVersion).toBe('autoscaling/v2');
       expect(hpa!.spec.minReplicas).toBeGreaterThanOrEqual(2);
       expect(hpa!.spec.maxReplicas).toBeGreaterThan(hpa!.spec.minReplicas);
-      expect(hpa!.spec.metrics).toContainEqual({ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: expect.any(Number) } } });
+      expect(hpa!.spec.metrics).toContainEqual({
+        type: 'Resource',
+        resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: expect.any(Number) } },
+      });
       // A replicas field would reset the autoscaler's count on every apply.
       expect((find(ms, 'Deployment', service)!.spec as { replicas?: number }).replicas).toBeUndefined();
     }
@@ -224,7 +298,11 @@ describe.each([
     expect(pod.restartPolicy).toBe('Never');
     expect(c.command).toEqual(['node', 'scripts/dist/migrate.js']);
     expect(pod.securityContext?.runAsNonRoot).toBe(true);
-    expect(c.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+    expect(c.securityContext).toMatchObject({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
     expect(quantity(c.resources?.limits?.memory)).toBeGreaterThan(0);
     // It runs before anything else is applied: literal values and the Secret only.
     expect(c.envFrom).toBeUndefined();
@@ -232,23 +310,38 @@ describe.each([
     const { env, problems } = environmentOf(c, ms);
     expect(problems).toEqual([]);
     expect(Object.keys(env).filter((name) => !migrateVariables.includes(name))).toEqual([]);
-    expect(c.env?.find((e) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef).toEqual({ name: 'loyalty-secrets', key: 'DATABASE_URL' });
+    expect(c.env?.find((e) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef).toEqual({
+      name: 'loyalty-secrets',
+      key: 'DATABASE_URL',
+    });
     // The Deployments leave migrations to the Job.
-    expect((find(ms, 'ConfigMap', 'loyalty-database') as Manifest & { data: Record<string, string> }).data.MIGRATE_ON_START).toBe('false');
+    expect(
+      (find(ms, 'ConfigMap', 'loyalty-database') as Manifest & { data: Record<string, string> }).data.MIGRATE_ON_START,
+    ).toBe('false');
   });
 });
 
 describe('base', () => {
   it('ships the Secret as a clearly marked template the services refuse to start with', () => {
     expect(secretTemplate).toBeDefined();
-    expect(secretKeys.sort()).toEqual(['DATABASE_URL', 'OPERATOR_TOKEN', 'OTP_SECRET', 'REDIS_URL', 'SANDBOX_SMTP_URL', 'SMTP_URL']);
-    for (const key of ['DATABASE_URL', 'OPERATOR_TOKEN', 'OTP_SECRET', 'REDIS_URL', 'SMTP_URL']) expect(secretTemplate!.stringData[key], key).toContain('REPLACE_ME');
+    expect(secretKeys.sort()).toEqual([
+      'DATABASE_URL',
+      'OPERATOR_TOKEN',
+      'OTP_SECRET',
+      'REDIS_URL',
+      'SANDBOX_SMTP_URL',
+      'SMTP_URL',
+    ]);
+    for (const key of ['DATABASE_URL', 'OPERATOR_TOKEN', 'OTP_SECRET', 'REDIS_URL', 'SMTP_URL'])
+      expect(secretTemplate!.stringData[key], key).toContain('REPLACE_ME');
     expect(configProblems('identity', { OTP_SECRET: secretTemplate!.stringData.OTP_SECRET! })).not.toEqual([]);
     expect(configProblems('gateway', { OPERATOR_TOKEN: secretTemplate!.stringData.OPERATOR_TOKEN! })).not.toEqual([]);
   });
 
   it('uses the local image names that deploy/compose.yaml builds', () => {
-    for (const m of base) for (const c of containersOf(m)) expect(c.image).toMatch(/^loyalty\/(gateway|identity|ledger|claims|referrals|migrate):dev$/);
+    for (const m of base)
+      for (const c of containersOf(m))
+        expect(c.image).toMatch(/^loyalty\/(gateway|identity|ledger|claims|referrals|migrate):dev$/);
   });
 });
 
@@ -273,15 +366,23 @@ describe('production overlay', () => {
   it('runs more pods with higher limits than the base', () => {
     for (const service of serviceNames) {
       expect(minimumPods(production, service), service).toBeGreaterThan(minimumPods(base, service));
-      const [p, b] = [mainContainer(find(production, 'Deployment', service)!), mainContainer(find(base, 'Deployment', service)!)];
-      for (const r of ['cpu', 'memory']) expect(quantity(p.resources?.limits?.[r]), `${service} ${r}`).toBeGreaterThan(quantity(b.resources?.limits?.[r]));
+      const [p, b] = [
+        mainContainer(find(production, 'Deployment', service)!),
+        mainContainer(find(base, 'Deployment', service)!),
+      ];
+      for (const r of ['cpu', 'memory'])
+        expect(quantity(p.resources?.limits?.[r]), `${service} ${r}`).toBeGreaterThan(
+          quantity(b.resources?.limits?.[r]),
+        );
     }
-    for (const service of autoscaled) expect(hpaOf(production, service)!.spec.maxReplicas).toBeGreaterThan(hpaOf(base, service)!.spec.maxReplicas);
+    for (const service of autoscaled)
+      expect(hpaOf(production, service)!.spec.maxReplicas).toBeGreaterThan(hpaOf(base, service)!.spec.maxReplicas);
   });
 });
 
 describe('the validators reject what is broken', () => {
-  const deployment = () => structuredClone(find(production, 'Deployment', 'ledger')!) as Manifest & { spec: Record<string, never> };
+  const deployment = () =>
+    structuredClone(find(production, 'Deployment', 'ledger')!) as Manifest & { spec: Record<string, never> };
   const container = (d: Manifest) => mainContainer(d) as Record<string, unknown> & Container;
 
   it('accepts the unmodified object (control)', () => {
@@ -293,7 +394,10 @@ describe('the validators reject what is broken', () => {
     ['replicas as text', (d) => void (d.spec.replicas = 'three')],
     ['an invalid CPU quantity', (d) => void (container(d).resources!.limits!.cpu = 'lots')],
     ['a pod without containers', (d) => void delete (podSpecOf(d) as Record<string, unknown>).containers],
-    ['a probe port that is an object', (d) => void (container(d).readinessProbe!.httpGet!.port = { name: 'ops' } as never)],
+    [
+      'a probe port that is an object',
+      (d) => void (container(d).readinessProbe!.httpGet!.port = { name: 'ops' } as never),
+    ],
     ['a name with capitals and underscores', (d) => void (d.metadata.name = 'Ledger_Service')],
   ])('schema validation rejects %s', (_what, breakIt) => {
     const d = deployment();
@@ -318,10 +422,26 @@ describe('the validators reject what is broken', () => {
     ['a liveness probe on the HTTP port', (c) => void (c.livenessProbe!.httpGet!.port = 8080), /liveness probe/],
     ['no memory limit', (c) => delete c.resources!.limits!.memory, /memory request and limit/],
     ['running as root', (c) => void (c.securityContext = { ...c.securityContext, runAsUser: 0 }), /runs as root/],
-    ['a writable root filesystem', (c) => void (c.securityContext!.readOnlyRootFilesystem = false), /readOnlyRootFilesystem/],
-    ['a variable the service does not read', (c) => void c.env!.push({ name: 'DATABSE_URL', value: 'x' }), /DATABSE_URL, which it does not read/],
-    ['a value the service refuses', (c) => void c.env!.push({ name: 'DATABASE_POOL_SIZE', value: 'many' }), /DATABASE_POOL_SIZE/],
-    ['a preStop pause the grace period does not cover', (c) => void (c.lifecycle = { preStop: { exec: { command: ['sleep', '15'] } } }), /terminationGracePeriodSeconds/],
+    [
+      'a writable root filesystem',
+      (c) => void (c.securityContext!.readOnlyRootFilesystem = false),
+      /readOnlyRootFilesystem/,
+    ],
+    [
+      'a variable the service does not read',
+      (c) => void c.env!.push({ name: 'DATABSE_URL', value: 'x' }),
+      /DATABSE_URL, which it does not read/,
+    ],
+    [
+      'a value the service refuses',
+      (c) => void c.env!.push({ name: 'DATABASE_POOL_SIZE', value: 'many' }),
+      /DATABASE_POOL_SIZE/,
+    ],
+    [
+      'a preStop pause the grace period does not cover',
+      (c) => void (c.lifecycle = { preStop: { exec: { command: ['sleep', '15'] } } }),
+      /terminationGracePeriodSeconds/,
+    ],
   ])('the policy rejects %s', (_what, breakIt, message) => {
     const ms = structuredClone(production);
     breakIt(mainContainer(find(ms, 'Deployment', 'ledger')!));
@@ -350,15 +470,22 @@ describe('the test renderer', () => {
   it('fails loudly on what it cannot render', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'kustomize-'));
     try {
-      writeFileSync(path.join(dir, 'cm.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  A: "1"\n');
+      writeFileSync(
+        path.join(dir, 'cm.yaml'),
+        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  A: "1"\n',
+      );
       const render = (kustomization: string) => {
         writeFileSync(path.join(dir, 'kustomization.yaml'), `resources: [cm.yaml]\n${kustomization}`);
         return kustomize(dir);
       };
       expect(render('namespace: x\n')[0]!.metadata.namespace).toBe('x');
       expect(() => render('configMapGenerator: []\n')).toThrow(/does not support configMapGenerator/);
-      expect(() => render('patches:\n  - target: {kind: ConfigMap, name: other}\n    patch: "[{op: remove, path: /data}]"\n')).toThrow(/matches nothing/);
-      expect(() => render('patches:\n  - target: {kind: ConfigMap}\n    patch: "[{op: replace, path: /data/B, value: x}]"\n')).toThrow(/nothing there/);
+      expect(() =>
+        render('patches:\n  - target: {kind: ConfigMap, name: other}\n    patch: "[{op: remove, path: /data}]"\n'),
+      ).toThrow(/matches nothing/);
+      expect(() =>
+        render('patches:\n  - target: {kind: ConfigMap}\n    patch: "[{op: replace, path: /data/B, value: x}]"\n'),
+      ).toThrow(/nothing there/);
       expect(() => render('replicas: [{name: settings, count: 2}]\n')).toThrow(/not here/);
       expect(() => parseManifests('kind: Deployment\n')).toThrow(/apiVersion, kind and metadata.name/);
     } finally {

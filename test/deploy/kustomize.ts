@@ -40,7 +40,14 @@ interface Kustomization {
 
 const supported = new Set(['apiVersion', 'kind', 'resources', 'namespace', 'images', 'replicas', 'patches']);
 /** Kinds that live outside namespaces (of those this project could use). */
-const clusterScoped = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'PriorityClass', 'StorageClass', 'CustomResourceDefinition']);
+const clusterScoped = new Set([
+  'Namespace',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'PriorityClass',
+  'StorageClass',
+  'CustomResourceDefinition',
+]);
 const scalable = new Set(['Deployment', 'StatefulSet', 'ReplicaSet']);
 
 /** Parse a YAML file of one or more documents; a syntax error throws with the file name. */
@@ -65,7 +72,8 @@ export function parseManifests(text: string, source = 'input'): Manifest[] {
   return out;
 }
 
-export const idOf = (m: Manifest): string => `${m.apiVersion}/${m.kind}/${m.metadata.namespace ?? '~'}/${m.metadata.name}`;
+export const idOf = (m: Manifest): string =>
+  `${m.apiVersion}/${m.kind}/${m.metadata.namespace ?? '~'}/${m.metadata.name}`;
 
 /** Render the kustomization in `dir` (recursively through its resources). */
 export function kustomize(dir: string): Manifest[] {
@@ -154,16 +162,23 @@ function applyPatch(resources: Manifest[], patch: Patch, dir: string): Manifest[
   }
   const smp = body as Manifest & { $patch?: string };
   // Strategic merge patches: only whole-object deletion is used here.
-  if (smp.$patch !== 'delete' || Object.keys(smp).some((key) => !['apiVersion', 'kind', 'metadata', '$patch'].includes(key))) {
+  if (
+    smp.$patch !== 'delete' ||
+    Object.keys(smp).some((key) => !['apiVersion', 'kind', 'metadata', '$patch'].includes(key))
+  ) {
     throw new Error('the test renderer supports JSON 6902 patches and `$patch: delete` only');
   }
-  const kept = resources.filter((m) => !(m.apiVersion === smp.apiVersion && m.kind === smp.kind && m.metadata.name === smp.metadata.name));
-  if (kept.length === resources.length) throw new Error(`$patch: delete of ${smp.kind} ${smp.metadata.name} matches nothing`);
+  const kept = resources.filter(
+    (m) => !(m.apiVersion === smp.apiVersion && m.kind === smp.kind && m.metadata.name === smp.metadata.name),
+  );
+  if (kept.length === resources.length)
+    throw new Error(`$patch: delete of ${smp.kind} ${smp.metadata.name} matches nothing`);
   return kept;
 }
 
 function applyOperation(doc: JsonObject, op: JsonObject): void {
-  if (typeof op.path !== 'string' || !op.path.startsWith('/')) throw new Error(`bad JSON patch path ${String(op.path)}`);
+  if (typeof op.path !== 'string' || !op.path.startsWith('/'))
+    throw new Error(`bad JSON patch path ${String(op.path)}`);
   const keys = op.path
     .slice(1)
     .split('/')
@@ -172,13 +187,15 @@ function applyOperation(doc: JsonObject, op: JsonObject): void {
   let parent: Json = doc;
   for (const key of keys) {
     const next: Json | undefined = Array.isArray(parent) ? parent[Number(key)] : (parent as JsonObject)[key];
-    if (next === undefined || next === null || typeof next !== 'object') throw new Error(`JSON patch path ${op.path} does not exist`);
+    if (next === undefined || next === null || typeof next !== 'object')
+      throw new Error(`JSON patch path ${op.path} does not exist`);
     parent = next;
   }
   const value = structuredClone(op.value as Json);
   if (Array.isArray(parent)) {
     const index = last === '-' ? parent.length : Number(last);
-    if (!Number.isInteger(index) || index < 0 || index > parent.length) throw new Error(`JSON patch index ${op.path} is out of range`);
+    if (!Number.isInteger(index) || index < 0 || index > parent.length)
+      throw new Error(`JSON patch index ${op.path} is out of range`);
     if (op.op === 'add') parent.splice(index, 0, value);
     else if (op.op === 'replace' && index < parent.length) parent[index] = value;
     else if (op.op === 'remove' && index < parent.length) parent.splice(index, 1);
@@ -187,7 +204,8 @@ function applyOperation(doc: JsonObject, op: JsonObject): void {
   }
   const obj = parent as JsonObject;
   if (op.op === 'add') obj[last] = value;
-  else if ((op.op === 'replace' || op.op === 'remove') && !(last in obj)) throw new Error(`JSON patch ${op.op} ${op.path}: nothing there`);
+  else if ((op.op === 'replace' || op.op === 'remove') && !(last in obj))
+    throw new Error(`JSON patch ${op.op} ${op.path}: nothing there`);
   else if (op.op === 'replace') obj[last] = value;
   else if (op.op === 'remove') delete obj[last];
   else throw new Error(`the test renderer does not support JSON patch op ${String(op.op)}`);

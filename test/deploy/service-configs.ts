@@ -29,7 +29,8 @@ export const databaseServices: string[] = serviceNames.filter((name) => 'DATABAS
 
 export function schemaOf(service: string): z.ZodObject {
   const schema = schemas[service];
-  if (!schema) throw new Error(`no config schema known for service ${service}: add it to test/deploy/service-configs.ts`);
+  if (!schema)
+    throw new Error(`no config schema known for service ${service}: add it to test/deploy/service-configs.ts`);
   return schema;
 }
 
@@ -43,7 +44,8 @@ export const requiredVariablesOf = (service: string): string[] =>
     .map(([name]) => name);
 
 /** The ops port a service listens on when OPS_PORT is not set. */
-export const defaultOpsPort = (service: string): number => (schemaOf(service).shape.OPS_PORT as z.ZodType<number>).parse(undefined);
+export const defaultOpsPort = (service: string): number =>
+  (schemaOf(service).shape.OPS_PORT as z.ZodType<number>).parse(undefined);
 
 /** Problems the service would report at start with this environment (empty when it starts). */
 export function configProblems(service: string, env: Record<string, string>): string[] {
@@ -52,4 +54,6 @@ export function configProblems(service: string, env: Record<string, string>): st
 }
 
 /** Variables scripts/migrate.ts (the migration Job) reads. */
-export const migrateVariables: string[] = [...readFileSync(path.join(root, 'scripts', 'migrate.ts'), 'utf8').matchAll(/process\.env\.([A-Z0-9_]+)/g)].map((m) => m[1]!);
+export const migrateVariables: string[] = [
+  ...readFileSync(path.join(root, 'scripts', 'migrate.ts'), 'utf8').matchAll(/process\.env\.([A-Z0-9_]+)/g),
+].map((m) => m[1]!);

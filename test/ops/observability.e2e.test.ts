@@ -12,7 +12,10 @@ afterAll(async () => sys?.stop());
 const ops = (port: number, path: string) => fetch(`http://127.0.0.1:${port}${path}`);
 
 it('answers /healthz, /readyz and /metrics on every ops port', async () => {
-  const ports = { gateway: sys.gateway.opsPort, ...Object.fromEntries(Object.entries(sys.services).map(([n, s]) => [n, s!.opsPort])) };
+  const ports = {
+    gateway: sys.gateway.opsPort,
+    ...Object.fromEntries(Object.entries(sys.services).map(([n, s]) => [n, s!.opsPort])),
+  };
   expect(Object.keys(ports).sort()).toEqual(['claims', 'gateway', 'identity', 'ledger', 'referrals']);
   for (const [name, port] of Object.entries(ports)) {
     expect((await ops(port, '/healthz')).status, name).toBe(200);
@@ -31,11 +34,15 @@ it('counts HTTP routes, NATS operations, error codes, outbox backlog and consume
   await api('POST', '/api/v1/auth/member/check', { body: { email: 'metrics@example.com' } });
   await api('POST', '/api/v1/auth/member/request-otp', { body: { email: 'nobody@example.com' } }); // 404 member_not_found
   const gateway = await (await ops(sys.gateway.opsPort, '/metrics')).text();
-  expect(gateway).toMatch(/loyalty_http_request_duration_seconds_count\{[^}]*route="\/api\/v1\/auth\/member\/check"[^}]*\} [1-9]/);
+  expect(gateway).toMatch(
+    /loyalty_http_request_duration_seconds_count\{[^}]*route="\/api\/v1\/auth\/member\/check"[^}]*\} [1-9]/,
+  );
   expect(gateway).toMatch(/loyalty_http_errors_total\{[^}]*code="member_not_found"[^}]*\} 1/);
   const identity = await (await ops(sys.services.identity!.opsPort, '/metrics')).text();
   expect(identity).toMatch(/loyalty_nats_request_duration_seconds_count\{[^}]*operation="member.check"[^}]*\} [1-9]/);
-  expect(identity).toMatch(/loyalty_nats_request_errors_total\{[^}]*operation="member.request_otp",code="member_not_found"/);
+  expect(identity).toMatch(
+    /loyalty_nats_request_errors_total\{[^}]*operation="member.request_otp",code="member_not_found"/,
+  );
   expect(identity).toMatch(/loyalty_consumer_pending_identity_mail_ledger_points_earned\{[^}]*\} \d+/);
   const ledger = await (await ops(sys.services.ledger!.opsPort, '/metrics')).text();
   expect(ledger).toMatch(/loyalty_outbox_backlog\{[^}]*\} \d+/);

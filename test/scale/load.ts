@@ -49,17 +49,28 @@ export async function provision(gateways: string[], memberCount: number): Promis
     if (!out.success) throw new Error(`${path}: ${JSON.stringify(out)}`);
     return out.data;
   };
-  const { tenant } = await admin<{ tenant: { id: number } }>('POST', '/admin/v1/tenants', { name: 'scale', sandbox: true });
-  const { app } = await admin<{ app: { app_id: string; api_key: string } }>('POST', `/admin/v1/tenants/${tenant.id}/apps`, {
+  const { tenant } = await admin<{ tenant: { id: number } }>('POST', '/admin/v1/tenants', {
     name: 'scale',
-    scopes: ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read'],
+    sandbox: true,
   });
+  const { app } = await admin<{ app: { app_id: string; api_key: string } }>(
+    'POST',
+    `/admin/v1/tenants/${tenant.id}/apps`,
+    {
+      name: 'scale',
+      scopes: ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read'],
+    },
+  );
   const cashback = await admin<{ card: { id: number } }>('POST', `/admin/v1/tenants/${tenant.id}/cards`, {
     name: 'Scale cashback',
     reward_system: 'cashback',
     cashback_config: { cashback_percentage: 10, cashback_min_amount: 0, cashback_max_amount: null },
   });
-  const points = await admin<{ card: { id: number } }>('POST', `/admin/v1/tenants/${tenant.id}/cards`, { name: 'Scale points', reward_system: 'points', points_ratio: 1 });
+  const points = await admin<{ card: { id: number } }>('POST', `/admin/v1/tenants/${tenant.id}/cards`, {
+    name: 'Scale points',
+    reward_system: 'points',
+    points_ratio: 1,
+  });
   const headers = { 'x-app-id': app.app_id, 'x-api-key': app.api_key, 'content-type': 'application/json' };
   const members: Member[] = [];
   for (let i = 0; i < memberCount; i++) {
@@ -72,11 +83,21 @@ export async function provision(gateways: string[], memberCount: number): Promis
       }),
     );
     const ver = await json<{ data: { member_token: string } }>(
-      await fetch(`${gw}/api/v1/auth/member/verify-otp`, { method: 'POST', headers, body: JSON.stringify({ email, code: reg.data.otp_code }) }),
+      await fetch(`${gw}/api/v1/auth/member/verify-otp`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ email, code: reg.data.otp_code }),
+      }),
     );
     members.push({ id: reg.data.member.id, token: ver.data.member_token });
   }
-  return { gateways, app: { appId: app.app_id, apiKey: app.api_key }, cashbackCardId: cashback.card.id, pointsCardId: points.card.id, members };
+  return {
+    gateways,
+    app: { appId: app.app_id, apiKey: app.api_key },
+    cashbackCardId: cashback.card.id,
+    pointsCardId: points.card.id,
+    members,
+  };
 }
 
 export function plan(f: Fixture, count: number, tag: string): Op[] {
@@ -140,7 +161,13 @@ async function send(f: Fixture, op: Op, deadline: number): Promise<void> {
 }
 
 /** Run the ops with `concurrency` workers; `onProgress(done)` lets the test act midway. */
-export async function drive(f: Fixture, ops: Op[], concurrency: number, onProgress: (done: number) => Promise<void> | void, budgetMs = 120_000): Promise<void> {
+export async function drive(
+  f: Fixture,
+  ops: Op[],
+  concurrency: number,
+  onProgress: (done: number) => Promise<void> | void,
+  budgetMs = 120_000,
+): Promise<void> {
   const deadline = Date.now() + budgetMs;
   let next = 0;
   let done = 0;
@@ -158,7 +185,10 @@ export async function drive(f: Fixture, ops: Op[], concurrency: number, onProgre
 
 /** The checks: every operation answered, applied exactly once, balances equal their journal. */
 export async function verifyExactlyOnce(databaseUrl: string, f: Fixture, ops: Op[]): Promise<void> {
-  const unexpected = ops.filter((o) => !(o.status === 200 || (o.kind === 'cashback_redeem' && o.status === 422 && o.code === 'insufficient_balance')));
+  const unexpected = ops.filter(
+    (o) =>
+      !(o.status === 200 || (o.kind === 'cashback_redeem' && o.status === 422 && o.code === 'insufficient_balance')),
+  );
   expect(unexpected.map((o) => ({ n: o.n, kind: o.kind, status: o.status, code: o.code }))).toEqual([]);
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
@@ -172,10 +202,14 @@ export async function verifyExactlyOnce(databaseUrl: string, f: Fixture, ops: Op
     expect(refs.map((r) => r.reference).sort()).toEqual(earns.map((o) => o.key).sort());
     // Each successful redemption is one journal row, and its answer names that row.
     const redeemed = ops.filter((o) => o.kind === 'cashback_redeem' && o.status === 200);
-    const { rows: redemptions } = await db.query<{ id: number }>(`SELECT id FROM ledger.journal WHERE event = 'cashback_redeemed'`);
+    const { rows: redemptions } = await db.query<{ id: number }>(
+      `SELECT id FROM ledger.journal WHERE event = 'cashback_redeemed'`,
+    );
     expect(redemptions.length).toBe(redeemed.length);
     expect(new Set(redeemed.map((o) => o.transactionId)).size).toBe(redeemed.length);
-    expect(redemptions.map((r) => r.id).sort((a, b) => a - b)).toEqual(redeemed.map((o) => o.transactionId).sort((a, b) => (a ?? 0) - (b ?? 0)));
+    expect(redemptions.map((r) => r.id).sort((a, b) => a - b)).toEqual(
+      redeemed.map((o) => o.transactionId).sort((a, b) => (a ?? 0) - (b ?? 0)),
+    );
     // Every stored balance equals the sum of its journal, and none is negative.
     const { rows: drift } = await db.query(
       `SELECT a.card_id, a.member_id, a.balance, coalesce(sum(j.amount), 0)::bigint AS journal

@@ -65,7 +65,11 @@ describe('scale-out', () => {
     // Only the two replicas we stopped are gone: none crashed.
     const [ledger1, identity1] = [cluster.of('ledger')[0], cluster.of('identity')[0]];
     for (const r of cluster.replicas.filter((x) => x !== ledger1 && x !== identity1)) {
-      expect({ name: r.name, code: r.exitCode, signal: r.exitSignal }).toEqual({ name: r.name, code: null, signal: null });
+      expect({ name: r.name, code: r.exitCode, signal: r.exitSignal }).toEqual({
+        name: r.name,
+        code: null,
+        signal: null,
+      });
     }
     // The surviving replicas took over: retried operations were answered by them.
     expect(ops.some((o) => o.attempts > 1)).toBe(true);
@@ -73,35 +77,62 @@ describe('scale-out', () => {
     const sample = ops.find((o) => o.kind === 'cashback_redeem' && o.status === 200)!;
     const again = await fetch(`${gateways[1]}/api/v1/cashback/cashback/redeem`, {
       method: 'POST',
-      headers: { 'x-app-id': fixture.app.appId, 'x-api-key': fixture.app.apiKey, 'x-member-token': sample.token!, 'content-type': 'application/json', 'idempotency-key': sample.key },
+      headers: {
+        'x-app-id': fixture.app.appId,
+        'x-api-key': fixture.app.apiKey,
+        'x-member-token': sample.token!,
+        'content-type': 'application/json',
+        'idempotency-key': sample.key,
+      },
       body: JSON.stringify(sample.body),
     });
-    expect(((await again.json()) as { data: { transaction_id: number } }).data.transaction_id).toBe(sample.transactionId);
+    expect(((await again.json()) as { data: { transaction_id: number } }).data.transaction_id).toBe(
+      sample.transactionId,
+    );
   }, 300_000);
 
   it('applies every operation exactly once while PostgreSQL and NATS restart', async () => {
     const postgres = new PrivatePostgres();
     const nats = new PrivateNats();
     await Promise.all([postgres.start(), nats.start()]);
-    cleanups.push(() => postgres.destroy(), () => nats.destroy());
+    cleanups.push(
+      () => postgres.destroy(),
+      () => nats.destroy(),
+    );
     const db = await createTestDatabase(postgres.adminUrl);
     const { MailSink } = await import('../support/mail-sink.ts');
     const mail = new MailSink();
     const smtp = await mail.start();
     cleanups.push(() => mail.stop());
     const cluster = await startCluster({ ...baseEnv(db.url, nats.url), SMTP_URL: smtp }, 'restart');
-    const fixture = await provision(cluster.of('gateway').map((g) => g.url), 16);
+    const fixture = await provision(
+      cluster.of('gateway').map((g) => g.url),
+      16,
+    );
     const ops = plan(fixture, 1800, 'r');
     let postgresRestart: Promise<void> | undefined;
     let natsRestart: Promise<void> | undefined;
     await drive(fixture, ops, 16, (done) => {
-      if (done === 500 && !postgresRestart) postgresRestart = postgres.stop('fast').then(() => new Promise((r) => setTimeout(r, 1000))).then(() => postgres.start());
-      if (done === 1100 && !natsRestart) natsRestart = nats.stop().then(() => new Promise((r) => setTimeout(r, 1000))).then(() => nats.start());
+      if (done === 500 && !postgresRestart)
+        postgresRestart = postgres
+          .stop('fast')
+          .then(() => new Promise((r) => setTimeout(r, 1000)))
+          .then(() => postgres.start());
+      if (done === 1100 && !natsRestart)
+        natsRestart = nats
+          .stop()
+          .then(() => new Promise((r) => setTimeout(r, 1000)))
+          .then(() => nats.start());
     });
     await postgresRestart;
     await natsRestart;
     await verifyExactlyOnce(db.url, fixture, ops);
     // No replica died: they rode out both restarts.
-    for (const r of cluster.replicas) expect({ name: r.name, code: r.exitCode, signal: r.exitSignal }).toEqual({ name: r.name, code: null, signal: null });
+    for (const r of cluster.replicas)
+      expect({ name: r.name, code: r.exitCode, signal: r.exitSignal }).toEqual({
+        name: r.name,
+        code: null,
+        signal: null,
+      });
   }, 300_000);
 });

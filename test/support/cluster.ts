@@ -47,7 +47,14 @@ export class Replica {
     const child = spawn(process.execPath, [path.join(repoRoot, 'services', this.service, 'dist', 'main.js')], {
       cwd: repoRoot,
       // The services' production heap flags (scripts/node-flags.mjs) before any the caller sets.
-      env: { ...process.env, ...this.env, NODE_OPTIONS: serviceNodeOptions(this.env.NODE_OPTIONS ?? process.env.NODE_OPTIONS), OPS_PORT: String(this.opsPort), OPS_HOST: '127.0.0.1', ...(this.port ? { PORT: String(this.port), HOST: '127.0.0.1' } : {}) },
+      env: {
+        ...process.env,
+        ...this.env,
+        NODE_OPTIONS: serviceNodeOptions(this.env.NODE_OPTIONS ?? process.env.NODE_OPTIONS),
+        OPS_PORT: String(this.opsPort),
+        OPS_HOST: '127.0.0.1',
+        ...(this.port ? { PORT: String(this.port), HOST: '127.0.0.1' } : {}),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout!.pipe(log);
@@ -67,7 +74,8 @@ export class Replica {
     const deadline = Date.now() + timeoutMs;
     const url = `http://127.0.0.1:${this.opsPort}/readyz`;
     for (;;) {
-      if (this.exitCode !== null || this.exitSignal !== null) throw new Error(`${this.name} exited during start (see ${this.logDir}/${this.name}.log)`);
+      if (this.exitCode !== null || this.exitSignal !== null)
+        throw new Error(`${this.name} exited during start (see ${this.logDir}/${this.name}.log)`);
       try {
         if ((await fetch(url)).ok) return;
       } catch {
@@ -124,9 +132,14 @@ export class Cluster {
 
   /** Compile the services unless `dist/` is already there and `rebuild` is false. */
   static build(rebuild = true): void {
-    const built = ['identity', 'ledger', 'claims', 'referrals', 'gateway'].every((s) => existsSync(path.join(repoRoot, 'services', s, 'dist', 'main.js')));
+    const built = ['identity', 'ledger', 'claims', 'referrals', 'gateway'].every((s) =>
+      existsSync(path.join(repoRoot, 'services', s, 'dist', 'main.js')),
+    );
     if (built && !rebuild) return;
-    const r = spawnSync(process.execPath, [path.join(repoRoot, 'scripts', 'build.mjs')], { cwd: repoRoot, stdio: 'inherit' });
+    const r = spawnSync(process.execPath, [path.join(repoRoot, 'scripts', 'build.mjs')], {
+      cwd: repoRoot,
+      stdio: 'inherit',
+    });
     if (r.status !== 0) throw new Error('build failed');
   }
 

@@ -23,9 +23,12 @@ function reachable(host: string, port: number): Promise<boolean> {
 
 export default async function setup(): Promise<void> {
   const missing: string[] = [];
-  for (const [name, host, port] of needed) if (!(await reachable(host, port))) missing.push(`${name} on ${host}:${port}`);
+  for (const [name, host, port] of needed)
+    if (!(await reachable(host, port))) missing.push(`${name} on ${host}:${port}`);
   if (missing.length > 0) {
-    throw new Error(`The test suite needs real servers and cannot reach: ${missing.join(', ')}. Run \`npm test\` (it starts them) or start them (see README).`);
+    throw new Error(
+      `The test suite needs real servers and cannot reach: ${missing.join(', ')}. Run \`npm test\` (it starts them) or start them (see README).`,
+    );
   }
   // Tests that run the system as separate processes use the compiled services: build them once
   // here, so no two test files write dist/ at the same time.

@@ -42,7 +42,11 @@ export class MailSink {
   }
 
   /** Wait for a message to `to` matching `predicate`, up to `timeoutMs`. */
-  async waitFor(to: string, predicate: (m: CapturedMail) => boolean = () => true, timeoutMs = 5_000): Promise<CapturedMail> {
+  async waitFor(
+    to: string,
+    predicate: (m: CapturedMail) => boolean = () => true,
+    timeoutMs = 5_000,
+  ): Promise<CapturedMail> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const found = this.messages.find((m) => m.to.includes(to) && predicate(m));

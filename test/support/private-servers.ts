@@ -63,7 +63,19 @@ export class PrivatePostgres {
       this.port = await freePort();
       chmodSync(this.dir, 0o777);
       if (process.getuid?.() === 0) run(['chown', 'postgres', this.dir]);
-      run(asPostgres([pgBin('initdb'), '-D', path.join(this.dir, 'data'), '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']));
+      run(
+        asPostgres([
+          pgBin('initdb'),
+          '-D',
+          path.join(this.dir, 'data'),
+          '-U',
+          'postgres',
+          '--auth=trust',
+          '-E',
+          'UTF8',
+          '--no-sync',
+        ]),
+      );
     }
     run(
       asPostgres([
@@ -87,7 +99,15 @@ export class PrivatePostgres {
   }
 
   async destroy(): Promise<void> {
-    const [cmd, ...args] = asPostgres([pgBin('pg_ctl'), '-D', path.join(this.dir, 'data'), '-m', 'immediate', '-w', 'stop']);
+    const [cmd, ...args] = asPostgres([
+      pgBin('pg_ctl'),
+      '-D',
+      path.join(this.dir, 'data'),
+      '-m',
+      'immediate',
+      '-w',
+      'stop',
+    ]);
     spawnSync(cmd!, args); // already stopped is fine
     rmSync(this.dir, { recursive: true, force: true });
   }

@@ -14,7 +14,9 @@ const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.
 export const OPERATOR_TOKEN = 'test-operator-token-0123456789';
 
 /** A database of its own for one test file, dropped at the end: files run in parallel and twice in a row. */
-export async function createTestDatabase(adminUrl = ADMIN_URL): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
+export async function createTestDatabase(
+  adminUrl = ADMIN_URL,
+): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
   const name = `loyalty_test_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
@@ -101,7 +103,10 @@ export async function startTestSystem(
   const admin = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
     const res = await fetch(`${gateway.url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${OPERATOR_TOKEN}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const json = (await res.json()) as { success: boolean; data: T };
@@ -126,11 +131,18 @@ export async function startTestSystem(
       delete services[name];
     },
     async tenant(o = {}) {
-      const { tenant } = await admin<{ tenant: { id: number } }>('POST', '/admin/v1/tenants', { name: `tenant ${randomBytes(3).toString('hex')}`, sandbox: o.sandbox ?? true });
-      const { app } = await admin<{ app: { app_id: string; api_key: string } }>('POST', `/admin/v1/tenants/${tenant.id}/apps`, {
-        name: 'test app',
-        scopes: o.scopes ?? ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read'],
+      const { tenant } = await admin<{ tenant: { id: number } }>('POST', '/admin/v1/tenants', {
+        name: `tenant ${randomBytes(3).toString('hex')}`,
+        sandbox: o.sandbox ?? true,
       });
+      const { app } = await admin<{ app: { app_id: string; api_key: string } }>(
+        'POST',
+        `/admin/v1/tenants/${tenant.id}/apps`,
+        {
+          name: 'test app',
+          scopes: o.scopes ?? ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read'],
+        },
+      );
       return { tenantId: tenant.id, appId: app.app_id, apiKey: app.api_key };
     },
     async stop() {
@@ -150,11 +162,24 @@ export function apiClient(baseUrl: string, creds: { appId: string; apiKey: strin
     method: string,
     path: string,
     opts: { body?: unknown; token?: string; headers?: Record<string, string>; rawBody?: string } = {},
-  ): Promise<{ status: number; body: { success: boolean; data?: Record<string, unknown>; error?: Record<string, unknown>; message?: string } & Record<string, unknown>; headers: Headers }> {
+  ): Promise<{
+    status: number;
+    body: {
+      success: boolean;
+      data?: Record<string, unknown>;
+      error?: Record<string, unknown>;
+      message?: string;
+    } & Record<string, unknown>;
+    headers: Headers;
+  }> {
     const headers: Record<string, string> = { 'x-app-id': creds.appId, 'x-api-key': creds.apiKey, ...opts.headers };
     if (opts.token) headers['x-member-token'] = opts.token;
     if (opts.body !== undefined || opts.rawBody !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${baseUrl}${path}`, { method, headers, body: opts.rawBody ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body)) });
+    const res = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers,
+      body: opts.rawBody ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body)),
+    });
     return { status: res.status, body: (await res.json()) as never, headers: res.headers };
   };
 }

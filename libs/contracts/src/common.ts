@@ -1,7 +1,12 @@
 import { z } from 'zod';
 
 /** Email as members type it: trimmed and lower-cased before it is checked and stored. */
-export const Email = z.string().trim().toLowerCase().max(254).pipe(z.email({ message: 'must be a valid email address' }));
+export const Email = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .max(254)
+  .pipe(z.email({ message: 'must be a valid email address' }));
 /** Phone: digits with an optional leading +, separators removed. */
 export const Phone = z
   .string()

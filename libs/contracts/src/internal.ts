@@ -11,12 +11,24 @@ export const AuthenticateRequest = z.object({
   member_token: z.string().optional(),
 });
 /** Who is calling: the part of the request meta that authentication establishes. */
-export const AuthenticateReply = Meta.pick({ tenant_id: true, app_id: true, sandbox: true, scopes: true, member_id: true, session_id: true });
+export const AuthenticateReply = Meta.pick({
+  tenant_id: true,
+  app_id: true,
+  sandbox: true,
+  scopes: true,
+  member_id: true,
+  session_id: true,
+});
 export type AuthenticateReply = z.infer<typeof AuthenticateReply>;
 
 export const internalOperations = {
   /** Gateway -> identity: resolve app credentials (and a member token when presented). */
-  authenticate: { service: 'identity', operation: 'internal.authenticate', request: AuthenticateRequest, reply: AuthenticateReply },
+  authenticate: {
+    service: 'identity',
+    operation: 'internal.authenticate',
+    request: AuthenticateRequest,
+    reply: AuthenticateReply,
+  },
 } as const;
 
 /** A member as other services see it: personal data already masked. */
@@ -39,7 +51,10 @@ export const ResolveMemberRequest = z
     create_if_missing: z.boolean().default(false),
     name: z.string().trim().min(1).max(200).optional(),
   })
-  .refine((r) => r.member_id !== undefined || r.email !== undefined || r.phone !== undefined, { message: 'member_id, email or phone is required', path: ['member_id'] });
+  .refine((r) => r.member_id !== undefined || r.email !== undefined || r.phone !== undefined, {
+    message: 'member_id, email or phone is required',
+    path: ['member_id'],
+  });
 export const ResolveMemberReply = z.object({ member: MemberSummary, created: z.boolean() });
 
 export const GetMembersRequest = z.object({ ids: z.array(z.number().int().positive()).max(1000) });
@@ -57,7 +72,10 @@ export const IssueClaimOtpReply = z.object({
 });
 
 export const VerifyClaimOtpRequest = z.object({ member_email: z.string(), code: z.string() });
-export const VerifyClaimOtpReply = z.object({ member_id: z.number().int(), context: z.record(z.string(), z.unknown()) });
+export const VerifyClaimOtpReply = z.object({
+  member_id: z.number().int(),
+  context: z.record(z.string(), z.unknown()),
+});
 
 /**
  * Identity's operations for other services. Every request carries the caller's `meta` (tenant).
@@ -69,10 +87,30 @@ export const VerifyClaimOtpReply = z.object({ member_id: z.number().int(), conte
  *   expired or dead.
  */
 export const identityOperations = {
-  resolveMember: { service: 'identity', operation: 'internal.member.resolve', request: ResolveMemberRequest, reply: ResolveMemberReply },
-  getMembers: { service: 'identity', operation: 'internal.member.get_many', request: GetMembersRequest, reply: GetMembersReply },
-  issueClaimOtp: { service: 'identity', operation: 'internal.claim_otp.issue', request: IssueClaimOtpRequest, reply: IssueClaimOtpReply },
-  verifyClaimOtp: { service: 'identity', operation: 'internal.claim_otp.verify', request: VerifyClaimOtpRequest, reply: VerifyClaimOtpReply },
+  resolveMember: {
+    service: 'identity',
+    operation: 'internal.member.resolve',
+    request: ResolveMemberRequest,
+    reply: ResolveMemberReply,
+  },
+  getMembers: {
+    service: 'identity',
+    operation: 'internal.member.get_many',
+    request: GetMembersRequest,
+    reply: GetMembersReply,
+  },
+  issueClaimOtp: {
+    service: 'identity',
+    operation: 'internal.claim_otp.issue',
+    request: IssueClaimOtpRequest,
+    reply: IssueClaimOtpReply,
+  },
+  verifyClaimOtp: {
+    service: 'identity',
+    operation: 'internal.claim_otp.verify',
+    request: VerifyClaimOtpRequest,
+    reply: VerifyClaimOtpReply,
+  },
 } as const;
 
 /** A card as other services need it (ledger owns cards, rewards and their settings). */
@@ -124,13 +162,28 @@ export const PointsMovementReply = z.object({
  * - credit_points: `wrong_card_type` on a cashback card.
  */
 export const ledgerOperations = {
-  getCard: { service: 'ledger', operation: 'internal.card.get', request: z.object({ card_id: z.number().int().positive() }), reply: z.object({ card: CardSummary }) },
+  getCard: {
+    service: 'ledger',
+    operation: 'internal.card.get',
+    request: z.object({ card_id: z.number().int().positive() }),
+    reply: z.object({ card: CardSummary }),
+  },
   getReward: {
     service: 'ledger',
     operation: 'internal.reward.get',
     request: z.object({ card_id: z.number().int().positive(), reward_id: z.number().int().positive() }),
     reply: z.object({ reward: RewardSummary }),
   },
-  debitPoints: { service: 'ledger', operation: 'internal.points.debit', request: PointsMovementRequest, reply: PointsMovementReply },
-  creditPoints: { service: 'ledger', operation: 'internal.points.credit', request: PointsMovementRequest, reply: PointsMovementReply },
+  debitPoints: {
+    service: 'ledger',
+    operation: 'internal.points.debit',
+    request: PointsMovementRequest,
+    reply: PointsMovementReply,
+  },
+  creditPoints: {
+    service: 'ledger',
+    operation: 'internal.points.credit',
+    request: PointsMovementRequest,
+    reply: PointsMovementReply,
+  },
 } as const;

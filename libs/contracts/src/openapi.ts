@@ -10,7 +10,13 @@ function schemaOf(type: z.ZodType, io: 'input' | 'output'): JsonSchema {
   return s;
 }
 
-const commonErrors = ['validation_error', 'missing_credentials', 'invalid_credentials', 'rate_limited', 'service_unavailable'] as const;
+const commonErrors = [
+  'validation_error',
+  'missing_credentials',
+  'invalid_credentials',
+  'rate_limited',
+  'service_unavailable',
+] as const;
 
 function failureResponses(op: Operation): Record<string, unknown> {
   const codes = new Set<string>([...commonErrors, ...op.errors]);
@@ -44,7 +50,12 @@ function parametersOf(op: Operation): unknown[] {
     if (!schema) continue;
     const json = schemaOf(schema, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
     for (const [name, prop] of Object.entries(json.properties ?? {})) {
-      params.push({ name, in: where, required: where === 'path' || (json.required ?? []).includes(name), schema: prop });
+      params.push({
+        name,
+        in: where,
+        required: where === 'path' || (json.required ?? []).includes(name),
+        schema: prop,
+      });
     }
   }
   if (op.idempotent) {
@@ -52,7 +63,8 @@ function parametersOf(op: Operation): unknown[] {
       name: 'Idempotency-Key',
       in: 'header',
       required: false,
-      description: 'Retry-safe key: a retry with the same key replays the first response; the same key with other parameters is refused with 409.',
+      description:
+        'Retry-safe key: a retry with the same key replays the first response; the same key with other parameters is refused with 409.',
       schema: { type: 'string', maxLength: 255 },
     });
   }

@@ -17,7 +17,10 @@ describe('contract table', () => {
   });
 
   it('generates an OpenAPI 3.1 document covering every operation', () => {
-    const doc = buildOpenApiDocument(operations) as { openapi: string; paths: Record<string, Record<string, { operationId: string }>> };
+    const doc = buildOpenApiDocument(operations) as {
+      openapi: string;
+      paths: Record<string, Record<string, { operationId: string }>>;
+    };
     expect(doc.openapi).toBe('3.1.0');
     for (const [id, op] of Object.entries(operations)) {
       const path = op.path.replace(/:([a-z_]+)/g, '{$1}');

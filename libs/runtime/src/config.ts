@@ -9,7 +9,10 @@ export class ConfigError extends Error {
  * Validate the environment once into one typed object. The message names every missing or
  * wrong variable, so an operator can fix them all in one go.
  */
-export function loadConfig<S extends z.ZodObject>(schema: S, env: Record<string, string | undefined> = process.env): z.infer<S> {
+export function loadConfig<S extends z.ZodObject>(
+  schema: S,
+  env: Record<string, string | undefined> = process.env,
+): z.infer<S> {
   const result = schema.safeParse(env);
   if (result.success) return result.data;
   const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);

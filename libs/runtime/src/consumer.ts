@@ -56,11 +56,15 @@ export class EventConsumer {
       admit?: () => Promise<void>;
     },
   ) {
-    opts.metrics?.gauge(`loyalty_consumer_pending_${opts.durable.replace(/[^a-zA-Z0-9_]/g, '_')}`, `Events not yet delivered to consumer ${opts.durable} (lag)`, async () => {
-      const jsm = await opts.nc.jetstreamManager();
-      const info = await jsm.consumers.info(opts.subjects.streamName(), this.durableName());
-      return info.num_pending + info.num_ack_pending;
-    });
+    opts.metrics?.gauge(
+      `loyalty_consumer_pending_${opts.durable.replace(/[^a-zA-Z0-9_]/g, '_')}`,
+      `Events not yet delivered to consumer ${opts.durable} (lag)`,
+      async () => {
+        const jsm = await opts.nc.jetstreamManager();
+        const info = await jsm.consumers.info(opts.subjects.streamName(), this.durableName());
+        return info.num_pending + info.num_ack_pending;
+      },
+    );
   }
 
   private durableName(): string {
@@ -114,7 +118,11 @@ export class EventConsumer {
   }
 
   /** Handle one event at most once (see the class comment) and acknowledge it; never throws. */
-  private async process(msg: JsMsg, relevance: DataLoader<DomainEvent, boolean> | undefined, handling: (fn: () => Promise<void>) => Promise<void>): Promise<void> {
+  private async process(
+    msg: JsMsg,
+    relevance: DataLoader<DomainEvent, boolean> | undefined,
+    handling: (fn: () => Promise<void>) => Promise<void>,
+  ): Promise<void> {
     let event: DomainEvent;
     try {
       event = msg.json<DomainEvent>();
@@ -134,7 +142,10 @@ export class EventConsumer {
       });
       msg.ack();
     } catch (err) {
-      this.opts.log.warn({ err: (err as Error).message, event: event.id, type: event.type }, 'event handling failed; will be redelivered');
+      this.opts.log.warn(
+        { err: (err as Error).message, event: event.id, type: event.type },
+        'event handling failed; will be redelivered',
+      );
       msg.nak(2_000);
     }
   }
@@ -142,10 +153,10 @@ export class EventConsumer {
   /** The handler and the event's processed record in one transaction; a recorded event is skipped. */
   private async handleOnce(event: DomainEvent): Promise<void> {
     await withTransaction(this.opts.pool, async (db) => {
-      const fresh = await db.query(`INSERT INTO ${this.opts.schema}.processed_events (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [
-        this.opts.durable,
-        event.id,
-      ]);
+      const fresh = await db.query(
+        `INSERT INTO ${this.opts.schema}.processed_events (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
+        [this.opts.durable, event.id],
+      );
       if (fresh.rowCount === 0) return; // seen before: a redelivery has no second effect
       await this.opts.handle(event, db);
     });
@@ -165,7 +176,8 @@ function relevanceBatcher(relevant: (events: DomainEvent[]) => Promise<boolean[]
   return new DataLoader<DomainEvent, boolean>(
     async (events) => {
       const answers = await relevant([...events]);
-      if (answers.length !== events.length) throw new Error(`relevance check answered ${answers.length} of ${events.length} events`);
+      if (answers.length !== events.length)
+        throw new Error(`relevance check answered ${answers.length} of ${events.length} events`);
       return answers;
     },
     { cache: false, batchScheduleFn: (run) => setImmediate(run), maxBatchSize: 256 },

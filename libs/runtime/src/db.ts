@@ -56,7 +56,10 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
 /** The connection itself failed (server restarting, network), as opposed to an SQL error. */
 export function isConnectionLost(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
-  return (typeof e?.code === 'string' && /^(08|57P0)|^E[A-Z]+$/.test(e.code)) || /Connection terminated|connection lost|not queryable/i.test(e?.message ?? '');
+  return (
+    (typeof e?.code === 'string' && /^(08|57P0)|^E[A-Z]+$/.test(e.code)) ||
+    /Connection terminated|connection lost|not queryable/i.test(e?.message ?? '')
+  );
 }
 
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
@@ -88,5 +91,6 @@ export async function migrate(opts: { databaseUrl: string; schema: string; dir: 
     advisoryLockMode: 'wait',
     log: () => undefined,
   });
-  if (applied.length > 0) opts.log.info({ schema: opts.schema, applied: applied.map((m) => m.name) }, 'migrations applied');
+  if (applied.length > 0)
+    opts.log.info({ schema: opts.schema, applied: applied.map((m) => m.name) }, 'migrations applied');
 }

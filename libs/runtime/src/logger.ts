@@ -8,6 +8,16 @@ export function createLogger(service: string, level = 'info'): Logger {
     level,
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
-    redact: { paths: ['*.api_key', '*.member_token', '*.code', '*.pin', 'req.headers["x-api-key"]', 'req.headers["x-member-token"]'], censor: '[redacted]' },
+    redact: {
+      paths: [
+        '*.api_key',
+        '*.member_token',
+        '*.code',
+        '*.pin',
+        'req.headers["x-api-key"]',
+        'req.headers["x-member-token"]',
+      ],
+      censor: '[redacted]',
+    },
   });
 }

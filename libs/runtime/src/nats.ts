@@ -21,7 +21,8 @@ export async function connectNats(url: string, name: string, log: Logger): Promi
   });
   void (async () => {
     for await (const s of nc.status()) {
-      if (s.type === 'disconnect' || s.type === 'reconnect' || s.type === 'error') log.warn({ nats: s.type, data: String(s.data) }, 'nats status');
+      if (s.type === 'disconnect' || s.type === 'reconnect' || s.type === 'error')
+        log.warn({ nats: s.type, data: String(s.data) }, 'nats status');
     }
   })();
   return nc;
@@ -193,8 +194,14 @@ export async function callService<T = unknown>(
 /** Errors that mean "a dependency is down for now", as opposed to a bug: answered with 503. */
 export function isUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
-  if (typeof e?.code === 'string' && (/^(08|57P0)/.test(e.code) || ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND'].includes(e.code))) return true;
-  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|the database system is (starting up|shutting down)/i.test(e?.message ?? '');
+  if (
+    typeof e?.code === 'string' &&
+    (/^(08|57P0)/.test(e.code) || ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND'].includes(e.code))
+  )
+    return true;
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|the database system is (starting up|shutting down)/i.test(
+    e?.message ?? '',
+  );
 }
 
 /**

@@ -41,7 +41,8 @@ export async function startOpsServer(opts: {
         );
         return send(ready ? 200 : 503, JSON.stringify({ status: ready ? 'ready' : 'not_ready', checks: results }));
       }
-      if (req.url === '/metrics') return send(200, await opts.metrics.registry.metrics(), opts.metrics.registry.contentType);
+      if (req.url === '/metrics')
+        return send(200, await opts.metrics.registry.metrics(), opts.metrics.registry.contentType);
       send(404, JSON.stringify({ status: 'not_found' }));
     })().catch((err) => {
       opts.log.error({ err }, 'ops request failed');

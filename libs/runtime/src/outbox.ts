@@ -72,7 +72,11 @@ export async function recordEvent(
   event: { type: string; tenantId: number; data: Record<string, unknown>; occurredAt?: Date },
 ): Promise<string> {
   const e = eventEnvelope(subjects, service, event);
-  await db.query(`INSERT INTO ${schema}.outbox (id, subject, payload) VALUES ($1, $2, $3)`, [e.id, e.subject, JSON.stringify(e.envelope)]);
+  await db.query(`INSERT INTO ${schema}.outbox (id, subject, payload) VALUES ($1, $2, $3)`, [
+    e.id,
+    e.subject,
+    JSON.stringify(e.envelope),
+  ]);
   return e.id;
 }
 
@@ -124,7 +128,9 @@ export class OutboxRelay {
     this.batchSize = Math.max(1, Math.floor(opts.batchSize ?? 100));
     this.lingerMs = opts.lingerMs ?? 5;
     opts.metrics?.gauge('loyalty_outbox_backlog', 'Outbox rows not yet published', async () => {
-      const { rows } = await opts.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${opts.schema}.outbox WHERE published_at IS NULL`);
+      const { rows } = await opts.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM ${opts.schema}.outbox WHERE published_at IS NULL`,
+      );
       return rows[0]?.n ?? 0;
     });
     opts.metrics?.gauge('loyalty_outbox_oldest_age_seconds', 'Age of the oldest unpublished outbox row', async () => {
@@ -195,14 +201,18 @@ export class OutboxRelay {
          SELECT id, subject, payload::text AS payload FROM ${table} WHERE published_at IS NULL ORDER BY created_at LIMIT ${this.batchSize} FOR UPDATE SKIP LOCKED`,
       )) as unknown as pg.QueryResult<{ id: string; subject: string; payload: string }>[];
       const rows = claimed[2]!.rows;
-      await Promise.all(rows.map((row) => this.js.publish(row.subject, row.payload, { msgID: row.id, timeout: 5_000 })));
+      await Promise.all(
+        rows.map((row) => this.js.publish(row.subject, row.payload, { msgID: row.id, timeout: 5_000 })),
+      );
       const cleanup = Date.now() - this.lastCleanup > 60_000;
       // Keep published rows a day for inspection, then let them go.
       if (cleanup) this.lastCleanup = Date.now();
       // The ids are the uuid column's own text (hex digits and dashes), so they are safe as literals.
       await client.query(
         [
-          rows.length > 0 ? `UPDATE ${table} SET published_at = now() WHERE id = ANY('{${rows.map((r) => r.id).join(',')}}'::uuid[])` : '',
+          rows.length > 0
+            ? `UPDATE ${table} SET published_at = now() WHERE id = ANY('{${rows.map((r) => r.id).join(',')}}'::uuid[])`
+            : '',
           cleanup ? `DELETE FROM ${table} WHERE published_at < now() - interval '1 day'` : '',
           'COMMIT',
         ]

@@ -41,14 +41,23 @@ export async function runService(opts: {
   const { config, name } = opts;
   const log = opts.log ?? createLogger(name, config.LOG_LEVEL);
   const subjects = new Subjects(config.SUBJECT_ROOT);
-  if (config.MIGRATE_ON_START) await migrate({ databaseUrl: config.DATABASE_URL, schema: name, dir: opts.migrationsDir, log });
+  if (config.MIGRATE_ON_START)
+    await migrate({ databaseUrl: config.DATABASE_URL, schema: name, dir: opts.migrationsDir, log });
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE, log, name);
   const nc = await connectNats(config.NATS_URL, name, log);
   const metrics = new Metrics(name);
   let stopping = false;
   const rt: ServiceRuntime = { name, log, pool, nc, subjects, metrics, isStopping: () => stopping };
   const wired = await opts.setup(rt);
-  const served = await serveEndpoints({ nc, subjects, service: name, version: opts.version, endpoints: wired.endpoints, log, metrics });
+  const served = await serveEndpoints({
+    nc,
+    subjects,
+    service: name,
+    version: opts.version,
+    endpoints: wired.endpoints,
+    log,
+    metrics,
+  });
   const ops = await startOpsServer({
     host: config.OPS_HOST,
     port: config.OPS_PORT,

@@ -5,7 +5,9 @@ import { requestHash, stableStringify } from '../src/idempotency.ts';
 
 describe('request hashing', () => {
   it('ignores key order and undefined fields', () => {
-    expect(stableStringify({ b: 1, a: { d: [1, { y: 2, x: 1 }], c: undefined } })).toBe('{"a":{"d":[1,{"x":1,"y":2}]},"b":1}');
+    expect(stableStringify({ b: 1, a: { d: [1, { y: 2, x: 1 }], c: undefined } })).toBe(
+      '{"a":{"d":[1,{"x":1,"y":2}]},"b":1}',
+    );
     expect(requestHash('op', { a: 1, b: 2 })).toBe(requestHash('op', { b: 2, a: 1 }));
   });
   it('differs by operation and by parameters', () => {

@@ -3,7 +3,18 @@ import { connect, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Subjects, type DomainEvent } from '@loyalty/contracts';
 import { createTestDatabase } from '../../../test/support/system.ts';
-import { createLogger, createPool, EventConsumer, ensureEventStream, OUTBOX_DDL, OutboxRelay, PROCESSED_EVENTS_DDL, recordEvent, withTransaction, type Pool } from '../src/index.ts';
+import {
+  createLogger,
+  createPool,
+  EventConsumer,
+  ensureEventStream,
+  OUTBOX_DDL,
+  OutboxRelay,
+  PROCESSED_EVENTS_DDL,
+  recordEvent,
+  withTransaction,
+  type Pool,
+} from '../src/index.ts';
 
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
 let pool: Pool;
@@ -47,7 +58,11 @@ it('publishes committed events once, drops rolled-back ones, and a consumer acts
 
   const ids: string[] = [];
   for (let i = 0; i < 3; i++) {
-    ids.push(await withTransaction(pool, (c) => recordEvent(c, 'svc', subjects, 'ledger', { type: 'points_earned', tenantId: 1, data: { member_id: i } })));
+    ids.push(
+      await withTransaction(pool, (c) =>
+        recordEvent(c, 'svc', subjects, 'ledger', { type: 'points_earned', tenantId: 1, data: { member_id: i } }),
+      ),
+    );
   }
   await expect(
     withTransaction(pool, async (c) => {
@@ -61,7 +76,10 @@ it('publishes committed events once, drops rolled-back ones, and a consumer acts
   // Publishing the same rows again (a relay that crashed before marking them) is de-duplicated by JetStream.
   await pool.query('UPDATE svc.outbox SET published_at = NULL');
   relay.wake();
-  await until(async () => (await pool.query('SELECT count(*)::int AS n FROM svc.outbox WHERE published_at IS NULL')).rows[0].n === 0);
+  await until(
+    async () =>
+      (await pool.query('SELECT count(*)::int AS n FROM svc.outbox WHERE published_at IS NULL')).rows[0].n === 0,
+  );
   // A redelivered event (same id, new message) has no second effect.
   const js = nc.jetstream();
   const first = (await pool.query('SELECT payload FROM svc.outbox WHERE id = $1', [ids[0]])).rows[0].payload;
@@ -130,7 +148,9 @@ it('asks `relevant` about the events delivered together at once, acknowledges th
   expect(seen).toEqual([0, 2, 4, 6]); // in stream order
   expect(batches.flat().sort()).toEqual([0, 1, 2, 3, 4, 5, 6]);
   expect(Math.max(...batches.map((b) => b.length))).toBeGreaterThan(1);
-  const { rows } = await pool.query<{ event_id: string }>(`SELECT event_id FROM svc.processed_events WHERE consumer = 'test-relevant' ORDER BY event_id`);
+  const { rows } = await pool.query<{ event_id: string }>(
+    `SELECT event_id FROM svc.processed_events WHERE consumer = 'test-relevant' ORDER BY event_id`,
+  );
   expect(rows.map((r) => r.event_id)).toEqual([ids[0], ids[2], ids[4], ids[6]]);
 });
 
@@ -153,7 +173,7 @@ it('redelivers every event of a batch whose relevance check failed', async () =>
   expect([...seen].sort()).toEqual([0, 1, 2]);
 });
 
-it('waits for `admit` before an event\'s transaction, holding no connection meanwhile', async () => {
+it("waits for `admit` before an event's transaction, holding no connection meanwhile", async () => {
   let open: () => void = () => undefined;
   const gate = new Promise<void>((resolve) => (open = resolve));
   let asked = 0;
@@ -170,7 +190,9 @@ it('waits for `admit` before an event\'s transaction, holding no connection mean
   await consumer.start();
   await publishEvent('reward_claimed', 'admit-0', { i: 0 });
   await until(() => asked > 0);
-  const waiting = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`);
+  const waiting = await pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`,
+  );
   expect(waiting.rows[0]!.n).toBe(0);
   expect(seen).toEqual([]);
   open();
@@ -180,14 +202,33 @@ it('waits for `admit` before an event\'s transaction, holding no connection mean
 });
 
 /** A consumer of the ledger's `type` events in the test schema. */
-function testConsumer(durable: string, type: string, opts: Pick<ConstructorParameters<typeof EventConsumer>[0], 'handle' | 'concurrency' | 'relevant' | 'admit'>) {
-  return new EventConsumer({ nc, subjects, pool, schema: 'svc', durable, filterSubject: subjects.event('ledger', type), log, ...opts });
+function testConsumer(
+  durable: string,
+  type: string,
+  opts: Pick<ConstructorParameters<typeof EventConsumer>[0], 'handle' | 'concurrency' | 'relevant' | 'admit'>,
+) {
+  return new EventConsumer({
+    nc,
+    subjects,
+    pool,
+    schema: 'svc',
+    durable,
+    filterSubject: subjects.event('ledger', type),
+    log,
+    ...opts,
+  });
 }
 
 /** Publish a ledger event with id `<name>-<root>` straight to JetStream (`again`: the same event as another message). */
 async function publishEvent(type: string, name: string, data: Record<string, unknown>, again = ''): Promise<string> {
   const id = `${name}-${subjects.root}`;
-  const body = JSON.stringify({ id, type: `ledger.${type}`, tenant_id: 1, occurred_at: new Date().toISOString(), data });
+  const body = JSON.stringify({
+    id,
+    type: `ledger.${type}`,
+    tenant_id: 1,
+    occurred_at: new Date().toISOString(),
+    data,
+  });
   await nc.jetstream().publish(subjects.event('ledger', type), body, { msgID: again ? `${id}-${again}` : id });
   return id;
 }

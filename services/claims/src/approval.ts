@@ -4,7 +4,13 @@ import { requestHash, runIdempotent, withTransaction, type Logger } from '@loyal
 import { IDEMPOTENCY_TABLE, notPending, storedResponse, type ClaimDeps } from './claim-requests.ts';
 import { debitCertainlyNotApplied, debitKey, decide } from './domain/claim-request.ts';
 import { recordClaimEvent } from './events.ts';
-import { findClaimRequest, markApproved, markApproving, releaseApproval, type ClaimRequest } from './store/claim-requests.ts';
+import {
+  findClaimRequest,
+  markApproved,
+  markApproving,
+  releaseApproval,
+  type ClaimRequest,
+} from './store/claim-requests.ts';
 
 /** Test-only hooks, reachable only through startClaims' options (never from the environment). */
 export interface ClaimFaults {
@@ -34,7 +40,12 @@ export interface ApprovedReply {
  */
 export function approvals(deps: ClaimDeps, faults: ClaimFaults = {}) {
   async function approve(d: { request_id: number; staff_note?: string }, meta: Meta): Promise<ApprovedReply> {
-    const replay = await storedResponse<ApprovedReply>(deps.pool, meta.tenant_id, meta.idempotency_key, requestHash('claims.approve', d));
+    const replay = await storedResponse<ApprovedReply>(
+      deps.pool,
+      meta.tenant_id,
+      meta.idempotency_key,
+      requestHash('claims.approve', d),
+    );
     if (replay) return replay;
     await deps.expireIfDue(d.request_id);
 
@@ -63,7 +74,8 @@ export function approvals(deps: ClaimDeps, faults: ClaimFaults = {}) {
         });
         debit = { points: r.points, transaction_id: r.transaction_id };
       } catch (err) {
-        if (err instanceof AppError && debitCertainlyNotApplied(err.code)) await releaseApproval(deps.pool, claim.id, attempt);
+        if (err instanceof AppError && debitCertainlyNotApplied(err.code))
+          await releaseApproval(deps.pool, claim.id, attempt);
         throw err;
       }
     }
@@ -72,17 +84,35 @@ export function approvals(deps: ClaimDeps, faults: ClaimFaults = {}) {
     // Step 3: record the approval with its event (and the Idempotency-Key response) in one transaction.
     const approved = await runIdempotent(
       deps.pool,
-      { table: IDEMPOTENCY_TABLE, tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'claims.approve', data: d },
+      {
+        table: IDEMPOTENCY_TABLE,
+        tenantId: meta.tenant_id,
+        key: meta.idempotency_key,
+        operation: 'claims.approve',
+        data: d,
+      },
       async (db) => {
         const now = deps.clock.now();
-        const done = await markApproved(db, claim.id, { pointsDeducted: debit.points, transactionId: debit.transaction_id, now, staffNote: d.staff_note });
+        const done = await markApproved(db, claim.id, {
+          pointsDeducted: debit.points,
+          transactionId: debit.transaction_id,
+          now,
+          staffNote: d.staff_note,
+        });
         if (!done) {
           // A concurrent attempt on the same request finished first (with the same debit).
           const current = await findClaimRequest(db, meta.tenant_id, claim.id);
           throw notPending(current?.status ?? 'approved');
         }
         await recordClaimEvent(db, deps.subjects, 'claim_approved', done, now);
-        return { claim_request: { id: done.id, status: 'approved' as const, points_deducted: done.points_deducted!, approved_at: done.approved_at!.toISOString() } };
+        return {
+          claim_request: {
+            id: done.id,
+            status: 'approved' as const,
+            points_deducted: done.points_deducted!,
+            approved_at: done.approved_at!.toISOString(),
+          },
+        };
       },
     );
     deps.published();
@@ -94,13 +124,27 @@ export function approvals(deps: ClaimDeps, faults: ClaimFaults = {}) {
     /** Finish an approval whose process died between the debit and the status change. */
     async resume(claim: { id: number; tenant_id: number }, log: Logger): Promise<boolean> {
       const requestId = `claims-resume-${randomUUID()}`;
-      const meta: Meta = { request_id: requestId, tenant_id: claim.tenant_id, app_id: 'claims-sweeper', sandbox: false, scopes: [] };
+      const meta: Meta = {
+        request_id: requestId,
+        tenant_id: claim.tenant_id,
+        app_id: 'claims-sweeper',
+        sandbox: false,
+        scopes: [],
+      };
       try {
         await approve({ request_id: claim.id }, meta);
         log.info({ claim_request_id: claim.id, request_id: requestId }, 'stalled approval finished');
         return true;
       } catch (err) {
-        log.warn({ claim_request_id: claim.id, request_id: requestId, code: (err as AppError).code, err: (err as Error).message }, 'stalled approval not finished');
+        log.warn(
+          {
+            claim_request_id: claim.id,
+            request_id: requestId,
+            code: (err as AppError).code,
+            err: (err as Error).message,
+          },
+          'stalled approval not finished',
+        );
         return false;
       }
     },

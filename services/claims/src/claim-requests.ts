@@ -20,14 +20,18 @@ export interface ClaimDeps {
 export const IDEMPOTENCY_TABLE = 'claims.idempotency_keys';
 
 export function notPending(status: ClaimStatus): AppError {
-  const message = status === 'approving' ? 'An approval of this claim request is in progress.' : `The claim request is ${status}, not pending.`;
+  const message =
+    status === 'approving'
+      ? 'An approval of this claim request is in progress.'
+      : `The claim request is ${status}, not pending.`;
   return new AppError('claim_request_not_pending', message, { current_status: status });
 }
 
 /** The card must be a points card of this tenant; the reward must belong to it and be active. */
 async function pointsCardAndReward(deps: ClaimDeps, meta: Meta, cardId: number, rewardId: number | undefined) {
   const card = await deps.remote.card(meta, cardId);
-  if (card.reward_system !== 'points') throw new AppError('wrong_card_type', 'Claims are made on points cards; this is a cashback card.');
+  if (card.reward_system !== 'points')
+    throw new AppError('wrong_card_type', 'Claims are made on points cards; this is a cashback card.');
   if (rewardId === undefined) return { card, reward: undefined };
   const reward = await deps.remote.reward(meta, cardId, rewardId);
   if (!reward.active) throw new AppError('reward_inactive');
@@ -52,17 +56,36 @@ export function claimRequests(deps: ClaimDeps) {
       );
     },
 
-    async create(d: { member_email: string; card_id: number; reward_id: number; verification_code: string; member_note?: string }, meta: Meta) {
+    async create(
+      d: { member_email: string; card_id: number; reward_id: number; verification_code: string; member_note?: string },
+      meta: Meta,
+    ) {
       const created = await runIdempotent(
         pool,
-        { table: IDEMPOTENCY_TABLE, tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'claims.create', data: d },
+        {
+          table: IDEMPOTENCY_TABLE,
+          tenantId: meta.tenant_id,
+          key: meta.idempotency_key,
+          operation: 'claims.create',
+          data: d,
+        },
         async (db) => {
           const { card, reward } = await pointsCardAndReward(deps, meta, d.card_id, d.reward_id);
           // Checked before the code is consumed, so a wrong card or reward does not burn the code.
-          const verified = await remote.verifyClaimOtp(meta, { member_email: d.member_email, code: d.verification_code });
+          const verified = await remote.verifyClaimOtp(meta, {
+            member_email: d.member_email,
+            code: d.verification_code,
+          });
           const ctx = verified.context;
-          if ((ctx.card_id !== undefined && Number(ctx.card_id) !== d.card_id) || (ctx.reward_id !== undefined && Number(ctx.reward_id) !== d.reward_id)) {
-            throw new AppError('invalid_verification_code', 'The verification code was issued for another card or reward.', { reason: 'issued_for_other_claim' });
+          if (
+            (ctx.card_id !== undefined && Number(ctx.card_id) !== d.card_id) ||
+            (ctx.reward_id !== undefined && Number(ctx.reward_id) !== d.reward_id)
+          ) {
+            throw new AppError(
+              'invalid_verification_code',
+              'The verification code was issued for another card or reward.',
+              { reason: 'issued_for_other_claim' },
+            );
           }
           const now = clock.now();
           const claim = await insertClaimRequest(db, {
@@ -77,7 +100,9 @@ export function claimRequests(deps: ClaimDeps) {
             expiresAt: expiryOf(now, card.claim_lifetime_hours),
           });
           await recordClaimEvent(db, deps.subjects, 'claim_requested', claim, now);
-          return { claim_request: { id: claim.id, status: 'pending' as const, created_at: claim.created_at.toISOString() } };
+          return {
+            claim_request: { id: claim.id, status: 'pending' as const, created_at: claim.created_at.toISOString() },
+          };
         },
       );
       deps.published();
@@ -86,9 +111,22 @@ export function claimRequests(deps: ClaimDeps) {
 
     async list(d: { card_id: number; status?: ClaimStatus; limit: number; offset: number }, meta: Meta) {
       await remote.card(meta, d.card_id); // a missing or foreign card is card_not_found, not an empty list
-      const { rows, total } = await listClaimRequests(pool, { tenantId: meta.tenant_id, cardId: d.card_id, status: d.status, limit: d.limit, offset: d.offset });
-      const members = await remote.members(meta, rows.map((r) => r.member_id));
-      return { card_id: d.card_id, claim_requests: rows.map((r) => claimRecord(r, members.get(r.member_id))), pagination: pagination(d.limit, d.offset, total) };
+      const { rows, total } = await listClaimRequests(pool, {
+        tenantId: meta.tenant_id,
+        cardId: d.card_id,
+        status: d.status,
+        limit: d.limit,
+        offset: d.offset,
+      });
+      const members = await remote.members(
+        meta,
+        rows.map((r) => r.member_id),
+      );
+      return {
+        card_id: d.card_id,
+        claim_requests: rows.map((r) => claimRecord(r, members.get(r.member_id))),
+        pagination: pagination(d.limit, d.offset, total),
+      };
     },
 
     async get(d: { request_id: number }, meta: Meta) {
@@ -102,7 +140,13 @@ export function claimRequests(deps: ClaimDeps) {
       await deps.expireIfDue(d.request_id);
       const rejected = await runIdempotent(
         pool,
-        { table: IDEMPOTENCY_TABLE, tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'claims.reject', data: d },
+        {
+          table: IDEMPOTENCY_TABLE,
+          tenantId: meta.tenant_id,
+          key: meta.idempotency_key,
+          operation: 'claims.reject',
+          data: d,
+        },
         async (db) => {
           // The row lock serializes reject with approve's first step: exactly one of them wins.
           const claim = await findClaimRequest(db, meta.tenant_id, d.request_id, true);
@@ -112,7 +156,9 @@ export function claimRequests(deps: ClaimDeps) {
           if (!decision.ok) throw notPending(decision.currentStatus);
           const done = await markRejected(db, claim.id, now, d.staff_note);
           await recordClaimEvent(db, deps.subjects, 'claim_rejected', done, now);
-          return { claim_request: { id: done.id, status: 'rejected' as const, rejected_at: done.rejected_at!.toISOString() } };
+          return {
+            claim_request: { id: done.id, status: 'rejected' as const, rejected_at: done.rejected_at!.toISOString() },
+          };
         },
       );
       deps.published();
@@ -122,9 +168,17 @@ export function claimRequests(deps: ClaimDeps) {
 }
 
 /** Replay a stored Idempotency-Key response before starting work that spans several transactions. */
-export async function storedResponse<T>(pool: Pool, tenantId: number, key: string | undefined, hash: string): Promise<T | undefined> {
+export async function storedResponse<T>(
+  pool: Pool,
+  tenantId: number,
+  key: string | undefined,
+  hash: string,
+): Promise<T | undefined> {
   if (!key) return undefined;
-  const { rows } = await pool.query<{ request_hash: string; response: T | null }>(`SELECT request_hash, response FROM ${IDEMPOTENCY_TABLE} WHERE tenant_id = $1 AND key = $2`, [tenantId, key]);
+  const { rows } = await pool.query<{ request_hash: string; response: T | null }>(
+    `SELECT request_hash, response FROM ${IDEMPOTENCY_TABLE} WHERE tenant_id = $1 AND key = $2`,
+    [tenantId, key],
+  );
   const row = rows[0];
   if (!row) return undefined;
   if (row.request_hash !== hash) throw new AppError('idempotency_key_reused');

@@ -6,6 +6,17 @@ import type { ClaimRequest } from './store/claim-requests.ts';
 export type ClaimEvent = 'claim_requested' | 'claim_approved' | 'claim_rejected' | 'claim_expired';
 
 /** Write a claim event into the outbox in the caller's transaction (`<root>.events.claims.<event>`). */
-export function recordClaimEvent(db: Queryable, subjects: Subjects, type: ClaimEvent, claim: ClaimRequest, occurredAt: Date): Promise<string> {
-  return recordEvent(db, 'claims', subjects, 'claims', { type, tenantId: claim.tenant_id, data: eventData(claim), occurredAt });
+export function recordClaimEvent(
+  db: Queryable,
+  subjects: Subjects,
+  type: ClaimEvent,
+  claim: ClaimRequest,
+  occurredAt: Date,
+): Promise<string> {
+  return recordEvent(db, 'claims', subjects, 'claims', {
+    type,
+    tenantId: claim.tenant_id,
+    data: eventData(claim),
+    occurredAt,
+  });
 }

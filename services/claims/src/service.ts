@@ -66,7 +66,10 @@ export async function startClaims(config: ClaimsConfig, opts: ClaimsOptions = {}
       relay.start();
       sweeper.start();
       return {
-        endpoints: { ...claimsEndpoints(claimRequests(deps), approval), 'system.ping': pingEndpoint('claims', SERVICE_VERSION) },
+        endpoints: {
+          ...claimsEndpoints(claimRequests(deps), approval),
+          'system.ping': pingEndpoint('claims', SERVICE_VERSION),
+        },
         stop: async () => {
           await sweeper?.stop();
           await relay.stop();

@@ -40,7 +40,12 @@ async function createCashbackCard(tenant: number): Promise<number> {
   const r = await sys.admin<{ card: { id: number } }>('POST', `/admin/v1/tenants/${tenant}/cards`, {
     name: `Cashback ${randomUUID().slice(0, 6)}`,
     reward_system: 'cashback',
-    cashback_config: { cashback_percentage: 5, cashback_min_amount: 0, cashback_max_amount: 100, allows_pin_redemption: false },
+    cashback_config: {
+      cashback_percentage: 5,
+      cashback_min_amount: 0,
+      cashback_max_amount: 100,
+      allows_pin_redemption: false,
+    },
   });
   return r.card.id;
 }
@@ -56,7 +61,9 @@ async function createReward(tenant: number, cardId: number, pointsCost: number, 
 
 /** Earn points (the member is created on first earn); returns the member id. */
 async function earn(client: Api, cardId: number, email: string, points: number): Promise<number> {
-  const r = await client('POST', '/api/v1/loyalty/points/earn', { body: { card_id: cardId, email, member_name: `Member ${email.split('@')[0]}`, purchase_amount: points } });
+  const r = await client('POST', '/api/v1/loyalty/points/earn', {
+    body: { card_id: cardId, email, member_name: `Member ${email.split('@')[0]}`, purchase_amount: points },
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body.data!.member_id as number;
 }
@@ -67,7 +74,11 @@ async function balance(client: Api, cardId: number, memberId: number): Promise<n
   return r.body.data!.points_balance as number;
 }
 
-async function claimedEntries(client: Api, cardId: number, memberId: number): Promise<{ points: number; event: string }[]> {
+async function claimedEntries(
+  client: Api,
+  cardId: number,
+  memberId: number,
+): Promise<{ points: number; event: string }[]> {
   const r = await client('GET', `/api/v1/loyalty/points/history?card_id=${cardId}&member_id=${memberId}&limit=100`);
   expect(r.status).toBe(200);
   return (r.body.data!.transactions as { points: number; event: string }[]).filter((t) => t.event === 'reward_claimed');
@@ -85,15 +96,28 @@ async function member(points = 500, client: Api = api, cardId = card) {
   return { email, id };
 }
 
-async function code(m: { email: string }, opts: { client?: Api; cardId?: number; rewardId?: number } = {}): Promise<string> {
-  const r = await (opts.client ?? api)('POST', `${CLAIMS}/request-otp`, { body: { member_email: m.email, card_id: opts.cardId ?? card, reward_id: opts.rewardId } });
+async function code(
+  m: { email: string },
+  opts: { client?: Api; cardId?: number; rewardId?: number } = {},
+): Promise<string> {
+  const r = await (opts.client ?? api)('POST', `${CLAIMS}/request-otp`, {
+    body: { member_email: m.email, card_id: opts.cardId ?? card, reward_id: opts.rewardId },
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return (r.body.data!.otp_code as string | undefined) ?? (await sys.mail.codeFor(m.email));
 }
 
 async function claim(m: { email: string }, opts: { rewardId?: number; note?: string } = {}): Promise<number> {
   const verification_code = await code(m);
-  const r = await api('POST', CLAIMS, { body: { member_email: m.email, card_id: card, reward_id: opts.rewardId ?? reward, verification_code, member_note: opts.note } });
+  const r = await api('POST', CLAIMS, {
+    body: {
+      member_email: m.email,
+      card_id: card,
+      reward_id: opts.rewardId ?? reward,
+      verification_code,
+      member_note: opts.note,
+    },
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return (r.body.data!.claim_request as { id: number }).id;
 }
@@ -104,8 +128,10 @@ async function getClaim(id: number, client: Api = api) {
   return r.body.data!.claim_request as Body;
 }
 
-const approve = (id: number, body: Body = {}, headers: Record<string, string> = {}) => api('POST', `${CLAIMS}/${id}/approve`, { body, headers });
-const reject = (id: number, body: Body = {}, headers: Record<string, string> = {}) => api('POST', `${CLAIMS}/${id}/reject`, { body, headers });
+const approve = (id: number, body: Body = {}, headers: Record<string, string> = {}) =>
+  api('POST', `${CLAIMS}/${id}/approve`, { body, headers });
+const reject = (id: number, body: Body = {}, headers: Record<string, string> = {}) =>
+  api('POST', `${CLAIMS}/${id}/reject`, { body, headers });
 
 async function outboxEvents(type: string, claimId: number): Promise<{ published: boolean; data: Body }[]> {
   const { rows } = await sys.db.query<{ published_at: Date | null; payload: { data: Body } }>(
@@ -118,7 +144,11 @@ async function outboxEvents(type: string, claimId: number): Promise<{ published:
 /** A claims instance with test-only faults, in place of the system's own one. */
 async function withFaultyClaims<T>(faults: ClaimFaults, fn: () => Promise<T>): Promise<T> {
   await sys.stopService('claims');
-  const faulty = await startClaims(readClaimsConfig(sys.env), { clock: sys.clock, log: createLogger('claims', sys.env.LOG_LEVEL!), faults });
+  const faulty = await startClaims(readClaimsConfig(sys.env), {
+    clock: sys.clock,
+    log: createLogger('claims', sys.env.LOG_LEVEL!),
+    faults,
+  });
   try {
     return await fn();
   } finally {
@@ -131,7 +161,10 @@ const claimsService = () => sys.services.claims as RunningClaims;
 
 beforeAll(async () => {
   // The sweeper's own timer is kept out of the way; tests sweep when they mean to.
-  sys = await startTestSystem({ services: ['identity', 'ledger', 'claims'], env: { CLAIM_SWEEP_INTERVAL_MS: String(HOUR) } });
+  sys = await startTestSystem({
+    services: ['identity', 'ledger', 'claims'],
+    env: { CLAIM_SWEEP_INTERVAL_MS: String(HOUR) },
+  });
   const t = await sys.tenant({ sandbox: true });
   tenantId = t.tenantId;
   api = apiClient(sys.url, t);
@@ -147,7 +180,9 @@ afterAll(async () => sys?.stop());
 describe('request claim OTP', () => {
   it('mails a 6-digit code valid 10 minutes and returns it to a sandbox tenant', async () => {
     const m = await member();
-    const r = await api('POST', `${CLAIMS}/request-otp`, { body: { member_email: m.email, card_id: card, reward_id: reward } });
+    const r = await api('POST', `${CLAIMS}/request-otp`, {
+      body: { member_email: m.email, card_id: card, reward_id: reward },
+    });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({
       success: true,
@@ -169,7 +204,9 @@ describe('request claim OTP', () => {
   });
 
   it('answers member_not_found for an unknown email', async () => {
-    const r = await api('POST', `${CLAIMS}/request-otp`, { body: { member_email: 'nobody@example.com', card_id: card } });
+    const r = await api('POST', `${CLAIMS}/request-otp`, {
+      body: { member_email: 'nobody@example.com', card_id: card },
+    });
     expect(r.status).toBe(404);
     expect(r.body.error).toMatchObject({ code: 'member_not_found' });
   });
@@ -193,14 +230,19 @@ describe('request claim OTP', () => {
       expect([r.status, r.body.error?.code], JSON.stringify(body)).toEqual([status, errorCode]);
     }
     // No code was mailed (the member's only mail is the points-earned notice).
-    expect(sys.mail.messages.filter((x) => x.to.includes(m.email) && /claim verification/i.test(x.subject))).toHaveLength(0);
+    expect(
+      sys.mail.messages.filter((x) => x.to.includes(m.email) && /claim verification/i.test(x.subject)),
+    ).toHaveLength(0);
   });
 
   it('validates the body, naming the fields', async () => {
     const r = await api('POST', `${CLAIMS}/request-otp`, { body: { member_email: 'not-an-email', card_id: 'x' } });
     expect(r.status).toBe(400);
     expect(r.body.error).toMatchObject({ code: 'validation_error' });
-    expect((r.body.error!.fields as { field: string }[]).map((f) => f.field).sort()).toEqual(['card_id', 'member_email']);
+    expect((r.body.error!.fields as { field: string }[]).map((f) => f.field).sort()).toEqual([
+      'card_id',
+      'member_email',
+    ]);
   });
 
   it('applies the code cooldown', async () => {
@@ -213,7 +255,9 @@ describe('request claim OTP', () => {
 
   it('needs the points_write scope', async () => {
     const readOnly = apiClient(sys.url, await sys.tenant({ scopes: ['points_read'] }));
-    const r = await readOnly('POST', `${CLAIMS}/request-otp`, { body: { member_email: 'a@example.com', card_id: card } });
+    const r = await readOnly('POST', `${CLAIMS}/request-otp`, {
+      body: { member_email: 'a@example.com', card_id: card },
+    });
     expect(r.status).toBe(403);
     expect(r.body.error).toMatchObject({ code: 'insufficient_scope' });
   });
@@ -223,12 +267,28 @@ describe('create claim request', () => {
   it('creates a pending request with the verified member and keeps the member note', async () => {
     const m = await member();
     const verification_code = await code(m, { rewardId: reward });
-    const r = await api('POST', CLAIMS, { body: { member_email: m.email.toUpperCase(), card_id: card, reward_id: reward, verification_code, member_note: 'Oat milk, please' } });
+    const r = await api('POST', CLAIMS, {
+      body: {
+        member_email: m.email.toUpperCase(),
+        card_id: card,
+        reward_id: reward,
+        verification_code,
+        member_note: 'Oat milk, please',
+      },
+    });
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ success: true, data: { claim_request: { id: expect.any(Number), status: 'pending', created_at: expect.any(String) } } });
+    expect(r.body).toEqual({
+      success: true,
+      data: { claim_request: { id: expect.any(Number), status: 'pending', created_at: expect.any(String) } },
+    });
     const id = (r.body.data!.claim_request as { id: number }).id;
     const c = await getClaim(id);
-    expect(c).toMatchObject({ status: 'pending', member: { id: m.id }, member_note: 'Oat milk, please', reward: { id: reward, name: 'Free coffee', points_cost: 100 } });
+    expect(c).toMatchObject({
+      status: 'pending',
+      member: { id: m.id },
+      member_note: 'Oat milk, please',
+      reward: { id: reward, name: 'Free coffee', points_cost: 100 },
+    });
     const events = await outboxEvents('claim_requested', id);
     expect(events).toHaveLength(1);
     expect(events[0]!.data).toMatchObject({ member_id: m.id, reward_name: 'Free coffee' });
@@ -238,18 +298,26 @@ describe('create claim request', () => {
     const before = await totalClaims();
     const m = await member();
     // no code requested yet
-    let r = await api('POST', CLAIMS, { body: { member_email: m.email, card_id: card, reward_id: reward, verification_code: '123456' } });
+    let r = await api('POST', CLAIMS, {
+      body: { member_email: m.email, card_id: card, reward_id: reward, verification_code: '123456' },
+    });
     expect([r.status, r.body.error?.code]).toEqual([422, 'invalid_verification_code']);
     // wrong code
     const good = await code(m);
     const wrong = good === '000000' ? '111111' : '000000';
-    r = await api('POST', CLAIMS, { body: { member_email: m.email, card_id: card, reward_id: reward, verification_code: wrong } });
+    r = await api('POST', CLAIMS, {
+      body: { member_email: m.email, card_id: card, reward_id: reward, verification_code: wrong },
+    });
     expect([r.status, r.body.error?.code]).toEqual([422, 'invalid_verification_code']);
     expect(r.body.error!.reason).toEqual(expect.any(String));
     // right code works once, then it is used
-    r = await api('POST', CLAIMS, { body: { member_email: m.email, card_id: card, reward_id: reward, verification_code: good } });
+    r = await api('POST', CLAIMS, {
+      body: { member_email: m.email, card_id: card, reward_id: reward, verification_code: good },
+    });
     expect(r.status).toBe(200);
-    r = await api('POST', CLAIMS, { body: { member_email: m.email, card_id: card, reward_id: reward, verification_code: good } });
+    r = await api('POST', CLAIMS, {
+      body: { member_email: m.email, card_id: card, reward_id: reward, verification_code: good },
+    });
     expect([r.status, r.body.error?.code]).toEqual([422, 'invalid_verification_code']);
     expect(await totalClaims()).toBe(before + 1);
   });
@@ -258,7 +326,9 @@ describe('create claim request', () => {
     const m = await member();
     const c = await code(m);
     sys.clock.advance(10 * MINUTE + 1_000);
-    const r = await api('POST', CLAIMS, { body: { member_email: m.email, card_id: card, reward_id: reward, verification_code: c } });
+    const r = await api('POST', CLAIMS, {
+      body: { member_email: m.email, card_id: card, reward_id: reward, verification_code: c },
+    });
     expect([r.status, r.body.error?.code]).toEqual([422, 'invalid_verification_code']);
     expect(r.body.error!.reason).toBe('otp_expired');
   });
@@ -268,7 +338,9 @@ describe('create claim request', () => {
     let r = await api('POST', CLAIMS, { body: { member_email: m.email, card_id: card, reward_id: reward } });
     expect(r.status).toBe(400);
     expect(r.body.error!.fields).toEqual([{ field: 'verification_code', message: expect.any(String) }]);
-    r = await api('POST', CLAIMS, { body: { member_email: m.email, card_id: card, reward_id: reward, verification_code: '12345' } });
+    r = await api('POST', CLAIMS, {
+      body: { member_email: m.email, card_id: card, reward_id: reward, verification_code: '12345' },
+    });
     expect(r.status).toBe(400);
   });
 
@@ -283,10 +355,14 @@ describe('create claim request', () => {
       [otherReward, 404, 'reward_not_found'],
       [inactive, 422, 'reward_inactive'],
     ] as const) {
-      const r = await api('POST', CLAIMS, { body: { member_email: m.email, card_id: card, reward_id: rewardId, verification_code: c } });
+      const r = await api('POST', CLAIMS, {
+        body: { member_email: m.email, card_id: card, reward_id: rewardId, verification_code: c },
+      });
       expect([r.status, r.body.error?.code]).toEqual([status, errorCode]);
     }
-    const r = await api('POST', CLAIMS, { body: { member_email: m.email, card_id: card, reward_id: reward, verification_code: c } });
+    const r = await api('POST', CLAIMS, {
+      body: { member_email: m.email, card_id: card, reward_id: reward, verification_code: c },
+    });
     expect(r.status).toBe(200);
   });
 
@@ -295,13 +371,25 @@ describe('create claim request', () => {
     const m = await member();
     await earn(api, second, m.email, 50);
     let c = await code(m, { cardId: second });
-    let r = await api('POST', CLAIMS, { body: { member_email: m.email, card_id: card, reward_id: reward, verification_code: c } });
-    expect([r.status, r.body.error?.code, r.body.error?.reason]).toEqual([422, 'invalid_verification_code', 'issued_for_other_claim']);
+    let r = await api('POST', CLAIMS, {
+      body: { member_email: m.email, card_id: card, reward_id: reward, verification_code: c },
+    });
+    expect([r.status, r.body.error?.code, r.body.error?.reason]).toEqual([
+      422,
+      'invalid_verification_code',
+      'issued_for_other_claim',
+    ]);
     const tea = await createReward(tenantId, card, 20, { name: 'Tea' });
     sys.clock.advance(61_000); // the code cooldown
     c = await code(m, { rewardId: tea });
-    r = await api('POST', CLAIMS, { body: { member_email: m.email, card_id: card, reward_id: reward, verification_code: c } });
-    expect([r.status, r.body.error?.code, r.body.error?.reason]).toEqual([422, 'invalid_verification_code', 'issued_for_other_claim']);
+    r = await api('POST', CLAIMS, {
+      body: { member_email: m.email, card_id: card, reward_id: reward, verification_code: c },
+    });
+    expect([r.status, r.body.error?.code, r.body.error?.reason]).toEqual([
+      422,
+      'invalid_verification_code',
+      'issued_for_other_claim',
+    ]);
   });
 
   it('replays a create retried with the same Idempotency-Key', async () => {
@@ -333,7 +421,15 @@ describe('list and get', () => {
     for (let i = 0; i < 3; i++) {
       if (i > 0) sys.clock.advance(61_000); // the code cooldown
       const c = await code(m, { cardId: listCard });
-      const r = await api('POST', CLAIMS, { body: { member_email: m.email, card_id: listCard, reward_id: listReward, verification_code: c, member_note: `note ${i}` } });
+      const r = await api('POST', CLAIMS, {
+        body: {
+          member_email: m.email,
+          card_id: listCard,
+          reward_id: listReward,
+          verification_code: c,
+          member_note: `note ${i}`,
+        },
+      });
       ids.push((r.body.data!.claim_request as { id: number }).id);
     }
     expect((await reject(ids[0]!, { staff_note: 'no' })).status).toBe(200);
@@ -374,7 +470,10 @@ describe('list and get', () => {
   it('refuses an unknown status, a missing card_id and a bad limit, naming the field', async () => {
     let r = await api('GET', `${CLAIMS}?card_id=${card}&status=done`);
     expect(r.status).toBe(400);
-    expect(r.body.error).toMatchObject({ code: 'validation_error', fields: [{ field: 'status', message: expect.any(String) }] });
+    expect(r.body.error).toMatchObject({
+      code: 'validation_error',
+      fields: [{ field: 'status', message: expect.any(String) }],
+    });
     r = await api('GET', CLAIMS);
     expect(r.status).toBe(400);
     expect((r.body.error!.fields as { field: string }[]).map((f) => f.field)).toEqual(['card_id']);
@@ -415,16 +514,31 @@ describe('approve', () => {
     const id = await claim(m);
     const r = await approve(id, { staff_note: 'Enjoy' });
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ success: true, data: { claim_request: { id, status: 'approved', points_deducted: 100, approved_at: expect.any(String) } } });
+    expect(r.body).toEqual({
+      success: true,
+      data: { claim_request: { id, status: 'approved', points_deducted: 100, approved_at: expect.any(String) } },
+    });
     expect(await balance(api, card, m.id)).toBe(150);
-    expect(await claimedEntries(api, card, m.id)).toEqual([expect.objectContaining({ points: -100, event: 'reward_claimed' })]);
-    expect(await getClaim(id)).toMatchObject({ status: 'approved', points_deducted: 100, staff_note: 'Enjoy', approved_at: (r.body.data!.claim_request as Body).approved_at });
+    expect(await claimedEntries(api, card, m.id)).toEqual([
+      expect.objectContaining({ points: -100, event: 'reward_claimed' }),
+    ]);
+    expect(await getClaim(id)).toMatchObject({
+      status: 'approved',
+      points_deducted: 100,
+      staff_note: 'Enjoy',
+      approved_at: (r.body.data!.claim_request as Body).approved_at,
+    });
     const mail = await sys.mail.waitFor(m.email, (x) => /was approved/i.test(x.subject));
     expect(mail.text).toContain('Free coffee');
     expect(mail.text).toContain('100 points');
     const events = await outboxEvents('claim_approved', id);
     expect(events).toHaveLength(1);
-    expect(events[0]!.data).toMatchObject({ member_id: m.id, reward_name: 'Free coffee', points_deducted: 100, staff_note: 'Enjoy' });
+    expect(events[0]!.data).toMatchObject({
+      member_id: m.id,
+      reward_name: 'Free coffee',
+      points_deducted: 100,
+      staff_note: 'Enjoy',
+    });
   });
 
   it('refuses a second approval with 409 naming the status, deducting nothing more', async () => {
@@ -525,7 +639,10 @@ describe('approve', () => {
     const ids = await Promise.all(members.map((m) => claim(m)));
     const outcomes = await Promise.all(
       ids.map(async (id, i) => {
-        const [a, r] = i % 2 === 0 ? await Promise.all([approve(id), reject(id)]) : (await Promise.all([reject(id), approve(id)])).reverse();
+        const [a, r] =
+          i % 2 === 0
+            ? await Promise.all([approve(id), reject(id)])
+            : (await Promise.all([reject(id), approve(id)])).reverse();
         return { id, a: a!, r: r! };
       }),
     );
@@ -564,12 +681,25 @@ describe('reject', () => {
     const id = await claim(m);
     const r = await reject(id, { staff_note: 'Out of stock' });
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ success: true, data: { claim_request: { id, status: 'rejected', rejected_at: expect.any(String) } } });
+    expect(r.body).toEqual({
+      success: true,
+      data: { claim_request: { id, status: 'rejected', rejected_at: expect.any(String) } },
+    });
     expect(await balance(api, card, m.id)).toBe(200);
-    expect(await getClaim(id)).toMatchObject({ status: 'rejected', staff_note: 'Out of stock', rejected_at: (r.body.data!.claim_request as Body).rejected_at, points_deducted: null });
+    expect(await getClaim(id)).toMatchObject({
+      status: 'rejected',
+      staff_note: 'Out of stock',
+      rejected_at: (r.body.data!.claim_request as Body).rejected_at,
+      points_deducted: null,
+    });
     const mail = await sys.mail.waitFor(m.email, (x) => /not approved/i.test(x.subject));
     expect(mail.text).toContain('Out of stock');
-    expect(await outboxEvents('claim_rejected', id)).toEqual([{ published: expect.any(Boolean), data: expect.objectContaining({ member_id: m.id, staff_note: 'Out of stock' }) }]);
+    expect(await outboxEvents('claim_rejected', id)).toEqual([
+      {
+        published: expect.any(Boolean),
+        data: expect.objectContaining({ member_id: m.id, staff_note: 'Out of stock' }),
+      },
+    ]);
   });
 
   it('refuses to approve or reject a rejected request, naming its status', async () => {
@@ -600,7 +730,9 @@ describe('events', () => {
     const id = await claim(m);
     expect((await approve(id)).status).toBe(200);
     for (const type of ['claim_requested', 'claim_approved']) {
-      await expect.poll(async () => (await outboxEvents(type, id)).map((e) => e.published), { timeout: 5_000 }).toEqual([true]);
+      await expect
+        .poll(async () => (await outboxEvents(type, id)).map((e) => e.published), { timeout: 5_000 })
+        .toEqual([true]);
     }
     const nc = await connect({ servers: sys.env.NATS_URL ?? 'nats://127.0.0.1:4222' });
     try {
@@ -608,7 +740,10 @@ describe('events', () => {
       const root = sys.env.SUBJECT_ROOT!;
       const stream = `${root.toUpperCase()}_EVENTS`;
       const approved = await jsm.streams.getMessage(stream, { last_by_subj: `${root}.events.claims.claim_approved` });
-      expect(approved.json<{ type: string; data: Body }>()).toMatchObject({ type: 'claims.claim_approved', data: { claim_request_id: expect.any(Number) } });
+      expect(approved.json<{ type: string; data: Body }>()).toMatchObject({
+        type: 'claims.claim_approved',
+        data: { claim_request_id: expect.any(Number) },
+      });
     } finally {
       await nc.close();
     }
@@ -622,7 +757,9 @@ describe('expiry', () => {
     const shortReward = await createReward(tenantId, shortCard, 10, { name: 'Pin badge' });
     const m = await member(50, api, shortCard);
     const c = await code(m, { cardId: shortCard });
-    const created = await api('POST', CLAIMS, { body: { member_email: m.email, card_id: shortCard, reward_id: shortReward, verification_code: c } });
+    const created = await api('POST', CLAIMS, {
+      body: { member_email: m.email, card_id: shortCard, reward_id: shortReward, verification_code: c },
+    });
     const id = (created.body.data!.claim_request as { id: number }).id;
     const record = await getClaim(id);
     expect(Date.parse(record.expires_at as string) - Date.parse(record.created_at as string)).toBe(2 * HOUR);
@@ -635,7 +772,11 @@ describe('expiry', () => {
     expect((await claimsService().sweep()).expired).toBeGreaterThanOrEqual(1);
     expect((await getClaim(id)).status).toBe('expired');
     const a = await approve(id);
-    expect([a.status, a.body.error?.code, a.body.error?.current_status]).toEqual([409, 'claim_request_not_pending', 'expired']);
+    expect([a.status, a.body.error?.code, a.body.error?.current_status]).toEqual([
+      409,
+      'claim_request_not_pending',
+      'expired',
+    ]);
     const r = await reject(id);
     expect([r.status, r.body.error?.current_status]).toEqual([409, 'expired']);
     expect(await balance(api, shortCard, m.id)).toBe(50);
@@ -658,9 +799,17 @@ describe('expiry', () => {
   it('is safe to sweep from several replicas at once: each request expires once', async () => {
     const ids = await Promise.all(Array.from({ length: 8 }, async () => claim(await member(200))));
     sys.clock.advance(72 * HOUR + 1_000);
-    const replica = await startClaims(readClaimsConfig(sys.env), { clock: sys.clock, log: createLogger('claims', sys.env.LOG_LEVEL!) });
+    const replica = await startClaims(readClaimsConfig(sys.env), {
+      clock: sys.clock,
+      log: createLogger('claims', sys.env.LOG_LEVEL!),
+    });
     try {
-      const results = await Promise.all([claimsService().sweep(), replica.sweep(), claimsService().sweep(), replica.sweep()]);
+      const results = await Promise.all([
+        claimsService().sweep(),
+        replica.sweep(),
+        claimsService().sweep(),
+        replica.sweep(),
+      ]);
       expect(results.reduce((s, r) => s + r.expired, 0)).toBeGreaterThanOrEqual(ids.length);
     } finally {
       await replica.stop();

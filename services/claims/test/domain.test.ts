@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { debitCertainlyNotApplied, debitKey, decide, expiryOf, isOverdue, pagination, HOUR_MS } from '../src/domain/claim-request.ts';
+import {
+  debitCertainlyNotApplied,
+  debitKey,
+  decide,
+  expiryOf,
+  isOverdue,
+  pagination,
+  HOUR_MS,
+} from '../src/domain/claim-request.ts';
 import { claimRecord, eventData } from '../src/domain/record.ts';
 import type { ClaimRequest } from '../src/store/claim-requests.ts';
 
@@ -37,7 +45,11 @@ describe('state machine', () => {
 
   it('lets an approval resume a half-done approval but never lets a reject take it', () => {
     expect(decide({ ...live, status: 'approving' }, 'approve', now)).toEqual({ ok: true, resume: true });
-    expect(decide({ ...live, status: 'approving' }, 'reject', now)).toEqual({ ok: false, expire: false, currentStatus: 'approving' });
+    expect(decide({ ...live, status: 'approving' }, 'reject', now)).toEqual({
+      ok: false,
+      expire: false,
+      currentStatus: 'approving',
+    });
   });
 
   it('treats a pending request past its expiry as expired, before any sweep', () => {
@@ -51,7 +63,8 @@ describe('ledger outcomes', () => {
   it('hands a request back to pending only when the debit certainly did not happen', () => {
     expect(debitCertainlyNotApplied('insufficient_points')).toBe(true);
     expect(debitCertainlyNotApplied('wrong_card_type')).toBe(true);
-    for (const unsure of ['service_unavailable', 'internal_error', 'idempotency_in_progress', 'idempotency_key_reused']) expect(debitCertainlyNotApplied(unsure)).toBe(false);
+    for (const unsure of ['service_unavailable', 'internal_error', 'idempotency_in_progress', 'idempotency_key_reused'])
+      expect(debitCertainlyNotApplied(unsure)).toBe(false);
   });
 
   it('uses one deterministic debit key per request', () => {
@@ -71,22 +84,53 @@ describe('pagination', () => {
 
 describe('records', () => {
   const claim: ClaimRequest = {
-    id: 7, tenant_id: 1, card_id: 3, member_id: 9, reward_id: 4, reward_name: 'Free coffee', points_cost: 150, status: 'approved',
-    member_note: 'oat milk', staff_note: 'enjoy', points_deducted: 150, ledger_transaction_id: 88, created_at: t0, expires_at: at(72 * HOUR_MS),
-    approval_started_at: at(1000), approval_attempt: 'x', approved_at: at(2000), rejected_at: null, expired_at: null,
+    id: 7,
+    tenant_id: 1,
+    card_id: 3,
+    member_id: 9,
+    reward_id: 4,
+    reward_name: 'Free coffee',
+    points_cost: 150,
+    status: 'approved',
+    member_note: 'oat milk',
+    staff_note: 'enjoy',
+    points_deducted: 150,
+    ledger_transaction_id: 88,
+    created_at: t0,
+    expires_at: at(72 * HOUR_MS),
+    approval_started_at: at(1000),
+    approval_attempt: 'x',
+    approved_at: at(2000),
+    rejected_at: null,
+    expired_at: null,
   };
 
   it('builds the full record with the masked member from identity', () => {
     const member = { id: 9, name: 'Jane', email: 'j***@example.com', phone: null, has_email: true, is_active: true };
     expect(claimRecord(claim, member)).toEqual({
-      id: 7, status: 'approved', member: { id: 9, name: 'Jane', email: 'j***@example.com' }, card_id: 3,
-      reward: { id: 4, name: 'Free coffee', points_cost: 150 }, member_note: 'oat milk', staff_note: 'enjoy', points_deducted: 150,
-      created_at: '2030-01-01T00:00:00.000Z', approved_at: '2030-01-01T00:00:02.000Z', rejected_at: null, expires_at: '2030-01-04T00:00:00.000Z',
+      id: 7,
+      status: 'approved',
+      member: { id: 9, name: 'Jane', email: 'j***@example.com' },
+      card_id: 3,
+      reward: { id: 4, name: 'Free coffee', points_cost: 150 },
+      member_note: 'oat milk',
+      staff_note: 'enjoy',
+      points_deducted: 150,
+      created_at: '2030-01-01T00:00:00.000Z',
+      approved_at: '2030-01-01T00:00:02.000Z',
+      rejected_at: null,
+      expires_at: '2030-01-04T00:00:00.000Z',
     });
     expect(claimRecord(claim, undefined).member).toEqual({ id: 9, name: null, email: null });
   });
 
   it('gives events what the member mail needs', () => {
-    expect(eventData(claim)).toMatchObject({ claim_request_id: 7, member_id: 9, reward_name: 'Free coffee', points_deducted: 150, staff_note: 'enjoy' });
+    expect(eventData(claim)).toMatchObject({
+      claim_request_id: 7,
+      member_id: 9,
+      reward_name: 'Free coffee',
+      points_deducted: 150,
+      staff_note: 'enjoy',
+    });
   });
 });

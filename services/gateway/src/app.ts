@@ -1,5 +1,11 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -68,7 +74,10 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   });
   app.addHook('onResponse', async (req, reply) => {
     const route = req.routeOptions.url ?? 'unmatched';
-    metrics.httpDuration.observe({ method: req.method, route, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    metrics.httpDuration.observe(
+      { method: req.method, route, status: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
   });
   app.addHook('onSend', async (req, reply, payload) => {
     if (reply.statusCode >= 400 && typeof payload === 'string' && payload.startsWith('{"success":false')) {
@@ -91,10 +100,16 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
 
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
     if (err instanceof AppError) return sendFailure(reply, err);
-    if (err.statusCode === 429) return sendFailure(reply, new AppError('rate_limited', undefined, { retry_after_seconds: Number(reply.getHeader('retry-after') ?? 1) }));
+    if (err.statusCode === 429)
+      return sendFailure(
+        reply,
+        new AppError('rate_limited', undefined, { retry_after_seconds: Number(reply.getHeader('retry-after') ?? 1) }),
+      );
     if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendFailure(reply, new AppError('payload_too_large'));
-    if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return sendFailure(reply, new AppError('unsupported_media_type'));
-    if (err.code?.startsWith('FST_ERR_CTP') || err.statusCode === 400) return sendFailure(reply, new AppError('invalid_json'));
+    if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
+      return sendFailure(reply, new AppError('unsupported_media_type'));
+    if (err.code?.startsWith('FST_ERR_CTP') || err.statusCode === 400)
+      return sendFailure(reply, new AppError('invalid_json'));
     req.log.error({ err }, 'unhandled gateway error');
     return sendFailure(reply, new AppError('internal_error'));
   });
@@ -106,7 +121,10 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     for (const [pattern, methods] of knownPaths) {
       if (matchPath(pattern, path)) {
         reply.header('Allow', [...methods].join(', '));
-        return sendFailure(reply, new AppError('method_not_allowed', `${req.method} is not allowed here; use ${[...methods].join(' or ')}.`));
+        return sendFailure(
+          reply,
+          new AppError('method_not_allowed', `${req.method} is not allowed here; use ${[...methods].join(' or ')}.`),
+        );
       }
     }
     return sendFailure(reply, new AppError('route_not_found', `No route ${req.method} ${path}.`));
@@ -121,9 +139,14 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     store: sharedRateLimitStore(deps.redis, `${config.REDIS_KEY_PREFIX}rate:`, config.RATE_LIMIT_SYNC_MS).Store,
     keyGenerator: (req) => req.auth?.app_id ?? req.ip,
     errorResponseBuilder: (_req, ctx) =>
-      Object.assign(new AppError('rate_limited', `Rate limit of ${ctx.max} requests per ${ctx.after} reached.`, { retry_after_seconds: Math.ceil(ctx.ttl / 1000) }), {
-        statusCode: 429,
-      }),
+      Object.assign(
+        new AppError('rate_limited', `Rate limit of ${ctx.max} requests per ${ctx.after} reached.`, {
+          retry_after_seconds: Math.ceil(ctx.ttl / 1000),
+        }),
+        {
+          statusCode: 429,
+        },
+      ),
   });
 
   const document = buildOpenApiDocument({ ...operations, ...operatorOperations }, config.PUBLIC_BASE_URL);
@@ -131,7 +154,9 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { logLevel: 'warn' }, async () => document);
   app.get('/healthz', { logLevel: 'warn' }, async () => ({ status: 'ok' }));
-  app.get('/metrics', { logLevel: 'warn' }, async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  app.get('/metrics', { logLevel: 'warn' }, async (_req, reply) =>
+    reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+  );
 
   const authenticate = async (req: FastifyRequest, op: Operation): Promise<Meta> => {
     const appId = header(req, 'x-app-id');
@@ -141,10 +166,15 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     if (op.memberToken && !memberToken) throw new AppError('member_token_required');
     const auth = await deps.credentials.resolve(appId, apiKey, op.memberToken ? memberToken : undefined, req.id);
     req.auth = auth;
-    if (op.scope && !auth.scopes.includes(op.scope)) throw new AppError('insufficient_scope', `This operation needs the ${op.scope} scope.`, { required_scope: op.scope });
+    if (op.scope && !auth.scopes.includes(op.scope))
+      throw new AppError('insufficient_scope', `This operation needs the ${op.scope} scope.`, {
+        required_scope: op.scope,
+      });
     const idempotencyKey = op.idempotent ? header(req, 'idempotency-key') : undefined;
     if (idempotencyKey !== undefined && idempotencyKey.length > 255) {
-      throw new AppError('validation_error', undefined, { fields: [{ field: 'Idempotency-Key', message: 'must be at most 255 characters' }] });
+      throw new AppError('validation_error', undefined, {
+        fields: [{ field: 'Idempotency-Key', message: 'must be at most 255 characters' }],
+      });
     }
     return {
       request_id: req.id,
@@ -174,7 +204,13 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
       const names = [...new Set(fields.map((f) => f.field))].join(', ');
       return sendFailure(reply, new AppError('validation_error', `Invalid request: ${names}.`, { fields }));
     }
-    const message = await callService(nc, subjects.op(op.service, op.operation), { meta, data }, req.id, config.REQUEST_TIMEOUT_MS);
+    const message = await callService(
+      nc,
+      subjects.op(op.service, op.operation),
+      { meta, data },
+      req.id,
+      config.REQUEST_TIMEOUT_MS,
+    );
     return sendReply(reply, message);
   };
 

@@ -26,7 +26,11 @@ export const GatewayConfig = z.object({
     .enum(['true', 'false'])
     .default('false')
     .transform((v) => v === 'true'),
-  BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(64 * 1024),
+  BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(64 * 1024),
   /** Base URL written into the OpenAPI document's servers list. */
   PUBLIC_BASE_URL: z.string().default('/'),
 });

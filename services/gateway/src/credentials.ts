@@ -27,7 +27,12 @@ export class CredentialResolver {
     this.cache.delete(appId);
   }
 
-  async resolve(appId: string, apiKey: string, memberToken: string | undefined, requestId: string): Promise<AuthenticateReply> {
+  async resolve(
+    appId: string,
+    apiKey: string,
+    memberToken: string | undefined,
+    requestId: string,
+  ): Promise<AuthenticateReply> {
     const keyHash = createHash('sha256').update(apiKey).digest('base64');
     if (memberToken === undefined) {
       const hit = this.cache.get(appId);

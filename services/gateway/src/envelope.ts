@@ -12,5 +12,11 @@ export function sendFailure(reply: FastifyReply, error: ErrorBody | AppError): F
 /** Success envelope `{ success: true, data }` (plus a top-level `message` when the service gave one). */
 export function sendReply(reply: FastifyReply, message: ReplyMessage): FastifyReply {
   if (!message.ok) return sendFailure(reply, message.error);
-  return reply.code(200).send(message.message === undefined ? { success: true, data: message.data } : { success: true, message: message.message, data: message.data });
+  return reply
+    .code(200)
+    .send(
+      message.message === undefined
+        ? { success: true, data: message.data }
+        : { success: true, message: message.message, data: message.data },
+    );
 }

@@ -66,7 +66,10 @@ export function sharedRateLimitStore(redis: Redis, prefix: string, syncMs: numbe
       }
     }
     if (batch.length === 0) return;
-    const pipeline = redis.pipeline() as unknown as { loyaltyRateAdd(key: string, n: number, windowMs: number): void; exec(): Promise<[Error | null, unknown][] | null> };
+    const pipeline = redis.pipeline() as unknown as {
+      loyaltyRateAdd(key: string, n: number, windowMs: number): void;
+      exec(): Promise<[Error | null, unknown][] | null>;
+    };
     for (const [key, w, n] of batch) pipeline.loyaltyRateAdd(prefix + key, n, w.windowMs);
     const results = await pipeline.exec().catch(() => null);
     const at = Date.now();

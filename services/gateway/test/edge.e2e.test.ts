@@ -13,14 +13,24 @@ afterAll(async () => sys?.stop());
 
 describe('application credentials', () => {
   it('refuses a call without credentials', async () => {
-    const res = await fetch(`${sys.url}${CHECK}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${sys.url}${CHECK}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     expect(res.status).toBe(401);
-    expect(await res.json()).toEqual({ success: false, error: { code: 'missing_credentials', message: expect.any(String) } });
+    expect(await res.json()).toEqual({
+      success: false,
+      error: { code: 'missing_credentials', message: expect.any(String) },
+    });
   });
 
   it('refuses a wrong key and an unknown app alike', async () => {
     const t = await sys.tenant();
-    for (const creds of [{ appId: t.appId, apiKey: 'sk_wrong' }, { appId: 'app_unknown', apiKey: t.apiKey }]) {
+    for (const creds of [
+      { appId: t.appId, apiKey: 'sk_wrong' },
+      { appId: 'app_unknown', apiKey: t.apiKey },
+    ]) {
       const r = await apiClient(sys.url, creds)('POST', CHECK, { body });
       expect(r.status).toBe(401);
       expect(r.body.error).toMatchObject({ code: 'invalid_credentials' });
@@ -42,7 +52,9 @@ describe('application credentials', () => {
     expect((await apiClient(sys.url, t)('POST', CHECK, { body })).status).toBe(200);
     const { app } = await sys.admin<{ app: { api_key: string } }>('POST', `/admin/v1/apps/${t.appId}/rotate-key`);
     await waitFor(async () => (await apiClient(sys.url, t)('POST', CHECK, { body })).status === 401);
-    expect((await apiClient(sys.url, { appId: t.appId, apiKey: app.api_key })('POST', CHECK, { body })).status).toBe(200);
+    expect((await apiClient(sys.url, { appId: t.appId, apiKey: app.api_key })('POST', CHECK, { body })).status).toBe(
+      200,
+    );
   });
 
   it('stores keys only as hashes', async () => {
@@ -71,7 +83,10 @@ describe('envelope and routing', () => {
   it('answers an unknown route and an unsupported method with the failure envelope', async () => {
     const unknown = await fetch(`${sys.url}/api/v1/nothing-here`);
     expect(unknown.status).toBe(404);
-    expect(await unknown.json()).toEqual({ success: false, error: { code: 'route_not_found', message: expect.any(String) } });
+    expect(await unknown.json()).toEqual({
+      success: false,
+      error: { code: 'route_not_found', message: expect.any(String) },
+    });
     const method = await fetch(`${sys.url}${CHECK}`, { method: 'DELETE' });
     expect(method.status).toBe(405);
     expect(method.headers.get('allow')).toBe('POST');
@@ -86,7 +101,10 @@ describe('envelope and routing', () => {
   });
 
   it('serves the OpenAPI 3.1 document and the browsable reference', async () => {
-    const doc = (await (await fetch(`${sys.url}/openapi.json`)).json()) as { openapi: string; paths: Record<string, Record<string, unknown>> };
+    const doc = (await (await fetch(`${sys.url}/openapi.json`)).json()) as {
+      openapi: string;
+      paths: Record<string, Record<string, unknown>>;
+    };
     expect(doc.openapi).toBe('3.1.0');
     for (const op of ['check', 'register', 'request-otp', 'verify-otp', 'refresh', 'logout']) {
       expect(doc.paths[`/api/v1/auth/member/${op}`]).toHaveProperty('post');
@@ -125,7 +143,10 @@ describe('service unavailable', () => {
     expect((await cached('POST', CHECK, { body })).status).toBe(200);
     await sys.stopService('identity');
     try {
-      for (const r of [await cached('POST', CHECK, { body }), await apiClient(sys.url, fresh)('POST', CHECK, { body })]) {
+      for (const r of [
+        await cached('POST', CHECK, { body }),
+        await apiClient(sys.url, fresh)('POST', CHECK, { body }),
+      ]) {
         expect(r.status).toBe(503);
         expect(r.body).toEqual({ success: false, error: { code: 'service_unavailable', message: expect.any(String) } });
       }

@@ -9,7 +9,9 @@ const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { max
 afterAll(() => redis.disconnect());
 
 const incr = (store: FastifyRateLimitStore, key: string, windowMs = 60_000) =>
-  new Promise<{ current: number; ttl: number }>((resolve, reject) => store.incr(key, (e, r) => (e ? reject(e) : resolve(r!)), windowMs, 10));
+  new Promise<{ current: number; ttl: number }>((resolve, reject) =>
+    store.incr(key, (e, r) => (e ? reject(e) : resolve(r!)), windowMs, 10),
+  );
 
 describe('shared rate-limit store', () => {
   it('counts every request of one replica exactly, at once', async () => {
@@ -25,7 +27,7 @@ describe('shared rate-limit store', () => {
     expect(await redis.pttl(`${prefix}app-1`)).toBeGreaterThan(50_000);
   });
 
-  it('adds the other replicas\' requests after a sync, with the window of Redis', async () => {
+  it("adds the other replicas' requests after a sync, with the window of Redis", async () => {
     const prefix = `test:${randomUUID()}:`;
     const one = sharedRateLimitStore(redis, prefix, 60_000);
     const two = sharedRateLimitStore(redis, prefix, 60_000);
@@ -42,7 +44,12 @@ describe('shared rate-limit store', () => {
   });
 
   it('goes on counting on its own while Redis cannot be reached', async () => {
-    const down = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const down = new Redis('redis://127.0.0.1:1', {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     const s = sharedRateLimitStore(down, 'test:down:', 60_000);
     const store = new s.Store();
     await incr(store, 'app');

@@ -8,7 +8,10 @@ import { findMemberBy } from './store/members.ts';
 export function claimCodes(deps: MemberAuthDeps) {
   const email = (value: string) => {
     const e = Email.safeParse(value);
-    if (!e.success) throw new AppError('validation_error', undefined, { fields: [{ field: 'member_email', message: 'must be a valid email address' }] });
+    if (!e.success)
+      throw new AppError('validation_error', undefined, {
+        fields: [{ field: 'member_email', message: 'must be a valid email address' }],
+      });
     return e.data;
   };
   return {
@@ -16,7 +19,12 @@ export function claimCodes(deps: MemberAuthDeps) {
       return withTransaction(deps.pool, async (db) => {
         const member = await findMemberBy(db, meta.tenant_id, { email: email(d.member_email) }, true);
         if (!member) throw new AppError('member_not_found');
-        const { code, expiresAt } = await issueOtp(db, deps.otp, deps.clock, { tenantId: meta.tenant_id, memberId: member.id, purpose: 'claim', context: d.context });
+        const { code, expiresAt } = await issueOtp(db, deps.otp, deps.clock, {
+          tenantId: meta.tenant_id,
+          memberId: member.id,
+          purpose: 'claim',
+          context: d.context,
+        });
         await mailCode(deps, log, meta, member, code, 'claim verification');
         return {
           member_id: member.id,

@@ -21,7 +21,10 @@ export interface MemberAuthDeps {
 const masked = (m: Member) => ({ email: maskEmail(m.email) ?? '', phone: maskPhone(m.phone) });
 
 function memberNotFound(): AppError {
-  return new AppError('member_not_found', undefined, { requires_registration: true, registration_endpoint: REGISTRATION_ENDPOINT });
+  return new AppError('member_not_found', undefined, {
+    requires_registration: true,
+    registration_endpoint: REGISTRATION_ENDPOINT,
+  });
 }
 
 /** Mail a one-time code; the transaction that issued it is still open, so a failure issues nothing. */
@@ -33,7 +36,10 @@ export async function mailCode(
   code: string,
   purpose: 'sign-in' | 'claim verification',
 ): Promise<void> {
-  if (!member.email) throw new AppError('validation_error', 'The member has no email address.', { fields: [{ field: 'email', message: 'member has no email' }] });
+  if (!member.email)
+    throw new AppError('validation_error', 'The member has no email address.', {
+      fields: [{ field: 'email', message: 'member has no email' }],
+    });
   try {
     await deps.mailer.send(
       {
@@ -53,15 +59,29 @@ export async function mailCode(
 export function memberAuth(deps: MemberAuthDeps) {
   return {
     async check(data: { email?: string; phone?: string }, meta: Meta) {
-      const member = await findMemberBy(deps.pool, meta.tenant_id, data.email !== undefined ? { email: data.email } : { phone: data.phone });
+      const member = await findMemberBy(
+        deps.pool,
+        meta.tenant_id,
+        data.email !== undefined ? { email: data.email } : { phone: data.phone },
+      );
       if (!member) return { exists: false, registration_endpoint: REGISTRATION_ENDPOINT };
       return { exists: true, is_active: member.is_active, member: masked(member) };
     },
 
-    async register(data: { name: string; email: string; phone: string; accepts_emails?: boolean }, meta: Meta, log: Logger) {
+    async register(
+      data: { name: string; email: string; phone: string; accepts_emails?: boolean },
+      meta: Meta,
+      log: Logger,
+    ) {
       return runIdempotent(
         deps.pool,
-        { table: 'identity.idempotency_keys', tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'member.register', data },
+        {
+          table: 'identity.idempotency_keys',
+          tenantId: meta.tenant_id,
+          key: meta.idempotency_key,
+          operation: 'member.register',
+          data,
+        },
         async (db) => {
           const member = await insertMember(db, {
             tenantId: meta.tenant_id,
@@ -70,7 +90,11 @@ export function memberAuth(deps: MemberAuthDeps) {
             phone: data.phone,
             acceptsEmails: data.accepts_emails ?? false,
           });
-          const { code } = await issueOtp(db, deps.otp, deps.clock, { tenantId: meta.tenant_id, memberId: member.id, purpose: 'login' });
+          const { code } = await issueOtp(db, deps.otp, deps.clock, {
+            tenantId: meta.tenant_id,
+            memberId: member.id,
+            purpose: 'login',
+          });
           await mailCode(deps, log, meta, member, code, 'sign-in');
           return {
             message: 'Member registered. A one-time code was sent by email.',
@@ -87,7 +111,11 @@ export function memberAuth(deps: MemberAuthDeps) {
         const member = await findMemberBy(db, meta.tenant_id, { email: data.email }, true);
         if (!member) throw memberNotFound();
         if (!member.is_active) throw new AppError('member_inactive');
-        const { code } = await issueOtp(db, deps.otp, deps.clock, { tenantId: meta.tenant_id, memberId: member.id, purpose: 'login' });
+        const { code } = await issueOtp(db, deps.otp, deps.clock, {
+          tenantId: meta.tenant_id,
+          memberId: member.id,
+          purpose: 'login',
+        });
         await mailCode(deps, log, meta, member, code, 'sign-in');
         return {
           message: 'A one-time code was sent by email.',
@@ -115,14 +143,20 @@ export function memberAuth(deps: MemberAuthDeps) {
 
     async refresh(meta: Meta) {
       return withTransaction(deps.pool, async (db) => {
-        const memberId = meta.session_id !== undefined ? await revokeSession(db, meta.session_id, meta.tenant_id, deps.clock.now()) : undefined;
+        const memberId =
+          meta.session_id !== undefined
+            ? await revokeSession(db, meta.session_id, meta.tenant_id, deps.clock.now())
+            : undefined;
         if (memberId === undefined) throw new AppError('invalid_member_token');
         return openSession(db, deps, meta.tenant_id, memberId);
       });
     },
 
     async logout(meta: Meta) {
-      const memberId = meta.session_id !== undefined ? await revokeSession(deps.pool, meta.session_id, meta.tenant_id, deps.clock.now()) : undefined;
+      const memberId =
+        meta.session_id !== undefined
+          ? await revokeSession(deps.pool, meta.session_id, meta.tenant_id, deps.clock.now())
+          : undefined;
       if (memberId === undefined) throw new AppError('invalid_member_token');
       return { message: 'Logged out. The member token no longer works.' };
     },
@@ -131,9 +165,16 @@ export function memberAuth(deps: MemberAuthDeps) {
     async authenticate(data: { app_id: string; api_key: string; member_token?: string }): Promise<AuthenticateReply> {
       const creds = await findCredentials(deps.pool, data.app_id);
       // Hash even for an unknown app so the answer takes the same time either way.
-      const ok = creds ? matchesHash(data.api_key, creds.key_hash) : matchesHash(data.api_key, Buffer.alloc(32)) && false;
+      const ok = creds
+        ? matchesHash(data.api_key, creds.key_hash)
+        : matchesHash(data.api_key, Buffer.alloc(32)) && false;
       if (!creds || !ok || creds.revoked) throw new AppError('invalid_credentials');
-      const reply: AuthenticateReply = { tenant_id: creds.tenant_id, app_id: data.app_id, sandbox: creds.sandbox, scopes: creds.scopes };
+      const reply: AuthenticateReply = {
+        tenant_id: creds.tenant_id,
+        app_id: data.app_id,
+        sandbox: creds.sandbox,
+        scopes: creds.scopes,
+      };
       if (data.member_token !== undefined) {
         const session = await findLiveSession(deps.pool, creds.tenant_id, sha256(data.member_token), deps.clock.now());
         if (!session) throw new AppError('invalid_member_token');

@@ -4,18 +4,31 @@ import { maskEmail, maskPhone } from './domain/masking.ts';
 import { findMemberBy, insertMember, type Member } from './store/members.ts';
 
 export function summary(m: Member): MemberSummary {
-  return { id: m.id, name: m.name, email: maskEmail(m.email), phone: maskPhone(m.phone), has_email: m.email !== null, is_active: m.is_active };
+  return {
+    id: m.id,
+    name: m.name,
+    email: maskEmail(m.email),
+    phone: maskPhone(m.phone),
+    has_email: m.email !== null,
+    is_active: m.is_active,
+  };
 }
 
 function normalized(by: { member_id?: number; email?: string; phone?: string }) {
   if (by.member_id !== undefined) return { id: by.member_id };
   if (by.email !== undefined) {
     const e = Email.safeParse(by.email);
-    if (!e.success) throw new AppError('validation_error', undefined, { fields: [{ field: 'email', message: 'must be a valid email address' }] });
+    if (!e.success)
+      throw new AppError('validation_error', undefined, {
+        fields: [{ field: 'email', message: 'must be a valid email address' }],
+      });
     return { email: e.data };
   }
   const p = Phone.safeParse(by.phone);
-  if (!p.success) throw new AppError('validation_error', undefined, { fields: [{ field: 'phone', message: 'must be a valid phone number' }] });
+  if (!p.success)
+    throw new AppError('validation_error', undefined, {
+      fields: [{ field: 'phone', message: 'must be a valid phone number' }],
+    });
   return { phone: p.data };
 }
 

@@ -37,7 +37,12 @@ export function notificationHandler(mailer: Mailer, log: Logger) {
     const mail = template(event.data, member.name);
     if (!mail) return;
     const tenant = await findTenant(db, event.tenant_id);
-    await mailer.send({ to: member.email, ...mail }, tenant?.sandbox ?? false, log.child({ event_id: event.id }), 'notification');
+    await mailer.send(
+      { to: member.email, ...mail },
+      tenant?.sandbox ?? false,
+      log.child({ event_id: event.id }),
+      'notification',
+    );
     log.info({ event: event.id, type: event.type, member: memberId }, 'notification mailed');
   };
 }

@@ -27,13 +27,17 @@ export async function issueOtp(
   if (last) {
     const readyAt = last.created_at.getTime() + policy.cooldownSeconds * 1000;
     if (readyAt > now.getTime()) {
-      throw new AppError('otp_cooldown', undefined, { retry_after_seconds: Math.ceil((readyAt - now.getTime()) / 1000) });
+      throw new AppError('otp_cooldown', undefined, {
+        retry_after_seconds: Math.ceil((readyAt - now.getTime()) / 1000),
+      });
     }
   }
   if (recent.length >= policy.hourlyLimit) {
     const oldest = recent[recent.length - 1]!;
     const freeAt = oldest.created_at.getTime() + 3_600_000;
-    throw new AppError('otp_hourly_limit', undefined, { retry_after_seconds: Math.max(1, Math.ceil((freeAt - now.getTime()) / 1000)) });
+    throw new AppError('otp_hourly_limit', undefined, {
+      retry_after_seconds: Math.max(1, Math.ceil((freeAt - now.getTime()) / 1000)),
+    });
   }
   const code = newOtpCode();
   const expiresAt = new Date(now.getTime() + policy.ttlMinutes * 60_000);
@@ -56,7 +60,14 @@ export type OtpCheck = { ok: true; context: Record<string, unknown> } | { ok: fa
  * A wrong try is counted (and committed by the caller even though the answer is a failure);
  * after `maxAttempts` wrong tries the code is dead, even for the right digits.
  */
-export async function checkOtp(db: PoolClient, policy: OtpPolicy, clock: Clock, memberId: number, purpose: string, code: string): Promise<OtpCheck> {
+export async function checkOtp(
+  db: PoolClient,
+  policy: OtpPolicy,
+  clock: Clock,
+  memberId: number,
+  purpose: string,
+  code: string,
+): Promise<OtpCheck> {
   const now = clock.now();
   const otp = await latestOtpForUpdate(db, memberId, purpose);
   if (!otp || otp.consumed_at) return { ok: false, error: new AppError('invalid_otp') };
@@ -64,7 +75,10 @@ export async function checkOtp(db: PoolClient, policy: OtpPolicy, clock: Clock, 
   if (otp.expires_at.getTime() <= now.getTime()) return { ok: false, error: new AppError('otp_expired') };
   if (!otpMatches(policy.secret, memberId, code, otp.code_hash)) {
     const attempts = await recordWrongAttempt(db, otp.id);
-    return { ok: false, error: new AppError('invalid_otp', undefined, { attempts_remaining: Math.max(policy.maxAttempts - attempts, 0) }) };
+    return {
+      ok: false,
+      error: new AppError('invalid_otp', undefined, { attempts_remaining: Math.max(policy.maxAttempts - attempts, 0) }),
+    };
   }
   if (!(await consumeOtp(db, otp.id, now))) return { ok: false, error: new AppError('invalid_otp') };
   return { ok: true, context: otp.context };

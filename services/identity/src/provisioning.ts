@@ -12,13 +12,21 @@ export function provisioning(pool: Pool, onCredentialsChanged: (appId: string) =
     return tenant;
   }
   return {
-    createTenant: async (d: { name: string; sandbox: boolean }) => ({ tenant: await createTenant(pool, d.name, d.sandbox) }),
+    createTenant: async (d: { name: string; sandbox: boolean }) => ({
+      tenant: await createTenant(pool, d.name, d.sandbox),
+    }),
     listTenants: async () => ({ tenants: await listTenants(pool) }),
     async createApp(d: { tenant_id: number; name: string; scopes: Scope[] }) {
       await tenantOrFail(d.tenant_id);
       const apiKey = newApiKey();
       const scopes = [...new Set(d.scopes)];
-      const app = await createApp(pool, { id: newAppId(), tenantId: d.tenant_id, name: d.name, scopes, keyHash: sha256(apiKey) });
+      const app = await createApp(pool, {
+        id: newAppId(),
+        tenantId: d.tenant_id,
+        name: d.name,
+        scopes,
+        keyHash: sha256(apiKey),
+      });
       return { app: { ...app, api_key: apiKey } };
     },
     async listApps(d: { tenant_id: number }) {

@@ -23,7 +23,10 @@ import { provisioning } from './provisioning.ts';
 export const SERVICE_VERSION = '0.1.0';
 
 /** Composition root: config -> connections -> endpoints -> shutdown. */
-export async function startIdentity(config: IdentityConfig, opts: { clock?: Clock; log?: Logger } = {}): Promise<RunningService> {
+export async function startIdentity(
+  config: IdentityConfig,
+  opts: { clock?: Clock; log?: Logger } = {},
+): Promise<RunningService> {
   return runService({
     name: 'identity',
     version: SERVICE_VERSION,
@@ -31,7 +34,9 @@ export async function startIdentity(config: IdentityConfig, opts: { clock?: Cloc
     log: opts.log,
     migrationsDir: packageDir(import.meta.url, '../migrations'),
     async setup({ pool, nc, subjects, log, metrics }) {
-      const mailer = new Mailer(config.SMTP_URL, config.SANDBOX_SMTP_URL ?? config.SMTP_URL, config.MAIL_FROM, log, { connections: config.MAIL_CONCURRENCY });
+      const mailer = new Mailer(config.SMTP_URL, config.SANDBOX_SMTP_URL ?? config.SMTP_URL, config.MAIL_FROM, log, {
+        connections: config.MAIL_CONCURRENCY,
+      });
       const authDeps = {
         pool,
         clock: opts.clock ?? systemClock,
@@ -47,7 +52,9 @@ export async function startIdentity(config: IdentityConfig, opts: { clock?: Cloc
       };
       const auth = memberAuth(authDeps);
       // Tell every gateway replica to forget a rotated or revoked key.
-      const admin = provisioning(pool, (appId) => nc.publish(subjects.credentialsChanged(), jsonCodec.encode({ app_id: appId })));
+      const admin = provisioning(pool, (appId) =>
+        nc.publish(subjects.credentialsChanged(), jsonCodec.encode({ app_id: appId })),
+      );
       // Member notifications: one durable consumer per event type that has a mail template.
       await ensureEventStream(nc, subjects);
       const pace = notificationPace(config.MAIL_NOTIFICATIONS_PER_SECOND);

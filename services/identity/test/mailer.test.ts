@@ -16,25 +16,46 @@ describe('Mailer', () => {
   });
 
   it('keeps its SMTP connections open between mails (pooled)', async () => {
-    const mailer = new Mailer(url, url, 'Loyalty <no-reply@loyalty.local>', createLogger('mailer-test', 'silent'), { connections: 2 });
+    const mailer = new Mailer(url, url, 'Loyalty <no-reply@loyalty.local>', createLogger('mailer-test', 'silent'), {
+      connections: 2,
+    });
     try {
-      for (let i = 0; i < 4; i++) await mailer.send({ to: `seq${i}@example.com`, subject: `seq ${i}`, text: 'hello' }, true, undefined, 'notification');
+      for (let i = 0; i < 4; i++)
+        await mailer.send(
+          { to: `seq${i}@example.com`, subject: `seq ${i}`, text: 'hello' },
+          true,
+          undefined,
+          'notification',
+        );
       expect(sink.connections).toBe(1); // four mails in a row over one connection
-      await Promise.all(Array.from({ length: 6 }, (_, i) => mailer.send({ to: `par${i}@example.com`, subject: `par ${i}`, text: 'hello' }, true)));
+      await Promise.all(
+        Array.from({ length: 6 }, (_, i) =>
+          mailer.send({ to: `par${i}@example.com`, subject: `par ${i}`, text: 'hello' }, true),
+        ),
+      );
     } finally {
       mailer.close();
     }
-    expect(sink.messages.map((m) => m.subject).sort()).toEqual([...Array.from({ length: 6 }, (_, i) => `par ${i}`), ...Array.from({ length: 4 }, (_, i) => `seq ${i}`)]);
+    expect(sink.messages.map((m) => m.subject).sort()).toEqual([
+      ...Array.from({ length: 6 }, (_, i) => `par ${i}`),
+      ...Array.from({ length: 4 }, (_, i) => `seq ${i}`),
+    ]);
     // Ten mails, a handful of connections (nodemailer may replace one while the burst starts);
     // unpooled it was one connection per mail.
     expect(sink.connections).toBeLessThanOrEqual(3);
   });
 
   it('sends a code over connections of its own, never behind notifications', async () => {
-    const mailer = new Mailer(url, url, 'Loyalty <no-reply@loyalty.local>', createLogger('mailer-test', 'silent'), { connections: 1 });
+    const mailer = new Mailer(url, url, 'Loyalty <no-reply@loyalty.local>', createLogger('mailer-test', 'silent'), {
+      connections: 1,
+    });
     try {
       const before = sink.connections;
-      const notifications = Promise.all(Array.from({ length: 20 }, (_, i) => mailer.send({ to: `n${i}@example.com`, subject: `n ${i}`, text: 'x' }, true, undefined, 'notification')));
+      const notifications = Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          mailer.send({ to: `n${i}@example.com`, subject: `n ${i}`, text: 'x' }, true, undefined, 'notification'),
+        ),
+      );
       await mailer.send({ to: 'code@example.com', subject: 'code', text: 'x' }, true);
       const codeArrived = sink.messages.findIndex((m) => m.subject === 'code');
       const notificationsBefore = sink.messages.slice(0, codeArrived).filter((m) => /^n \d+$/.test(m.subject)).length;
@@ -56,10 +77,23 @@ describe('Mailer', () => {
 
   it('pools by default and lets the URL decide what it names', () => {
     const plain = transportOptions('smtp://127.0.0.1:1025', 8);
-    expect(plain).toMatchObject({ pool: true, maxConnections: 8, host: '127.0.0.1', port: 1025, socketTimeout: 10_000 });
+    expect(plain).toMatchObject({
+      pool: true,
+      maxConnections: 8,
+      host: '127.0.0.1',
+      port: 1025,
+      socketTimeout: 10_000,
+    });
     expect(typeof plain.getSocket).toBe('function');
     const tls = transportOptions('smtps://user:p%40ss@mail.example.com:465/?maxConnections=3', 8);
-    expect(tls).toMatchObject({ pool: true, maxConnections: 3, secure: true, host: 'mail.example.com', port: 465, auth: { user: 'user', pass: 'p@ss' } });
+    expect(tls).toMatchObject({
+      pool: true,
+      maxConnections: 3,
+      secure: true,
+      host: 'mail.example.com',
+      port: 465,
+      auth: { user: 'user', pass: 'p@ss' },
+    });
     expect(tls.getSocket).toBeUndefined(); // TLS sockets are nodemailer's own
   });
 });

@@ -8,7 +8,11 @@ let n = 0;
 /** A fresh member identity per test, so tests do not share cooldowns or codes. */
 const person = () => {
   n += 1;
-  return { name: `Member ${n}`, email: `member${n}.${Date.now()}@example.com`, phone: `+1555${String(1_000_000 + n * 7919).slice(-7)}` };
+  return {
+    name: `Member ${n}`,
+    email: `member${n}.${Date.now()}@example.com`,
+    phone: `+1555${String(1_000_000 + n * 7919).slice(-7)}`,
+  };
 };
 const AUTH = '/api/v1/auth/member';
 const MINUTE = 60_000;
@@ -41,7 +45,14 @@ describe('check', () => {
     for (const body of [{ email: m.email.toUpperCase() }, { phone: m.phone }]) {
       const r = await api('POST', `${AUTH}/check`, { body });
       expect(r.status).toBe(200);
-      expect(r.body).toEqual({ success: true, data: { exists: true, is_active: true, member: { email: expect.stringContaining('***'), phone: expect.stringContaining('***') } } });
+      expect(r.body).toEqual({
+        success: true,
+        data: {
+          exists: true,
+          is_active: true,
+          member: { email: expect.stringContaining('***'), phone: expect.stringContaining('***') },
+        },
+      });
       const member = r.body.data!.member as { email: string; phone: string };
       expect(member.email).not.toBe(m.email);
       expect(member.email.endsWith('@example.com')).toBe(true);
@@ -51,14 +62,20 @@ describe('check', () => {
 
   it('answers exists false with the registration endpoint for an unknown member', async () => {
     const r = await api('POST', `${AUTH}/check`, { body: { email: 'nobody@example.com' } });
-    expect(r.body).toEqual({ success: true, data: { exists: false, registration_endpoint: '/api/v1/auth/member/register' } });
+    expect(r.body).toEqual({
+      success: true,
+      data: { exists: false, registration_endpoint: '/api/v1/auth/member/register' },
+    });
   });
 
   it('refuses a body with neither email nor phone, naming the field', async () => {
     const r = await api('POST', `${AUTH}/check`, { body: {} });
     expect(r.status).toBe(400);
     expect(r.body.success).toBe(false);
-    expect(r.body.error).toMatchObject({ code: 'validation_error', fields: [{ field: 'email', message: 'email or phone is required' }] });
+    expect(r.body.error).toMatchObject({
+      code: 'validation_error',
+      fields: [{ field: 'email', message: 'email or phone is required' }],
+    });
   });
 });
 
@@ -68,8 +85,17 @@ describe('register', () => {
     const r = await api('POST', `${AUTH}/register`, { body: { ...p, accepts_emails: true } });
     expect(r.status).toBe(200);
     const d = r.body.data!;
-    expect(d).toMatchObject({ message: expect.any(String), otp_expires_in_minutes: 10, otp_code: expect.stringMatching(/^\d{6}$/) });
-    expect(d.member).toEqual({ id: expect.any(Number), name: p.name, email: expect.stringContaining('***'), phone: expect.stringContaining('***') });
+    expect(d).toMatchObject({
+      message: expect.any(String),
+      otp_expires_in_minutes: 10,
+      otp_code: expect.stringMatching(/^\d{6}$/),
+    });
+    expect(d.member).toEqual({
+      id: expect.any(Number),
+      name: p.name,
+      email: expect.stringContaining('***'),
+      phone: expect.stringContaining('***'),
+    });
     expect(await sys.mail.codeFor(p.email)).toBe(d.otp_code);
   });
 
@@ -125,7 +151,12 @@ describe('request-otp', () => {
     expect(r.status).toBe(404);
     expect(r.body).toEqual({
       success: false,
-      error: { code: 'member_not_found', message: expect.any(String), requires_registration: true, registration_endpoint: '/api/v1/auth/member/register' },
+      error: {
+        code: 'member_not_found',
+        message: expect.any(String),
+        requires_registration: true,
+        registration_endpoint: '/api/v1/auth/member/register',
+      },
     });
   });
 
@@ -230,7 +261,11 @@ describe('member tokens', () => {
     const m = await signedIn();
     const r = await api('POST', `${AUTH}/refresh`, { token: m.token });
     expect(r.status).toBe(200);
-    expect(r.body.data).toEqual({ member_token: expect.any(String), expires_at: expect.any(String), expires_in_minutes: 60 });
+    expect(r.body.data).toEqual({
+      member_token: expect.any(String),
+      expires_at: expect.any(String),
+      expires_in_minutes: 60,
+    });
     const fresh = r.body.data!.member_token as string;
     expect(fresh).not.toBe(m.token);
     const old = await api('POST', `${AUTH}/refresh`, { token: m.token });

@@ -13,7 +13,10 @@ let sys: TestSystem;
 let nc: NatsConnection;
 
 beforeAll(async () => {
-  sys = await startTestSystem({ services: ['identity'], env: { MAIL_NOTIFICATIONS_PER_SECOND: '4', MAIL_CONCURRENCY: '8' } });
+  sys = await startTestSystem({
+    services: ['identity'],
+    env: { MAIL_NOTIFICATIONS_PER_SECOND: '4', MAIL_CONCURRENCY: '8' },
+  });
   nc = await connect({ servers: sys.env.NATS_URL ?? 'nats://127.0.0.1:4222' });
 });
 afterAll(async () => {
@@ -27,7 +30,13 @@ it('spaces a burst of notifications at the configured pace, holding no connectio
   const members = await Promise.all(
     Array.from({ length: 6 }, async (_, i) => {
       const email = `paced${i}.${Date.now()}@example.com`;
-      const r = await api('POST', '/api/v1/auth/member/register', { body: { name: `Paced ${i}`, email, phone: `+1666${String(1_000_000 + i * 7919 + (Date.now() % 1000)).slice(-7)}` } });
+      const r = await api('POST', '/api/v1/auth/member/register', {
+        body: {
+          name: `Paced ${i}`,
+          email,
+          phone: `+1666${String(1_000_000 + i * 7919 + (Date.now() % 1000)).slice(-7)}`,
+        },
+      });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       return { id: (r.body.data!.member as { id: number }).id, email };
     }),
@@ -36,7 +45,13 @@ it('spaces a burst of notifications at the configured pace, holding no connectio
   const js = nc.jetstream();
   for (const [i, m] of members.entries()) {
     const id = randomUUID();
-    const event = { id, type: 'ledger.points_earned', tenant_id: t.tenantId, occurred_at: new Date().toISOString(), data: { member_id: m.id, card_id: 1, points: 10 + i, new_balance: 10 + i } };
+    const event = {
+      id,
+      type: 'ledger.points_earned',
+      tenant_id: t.tenantId,
+      occurred_at: new Date().toISOString(),
+      data: { member_id: m.id, card_id: 1, points: 10 + i, new_balance: 10 + i },
+    };
     await js.publish(subjects.event('ledger', 'points_earned'), JSON.stringify(event), { msgID: id });
   }
 

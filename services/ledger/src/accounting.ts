@@ -44,7 +44,11 @@ export interface BalanceChange {
 }
 
 export function duplicateReference(originalId: number | undefined): AppError {
-  return new AppError('duplicate_reference', undefined, originalId === undefined ? {} : { original_transaction_id: originalId });
+  return new AppError(
+    'duplicate_reference',
+    undefined,
+    originalId === undefined ? {} : { original_transaction_id: originalId },
+  );
 }
 
 /** The member named by member_id (wins), email or phone. */
@@ -72,7 +76,13 @@ export function accounting(deps: LedgerDeps) {
      */
     async mutate<T>(
       meta: LedgerMeta,
-      opts: { operation: string; data: unknown; source: 'http' | 'service'; earnReference?: { cardId: number; reference: string }; oneStatement?: boolean },
+      opts: {
+        operation: string;
+        data: unknown;
+        source: 'http' | 'service';
+        earnReference?: { cardId: number; reference: string };
+        oneStatement?: boolean;
+      },
       fn: (db: Queryable) => Promise<T>,
     ): Promise<T> {
       const key = meta.idempotency_key === undefined ? undefined : `${opts.source}:${meta.idempotency_key}`;
@@ -80,12 +90,24 @@ export function accounting(deps: LedgerDeps) {
         const result =
           key === undefined && opts.oneStatement
             ? await fn(pool)
-            : await runIdempotent(pool, { table: 'ledger.idempotency_keys', tenantId: meta.tenant_id, key, operation: opts.operation, data: opts.data }, fn);
+            : await runIdempotent(
+                pool,
+                {
+                  table: 'ledger.idempotency_keys',
+                  tenantId: meta.tenant_id,
+                  key,
+                  operation: opts.operation,
+                  data: opts.data,
+                },
+                fn,
+              );
         deps.eventsWritten();
         return result;
       } catch (err) {
         if (opts.earnReference && isUniqueViolation(err, 'journal_earn_reference')) {
-          throw duplicateReference((await earnByReference(pool, opts.earnReference.cardId, opts.earnReference.reference))?.id);
+          throw duplicateReference(
+            (await earnByReference(pool, opts.earnReference.cardId, opts.earnReference.reference))?.id,
+          );
         }
         throw err;
       }
@@ -98,9 +120,16 @@ export function accounting(deps: LedgerDeps) {
      * fails as a whole and `mutate` answers 409.
      * undefined: a debit the balance did not cover; nothing was written.
      */
-    async post(db: Queryable, k: AccountKey, direction: 'credit' | 'debit', m: Movement, event: PostingEvent): Promise<BalanceChange | undefined> {
+    async post(
+      db: Queryable,
+      k: AccountKey,
+      direction: 'credit' | 'debit',
+      m: Movement,
+      event: PostingEvent,
+    ): Promise<BalanceChange | undefined> {
       // Outside a transaction (`mutate` passed the pool itself) postings share statements.
-      const entry = db === pool ? await deps.postings.post(direction, { k, m, e: event }) : await post(db, k, direction, m, event);
+      const entry =
+        db === pool ? await deps.postings.post(direction, { k, m, e: event }) : await post(db, k, direction, m, event);
       if (!entry) return undefined;
       return { entry, previous: entry.balance_after - entry.amount, balance: entry.balance_after };
     },
@@ -118,12 +147,20 @@ export function accounting(deps: LedgerDeps) {
       let cap: number | null = null;
       if (e.reference !== undefined) {
         const purchase = await earnByReference(db, k.cardId, e.reference);
-        if (purchase && purchase.member_id === k.memberId) cap = purchase.amount - (await refundedOnReference(db, k, e.reference));
+        if (purchase && purchase.member_id === k.memberId)
+          cap = purchase.amount - (await refundedOnReference(db, k, e.reference));
       }
       const { deducted, warning } = refundDeduction(e.requested, cap, previous);
       const balance = previous - deducted;
       if (deducted > 0) await setBalance(db, k, balance, e.at);
-      const entry = await appendJournal(db, k, { event: e.event, amount: -deducted, balanceAfter: balance, purchaseCents: e.refundCents, reference: e.reference, at: e.at });
+      const entry = await appendJournal(db, k, {
+        event: e.event,
+        amount: -deducted,
+        balanceAfter: balance,
+        purchaseCents: e.refundCents,
+        reference: e.reference,
+        at: e.at,
+      });
       return { entry, previous, balance, deducted, warning };
     },
 
@@ -139,7 +176,13 @@ export function accounting(deps: LedgerDeps) {
     },
 
     /** A history page; a member without an account on the card gets an empty one if identity knows it. */
-    async historyPage(meta: LedgerMeta, cardId: number, memberId: number, limit: number, offset: number): Promise<{ entries: JournalEntry[]; total: number }> {
+    async historyPage(
+      meta: LedgerMeta,
+      cardId: number,
+      memberId: number,
+      limit: number,
+      offset: number,
+    ): Promise<{ entries: JournalEntry[]; total: number }> {
       const page = await journalPage(pool, cardId, memberId, limit, offset);
       if (page) return page;
       await deps.identity.mustExist(meta, memberId);
@@ -147,7 +190,11 @@ export function accounting(deps: LedgerDeps) {
     },
 
     /** The member of a refund: an account on the card proves a member_id; otherwise identity decides. */
-    async refundMember(meta: LedgerMeta, cardId: number, d: { member_id?: number; email?: string; phone?: string }): Promise<number> {
+    async refundMember(
+      meta: LedgerMeta,
+      cardId: number,
+      d: { member_id?: number; email?: string; phone?: string },
+    ): Promise<number> {
       if (d.member_id !== undefined && (await findBalance(pool, cardId, d.member_id)) !== undefined) return d.member_id;
       return (await deps.identity.resolve(meta, memberBy(d))).member.id;
     },

@@ -4,7 +4,18 @@ import { isUniqueViolation, type Pool } from '@loyalty/runtime';
 import { decimal, decimalNumber, decimalText, fromCents, parseDecimal, toCents } from './domain/money.ts';
 import type { CardCache } from './card-cache.ts';
 import type { CashbackRule } from './domain/formulas.ts';
-import { findCard, findReward, insertCard, insertReward, listCards, listRewards, updateCard, updateReward, type Card, type Reward } from './store/cards.ts';
+import {
+  findCard,
+  findReward,
+  insertCard,
+  insertReward,
+  listCards,
+  listRewards,
+  updateCard,
+  updateReward,
+  type Card,
+  type Reward,
+} from './store/cards.ts';
 
 // ---- views --------------------------------------------------------------------------------------
 
@@ -81,20 +92,33 @@ export function rewardSummary(r: Reward): RewardSummary {
 }
 
 export function cashbackRule(c: Card): CashbackRule {
-  return { percentage: parseDecimal(c.cashback_percentage ?? '0'), minCents: c.cashback_min_cents ?? 0, maxCents: c.cashback_max_cents };
+  return {
+    percentage: parseDecimal(c.cashback_percentage ?? '0'),
+    minCents: c.cashback_min_cents ?? 0,
+    maxCents: c.cashback_max_cents,
+  };
 }
 
 // ---- lookups ------------------------------------------------------------------------------------
 
 /** The tenant's card of the given kind: card_not_found (also for a foreign card), wrong_card_type. */
-export async function cardOfKind(cards: CardCache, tenantId: number, cardId: number, kind: 'cashback' | 'points'): Promise<Card> {
+export async function cardOfKind(
+  cards: CardCache,
+  tenantId: number,
+  cardId: number,
+  kind: 'cashback' | 'points',
+): Promise<Card> {
   const card = await cards.get(tenantId, cardId);
   if (!card) throw new AppError('card_not_found');
   if (card.reward_system !== kind) {
-    throw new AppError('wrong_card_type', `Card ${cardId} is a ${card.reward_system} card; this operation needs a ${kind} card.`, {
-      card_reward_system: card.reward_system,
-      required_reward_system: kind,
-    });
+    throw new AppError(
+      'wrong_card_type',
+      `Card ${cardId} is a ${card.reward_system} card; this operation needs a ${kind} card.`,
+      {
+        card_reward_system: card.reward_system,
+        required_reward_system: kind,
+      },
+    );
   }
   return card;
 }
@@ -121,16 +145,28 @@ interface CardSettingsInput {
 }
 
 function applyCashbackConfig(card: Card, cfg: CashbackConfigInput): void {
-  if (cfg.cashback_percentage !== undefined) card.cashback_percentage = decimalText(decimal(cfg.cashback_percentage, 4));
+  if (cfg.cashback_percentage !== undefined)
+    card.cashback_percentage = decimalText(decimal(cfg.cashback_percentage, 4));
   if (cfg.cashback_min_amount !== undefined) card.cashback_min_cents = toCents(cfg.cashback_min_amount);
-  if (cfg.cashback_max_amount !== undefined) card.cashback_max_cents = cfg.cashback_max_amount === null ? null : toCents(cfg.cashback_max_amount);
+  if (cfg.cashback_max_amount !== undefined)
+    card.cashback_max_cents = cfg.cashback_max_amount === null ? null : toCents(cfg.cashback_max_amount);
   if (cfg.allows_pin_redemption !== undefined) card.allows_pin_redemption = cfg.allows_pin_redemption;
 }
 
 function applySettings(card: Card, d: CardSettingsInput): void {
-  if (d.cashback_config !== undefined && card.reward_system !== 'cashback') throw new AppError('wrong_card_type', 'cashback_config applies to cashback cards only.');
-  if (d.points_ratio !== undefined && card.reward_system !== 'points') throw new AppError('wrong_card_type', 'points_ratio applies to points cards only.');
-  for (const key of ['name', 'description', 'currency', 'referrer_bonus', 'referee_bonus', 'referral_bonus_on_first_purchase', 'claim_lifetime_hours'] as const) {
+  if (d.cashback_config !== undefined && card.reward_system !== 'cashback')
+    throw new AppError('wrong_card_type', 'cashback_config applies to cashback cards only.');
+  if (d.points_ratio !== undefined && card.reward_system !== 'points')
+    throw new AppError('wrong_card_type', 'points_ratio applies to points cards only.');
+  for (const key of [
+    'name',
+    'description',
+    'currency',
+    'referrer_bonus',
+    'referee_bonus',
+    'referral_bonus_on_first_purchase',
+    'claim_lifetime_hours',
+  ] as const) {
     if (d[key] !== undefined) (card as unknown as Record<string, unknown>)[key] = d[key];
   }
   if (d.cashback_config) applyCashbackConfig(card, d.cashback_config);
@@ -146,7 +182,14 @@ export function cardCatalogue(pool: Pool, changed: (cardId: number) => void = ()
   }
 
   return {
-    async createCard(d: CardSettingsInput & { tenant_id: number; name: string; reward_system: 'cashback' | 'points'; unique_identifier?: string }) {
+    async createCard(
+      d: CardSettingsInput & {
+        tenant_id: number;
+        name: string;
+        reward_system: 'cashback' | 'points';
+        unique_identifier?: string;
+      },
+    ) {
       const card: Card = {
         id: 0,
         tenant_id: d.tenant_id,
@@ -194,14 +237,36 @@ export function cardCatalogue(pool: Pool, changed: (cardId: number) => void = ()
       return { card: cardRecord(card), rewards: (await listRewards(pool, card.tenant_id, card.id)).map(rewardRecord) };
     },
 
-    async createReward(d: { tenant_id: number; card_id: number; name: string; description: string; points_cost: number; active: boolean }) {
+    async createReward(d: {
+      tenant_id: number;
+      card_id: number;
+      name: string;
+      description: string;
+      points_cost: number;
+      active: boolean;
+    }) {
       const card = await cardOrFail(d.tenant_id, d.card_id);
       if (card.reward_system !== 'points') throw new AppError('wrong_card_type', 'Rewards belong to points cards.');
-      const reward = await insertReward(pool, { tenant_id: d.tenant_id, card_id: d.card_id, name: d.name, description: d.description, points_cost: d.points_cost, active: d.active });
+      const reward = await insertReward(pool, {
+        tenant_id: d.tenant_id,
+        card_id: d.card_id,
+        name: d.name,
+        description: d.description,
+        points_cost: d.points_cost,
+        active: d.active,
+      });
       return { reward: rewardRecord(reward) };
     },
 
-    async updateReward(d: { tenant_id: number; card_id: number; reward_id: number; name?: string; description?: string; points_cost?: number; active?: boolean }) {
+    async updateReward(d: {
+      tenant_id: number;
+      card_id: number;
+      reward_id: number;
+      name?: string;
+      description?: string;
+      points_cost?: number;
+      active?: boolean;
+    }) {
       await cardOrFail(d.tenant_id, d.card_id);
       const reward = await findReward(pool, d.tenant_id, d.card_id, d.reward_id);
       if (!reward) throw new AppError('reward_not_found');

@@ -17,7 +17,13 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
 
   return {
     async earn(
-      d: MemberRef & { card_id: number; member_name?: string; purchase_amount: number; reference?: string; metadata?: Record<string, unknown> },
+      d: MemberRef & {
+        card_id: number;
+        member_name?: string;
+        purchase_amount: number;
+        reference?: string;
+        metadata?: Record<string, unknown>;
+      },
       meta: LedgerMeta,
     ) {
       const card = await cashbackCard(meta, d.card_id);
@@ -28,36 +34,53 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
       const percentage = cashbackConfigView(card).cashback_percentage;
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: member.id };
       const earnReference = d.reference === undefined ? undefined : { cardId: card.id, reference: d.reference };
-      return books.mutate(meta, { operation: 'cashback.earn', data: d, source: 'http', earnReference, oneStatement: true }, async (db) => {
-        const at = clock.now();
-        const event = postingEvent(subjects, 'cents', {
-          tenantId: meta.tenant_id,
-          event: 'cashback_earned',
-          at,
-          data: {
-            member_id: member.id,
-            card_id: card.id,
-            amount: fromCents(earned),
+      return books.mutate(
+        meta,
+        { operation: 'cashback.earn', data: d, source: 'http', earnReference, oneStatement: true },
+        async (db) => {
+          const at = clock.now();
+          const event = postingEvent(subjects, 'cents', {
+            tenantId: meta.tenant_id,
+            event: 'cashback_earned',
+            at,
+            data: {
+              member_id: member.id,
+              card_id: card.id,
+              amount: fromCents(earned),
+              purchase_amount: fromCents(purchaseCents),
+              cashback_percentage: percentage,
+              currency: card.currency,
+              reference: d.reference ?? null,
+            },
+          });
+          const p = (await books.post(
+            db,
+            k,
+            'credit',
+            {
+              event: 'cashback_earned',
+              amount: earned,
+              purchaseCents,
+              reference: d.reference,
+              metadata: d.metadata,
+              at,
+            },
+            event,
+          ))!;
+          return {
+            transaction_id: p.entry.id,
             purchase_amount: fromCents(purchaseCents),
             cashback_percentage: percentage,
-            currency: card.currency,
+            cashback_earned: fromCents(earned),
+            new_balance: fromCents(p.balance),
+            member_id: member.id,
+            card_id: card.id,
+            is_new_member: created,
             reference: d.reference ?? null,
-          },
-        });
-        const p = (await books.post(db, k, 'credit', { event: 'cashback_earned', amount: earned, purchaseCents, reference: d.reference, metadata: d.metadata, at }, event))!;
-        return {
-          transaction_id: p.entry.id,
-          purchase_amount: fromCents(purchaseCents),
-          cashback_percentage: percentage,
-          cashback_earned: fromCents(earned),
-          new_balance: fromCents(p.balance),
-          member_id: member.id,
-          card_id: card.id,
-          is_new_member: created,
-          reference: d.reference ?? null,
-          earned_at: at.toISOString(),
-        };
-      });
+            earned_at: at.toISOString(),
+          };
+        },
+      );
     },
 
     async redeem(d: { card_id: number; amount: number; pin?: string; reference?: string }, meta: LedgerMeta) {
@@ -69,40 +92,76 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId };
       // The PIN is a credential, not a parameter: it never goes into the idempotency record.
       const { pin: _pin, ...parameters } = d;
-      return books.mutate(meta, { operation: 'cashback.redeem', data: { ...parameters, member_id: memberId }, source: 'http', oneStatement: true }, async (db) => {
-        const at = clock.now();
-        const event = postingEvent(subjects, 'cents', {
-          tenantId: meta.tenant_id,
-          event: 'cashback_redeemed',
-          at,
-          data: { member_id: memberId, card_id: card.id, amount: fromCents(cents), currency: card.currency, reference: d.reference ?? null },
-        });
-        const p = await books.post(db, k, 'debit', { event: 'cashback_redeemed', amount: cents, reference: d.reference, at }, event);
-        if (!p) {
-          const balance = (await findBalance(db, card.id, memberId)) ?? 0;
-          throw new AppError('insufficient_balance', undefined, { cashback_balance: fromCents(balance), requested: fromCents(cents) });
-        }
-        return {
-          transaction_id: p.entry.id,
-          amount_redeemed: fromCents(cents),
-          new_balance: fromCents(p.balance),
-          member_id: memberId,
-          card_id: card.id,
-          reference: d.reference ?? null,
-          redeemed_at: at.toISOString(),
-        };
-      });
+      return books.mutate(
+        meta,
+        {
+          operation: 'cashback.redeem',
+          data: { ...parameters, member_id: memberId },
+          source: 'http',
+          oneStatement: true,
+        },
+        async (db) => {
+          const at = clock.now();
+          const event = postingEvent(subjects, 'cents', {
+            tenantId: meta.tenant_id,
+            event: 'cashback_redeemed',
+            at,
+            data: {
+              member_id: memberId,
+              card_id: card.id,
+              amount: fromCents(cents),
+              currency: card.currency,
+              reference: d.reference ?? null,
+            },
+          });
+          const p = await books.post(
+            db,
+            k,
+            'debit',
+            { event: 'cashback_redeemed', amount: cents, reference: d.reference, at },
+            event,
+          );
+          if (!p) {
+            const balance = (await findBalance(db, card.id, memberId)) ?? 0;
+            throw new AppError('insufficient_balance', undefined, {
+              cashback_balance: fromCents(balance),
+              requested: fromCents(cents),
+            });
+          }
+          return {
+            transaction_id: p.entry.id,
+            amount_redeemed: fromCents(cents),
+            new_balance: fromCents(p.balance),
+            member_id: memberId,
+            card_id: card.id,
+            reference: d.reference ?? null,
+            redeemed_at: at.toISOString(),
+          };
+        },
+      );
     },
 
-    async refund(d: MemberRef & { card_id: number; refund_amount: number; cashback_to_deduct?: number; reference?: string }, meta: LedgerMeta) {
+    async refund(
+      d: MemberRef & { card_id: number; refund_amount: number; cashback_to_deduct?: number; reference?: string },
+      meta: LedgerMeta,
+    ) {
       const card = await cashbackCard(meta, d.card_id);
       const memberId = await books.refundMember(meta, card.id, d);
       const refundCents = toCents(d.refund_amount);
-      const requested = d.cashback_to_deduct !== undefined ? toCents(d.cashback_to_deduct) : cashbackFor(refundCents, cashbackRule(card));
+      const requested =
+        d.cashback_to_deduct !== undefined
+          ? toCents(d.cashback_to_deduct)
+          : cashbackFor(refundCents, cashbackRule(card));
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId };
       return books.mutate(meta, { operation: 'cashback.refund', data: d, source: 'http' }, async (db) => {
         const at = clock.now();
-        const r = await books.refund(db, k, { event: 'cashback_refunded', requested, refundCents, reference: d.reference, at });
+        const r = await books.refund(db, k, {
+          event: 'cashback_refunded',
+          requested,
+          refundCents,
+          reference: d.reference,
+          at,
+        });
         const warning = r.warning && {
           code: 'insufficient_balance' as const,
           message: 'The balance could not cover the whole deduction; the balance was deducted to zero.',

@@ -1,4 +1,13 @@
-import { AppError, cashbackOperations, ledgerAdminOperations, ledgerOperations, memberPinOperations, operationInput, pointsOperations, type Operation } from '@loyalty/contracts';
+import {
+  AppError,
+  cashbackOperations,
+  ledgerAdminOperations,
+  ledgerOperations,
+  memberPinOperations,
+  operationInput,
+  pointsOperations,
+  type Operation,
+} from '@loyalty/contracts';
 import { endpoint, type Endpoint } from '@loyalty/runtime';
 import type { LedgerMeta } from './accounting.ts';
 import type { CardCatalogue } from './card-catalogue.ts';
@@ -40,13 +49,18 @@ export function ledgerEndpoints(parts: {
     [p['points.balance'].operation]: route(p['points.balance'], points.balance),
     [p['points.history'].operation]: route(p['points.history'], points.history),
 
-    [memberPinOperations['member.pin.set'].operation]: route(memberPinOperations['member.pin.set'], async (d: { pin: string; current_pin?: string }, meta) => {
-      if (meta.member_id === undefined) throw new AppError('member_token_required');
-      return pins.set(meta.tenant_id, meta.member_id, d);
-    }),
+    [memberPinOperations['member.pin.set'].operation]: route(
+      memberPinOperations['member.pin.set'],
+      async (d: { pin: string; current_pin?: string }, meta) => {
+        if (meta.member_id === undefined) throw new AppError('member_token_required');
+        return pins.set(meta.tenant_id, meta.member_id, d);
+      },
+    ),
 
     [l.getCard.operation]: endpoint(l.getCard.request, (d, x) => cards.cardSummary(x.meta.tenant_id, d.card_id)),
-    [l.getReward.operation]: endpoint(l.getReward.request, (d, x) => cards.rewardSummary(x.meta.tenant_id, d.card_id, d.reward_id)),
+    [l.getReward.operation]: endpoint(l.getReward.request, (d, x) =>
+      cards.rewardSummary(x.meta.tenant_id, d.card_id, d.reward_id),
+    ),
     [l.debitPoints.operation]: endpoint(l.debitPoints.request, (d, x) => points.move('debit', d, x.meta)),
     [l.creditPoints.operation]: endpoint(l.creditPoints.request, (d, x) => points.move('credit', d, x.meta)),
 

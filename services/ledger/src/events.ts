@@ -22,7 +22,11 @@ function envelope(subjects: Subjects, e: { tenantId: number; event: JournalEvent
  * The event of a posting (store/accounts.ts `post`), written by the posting's own statement, which
  * adds `transaction_id`, `previous_balance` and `new_balance` (in currency units for `cents`).
  */
-export function postingEvent(subjects: Subjects, unit: 'cents' | 'points', e: { tenantId: number; event: JournalEvent; at: Date; data: EventData }): PostingEvent {
+export function postingEvent(
+  subjects: Subjects,
+  unit: 'cents' | 'points',
+  e: { tenantId: number; event: JournalEvent; at: Date; data: EventData },
+): PostingEvent {
   return { ...envelope(subjects, e), unit };
 }
 

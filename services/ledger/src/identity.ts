@@ -14,16 +14,36 @@ export type CallerMeta = { request_id: string; tenant_id: number } & Record<stri
  * only creates them), so a remembered summary is the stored one; if a member update is ever
  * added, identity must broadcast it as it does for app credentials.
  */
-export function identityClient(nc: NatsConnection, subjects: Subjects, timeoutMs: number, cacheTtlMs = 0, cacheMax = 50_000) {
+export function identityClient(
+  nc: NatsConnection,
+  subjects: Subjects,
+  timeoutMs: number,
+  cacheTtlMs = 0,
+  cacheMax = 50_000,
+) {
   const op = identityOperations.resolveMember;
   const known = cacheTtlMs > 0 ? new LRUCache<string, MemberSummary>({ max: cacheMax, ttl: cacheTtlMs }) : undefined;
 
-  async function resolve(meta: CallerMeta, by: { member_id?: number; email?: string; phone?: string }, create?: { name?: string }) {
+  async function resolve(
+    meta: CallerMeta,
+    by: { member_id?: number; email?: string; phone?: string },
+    create?: { name?: string },
+  ) {
     const cacheKey = by.member_id !== undefined ? `${meta.tenant_id}:${by.member_id}` : undefined;
     const hit = cacheKey === undefined ? undefined : known?.get(cacheKey);
     if (hit) return { member: hit, created: false };
-    const data = { ...by, create_if_missing: create !== undefined, ...(create?.name !== undefined ? { name: create.name } : {}) };
-    const found = await invoke<{ member: MemberSummary; created: boolean }>(nc, subjects.op(op.service, op.operation), meta, data, timeoutMs);
+    const data = {
+      ...by,
+      create_if_missing: create !== undefined,
+      ...(create?.name !== undefined ? { name: create.name } : {}),
+    };
+    const found = await invoke<{ member: MemberSummary; created: boolean }>(
+      nc,
+      subjects.op(op.service, op.operation),
+      meta,
+      data,
+      timeoutMs,
+    );
     if (found.member) known?.set(`${meta.tenant_id}:${found.member.id}`, found.member);
     return found;
   }

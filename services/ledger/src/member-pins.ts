@@ -21,7 +21,12 @@ export function memberPins(deps: { pool: Pool; clock: Clock; policy: PinPolicy }
    * is right; throws pin_required, invalid_pin (with attempts_remaining) or pin_locked otherwise.
    * A member who has not set a PIN passes.
    */
-  async function verify(tenantId: number, memberId: number, pin: string | undefined, missingMessage: string): Promise<void> {
+  async function verify(
+    tenantId: number,
+    memberId: number,
+    pin: string | undefined,
+    missingMessage: string,
+  ): Promise<void> {
     const outcome = await withTransaction(pool, async (db) => {
       const stored = await findPin(db, tenantId, memberId, true);
       if (!stored) return { ok: true as const };
@@ -31,13 +36,17 @@ export function memberPins(deps: { pool: Pool; clock: Clock; policy: PinPolicy }
       if (pin === undefined) return { ok: false as const, error: new AppError('pin_required', missingMessage) };
       if (await pinMatches(pin, stored.pin_hash)) {
         const reset = afterRightPin();
-        if (state.failedAttempts > 0 || state.lockedUntil) await savePinAttempts(db, tenantId, memberId, reset.failedAttempts, reset.lockedUntil, now);
+        if (state.failedAttempts > 0 || state.lockedUntil)
+          await savePinAttempts(db, tenantId, memberId, reset.failedAttempts, reset.lockedUntil, now);
         return { ok: true as const };
       }
       const next = afterWrongPin(state, now, policy);
       await savePinAttempts(db, tenantId, memberId, next.failedAttempts, next.lockedUntil, now);
       if (next.locked) return { ok: false as const, error: lockedError(next.lockedUntil!) };
-      return { ok: false as const, error: new AppError('invalid_pin', undefined, { attempts_remaining: policy.maxAttempts - next.failedAttempts }) };
+      return {
+        ok: false as const,
+        error: new AppError('invalid_pin', undefined, { attempts_remaining: policy.maxAttempts - next.failedAttempts }),
+      };
     });
     if (!outcome.ok) throw outcome.error;
   }
@@ -49,7 +58,11 @@ export function memberPins(deps: { pool: Pool; clock: Clock; policy: PinPolicy }
     },
 
     /** Set the PIN; changing an existing one needs current_pin (a member token alone cannot replace it). */
-    async set(tenantId: number, memberId: number, d: { pin: string; current_pin?: string }): Promise<{ pin_set: true; updated_at: string }> {
+    async set(
+      tenantId: number,
+      memberId: number,
+      d: { pin: string; current_pin?: string },
+    ): Promise<{ pin_set: true; updated_at: string }> {
       await verify(tenantId, memberId, d.current_pin, 'A PIN is already set; send current_pin to change it.');
       const now = clock.now();
       await savePin(pool, tenantId, memberId, await hashPin(d.pin), now);

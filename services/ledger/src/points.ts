@@ -25,7 +25,13 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
 
   return {
     async earn(
-      d: MemberRef & { card_id: number; member_name?: string; purchase_amount: number; reference?: string; metadata?: Record<string, unknown> },
+      d: MemberRef & {
+        card_id: number;
+        member_name?: string;
+        purchase_amount: number;
+        reference?: string;
+        metadata?: Record<string, unknown>;
+      },
       meta: LedgerMeta,
     ) {
       const card = await pointsCard(meta, d.card_id);
@@ -35,28 +41,51 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
       const points = pointsFor(purchaseCents, parseDecimal(card.points_ratio!));
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: member.id };
       const earnReference = d.reference === undefined ? undefined : { cardId: card.id, reference: d.reference };
-      return books.mutate(meta, { operation: 'points.earn', data: d, source: 'http', earnReference, oneStatement: true }, async (db) => {
-        const at = clock.now();
-        // Identity mails the member on this event (once, even if it is delivered again).
-        const event = postingEvent(subjects, 'points', {
-          tenantId: meta.tenant_id,
-          event: 'staff_added_points',
-          at,
-          data: { member_id: member.id, card_id: card.id, points, purchase_amount: fromCents(purchaseCents), reference: d.reference ?? null },
-        });
-        const p = (await books.post(db, k, 'credit', { event: 'staff_added_points', amount: points, purchaseCents, reference: d.reference, metadata: d.metadata, at }, event))!;
-        return {
-          transaction_id: p.entry.id,
-          points_earned: points,
-          new_balance: p.balance,
-          member_id: member.id,
-          card_id: card.id,
-          is_new_member: created,
-          notification_sent: member.has_email ? 'points_earned' : null,
-          reference: d.reference ?? null,
-          earned_at: at.toISOString(),
-        };
-      });
+      return books.mutate(
+        meta,
+        { operation: 'points.earn', data: d, source: 'http', earnReference, oneStatement: true },
+        async (db) => {
+          const at = clock.now();
+          // Identity mails the member on this event (once, even if it is delivered again).
+          const event = postingEvent(subjects, 'points', {
+            tenantId: meta.tenant_id,
+            event: 'staff_added_points',
+            at,
+            data: {
+              member_id: member.id,
+              card_id: card.id,
+              points,
+              purchase_amount: fromCents(purchaseCents),
+              reference: d.reference ?? null,
+            },
+          });
+          const p = (await books.post(
+            db,
+            k,
+            'credit',
+            {
+              event: 'staff_added_points',
+              amount: points,
+              purchaseCents,
+              reference: d.reference,
+              metadata: d.metadata,
+              at,
+            },
+            event,
+          ))!;
+          return {
+            transaction_id: p.entry.id,
+            points_earned: points,
+            new_balance: p.balance,
+            member_id: member.id,
+            card_id: card.id,
+            is_new_member: created,
+            notification_sent: member.has_email ? 'points_earned' : null,
+            reference: d.reference ?? null,
+            earned_at: at.toISOString(),
+          };
+        },
+      );
     },
 
     async redeem(d: { card_id: number; reward_id: number; reference?: string }, meta: LedgerMeta) {
@@ -67,31 +96,57 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
       if (!reward) throw new AppError('reward_not_found');
       if (!reward.active) throw new AppError('reward_inactive');
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId };
-      return books.mutate(meta, { operation: 'points.redeem', data: { ...d, member_id: memberId }, source: 'http', oneStatement: true }, async (db) => {
-        const at = clock.now();
-        const event = postingEvent(subjects, 'points', {
-          tenantId: meta.tenant_id,
-          event: 'staff_redeemed_reward',
-          at,
-          data: { member_id: memberId, card_id: card.id, points: reward.points_cost, reward_id: reward.id, reward_name: reward.name, reference: d.reference ?? null },
-        });
-        const p = await books.post(db, k, 'debit', { event: 'staff_redeemed_reward', amount: reward.points_cost, reference: d.reference, rewardId: reward.id, at }, event);
-        if (!p) throw insufficient((await findBalance(db, card.id, memberId)) ?? 0, reward.points_cost);
-        return {
-          transaction_id: p.entry.id,
-          reward_id: reward.id,
-          reward_name: reward.name,
-          points_redeemed: reward.points_cost,
-          new_balance: p.balance,
-          member_id: memberId,
-          card_id: card.id,
-          reference: d.reference ?? null,
-          redeemed_at: at.toISOString(),
-        };
-      });
+      return books.mutate(
+        meta,
+        { operation: 'points.redeem', data: { ...d, member_id: memberId }, source: 'http', oneStatement: true },
+        async (db) => {
+          const at = clock.now();
+          const event = postingEvent(subjects, 'points', {
+            tenantId: meta.tenant_id,
+            event: 'staff_redeemed_reward',
+            at,
+            data: {
+              member_id: memberId,
+              card_id: card.id,
+              points: reward.points_cost,
+              reward_id: reward.id,
+              reward_name: reward.name,
+              reference: d.reference ?? null,
+            },
+          });
+          const p = await books.post(
+            db,
+            k,
+            'debit',
+            {
+              event: 'staff_redeemed_reward',
+              amount: reward.points_cost,
+              reference: d.reference,
+              rewardId: reward.id,
+              at,
+            },
+            event,
+          );
+          if (!p) throw insufficient((await findBalance(db, card.id, memberId)) ?? 0, reward.points_cost);
+          return {
+            transaction_id: p.entry.id,
+            reward_id: reward.id,
+            reward_name: reward.name,
+            points_redeemed: reward.points_cost,
+            new_balance: p.balance,
+            member_id: memberId,
+            card_id: card.id,
+            reference: d.reference ?? null,
+            redeemed_at: at.toISOString(),
+          };
+        },
+      );
     },
 
-    async refund(d: MemberRef & { card_id: number; refund_amount: number; points_to_deduct?: number; reference?: string }, meta: LedgerMeta) {
+    async refund(
+      d: MemberRef & { card_id: number; refund_amount: number; points_to_deduct?: number; reference?: string },
+      meta: LedgerMeta,
+    ) {
       const card = await pointsCard(meta, d.card_id);
       const memberId = await books.refundMember(meta, card.id, d);
       const refundCents = toCents(d.refund_amount);
@@ -99,7 +154,13 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId };
       return books.mutate(meta, { operation: 'points.refund', data: d, source: 'http' }, async (db) => {
         const at = clock.now();
-        const r = await books.refund(db, k, { event: 'points_refunded', requested, refundCents, reference: d.reference, at });
+        const r = await books.refund(db, k, {
+          event: 'points_refunded',
+          requested,
+          refundCents,
+          reference: d.reference,
+          at,
+        });
         const warning = r.warning && {
           code: 'insufficient_balance' as const,
           message: 'The balance could not cover the whole deduction; the balance was deducted to zero.',
@@ -139,7 +200,13 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
     async balance(d: { card_id: number; member_id: number }, meta: LedgerMeta) {
       const card = await pointsCard(meta, d.card_id);
       const balance = await books.balanceOf(meta, card.id, d.member_id);
-      return { card_id: card.id, member_id: d.member_id, points_balance: balance, reward_system: 'points' as const, queried_at: clock.now().toISOString() };
+      return {
+        card_id: card.id,
+        member_id: d.member_id,
+        points_balance: balance,
+        reward_system: 'points' as const,
+        queried_at: clock.now().toISOString(),
+      };
     },
 
     async history(d: { card_id: number; member_id: number; limit: number; offset: number }, meta: LedgerMeta) {
@@ -148,7 +215,12 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
       return {
         card_id: card.id,
         member_id: d.member_id,
-        transactions: entries.map((e) => ({ id: e.id, points: e.amount, event: e.event, created_at: e.created_at.toISOString() })),
+        transactions: entries.map((e) => ({
+          id: e.id,
+          points: e.amount,
+          event: e.event,
+          created_at: e.created_at.toISOString(),
+        })),
         pagination: { limit: d.limit, offset: d.offset, total, has_more: d.offset + entries.length < total },
       };
     },
@@ -160,32 +232,51 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
      */
     async move(
       direction: 'debit' | 'credit',
-      d: { card_id: number; member_id: number; points: number; event: JournalEvent; reference?: string; metadata?: Record<string, unknown> },
+      d: {
+        card_id: number;
+        member_id: number;
+        points: number;
+        event: JournalEvent;
+        reference?: string;
+        metadata?: Record<string, unknown>;
+      },
       meta: LedgerMeta,
     ) {
       if (!meta.idempotency_key) {
-        throw new AppError('validation_error', 'Points movements need meta.idempotency_key.', { fields: [{ field: 'idempotency_key', message: 'is required' }] });
+        throw new AppError('validation_error', 'Points movements need meta.idempotency_key.', {
+          fields: [{ field: 'idempotency_key', message: 'is required' }],
+        });
       }
       const card = await pointsCard(meta, d.card_id);
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: d.member_id };
-      return books.mutate(meta, { operation: `internal.points.${direction}`, data: d, source: 'service', oneStatement: true }, async (db) => {
-        const at = clock.now();
-        const event = postingEvent(subjects, 'points', {
-          tenantId: meta.tenant_id,
-          event: d.event,
-          at,
-          data: {
-            member_id: d.member_id,
-            card_id: card.id,
-            points: direction === 'credit' ? d.points : -d.points,
-            reference: d.reference ?? null,
-            ...(d.metadata ? { metadata: d.metadata } : {}),
-          },
-        });
-        const p = await books.post(db, k, direction, { event: d.event, amount: d.points, reference: d.reference, metadata: d.metadata, at }, event);
-        if (!p) throw insufficient((await findBalance(db, card.id, d.member_id)) ?? 0, d.points);
-        return { transaction_id: p.entry.id, points: d.points, previous_balance: p.previous, new_balance: p.balance };
-      });
+      return books.mutate(
+        meta,
+        { operation: `internal.points.${direction}`, data: d, source: 'service', oneStatement: true },
+        async (db) => {
+          const at = clock.now();
+          const event = postingEvent(subjects, 'points', {
+            tenantId: meta.tenant_id,
+            event: d.event,
+            at,
+            data: {
+              member_id: d.member_id,
+              card_id: card.id,
+              points: direction === 'credit' ? d.points : -d.points,
+              reference: d.reference ?? null,
+              ...(d.metadata ? { metadata: d.metadata } : {}),
+            },
+          });
+          const p = await books.post(
+            db,
+            k,
+            direction,
+            { event: d.event, amount: d.points, reference: d.reference, metadata: d.metadata, at },
+            event,
+          );
+          if (!p) throw insufficient((await findBalance(db, card.id, d.member_id)) ?? 0, d.points);
+          return { transaction_id: p.entry.id, points: d.points, previous_balance: p.previous, new_balance: p.balance };
+        },
+      );
     },
   };
 }

@@ -3,7 +3,10 @@ import { isConnectionLost } from '@loyalty/runtime';
 import type { Posting, PostedEntry } from './store/accounts.ts';
 
 /** One posting statement outside a transaction (store/accounts.ts `postMany` on the pool). */
-export type PostingStatement = (direction: 'credit' | 'debit', postings: Posting[]) => Promise<(PostedEntry | undefined)[]>;
+export type PostingStatement = (
+  direction: 'credit' | 'debit',
+  postings: Posting[],
+) => Promise<(PostedEntry | undefined)[]>;
 
 /**
  * Group commit for the postings that need no transaction of their own (earns and redemptions
@@ -36,7 +39,11 @@ export class PostingBatcher {
       }
     };
     const loader = (direction: 'credit' | 'debit') =>
-      new DataLoader<Posting, PostedEntry | undefined>((batch) => this.run(direction, [...batch]), { cache: false, batchScheduleFn: schedule, maxBatchSize: opts.maxBatch });
+      new DataLoader<Posting, PostedEntry | undefined>((batch) => this.run(direction, [...batch]), {
+        cache: false,
+        batchScheduleFn: schedule,
+        maxBatchSize: opts.maxBatch,
+      });
     this.loaders = { credit: loader('credit'), debit: loader('debit') };
   }
 
@@ -49,7 +56,10 @@ export class PostingBatcher {
     try {
       const results: (PostedEntry | undefined | Error)[] = new Array(batch.length);
       for (const round of onePerAccount(batch)) {
-        const posted = await this.postRound(direction, round.map((i) => batch[i]!));
+        const posted = await this.postRound(
+          direction,
+          round.map((i) => batch[i]!),
+        );
         round.forEach((i, j) => (results[i] = posted[j]));
       }
       return results;
@@ -61,13 +71,23 @@ export class PostingBatcher {
     }
   }
 
-  private async postRound(direction: 'credit' | 'debit', postings: Posting[]): Promise<(PostedEntry | undefined | Error)[]> {
+  private async postRound(
+    direction: 'credit' | 'debit',
+    postings: Posting[],
+  ): Promise<(PostedEntry | undefined | Error)[]> {
     this.observe?.(postings.length);
     try {
       return await this.statement(direction, postings);
     } catch (err) {
       if (postings.length === 1 || isConnectionLost(err)) return postings.map(() => err as Error);
-      return Promise.all(postings.map((p) => this.statement(direction, [p]).then((r) => r[0], (e: Error) => e)));
+      return Promise.all(
+        postings.map((p) =>
+          this.statement(direction, [p]).then(
+            (r) => r[0],
+            (e: Error) => e,
+          ),
+        ),
+      );
     }
   }
 }
@@ -86,6 +106,7 @@ function onePerAccount(batch: Posting[]): number[][] {
     seen.set(key, round + 1);
     (rounds[round] ??= []).push(i);
   });
-  const byAccount = (a: number, b: number) => batch[a]!.k.cardId - batch[b]!.k.cardId || batch[a]!.k.memberId - batch[b]!.k.memberId;
+  const byAccount = (a: number, b: number) =>
+    batch[a]!.k.cardId - batch[b]!.k.cardId || batch[a]!.k.memberId - batch[b]!.k.memberId;
   return rounds.map((round) => round.sort(byAccount));
 }

@@ -1,4 +1,15 @@
-import { ensureEventStream, jsonCodec, OutboxRelay, packageDir, pingEndpoint, runService, systemClock, type Clock, type Logger, type RunningService } from '@loyalty/runtime';
+import {
+  ensureEventStream,
+  jsonCodec,
+  OutboxRelay,
+  packageDir,
+  pingEndpoint,
+  runService,
+  systemClock,
+  type Clock,
+  type Logger,
+  type RunningService,
+} from '@loyalty/runtime';
 import { accounting } from './accounting.ts';
 import { CardCache } from './card-cache.ts';
 import { cardCatalogue } from './card-catalogue.ts';
@@ -51,7 +62,11 @@ export async function startLedger(config: LedgerConfig, opts: LedgerOptions = {}
         'Postings made by one posting statement outside a transaction (group commit)',
         [1, 2, 4, 8, 16, 32, 64, 100],
       );
-      const pins = memberPins({ pool, clock, policy: { maxAttempts: config.PIN_MAX_ATTEMPTS, lockMs: config.PIN_LOCK_MINUTES * 60_000 } });
+      const pins = memberPins({
+        pool,
+        clock,
+        policy: { maxAttempts: config.PIN_MAX_ATTEMPTS, lockMs: config.PIN_LOCK_MINUTES * 60_000 },
+      });
       const deps = {
         pool,
         subjects,
@@ -59,14 +74,23 @@ export async function startLedger(config: LedgerConfig, opts: LedgerOptions = {}
         pins,
         cards,
         identity: identityClient(nc, subjects, config.REQUEST_TIMEOUT_MS, config.MEMBER_CACHE_TTL_MS),
-        postings: new PostingBatcher((direction, postings) => postMany(pool, direction, postings), { statements: config.POSTING_STATEMENTS, maxBatch: 100, observe: (n) => postingsPerStatement.observe(n) }),
+        postings: new PostingBatcher((direction, postings) => postMany(pool, direction, postings), {
+          statements: config.POSTING_STATEMENTS,
+          maxBatch: 100,
+          observe: (n) => postingsPerStatement.observe(n),
+        }),
         eventsWritten: () => relay.wake(),
       };
       const books = accounting(deps);
       relay.start();
       return {
         endpoints: {
-          ...ledgerEndpoints({ cards: cardCatalogue(pool, cardChanged), cashback: cashbackProduct(deps, books), points: pointsProduct(deps, books), pins }),
+          ...ledgerEndpoints({
+            cards: cardCatalogue(pool, cardChanged),
+            cashback: cashbackProduct(deps, books),
+            points: pointsProduct(deps, books),
+            pins,
+          }),
           'system.ping': pingEndpoint('ledger', SERVICE_VERSION),
         },
         stop: async () => {

@@ -16,7 +16,10 @@ const CB = '/api/v1/cashback/cashback';
 const MINUTE = 60_000;
 
 beforeAll(async () => {
-  sys = await startTestSystem({ services: ['identity', 'ledger'], env: { PIN_MAX_ATTEMPTS: '5', PIN_LOCK_MINUTES: '15' } });
+  sys = await startTestSystem({
+    services: ['identity', 'ledger'],
+    env: { PIN_MAX_ATTEMPTS: '5', PIN_LOCK_MINUTES: '15' },
+  });
   const t = await sys.tenant();
   tenantId = t.tenantId;
   api = apiClient(sys.url, t);
@@ -27,8 +30,10 @@ beforeAll(async () => {
 });
 afterAll(async () => sys?.stop());
 
-const earn = (body: Record<string, unknown>, headers: Record<string, string> = {}, client = api) => client('POST', `${CB}/earn`, { body: { card_id: card, ...body }, headers });
-const refund = (body: Record<string, unknown>, headers: Record<string, string> = {}) => api('POST', `${CB}/refund`, { body: { card_id: card, ...body }, headers });
+const earn = (body: Record<string, unknown>, headers: Record<string, string> = {}, client = api) =>
+  client('POST', `${CB}/earn`, { body: { card_id: card, ...body }, headers });
+const refund = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+  api('POST', `${CB}/refund`, { body: { card_id: card, ...body }, headers });
 const balanceOf = async (memberId: number, cardId = card) => {
   const r = await api('GET', `${CB}/balance?card_id=${cardId}&member_id=${memberId}`);
   expect(r.status, JSON.stringify(r.body)).toBe(200);
@@ -43,7 +48,13 @@ async function newMember(purchase: number, extra: Record<string, unknown> = {}):
 describe('earn', () => {
   it('creates an unknown member, computes cashback half-up to the cent and answers every field', async () => {
     const address = email('new');
-    const r = await earn({ email: address, member_name: 'Ada Lovelace', purchase_amount: 19.99, reference: 'order-a1', metadata: { till: 3 } });
+    const r = await earn({
+      email: address,
+      member_name: 'Ada Lovelace',
+      purchase_amount: 19.99,
+      reference: 'order-a1',
+      metadata: { till: 3 },
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toEqual({
       success: true,
@@ -66,19 +77,33 @@ describe('earn', () => {
 
     // the same member by id, then by email: not new; 19.89 -> 0.9945 -> 0.99
     const again = await earn({ member_id: memberId, purchase_amount: 19.89 });
-    expect(again.body.data).toMatchObject({ member_id: memberId, is_new_member: false, cashback_earned: 0.99, new_balance: 1.99, reference: null });
+    expect(again.body.data).toMatchObject({
+      member_id: memberId,
+      is_new_member: false,
+      cashback_earned: 0.99,
+      new_balance: 1.99,
+      reference: null,
+    });
     const byEmail = await earn({ email: address.toUpperCase(), purchase_amount: 0.2 + 19.9 }); // 20.10 (binary noise ignored) -> 1.005 -> 1.01
-    expect(byEmail.body.data).toMatchObject({ member_id: memberId, is_new_member: false, purchase_amount: 20.1, cashback_earned: 1.01, new_balance: 3 });
+    expect(byEmail.body.data).toMatchObject({
+      member_id: memberId,
+      is_new_member: false,
+      purchase_amount: 20.1,
+      cashback_earned: 1.01,
+      new_balance: 3,
+    });
   });
 
   it('records the cashback_earned event with the transaction, both balances in currency units and the currency', async () => {
     const memberId = await newMember(20); // 1.00
     const r = await earn({ member_id: memberId, purchase_amount: 25.1, reference: `evt-${memberId}` }); // 1.255 -> 1.26
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    const { rows } = await sys.db.query<{ subject: string; payload: { type: string; tenant_id: number; data: Record<string, unknown> } }>(
-      `SELECT subject, payload FROM ledger.outbox WHERE payload->'data'->>'transaction_id' = $1`,
-      [String(r.body.data!.transaction_id)],
-    );
+    const { rows } = await sys.db.query<{
+      subject: string;
+      payload: { type: string; tenant_id: number; data: Record<string, unknown> };
+    }>(`SELECT subject, payload FROM ledger.outbox WHERE payload->'data'->>'transaction_id' = $1`, [
+      String(r.body.data!.transaction_id),
+    ]);
     expect(rows).toHaveLength(1);
     expect(rows[0]!.subject).toMatch(/\.events\.ledger\.cashback_earned$/);
     expect(rows[0]!.payload).toMatchObject({ type: 'ledger.cashback_earned', tenant_id: tenantId });
@@ -101,7 +126,9 @@ describe('earn', () => {
     const own = await cashbackCard(sys, tenantId, { cashback_min_amount: 0, cashback_max_amount: null });
     const first = await earn({ card_id: own, email: email('cfg'), purchase_amount: 100 });
     expect(first.body.data).toMatchObject({ cashback_percentage: 5, cashback_earned: 5 });
-    await sys.admin('POST', `/admin/v1/tenants/${tenantId}/cards/${own}`, { cashback_config: { cashback_percentage: 7.5 } });
+    await sys.admin('POST', `/admin/v1/tenants/${tenantId}/cards/${own}`, {
+      cashback_config: { cashback_percentage: 7.5 },
+    });
     const second = await earn({ card_id: own, member_id: first.body.data!.member_id, purchase_amount: 100 });
     expect(second.body.data).toMatchObject({ cashback_percentage: 7.5, cashback_earned: 7.5, new_balance: 12.5 });
   });
@@ -130,12 +157,17 @@ describe('earn', () => {
     for (const body of [{ member_id: memberId }, { email: email('ref2') }]) {
       const dup = await earn({ ...body, purchase_amount: 50, reference: 'order-dup' });
       expect(dup.status).toBe(409);
-      expect(dup.body.error).toMatchObject({ code: 'duplicate_reference', original_transaction_id: first.body.data!.transaction_id });
+      expect(dup.body.error).toMatchObject({
+        code: 'duplicate_reference',
+        original_transaction_id: first.body.data!.transaction_id,
+      });
     }
     expect(await balanceOf(memberId)).toBe(5);
     // the same reference on another card is another purchase
     const second = await cashbackCard(sys, tenantId);
-    const elsewhere = await api('POST', `${CB}/earn`, { body: { card_id: second, member_id: memberId, purchase_amount: 100, reference: 'order-dup' } });
+    const elsewhere = await api('POST', `${CB}/earn`, {
+      body: { card_id: second, member_id: memberId, purchase_amount: 100, reference: 'order-dup' },
+    });
     expect(elsewhere.status).toBe(200);
   });
 
@@ -148,7 +180,9 @@ describe('earn', () => {
     expect(foreignMember.status).toBe(404);
     expect(foreignMember.body.error).toMatchObject({ code: 'card_not_found' });
     const otherCard = await cashbackCard(sys, otherTenantId);
-    const crossMember = await other('POST', `${CB}/earn`, { body: { card_id: otherCard, member_id: mine, purchase_amount: 20 } });
+    const crossMember = await other('POST', `${CB}/earn`, {
+      body: { card_id: otherCard, member_id: mine, purchase_amount: 20 },
+    });
     expect(crossMember.status).toBe(404);
     expect(crossMember.body.error).toMatchObject({ code: 'member_not_found' });
     const points = await pointsCard(sys, tenantId);
@@ -160,7 +194,10 @@ describe('earn', () => {
   it('validates the body, naming the fields', async () => {
     const noMember = await earn({ purchase_amount: 10 });
     expect(noMember.status).toBe(400);
-    expect(noMember.body.error).toMatchObject({ code: 'validation_error', fields: [expect.objectContaining({ field: 'member_id' })] });
+    expect(noMember.body.error).toMatchObject({
+      code: 'validation_error',
+      fields: [expect.objectContaining({ field: 'member_id' })],
+    });
     const badAmount = await earn({ email: email(), purchase_amount: 1.234 });
     expect(badAmount.status).toBe(400);
     expect((badAmount.body.error!.fields as { field: string }[]).map((f) => f.field)).toContain('purchase_amount');
@@ -195,10 +232,13 @@ describe('idempotency', () => {
   it('applies concurrent retries under one key once', async () => {
     const memberId = await newMember(10);
     const key = `par-${Date.now()}`;
-    const replies = await Promise.all(Array.from({ length: 10 }, () => earn({ member_id: memberId, purchase_amount: 200 }, { 'idempotency-key': key })));
+    const replies = await Promise.all(
+      Array.from({ length: 10 }, () => earn({ member_id: memberId, purchase_amount: 200 }, { 'idempotency-key': key })),
+    );
     const ok = replies.filter((r) => r.status === 200);
     expect(ok.length).toBeGreaterThan(0);
-    for (const r of replies) if (r.status !== 200) expect(r.body.error).toMatchObject({ code: 'idempotency_in_progress' });
+    for (const r of replies)
+      if (r.status !== 200) expect(r.body.error).toMatchObject({ code: 'idempotency_in_progress' });
     expect(new Set(ok.map((r) => r.body.data!.transaction_id)).size).toBe(1);
     expect(await balanceOf(memberId)).toBe(10.5);
   });
@@ -211,7 +251,10 @@ describe('redeem', () => {
     const noToken = await api('POST', `${CB}/redeem`, { body: { card_id: card, amount: 1 } });
     expect(noToken.status).toBe(401);
     expect(noToken.body.error).toMatchObject({ code: 'member_token_required' });
-    const r = await api('POST', `${CB}/redeem`, { body: { card_id: card, amount: 2.5, reference: 'pos-1' }, token: m.token });
+    const r = await api('POST', `${CB}/redeem`, {
+      body: { card_id: card, amount: 2.5, reference: 'pos-1' },
+      token: m.token,
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toEqual({
       success: true,
@@ -248,7 +291,11 @@ describe('redeem', () => {
   it('never overdraws under 50 parallel redemptions; the balance equals the sum of the journal', async () => {
     const m = await signedIn(api);
     await earn({ member_id: m.id, purchase_amount: 200 }); // 10.00
-    const replies = await Promise.all(Array.from({ length: 50 }, () => api('POST', `${CB}/redeem`, { body: { card_id: card, amount: 0.3 }, token: m.token })));
+    const replies = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        api('POST', `${CB}/redeem`, { body: { card_id: card, amount: 0.3 }, token: m.token }),
+      ),
+    );
     const ok = replies.filter((r) => r.status === 200);
     const refused = replies.filter((r) => r.status === 422);
     expect(ok.length).toBe(33); // 33 x 0.30 = 9.90
@@ -264,7 +311,12 @@ describe('redeem', () => {
     const m = await signedIn(api);
     await earn({ member_id: m.id, purchase_amount: 200 });
     const key = `redeem-${Date.now()}`;
-    const send = (amount: number) => api('POST', `${CB}/redeem`, { body: { card_id: card, amount }, token: m.token, headers: { 'idempotency-key': key } });
+    const send = (amount: number) =>
+      api('POST', `${CB}/redeem`, {
+        body: { card_id: card, amount },
+        token: m.token,
+        headers: { 'idempotency-key': key },
+      });
     const first = await send(4);
     const retry = await send(4);
     expect(retry.body).toEqual(first.body);
@@ -273,7 +325,11 @@ describe('redeem', () => {
     // another member using the same key does not get this member's reply
     const n = await signedIn(api);
     await earn({ member_id: n.id, purchase_amount: 200 });
-    const theirs = await api('POST', `${CB}/redeem`, { body: { card_id: card, amount: 4 }, token: n.token, headers: { 'idempotency-key': key } });
+    const theirs = await api('POST', `${CB}/redeem`, {
+      body: { card_id: card, amount: 4 },
+      token: n.token,
+      headers: { 'idempotency-key': key },
+    });
     expect(theirs.status).toBe(409);
   });
 });
@@ -283,7 +339,8 @@ describe('PIN', () => {
     const pinCard = await cashbackCard(sys, tenantId, { allows_pin_redemption: true, cashback_min_amount: 0 });
     const m = await signedIn(api);
     await api('POST', `${CB}/earn`, { body: { card_id: pinCard, member_id: m.id, purchase_amount: 400 } }); // 20.00
-    const redeem = (body: Record<string, unknown>) => api('POST', `${CB}/redeem`, { body: { card_id: pinCard, amount: 1, ...body }, token: m.token });
+    const redeem = (body: Record<string, unknown>) =>
+      api('POST', `${CB}/redeem`, { body: { card_id: pinCard, amount: 1, ...body }, token: m.token });
 
     // no PIN set yet: redemption works without one
     expect((await redeem({})).status).toBe(200);
@@ -312,14 +369,19 @@ describe('PIN', () => {
     const rightButLocked = await redeem({ pin: '2468' });
     expect(rightButLocked.status).toBe(423);
     // changing the PIN is locked too, and a token alone cannot replace it
-    expect((await api('POST', '/api/v1/auth/member/pin', { body: { pin: '9999', current_pin: '2468' }, token: m.token })).status).toBe(423);
+    expect(
+      (await api('POST', '/api/v1/auth/member/pin', { body: { pin: '9999', current_pin: '2468' }, token: m.token }))
+        .status,
+    ).toBe(423);
     expect(await balanceOf(m.id, pinCard)).toBe(18);
 
     sys.clock.advance(15 * MINUTE);
     expect((await redeem({ pin: '2468' })).body.data).toMatchObject({ new_balance: 17 });
     // a card without allows_pin_redemption never asks
     await earn({ member_id: m.id, purchase_amount: 100 });
-    expect((await api('POST', `${CB}/redeem`, { body: { card_id: card, amount: 1 }, token: m.token })).status).toBe(200);
+    expect((await api('POST', `${CB}/redeem`, { body: { card_id: card, amount: 1 }, token: m.token })).status).toBe(
+      200,
+    );
   });
 
   it('changes a PIN only with the current one', async () => {
@@ -361,7 +423,12 @@ describe('refund', () => {
     // the full purchase refunded again: only the 5.00 left of what order-r1 earned
     const rest = await refund({ member_id: memberId, refund_amount: 200, reference: 'order-r1' });
     expect(rest.body.data).toMatchObject({ cashback_deducted: 5, new_balance: 10, balance_warning: null });
-    const nothing = await refund({ member_id: memberId, refund_amount: 200, cashback_to_deduct: 3, reference: 'order-r1' });
+    const nothing = await refund({
+      member_id: memberId,
+      refund_amount: 200,
+      cashback_to_deduct: 3,
+      reference: 'order-r1',
+    });
     expect(nothing.body.data).toMatchObject({ cashback_deducted: 0, previous_balance: 10, new_balance: 10 });
     // explicit amount without reference
     const explicit = await refund({ member_id: memberId, refund_amount: 10, cashback_to_deduct: 2.25 });
@@ -377,11 +444,21 @@ describe('refund', () => {
       cashback_deducted: 5,
       previous_balance: 5,
       new_balance: 0,
-      balance_warning: { code: 'insufficient_balance', message: expect.any(String), requested: 12, deducted: 5, uncovered: 7 },
+      balance_warning: {
+        code: 'insufficient_balance',
+        message: expect.any(String),
+        requested: 12,
+        deducted: 5,
+        uncovered: 7,
+      },
     });
     expect(await balanceOf(memberId)).toBe(0);
     const again = await refund({ member_id: memberId, refund_amount: 100 });
-    expect(again.body.data).toMatchObject({ cashback_deducted: 0, new_balance: 0, balance_warning: { requested: 5, deducted: 0, uncovered: 5 } });
+    expect(again.body.data).toMatchObject({
+      cashback_deducted: 0,
+      new_balance: 0,
+      balance_warning: { requested: 5, deducted: 0, uncovered: 5 },
+    });
     const { stored, journal } = await storedAndJournal(sys, card, memberId);
     expect(stored).toBe(0);
     expect(journal).toBe(0);
@@ -407,7 +484,15 @@ describe('balance and history', () => {
     const r = await api('GET', `${CB}/balance?card_id=${card}&member_id=${memberId}`);
     expect(r.body).toEqual({
       success: true,
-      data: { card_id: card, member_id: memberId, cashback_balance: 5, cashback_percentage: 5, currency: 'EUR', reward_system: 'cashback', queried_at: expect.any(String) },
+      data: {
+        card_id: card,
+        member_id: memberId,
+        cashback_balance: 5,
+        cashback_percentage: 5,
+        currency: 'EUR',
+        reward_system: 'cashback',
+        queried_at: expect.any(String),
+      },
     });
     const m = await signedIn(api);
     expect(await balanceOf(m.id)).toBe(0);
@@ -429,10 +514,20 @@ describe('balance and history', () => {
     for (let i = 0; i < 22; i++) await earn({ member_id: m.id, purchase_amount: 10 }); // +0.50 each
     const page = await api('GET', `${CB}/history?card_id=${card}&member_id=${m.id}`);
     expect(page.status).toBe(200);
-    const data = page.body.data as { transactions: { id: number; type: string; amount: number; points: number; event: string }[]; pagination: unknown };
+    const data = page.body.data as {
+      transactions: { id: number; type: string; amount: number; points: number; event: string }[];
+      pagination: unknown;
+    };
     expect(data.pagination).toEqual({ limit: 20, offset: 0, total: 25, has_more: true });
     expect(data.transactions).toHaveLength(20);
-    expect(data.transactions[0]).toEqual({ id: expect.any(Number), type: 'earning', amount: 0.5, points: 0, event: 'cashback_earned', created_at: expect.any(String) });
+    expect(data.transactions[0]).toEqual({
+      id: expect.any(Number),
+      type: 'earning',
+      amount: 0.5,
+      points: 0,
+      event: 'cashback_earned',
+      created_at: expect.any(String),
+    });
     const ids = data.transactions.map((t) => t.id);
     expect([...ids].sort((a, b) => b - a)).toEqual(ids);
 
@@ -448,7 +543,10 @@ describe('balance and history', () => {
     ]);
     const tooMany = await api('GET', `${CB}/history?card_id=${card}&member_id=${m.id}&limit=101`);
     expect(tooMany.status).toBe(400);
-    expect(tooMany.body.error).toMatchObject({ code: 'validation_error', fields: [expect.objectContaining({ field: 'limit' })] });
+    expect(tooMany.body.error).toMatchObject({
+      code: 'validation_error',
+      fields: [expect.objectContaining({ field: 'limit' })],
+    });
     const max = await api('GET', `${CB}/history?card_id=${card}&member_id=${m.id}&limit=100`);
     expect(max.body.data!.pagination).toEqual({ limit: 100, offset: 0, total: 25, has_more: false });
   });
@@ -458,7 +556,12 @@ describe('cards', () => {
   it("lists the calling tenant's cashback cards with every field", async () => {
     const t = await sys.tenant();
     const own = apiClient(sys.url, t);
-    const id = await cashbackCard(sys, t.tenantId, { cashback_percentage: 2.5, cashback_min_amount: 0, cashback_max_amount: null, allows_pin_redemption: true }, { unique_identifier: 'coffee-club' });
+    const id = await cashbackCard(
+      sys,
+      t.tenantId,
+      { cashback_percentage: 2.5, cashback_min_amount: 0, cashback_max_amount: null, allows_pin_redemption: true },
+      { unique_identifier: 'coffee-club' },
+    );
     await pointsCard(sys, t.tenantId);
     const r = await own('GET', '/api/v1/cashback/cards');
     expect(r.body).toEqual({
@@ -472,7 +575,12 @@ describe('cards', () => {
             description: 'test cashback',
             reward_system: 'cashback',
             currency: 'EUR',
-            cashback_config: { cashback_percentage: 2.5, cashback_min_amount: 0, cashback_max_amount: null, allows_pin_redemption: true },
+            cashback_config: {
+              cashback_percentage: 2.5,
+              cashback_min_amount: 0,
+              cashback_max_amount: null,
+              allows_pin_redemption: true,
+            },
           },
         ],
         total: 1,

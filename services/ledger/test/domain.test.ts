@@ -76,8 +76,14 @@ describe('refund deduction', () => {
     expect(refundDeduction(300, -5, 1000)).toEqual({ deducted: 0, warning: null });
   });
   it('never makes a balance negative and says what was left uncovered', () => {
-    expect(refundDeduction(300, null, 120)).toEqual({ deducted: 120, warning: { requested: 300, deducted: 120, uncovered: 180 } });
-    expect(refundDeduction(300, 250, 0)).toEqual({ deducted: 0, warning: { requested: 250, deducted: 0, uncovered: 250 } });
+    expect(refundDeduction(300, null, 120)).toEqual({
+      deducted: 120,
+      warning: { requested: 300, deducted: 120, uncovered: 180 },
+    });
+    expect(refundDeduction(300, 250, 0)).toEqual({
+      deducted: 0,
+      warning: { requested: 250, deducted: 0, uncovered: 250 },
+    });
   });
 });
 

@@ -22,7 +22,8 @@ beforeAll(async () => {
 });
 afterAll(async () => sys?.stop());
 
-const pointsEarn = (body: Record<string, unknown>) => api('POST', '/api/v1/loyalty/points/earn', { body: { card_id: points, ...body } });
+const pointsEarn = (body: Record<string, unknown>) =>
+  api('POST', '/api/v1/loyalty/points/earn', { body: { card_id: points, ...body } });
 
 async function member(purchase: number, reference?: string): Promise<{ id: number; transaction: number }> {
   const r = await pointsEarn({ email: email('gc'), purchase_amount: purchase, ...(reference ? { reference } : {}) });
@@ -34,7 +35,10 @@ async function member(purchase: number, reference?: string): Promise<{ id: numbe
 async function postingStatements(): Promise<{ statements: number; postings: number }> {
   const text = await (await fetch(`http://127.0.0.1:${sys.services.ledger!.opsPort}/metrics`)).text();
   const value = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
-  return { statements: value('loyalty_ledger_postings_per_statement_count'), postings: value('loyalty_ledger_postings_per_statement_sum') };
+  return {
+    statements: value('loyalty_ledger_postings_per_statement_count'),
+    postings: value('loyalty_ledger_postings_per_statement_sum'),
+  };
 }
 
 async function until(condition: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
@@ -50,18 +54,34 @@ it('shares a statement among the postings that queue behind one in flight, each 
   const distinct = await Promise.all(Array.from({ length: 6 }, (_, i) => member(10 + i)));
   const twice = await member(40);
   const original = await member(50, `order-${email('ref')}`);
-  const originalReference = (await sys.db.query<{ reference: string }>('SELECT reference FROM ledger.journal WHERE id = $1', [original.transaction])).rows[0]!.reference;
+  const originalReference = (
+    await sys.db.query<{ reference: string }>('SELECT reference FROM ledger.journal WHERE id = $1', [
+      original.transaction,
+    ])
+  ).rows[0]!.reference;
   const redeemer = await signedIn(api);
-  const funded = await api('POST', '/api/v1/cashback/cashback/earn', { body: { card_id: cashback, member_id: redeemer.id, purchase_amount: 100 } }); // 5.00
+  const funded = await api('POST', '/api/v1/cashback/cashback/earn', {
+    body: { card_id: cashback, member_id: redeemer.id, purchase_amount: 100 },
+  }); // 5.00
   expect(funded.status).toBe(200);
 
   // Hold the ledger's only posting statement on the blocker's account row.
   const lock = await sys.db.connect();
   try {
     await lock.query('BEGIN');
-    await lock.query('SELECT 1 FROM ledger.accounts WHERE card_id = $1 AND member_id = $2 FOR UPDATE', [points, blocker.id]);
+    await lock.query('SELECT 1 FROM ledger.accounts WHERE card_id = $1 AND member_id = $2 FOR UPDATE', [
+      points,
+      blocker.id,
+    ]);
     const blocked = pointsEarn({ member_id: blocker.id, purchase_amount: 5 });
-    await until(async () => (await sys.db.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows.length > 0);
+    await until(
+      async () =>
+        (
+          await sys.db.query(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          )
+        ).rows.length > 0,
+    );
     const before = await postingStatements();
 
     const queued = Promise.all([
@@ -69,8 +89,14 @@ it('shares a statement among the postings that queue behind one in flight, each 
       pointsEarn({ member_id: twice.id, purchase_amount: 3 }),
       pointsEarn({ member_id: twice.id, purchase_amount: 4 }),
       pointsEarn({ member_id: original.id, purchase_amount: 9, reference: originalReference }),
-      api('POST', '/api/v1/cashback/cashback/redeem', { body: { card_id: cashback, amount: 2 }, token: redeemer.token }),
-      api('POST', '/api/v1/cashback/cashback/redeem', { body: { card_id: cashback, amount: 4 }, token: redeemer.token }),
+      api('POST', '/api/v1/cashback/cashback/redeem', {
+        body: { card_id: cashback, amount: 2 },
+        token: redeemer.token,
+      }),
+      api('POST', '/api/v1/cashback/cashback/redeem', {
+        body: { card_id: cashback, amount: 4 },
+        token: redeemer.token,
+      }),
     ]);
     await new Promise((r) => setTimeout(r, 500)); // the requests reach the ledger and queue
     await lock.query('COMMIT');
@@ -89,7 +115,10 @@ it('shares a statement among the postings that queue behind one in flight, each 
     expect([three!.body.data!.new_balance, four!.body.data!.new_balance].sort()).toEqual([43, 47]);
     // The duplicate reference fails the shared statement; retried alone, only it is refused.
     expect(duplicate!.status, JSON.stringify(duplicate!.body)).toBe(409);
-    expect(duplicate!.body.error).toMatchObject({ code: 'duplicate_reference', original_transaction_id: original.transaction });
+    expect(duplicate!.body.error).toMatchObject({
+      code: 'duplicate_reference',
+      original_transaction_id: original.transaction,
+    });
     // Debits: one covered, then one the rest of the balance does not cover (either order is possible).
     expect([redeemed!.status, uncovered!.status].sort()).toEqual([200, 422]);
 
@@ -113,7 +142,10 @@ it('shares a statement among the postings that queue behind one in flight, each 
       WHERE j.card_id = $1 AND (o.payload -> 'data' ->> 'new_balance')::numeric = j.balance_after`,
     [points],
   );
-  const { rows: entries } = await sys.db.query<{ n: number }>('SELECT count(*)::int AS n FROM ledger.journal WHERE card_id = $1', [points]);
+  const { rows: entries } = await sys.db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM ledger.journal WHERE card_id = $1',
+    [points],
+  );
   expect(rows[0]!.n).toBe(entries[0]!.n);
 });
 

@@ -3,7 +3,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ledgerOperations, Subjects } from '@loyalty/contracts';
 import { invoke } from '@loyalty/runtime';
 import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
-import { cashbackCard, email, notificationsSettled, pointsCard, reward, signedIn, storedAndJournal, type Api } from './support.ts';
+import {
+  cashbackCard,
+  email,
+  notificationsSettled,
+  pointsCard,
+  reward,
+  signedIn,
+  storedAndJournal,
+  type Api,
+} from './support.ts';
 
 /**
  * Interface section 4.3 end to end through the gateway, the points_earned mail through identity's
@@ -39,15 +48,21 @@ afterAll(async () => {
   await sys?.stop();
 });
 
-const earn = (body: Record<string, unknown>, headers: Record<string, string> = {}) => api('POST', `${PTS}/earn`, { body: { card_id: card, ...body }, headers });
-const refund = (body: Record<string, unknown>, headers: Record<string, string> = {}) => api('POST', `${PTS}/refund`, { body: { card_id: card, ...body }, headers });
+const earn = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+  api('POST', `${PTS}/earn`, { body: { card_id: card, ...body }, headers });
+const refund = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+  api('POST', `${PTS}/refund`, { body: { card_id: card, ...body }, headers });
 const balanceOf = async (memberId: number, cardId = card) => {
   const r = await api('GET', `${PTS}/balance?card_id=${cardId}&member_id=${memberId}`);
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body.data!.points_balance as number;
 };
 const phoneMember = async (purchase: number, extra: Record<string, unknown> = {}) => {
-  const r = await earn({ phone: `+1999${String(Math.floor(Math.random() * 1e7)).padStart(7, '0')}`, purchase_amount: purchase, ...extra });
+  const r = await earn({
+    phone: `+1999${String(Math.floor(Math.random() * 1e7)).padStart(7, '0')}`,
+    purchase_amount: purchase,
+    ...extra,
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body.data!.member_id as number;
 };
@@ -84,9 +99,13 @@ describe('earn', () => {
 
   it('computes exactly with a fractional ratio', async () => {
     const tenth = await pointsCard(sys, tenantId, { points_ratio: 0.1 });
-    const r = await api('POST', `${PTS}/earn`, { body: { card_id: tenth, phone: '+15550001111', purchase_amount: 109.99 } });
+    const r = await api('POST', `${PTS}/earn`, {
+      body: { card_id: tenth, phone: '+15550001111', purchase_amount: 109.99 },
+    });
     expect(r.body.data).toMatchObject({ points_earned: 10, notification_sent: null }); // no email: no mail
-    const r2 = await api('POST', `${PTS}/earn`, { body: { card_id: tenth, phone: '+15550001111', purchase_amount: 0.3 + 99.7 } });
+    const r2 = await api('POST', `${PTS}/earn`, {
+      body: { card_id: tenth, phone: '+15550001111', purchase_amount: 0.3 + 99.7 },
+    });
     expect(r2.body.data).toMatchObject({ points_earned: 10, new_balance: 20 });
   });
 
@@ -96,7 +115,9 @@ describe('earn', () => {
     const deadline = Date.now() + 5_000;
     let data: Record<string, unknown> | undefined;
     while (Date.now() < deadline) {
-      const msg = await jsm.streams.getMessage(subjects.streamName(), { last_by_subj: subjects.event('ledger', 'points_earned') }).catch(() => undefined);
+      const msg = await jsm.streams
+        .getMessage(subjects.streamName(), { last_by_subj: subjects.event('ledger', 'points_earned') })
+        .catch(() => undefined);
       const event = msg?.json<{ type: string; tenant_id: number; data: Record<string, unknown> }>();
       if (event && event.data.transaction_id === r.body.data!.transaction_id) {
         expect(event.type).toBe('ledger.points_earned');
@@ -106,7 +127,15 @@ describe('earn', () => {
       }
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    expect(data).toMatchObject({ member_id: r.body.data!.member_id, card_id: card, points: 42, previous_balance: 0, new_balance: 42, reference: 'evt-1', event: 'staff_added_points' });
+    expect(data).toMatchObject({
+      member_id: r.body.data!.member_id,
+      card_id: card,
+      points: 42,
+      previous_balance: 0,
+      new_balance: 42,
+      reference: 'evt-1',
+      event: 'staff_added_points',
+    });
   });
 
   it('sends no second mail when the event is delivered again', async () => {
@@ -119,7 +148,9 @@ describe('earn', () => {
     );
     expect(rows).toHaveLength(1);
     // the same event again, under another message id so JetStream does not drop it as a duplicate
-    await nc.jetstream().publish(rows[0]!.subject, JSON.stringify(rows[0]!.payload), { msgID: `again-${rows[0]!.payload.id}` });
+    await nc
+      .jetstream()
+      .publish(rows[0]!.subject, JSON.stringify(rows[0]!.payload), { msgID: `again-${rows[0]!.payload.id}` });
     // a later event for someone else is mailed after the redelivered one has been handled
     const later = email('later');
     await earn({ email: later, purchase_amount: 8 });
@@ -132,12 +163,17 @@ describe('earn', () => {
     const first = await earn({ email: email('dup'), purchase_amount: 10, reference: 'pts-dup' });
     const dup = await earn({ member_id: first.body.data!.member_id, purchase_amount: 10, reference: 'pts-dup' });
     expect(dup.status).toBe(409);
-    expect(dup.body.error).toMatchObject({ code: 'duplicate_reference', original_transaction_id: first.body.data!.transaction_id });
+    expect(dup.body.error).toMatchObject({
+      code: 'duplicate_reference',
+      original_transaction_id: first.body.data!.transaction_id,
+    });
     const cb = await cashbackCard(sys, tenantId);
     const wrong = await api('POST', `${PTS}/earn`, { body: { card_id: cb, email: email(), purchase_amount: 10 } });
     expect(wrong.status).toBe(422);
     expect(wrong.body.error).toMatchObject({ code: 'wrong_card_type' });
-    const foreign = await other('POST', `${PTS}/earn`, { body: { card_id: card, email: email(), purchase_amount: 10 } });
+    const foreign = await other('POST', `${PTS}/earn`, {
+      body: { card_id: card, email: email(), purchase_amount: 10 },
+    });
     expect(foreign.status).toBe(404);
     expect(foreign.body.error).toMatchObject({ code: 'card_not_found' });
     const unknown = await earn({ member_id: 424242, purchase_amount: 10 });
@@ -165,7 +201,10 @@ describe('redeem', () => {
     await earn({ member_id: m.id, purchase_amount: 120 });
     const noToken = await api('POST', `${PTS}/redeem`, { body: { card_id: card, reward_id: coffee } });
     expect(noToken.status).toBe(401);
-    const r = await api('POST', `${PTS}/redeem`, { body: { card_id: card, reward_id: coffee, reference: 'pos-9' }, token: m.token });
+    const r = await api('POST', `${PTS}/redeem`, {
+      body: { card_id: card, reward_id: coffee, reference: 'pos-9' },
+      token: m.token,
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toEqual({
       success: true,
@@ -193,12 +232,18 @@ describe('redeem', () => {
     await earn({ member_id: m.id, purchase_amount: 500 });
     const retired = await reward(sys, tenantId, card, 10, { name: 'Retired' });
     await sys.admin('POST', `/admin/v1/tenants/${tenantId}/cards/${card}/rewards/${retired}`, { active: false });
-    const inactive = await api('POST', `${PTS}/redeem`, { body: { card_id: card, reward_id: retired }, token: m.token });
+    const inactive = await api('POST', `${PTS}/redeem`, {
+      body: { card_id: card, reward_id: retired },
+      token: m.token,
+    });
     expect(inactive.status).toBe(422);
     expect(inactive.body.error).toMatchObject({ code: 'reward_inactive' });
     const otherCard = await pointsCard(sys, tenantId);
     const elsewhere = await reward(sys, tenantId, otherCard, 10);
-    const notHere = await api('POST', `${PTS}/redeem`, { body: { card_id: card, reward_id: elsewhere }, token: m.token });
+    const notHere = await api('POST', `${PTS}/redeem`, {
+      body: { card_id: card, reward_id: elsewhere },
+      token: m.token,
+    });
     expect(notHere.status).toBe(404);
     expect(notHere.body.error).toMatchObject({ code: 'reward_not_found' });
     const cb = await cashbackCard(sys, tenantId);
@@ -211,9 +256,15 @@ describe('redeem', () => {
   it('never overdraws under 50 parallel redemptions', async () => {
     const m = await signedIn(api);
     await earn({ member_id: m.id, purchase_amount: 1000 }); // 1000 points, 20 coffees
-    const replies = await Promise.all(Array.from({ length: 50 }, () => api('POST', `${PTS}/redeem`, { body: { card_id: card, reward_id: coffee }, token: m.token })));
+    const replies = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        api('POST', `${PTS}/redeem`, { body: { card_id: card, reward_id: coffee }, token: m.token }),
+      ),
+    );
     expect(replies.filter((r) => r.status === 200)).toHaveLength(20);
-    expect(replies.filter((r) => r.status === 422 && (r.body.error as { code: string }).code === 'insufficient_points')).toHaveLength(30);
+    expect(
+      replies.filter((r) => r.status === 422 && (r.body.error as { code: string }).code === 'insufficient_points'),
+    ).toHaveLength(30);
     expect(await balanceOf(m.id)).toBe(0);
     expect(await storedAndJournal(sys, card, m.id)).toEqual({ stored: 0, journal: 0 });
   });
@@ -262,7 +313,16 @@ describe('balance and history', () => {
     await api('POST', `${PTS}/redeem`, { body: { card_id: card, reward_id: coffee }, token: m.token });
     await refund({ member_id: m.id, refund_amount: 5 });
     const b = await api('GET', `${PTS}/balance?card_id=${card}&member_id=${m.id}`);
-    expect(b.body).toEqual({ success: true, data: { card_id: card, member_id: m.id, points_balance: 20, reward_system: 'points', queried_at: expect.any(String) } });
+    expect(b.body).toEqual({
+      success: true,
+      data: {
+        card_id: card,
+        member_id: m.id,
+        points_balance: 20,
+        reward_system: 'points',
+        queried_at: expect.any(String),
+      },
+    });
     const h = await api('GET', `${PTS}/history?card_id=${card}&member_id=${m.id}&limit=2`);
     expect(h.body.data).toEqual({
       card_id: card,
@@ -274,7 +334,9 @@ describe('balance and history', () => {
       pagination: { limit: 2, offset: 0, total: 3, has_more: true },
     });
     const rest = await api('GET', `${PTS}/history?card_id=${card}&member_id=${m.id}&limit=2&offset=2`);
-    expect(rest.body.data!.transactions).toEqual([{ id: expect.any(Number), points: 75, event: 'staff_added_points', created_at: expect.any(String) }]);
+    expect(rest.body.data!.transactions).toEqual([
+      { id: expect.any(Number), points: 75, event: 'staff_added_points', created_at: expect.any(String) },
+    ]);
     expect(rest.body.data!.pagination).toEqual({ limit: 2, offset: 2, total: 3, has_more: false });
     expect((await api('GET', `${PTS}/history?card_id=${card}&member_id=${m.id}&limit=101`)).status).toBe(400);
     expect((await api('GET', `${PTS}/history?card_id=${card}&member_id=${m.id}&offset=-1`)).status).toBe(400);
@@ -291,29 +353,58 @@ describe('balance and history', () => {
 
 describe('operations for other services', () => {
   it('answers card and reward summaries within the tenant', async () => {
-    const c = await pointsCard(sys, tenantId, { referrer_bonus: 100, referee_bonus: 50, referral_bonus_on_first_purchase: true, claim_lifetime_hours: 2 });
+    const c = await pointsCard(sys, tenantId, {
+      referrer_bonus: 100,
+      referee_bonus: 50,
+      referral_bonus_on_first_purchase: true,
+      claim_lifetime_hours: 2,
+    });
     const r = await reward(sys, tenantId, c, 30, { name: 'Tea' });
     expect(await internal(ledgerOperations.getCard, { card_id: c })).toEqual({
-      card: { id: c, name: 'Points card', reward_system: 'points', referrer_bonus: 100, referee_bonus: 50, referral_bonus_on_first_purchase: true, claim_lifetime_hours: 2 },
+      card: {
+        id: c,
+        name: 'Points card',
+        reward_system: 'points',
+        referrer_bonus: 100,
+        referee_bonus: 50,
+        referral_bonus_on_first_purchase: true,
+        claim_lifetime_hours: 2,
+      },
     });
-    expect(await internal(ledgerOperations.getReward, { card_id: c, reward_id: r })).toEqual({ reward: { id: r, card_id: c, name: 'Tea', points_cost: 30, active: true } });
-    await expect(internal(ledgerOperations.getReward, { card_id: card, reward_id: r })).rejects.toMatchObject({ code: 'reward_not_found' });
-    await expect(internal(ledgerOperations.getCard, { card_id: c }, { tenant_id: otherTenantId })).rejects.toMatchObject({ code: 'card_not_found' });
+    expect(await internal(ledgerOperations.getReward, { card_id: c, reward_id: r })).toEqual({
+      reward: { id: r, card_id: c, name: 'Tea', points_cost: 30, active: true },
+    });
+    await expect(internal(ledgerOperations.getReward, { card_id: card, reward_id: r })).rejects.toMatchObject({
+      code: 'reward_not_found',
+    });
+    await expect(
+      internal(ledgerOperations.getCard, { card_id: c }, { tenant_id: otherTenantId }),
+    ).rejects.toMatchObject({ code: 'card_not_found' });
   });
 
   it('debits and credits points under a deterministic key, replaying a retried step', async () => {
     const memberId = await phoneMember(100);
     const debit = { card_id: card, member_id: memberId, points: 60, event: 'reward_claimed' };
     await expect(internal(ledgerOperations.debitPoints, debit)).rejects.toMatchObject({ code: 'validation_error' });
-    const first = await internal<{ transaction_id: number }>(ledgerOperations.debitPoints, debit, { idempotency_key: 'claim:1' });
+    const first = await internal<{ transaction_id: number }>(ledgerOperations.debitPoints, debit, {
+      idempotency_key: 'claim:1',
+    });
     expect(first).toEqual({ transaction_id: expect.any(Number), points: 60, previous_balance: 100, new_balance: 40 });
     expect(await internal(ledgerOperations.debitPoints, debit, { idempotency_key: 'claim:1' })).toEqual(first);
     // refused without touching the balance; the same key can succeed later
-    await expect(internal(ledgerOperations.debitPoints, debit, { idempotency_key: 'claim:2' })).rejects.toMatchObject({ code: 'insufficient_points' });
+    await expect(internal(ledgerOperations.debitPoints, debit, { idempotency_key: 'claim:2' })).rejects.toMatchObject({
+      code: 'insufficient_points',
+    });
     expect(await balanceOf(memberId)).toBe(40);
-    const bonus = await internal(ledgerOperations.creditPoints, { ...debit, points: 25, event: 'referral_bonus' }, { idempotency_key: 'referral:1:referrer' });
+    const bonus = await internal(
+      ledgerOperations.creditPoints,
+      { ...debit, points: 25, event: 'referral_bonus' },
+      { idempotency_key: 'referral:1:referrer' },
+    );
     expect(bonus).toMatchObject({ points: 25, previous_balance: 40, new_balance: 65 });
-    expect(await internal(ledgerOperations.debitPoints, debit, { idempotency_key: 'claim:2' })).toMatchObject({ new_balance: 5 });
+    expect(await internal(ledgerOperations.debitPoints, debit, { idempotency_key: 'claim:2' })).toMatchObject({
+      new_balance: 5,
+    });
     // an HTTP client's Idempotency-Key never collides with a service's key
     const http = await refund({ member_id: memberId, refund_amount: 1 }, { 'idempotency-key': 'claim:1' });
     expect(http.status).toBe(200);
@@ -326,19 +417,29 @@ describe('operations for other services', () => {
       [100, 'staff_added_points'],
     ]);
     const cb = await cashbackCard(sys, tenantId);
-    await expect(internal(ledgerOperations.creditPoints, { ...debit, card_id: cb, event: 'referral_bonus' }, { idempotency_key: 'x' })).rejects.toMatchObject({ code: 'wrong_card_type' });
+    await expect(
+      internal(
+        ledgerOperations.creditPoints,
+        { ...debit, card_id: cb, event: 'referral_bonus' },
+        { idempotency_key: 'x' },
+      ),
+    ).rejects.toMatchObject({ code: 'wrong_card_type' });
   });
 });
 
 describe('provisioning', () => {
   it('creates, updates, lists and reads cards and rewards through the operator API', async () => {
-    const { card: created } = await sys.admin<{ card: Record<string, unknown> }>('POST', `/admin/v1/tenants/${tenantId}/cards`, {
-      name: 'Gold',
-      reward_system: 'points',
-      points_ratio: 2.5,
-      unique_identifier: 'gold',
-      referrer_bonus: 10,
-    });
+    const { card: created } = await sys.admin<{ card: Record<string, unknown> }>(
+      'POST',
+      `/admin/v1/tenants/${tenantId}/cards`,
+      {
+        name: 'Gold',
+        reward_system: 'points',
+        points_ratio: 2.5,
+        unique_identifier: 'gold',
+        referrer_bonus: 10,
+      },
+    );
     expect(created).toMatchObject({
       tenant_id: tenantId,
       unique_identifier: 'gold',
@@ -354,17 +455,34 @@ describe('provisioning', () => {
       claim_lifetime_hours: 72,
     });
     const id = created.id as number;
-    const { card: changed } = await sys.admin<{ card: Record<string, unknown> }>('POST', `/admin/v1/tenants/${tenantId}/cards/${id}`, { points_ratio: 0.25, referee_bonus: 5 });
+    const { card: changed } = await sys.admin<{ card: Record<string, unknown> }>(
+      'POST',
+      `/admin/v1/tenants/${tenantId}/cards/${id}`,
+      { points_ratio: 0.25, referee_bonus: 5 },
+    );
     expect(changed).toMatchObject({ points_ratio: 0.25, referee_bonus: 5, referrer_bonus: 10, name: 'Gold' });
-    const r = await api('POST', `${PTS}/earn`, { body: { card_id: id, phone: '+15550003333', purchase_amount: 10.99 } });
+    const r = await api('POST', `${PTS}/earn`, {
+      body: { card_id: id, phone: '+15550003333', purchase_amount: 10.99 },
+    });
     expect(r.body.data).toMatchObject({ points_earned: 2 });
     const rw = await reward(sys, tenantId, id, 100, { name: 'Mug', description: 'a mug' });
-    const got = await sys.admin<{ card: { id: number }; rewards: { id: number; name: string; active: boolean }[] }>('GET', `/admin/v1/tenants/${tenantId}/cards/${id}`);
-    expect(got.rewards).toEqual([expect.objectContaining({ id: rw, name: 'Mug', description: 'a mug', points_cost: 100, active: true })]);
-    const list = await sys.admin<{ cards: { id: number }[]; total: number }>('GET', `/admin/v1/tenants/${tenantId}/cards`);
+    const got = await sys.admin<{ card: { id: number }; rewards: { id: number; name: string; active: boolean }[] }>(
+      'GET',
+      `/admin/v1/tenants/${tenantId}/cards/${id}`,
+    );
+    expect(got.rewards).toEqual([
+      expect.objectContaining({ id: rw, name: 'Mug', description: 'a mug', points_cost: 100, active: true }),
+    ]);
+    const list = await sys.admin<{ cards: { id: number }[]; total: number }>(
+      'GET',
+      `/admin/v1/tenants/${tenantId}/cards`,
+    );
     expect(list.cards.map((c) => c.id)).toContain(id);
     expect(list.total).toBe(list.cards.length);
-    const rewards = await sys.admin<{ rewards: unknown[]; total: number }>('GET', `/admin/v1/tenants/${tenantId}/cards/${id}/rewards`);
+    const rewards = await sys.admin<{ rewards: unknown[]; total: number }>(
+      'GET',
+      `/admin/v1/tenants/${tenantId}/cards/${id}/rewards`,
+    );
     expect(rewards.total).toBe(1);
   });
 
@@ -375,7 +493,10 @@ describe('provisioning', () => {
         headers: { authorization: `Bearer ${sys.env.OPERATOR_TOKEN}`, 'content-type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
-      return { status: res.status, body: (await res.json()) as { error?: { code: string; fields?: { field: string }[] } } };
+      return {
+        status: res.status,
+        body: (await res.json()) as { error?: { code: string; fields?: { field: string }[] } },
+      };
     };
     const base = `/admin/v1/tenants/${tenantId}/cards`;
     const noConfig = await call('POST', base, { name: 'X', reward_system: 'cashback' });
@@ -383,9 +504,16 @@ describe('provisioning', () => {
     expect(noConfig.body.error!.fields!.map((f) => f.field)).toContain('cashback_config');
     const noRatio = await call('POST', base, { name: 'X', reward_system: 'points' });
     expect(noRatio.body.error!.fields!.map((f) => f.field)).toContain('points_ratio');
-    expect((await call('POST', base, { name: 'X', reward_system: 'points', points_ratio: 1.0000001 })).status).toBe(400);
+    expect((await call('POST', base, { name: 'X', reward_system: 'points', points_ratio: 1.0000001 })).status).toBe(
+      400,
+    );
     await call('POST', base, { name: 'A', reward_system: 'points', points_ratio: 1, unique_identifier: 'taken' });
-    const taken = await call('POST', base, { name: 'B', reward_system: 'points', points_ratio: 1, unique_identifier: 'taken' });
+    const taken = await call('POST', base, {
+      name: 'B',
+      reward_system: 'points',
+      points_ratio: 1,
+      unique_identifier: 'taken',
+    });
     expect(taken.status).toBe(409);
     expect(taken.body.error!.code).toBe('card_identifier_taken');
     const cb = await cashbackCard(sys, tenantId);

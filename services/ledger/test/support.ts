@@ -11,13 +11,24 @@ export function email(tag = 'm'): string {
   return `${tag}${n}.${process.pid}.${Date.now()}@example.com`;
 }
 
-export async function cashbackCard(sys: TestSystem, tenantId: number, config: Body = {}, extra: Body = {}): Promise<number> {
+export async function cashbackCard(
+  sys: TestSystem,
+  tenantId: number,
+  config: Body = {},
+  extra: Body = {},
+): Promise<number> {
   const { card } = await sys.admin<{ card: { id: number } }>('POST', `/admin/v1/tenants/${tenantId}/cards`, {
     name: 'Cashback card',
     description: 'test cashback',
     reward_system: 'cashback',
     currency: 'EUR',
-    cashback_config: { cashback_percentage: 5, cashback_min_amount: 10, cashback_max_amount: 50, allows_pin_redemption: false, ...config },
+    cashback_config: {
+      cashback_percentage: 5,
+      cashback_min_amount: 10,
+      cashback_max_amount: 50,
+      allows_pin_redemption: false,
+      ...config,
+    },
     ...extra,
   });
   return card.id;
@@ -33,8 +44,18 @@ export async function pointsCard(sys: TestSystem, tenantId: number, extra: Body 
   return card.id;
 }
 
-export async function reward(sys: TestSystem, tenantId: number, cardId: number, pointsCost: number, extra: Body = {}): Promise<number> {
-  const r = await sys.admin<{ reward: { id: number } }>('POST', `/admin/v1/tenants/${tenantId}/cards/${cardId}/rewards`, { name: `Reward ${pointsCost}`, points_cost: pointsCost, ...extra });
+export async function reward(
+  sys: TestSystem,
+  tenantId: number,
+  cardId: number,
+  pointsCost: number,
+  extra: Body = {},
+): Promise<number> {
+  const r = await sys.admin<{ reward: { id: number } }>(
+    'POST',
+    `/admin/v1/tenants/${tenantId}/cards/${cardId}/rewards`,
+    { name: `Reward ${pointsCost}`, points_cost: pointsCost, ...extra },
+  );
   return r.reward.id;
 }
 
@@ -45,16 +66,26 @@ export async function signedIn(api: Api): Promise<{ id: number; email: string; t
   const phone = `+1777${String(1_000_000 + ((n * 7919 + process.pid * 31 + Date.now()) % 9_000_000)).slice(-7)}`;
   const reg = await api('POST', '/api/v1/auth/member/register', { body: { name: 'Signed In', email: address, phone } });
   expect(reg.status, JSON.stringify(reg.body)).toBe(200);
-  const v = await api('POST', '/api/v1/auth/member/verify-otp', { body: { email: address, code: reg.body.data!.otp_code } });
+  const v = await api('POST', '/api/v1/auth/member/verify-otp', {
+    body: { email: address, code: reg.body.data!.otp_code },
+  });
   expect(v.status, JSON.stringify(v.body)).toBe(200);
-  return { id: (reg.body.data!.member as { id: number }).id, email: address, token: v.body.data!.member_token as string };
+  return {
+    id: (reg.body.data!.member as { id: number }).id,
+    email: address,
+    token: v.body.data!.member_token as string,
+  };
 }
 
 /**
  * The account's stored balance and the sum of its journal, straight from the ledger's tables; also
  * checks that the account's entry count (a history's total) equals its number of journal rows.
  */
-export async function storedAndJournal(sys: TestSystem, cardId: number, memberId: number): Promise<{ stored: number; journal: number }> {
+export async function storedAndJournal(
+  sys: TestSystem,
+  cardId: number,
+  memberId: number,
+): Promise<{ stored: number; journal: number }> {
   const { rows } = await sys.db.query<{ stored: string; journal: string; entries: string; counted: string }>(
     `SELECT (SELECT balance FROM ledger.accounts WHERE card_id = $1 AND member_id = $2)::text AS stored,
             (SELECT entries FROM ledger.accounts WHERE card_id = $1 AND member_id = $2)::text AS entries,
@@ -78,7 +109,8 @@ export async function notificationsSettled(sys: TestSystem, timeoutMs = 10_000):
               (SELECT count(*) FROM identity.processed_events WHERE consumer = 'identity-mail-ledger-points_earned')::int AS handled`,
     );
     if (rows[0]!.handled >= rows[0]!.recorded) return;
-    if (Date.now() > deadline) throw new Error(`identity handled ${rows[0]!.handled} of ${rows[0]!.recorded} points_earned events`);
+    if (Date.now() > deadline)
+      throw new Error(`identity handled ${rows[0]!.handled} of ${rows[0]!.recorded} points_earned events`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }

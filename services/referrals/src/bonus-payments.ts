@@ -1,9 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, type DomainEvent, type Subjects } from '@loyalty/contracts';
-import { recordEvent, withTransaction, type Clock, type Logger, type Pool, type PoolClient, type Queryable } from '@loyalty/runtime';
+import {
+  recordEvent,
+  withTransaction,
+  type Clock,
+  type Logger,
+  type Pool,
+  type PoolClient,
+  type Queryable,
+} from '@loyalty/runtime';
 import { bonusCredits, isPurchaseEarn, type Referral } from './domain/referral.ts';
 import type { CallMeta, Peers } from './peers.ts';
-import { awaitingFirstPurchase, completeReferral, type EarnAccount, findReferral, leaseStalePayments, markPaymentDue } from './store/referrals.ts';
+import {
+  awaitingFirstPurchase,
+  completeReferral,
+  type EarnAccount,
+  findReferral,
+  leaseStalePayments,
+  markPaymentDue,
+} from './store/referrals.ts';
 
 export interface PaymentDeps {
   pool: Pool;
@@ -29,7 +44,13 @@ export function referralEventData(r: Referral) {
 
 /** Meta of work that no HTTP request started (sweeper, event consumer). */
 export function backgroundMeta(tenantId: number, what: string): CallMeta {
-  return { request_id: `referrals-${what}-${randomUUID()}`, tenant_id: tenantId, app_id: 'referrals', sandbox: false, scopes: [] };
+  return {
+    request_id: `referrals-${what}-${randomUUID()}`,
+    tenant_id: tenantId,
+    app_id: 'referrals',
+    sandbox: false,
+    scopes: [],
+  };
 }
 
 /**
@@ -44,7 +65,13 @@ export function bonusPayments(deps: PaymentDeps) {
   async function credit(meta: CallMeta, r: Referral) {
     const tx: { referrer?: number; referee?: number } = {};
     for (const c of bonusCredits(r)) {
-      const reply = await peers.creditBonus(meta, c.key, { cardId: r.card_id, memberId: c.memberId, points: c.points, referralId: r.id, party: c.party });
+      const reply = await peers.creditBonus(meta, c.key, {
+        cardId: r.card_id,
+        memberId: c.memberId,
+        points: c.points,
+        referralId: r.id,
+        party: c.party,
+      });
       tx[c.party] = reply.transaction_id;
     }
     return tx;
@@ -54,12 +81,21 @@ export function bonusPayments(deps: PaymentDeps) {
   async function complete(db: Queryable, r: Referral, tx: { referrer?: number; referee?: number }): Promise<Referral> {
     const done = await completeReferral(db, r.id, tx, clock.now());
     if (!done) return (await findReferral(db, r.id)) ?? r; // someone else completed it first
-    await recordEvent(db, 'referrals', subjects, 'referrals', { type: 'referral_completed', tenantId: done.tenant_id, data: referralEventData(done), occurredAt: clock.now() });
+    await recordEvent(db, 'referrals', subjects, 'referrals', {
+      type: 'referral_completed',
+      tenantId: done.tenant_id,
+      data: referralEventData(done),
+      occurredAt: clock.now(),
+    });
     return done;
   }
 
   /** `alsoInTx` writes what must commit with the completion (apply's idempotency record). */
-  async function pay(meta: CallMeta, r: Referral, alsoInTx?: (db: PoolClient, done: Referral) => Promise<void>): Promise<Referral> {
+  async function pay(
+    meta: CallMeta,
+    r: Referral,
+    alsoInTx?: (db: PoolClient, done: Referral) => Promise<void>,
+  ): Promise<Referral> {
     const tx = await credit(meta, r);
     const done = await withTransaction(pool, async (db) => {
       const d = await complete(db, r, tx);
@@ -81,7 +117,10 @@ export function bonusPayments(deps: PaymentDeps) {
         if (done.status === 'completed') completed++;
         log.info({ referral_id: r.id }, 'interrupted referral bonus payment finished');
       } catch (err) {
-        log.warn({ referral_id: r.id, err: err instanceof AppError ? err.code : (err as Error).message }, 'referral bonus payment failed; will retry');
+        log.warn(
+          { referral_id: r.id, err: err instanceof AppError ? err.code : (err as Error).message },
+          'referral bonus payment failed; will retry',
+        );
       }
     }
     return completed;
@@ -114,7 +153,10 @@ export function bonusPayments(deps: PaymentDeps) {
     try {
       tx = await credit(backgroundMeta(event.tenant_id, 'first-purchase'), due);
     } catch (err) {
-      log.warn({ referral_id: due.id, err: err instanceof AppError ? err.code : (err as Error).message }, 'first-purchase referral bonus not paid yet; the sweeper retries');
+      log.warn(
+        { referral_id: due.id, err: err instanceof AppError ? err.code : (err as Error).message },
+        'first-purchase referral bonus not paid yet; the sweeper retries',
+      );
       return;
     }
     await complete(db, due, tx);

@@ -1,7 +1,13 @@
 import { AppError, type Meta, type MemberSummary, type ReferralPeriod, type Subjects } from '@loyalty/contracts';
 import { recordEvent, withTransaction, WithMessage, type Clock, type Pool } from '@loyalty/runtime';
 import { generateReferralCode, normalizeReferralCode } from './domain/codes.ts';
-import { appliedReferralView, applyMessage, checkApplicable, existingReferralOutcome, type Referral } from './domain/referral.ts';
+import {
+  appliedReferralView,
+  applyMessage,
+  checkApplicable,
+  existingReferralOutcome,
+  type Referral,
+} from './domain/referral.ts';
 import { periodStart, referralStats } from './domain/stats.ts';
 import { referralEventData, type BonusPayments } from './bonus-payments.ts';
 import type { Peers } from './peers.ts';
@@ -20,7 +26,14 @@ export interface ProgrammeDeps {
   eventsWritten: () => void;
 }
 
-const unknownName = (id: number): MemberSummary => ({ id, name: '', email: null, phone: null, has_email: false, is_active: false });
+const unknownName = (id: number): MemberSummary => ({
+  id,
+  name: '',
+  email: null,
+  phone: null,
+  has_email: false,
+  is_active: false,
+});
 
 /** The referral programme of section 4.5: codes, validation, application, statistics. */
 export function referralProgramme(deps: ProgrammeDeps) {
@@ -29,7 +42,8 @@ export function referralProgramme(deps: ProgrammeDeps) {
   /** The card, which must be a points card: referral bonuses are points. */
   async function pointsCard(meta: Meta, cardId: number) {
     const card = await peers.card(meta, cardId);
-    if (card.reward_system !== 'points') throw new AppError('wrong_card_type', 'Referrals run on points cards; this card is a cashback card.');
+    if (card.reward_system !== 'points')
+      throw new AppError('wrong_card_type', 'Referrals run on points cards; this card is a cashback card.');
     return card;
   }
 
@@ -41,7 +55,9 @@ export function referralProgramme(deps: ProgrammeDeps) {
     async code(d: { card_id: number; member_id: number }, meta: Meta) {
       await pointsCard(meta, d.card_id);
       const member = await peers.member(meta, d.member_id);
-      const code = await ensureCode(pool, { tenantId: meta.tenant_id, cardId: d.card_id, memberId: member.id }, () => generateReferralCode());
+      const code = await ensureCode(pool, { tenantId: meta.tenant_id, cardId: d.card_id, memberId: member.id }, () =>
+        generateReferralCode(),
+      );
       return { referral_code: code.code, card_id: code.card_id, member_id: code.member_id };
     },
 
@@ -50,12 +66,19 @@ export function referralProgramme(deps: ProgrammeDeps) {
       const normalized = normalizeReferralCode(d.referral_code);
       const code = normalized ? await findCode(pool, meta.tenant_id, normalized) : undefined;
       if (!code || code.card_id !== d.card_id) return invalid;
-      const [card, members] = await Promise.all([peers.card(meta, d.card_id).catch(() => undefined), peers.members(meta, [code.member_id])]);
+      const [card, members] = await Promise.all([
+        peers.card(meta, d.card_id).catch(() => undefined),
+        peers.members(meta, [code.member_id]),
+      ]);
       const referrer = members.get(code.member_id);
       if (!card || card.reward_system !== 'points' || !referrer || !referrer.is_active) return invalid;
       return {
         is_valid: true,
-        referrer: { id: referrer.id, name: referrer.name, bonus_info: { referrer_bonus: card.referrer_bonus, referee_bonus: card.referee_bonus } },
+        referrer: {
+          id: referrer.id,
+          name: referrer.name,
+          bonus_info: { referrer_bonus: card.referrer_bonus, referee_bonus: card.referee_bonus },
+        },
       };
     },
 
@@ -99,7 +122,12 @@ export function referralProgramme(deps: ProgrammeDeps) {
           createdAt: now,
         });
         if (!r) return undefined;
-        await recordEvent(db, 'referrals', subjects, 'referrals', { type: 'referral_applied', tenantId: meta.tenant_id, data: referralEventData(r), occurredAt: now });
+        await recordEvent(db, 'referrals', subjects, 'referrals', {
+          type: 'referral_applied',
+          tenantId: meta.tenant_id,
+          data: referralEventData(r),
+          occurredAt: now,
+        });
         if (waitForPurchase) await remember(db, r);
         return r;
       });
@@ -130,11 +158,20 @@ export function referralProgramme(deps: ProgrammeDeps) {
     async topReferrers(d: { card_id: number; period: ReferralPeriod; limit: number }, meta: Meta) {
       await pointsCard(meta, d.card_id);
       const top = await topReferrers(pool, d.card_id, periodStart(d.period, clock.now()), d.limit);
-      const members = await peers.members(meta, top.rows.map((r) => r.referrer_id));
+      const members = await peers.members(
+        meta,
+        top.rows.map((r) => r.referrer_id),
+      );
       return {
         referrers: top.rows.map((r) => {
           const m = members.get(r.referrer_id) ?? unknownName(r.referrer_id);
-          return { member_id: r.referrer_id, name: m.name, email: m.email, total_referrals: r.total, successful_referrals: r.successful };
+          return {
+            member_id: r.referrer_id,
+            name: m.name,
+            email: m.email,
+            total_referrals: r.total,
+            successful_referrals: r.successful,
+          };
         }),
         total: top.total,
       };
@@ -144,11 +181,21 @@ export function referralProgramme(deps: ProgrammeDeps) {
       await pointsCard(meta, d.card_id);
       const referrer = await peers.member(meta, d.member_id);
       const page = await referralsOfReferrer(pool, d.card_id, referrer.id, d.limit, d.offset);
-      const members = await peers.members(meta, page.rows.map((r) => r.referee_id));
+      const members = await peers.members(
+        meta,
+        page.rows.map((r) => r.referee_id),
+      );
       return {
         referrals: page.rows.map((r) => {
           const m = members.get(r.referee_id) ?? unknownName(r.referee_id);
-          return { id: r.id, referee_name: m.name, referee_email: m.email, status: r.status, bonus_points: r.referrer_bonus, created_at: r.created_at.toISOString() };
+          return {
+            id: r.id,
+            referee_name: m.name,
+            referee_email: m.email,
+            status: r.status,
+            bonus_points: r.referrer_bonus,
+            created_at: r.created_at.toISOString(),
+          };
         }),
         total: page.total,
       };

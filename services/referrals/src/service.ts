@@ -19,7 +19,10 @@ import { referralProgramme } from './referral-programme.ts';
 export const SERVICE_VERSION = '0.1.0';
 
 /** Composition root: config -> connections -> endpoints -> shutdown. */
-export async function startReferrals(config: ReferralsConfig, opts: { log?: Logger; clock?: Clock } = {}): Promise<RunningService> {
+export async function startReferrals(
+  config: ReferralsConfig,
+  opts: { log?: Logger; clock?: Clock } = {},
+): Promise<RunningService> {
   const clock = opts.clock ?? systemClock;
   return runService({
     name: 'referrals',
@@ -30,7 +33,14 @@ export async function startReferrals(config: ReferralsConfig, opts: { log?: Logg
     async setup({ pool, nc, subjects, log, metrics }) {
       await ensureEventStream(nc, subjects);
       const relay = new OutboxRelay({ pool, nc, schema: 'referrals', log, metrics });
-      const deps = { pool, subjects, clock, log, peers: peers(nc, subjects, config.REQUEST_TIMEOUT_MS), eventsWritten: () => relay.wake() };
+      const deps = {
+        pool,
+        subjects,
+        clock,
+        log,
+        peers: peers(nc, subjects, config.REQUEST_TIMEOUT_MS),
+        eventsWritten: () => relay.wake(),
+      };
       const payments = bonusPayments(deps);
       const programme = referralProgramme({ ...deps, payments });
       // First-purchase mode: the ledger's points earns make waiting referrals due.
@@ -48,7 +58,11 @@ export async function startReferrals(config: ReferralsConfig, opts: { log?: Logg
       });
       relay.start();
       await firstPurchase.start();
-      const sweeper = startSweeper(() => payments.sweep(config.REFERRAL_PAYMENT_RETRY_AFTER_MS), config.REFERRAL_SWEEP_INTERVAL_MS, log);
+      const sweeper = startSweeper(
+        () => payments.sweep(config.REFERRAL_PAYMENT_RETRY_AFTER_MS),
+        config.REFERRAL_SWEEP_INTERVAL_MS,
+        log,
+      );
       return {
         endpoints: { ...referralEndpoints(programme), 'system.ping': pingEndpoint('referrals', SERVICE_VERSION) },
         stop: async () => {

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '@loyalty/contracts';
 import { CODE_ALPHABET, CODE_LENGTH, generateReferralCode, normalizeReferralCode } from '../src/domain/codes.ts';
-import { bonusCredits, bonusKey, checkApplicable, existingReferralOutcome, isPurchaseEarn } from '../src/domain/referral.ts';
+import {
+  bonusCredits,
+  bonusKey,
+  checkApplicable,
+  existingReferralOutcome,
+  isPurchaseEarn,
+} from '../src/domain/referral.ts';
 import { conversionRate, periodStart, referralStats } from '../src/domain/stats.ts';
 
 describe('referral codes', () => {
@@ -47,7 +53,12 @@ describe('statistics', () => {
   });
 
   it('builds the statistics object', () => {
-    expect(referralStats({ total: 4, successful: 3, pending: 1 })).toEqual({ total_referrals: 4, successful_referrals: 3, pending_referrals: 1, conversion_rate: 75 });
+    expect(referralStats({ total: 4, successful: 3, pending: 1 })).toEqual({
+      total_referrals: 4,
+      successful_referrals: 3,
+      pending_referrals: 1,
+      conversion_rate: 75,
+    });
   });
 
   it('periods start 7, 30 and 90 days back; all has no start', () => {

@@ -12,7 +12,10 @@ let api: Api;
 let nc: NatsConnection;
 
 beforeAll(async () => {
-  sys = await startTestSystem({ services: ['identity', 'ledger', 'referrals'], env: { REFERRAL_SWEEP_INTERVAL_MS: '100', REFERRAL_PAYMENT_RETRY_AFTER_MS: '500' } });
+  sys = await startTestSystem({
+    services: ['identity', 'ledger', 'referrals'],
+    env: { REFERRAL_SWEEP_INTERVAL_MS: '100', REFERRAL_PAYMENT_RETRY_AFTER_MS: '500' },
+  });
   const t = await sys.tenant();
   tenantId = t.tenantId;
   api = apiClient(sys.url, t);
@@ -97,18 +100,25 @@ describe('exactly once', () => {
        VALUES ($1, $2, $3, $4, $5, 100, 50, 'pending', now(), now() + interval '1 hour', now())`,
       [tenantId, cardId, referrer.id, referee.id, code],
     );
-    const listed = (await api('GET', `/api/v1/loyalty/cards/${cardId}/referrers/${referrer.id}/referrals`)).body.data as { referrals: { status: string }[] };
+    const listed = (await api('GET', `/api/v1/loyalty/cards/${cardId}/referrers/${referrer.id}/referrals`)).body
+      .data as { referrals: { status: string }[] };
     expect(listed.referrals.map((r) => r.status)).toEqual(['pending']);
     const retry = await apply(api, { referral_code: code, card_id: cardId, referee_member_id: referee.id });
     expect(retry.status).toBe(200);
-    expect(retry.body.data!.referral).toMatchObject({ referrer_id: referrer.id, referee_id: referee.id, status: 'completed' });
+    expect(retry.body.data!.referral).toMatchObject({
+      referrer_id: referrer.id,
+      referee_id: referee.id,
+      status: 'completed',
+    });
     expect(await balance(api, cardId, referrer.id)).toBe(100);
     expect(await balance(api, cardId, referee.id)).toBe(50);
   });
 
   it('after a restart of the service midway, the sweeper completes the referral and pays nothing twice', async () => {
     const paid = await pair(cardId);
-    expect((await apply(api, { referral_code: paid.code, card_id: cardId, referee_member_id: paid.referee.id })).status).toBe(200);
+    expect(
+      (await apply(api, { referral_code: paid.code, card_id: cardId, referee_member_id: paid.referee.id })).status,
+    ).toBe(200);
     const unpaid = await pair(cardId);
     await sys.stopService('referrals');
     // Crash states: one referral credited but not marked completed, one written but never paid.
@@ -120,10 +130,15 @@ describe('exactly once', () => {
     );
     await sys.startService('referrals');
     for (const p of [paid, unpaid]) {
-      await eventually(() => referralRow(cardId, p.referee.id), (r) => r?.status === 'completed');
+      await eventually(
+        () => referralRow(cardId, p.referee.id),
+        (r) => r?.status === 'completed',
+      );
       expect(await balance(api, cardId, p.referrer.id)).toBe(100);
       expect(await balance(api, cardId, p.referee.id)).toBe(50);
-      expect(await history(api, cardId, p.referrer.id)).toEqual([expect.objectContaining({ points: 100, event: 'referral_bonus' })]);
+      expect(await history(api, cardId, p.referrer.id)).toEqual([
+        expect.objectContaining({ points: 100, event: 'referral_bonus' }),
+      ]);
     }
   });
 });
@@ -131,7 +146,11 @@ describe('exactly once', () => {
 describe('bonus on first purchase', () => {
   let cardId: number;
   beforeAll(async () => {
-    cardId = await card(sys, tenantId, { referrer_bonus: 70, referee_bonus: 30, referral_bonus_on_first_purchase: true });
+    cardId = await card(sys, tenantId, {
+      referrer_bonus: 70,
+      referee_bonus: 30,
+      referral_bonus_on_first_purchase: true,
+    });
   });
 
   it('keeps the referral pending until the referee first earns points, then pays both once', async () => {
@@ -140,7 +159,13 @@ describe('bonus on first purchase', () => {
     const r = await apply(api, body, 'first-purchase-key');
     expect(r.status).toBe(200);
     expect(r.body.message).toMatch(/first purchase/);
-    expect(r.body.data!.referral).toMatchObject({ referrer_id: referrer.id, referee_id: referee.id, referrer_bonus: 70, referee_bonus: 30, status: 'pending' });
+    expect(r.body.data!.referral).toMatchObject({
+      referrer_id: referrer.id,
+      referee_id: referee.id,
+      referrer_bonus: 70,
+      referee_bonus: 30,
+      status: 'pending',
+    });
     expect((await apply(api, body, 'first-purchase-key')).body).toEqual(r.body);
     expect((await apply(api, body)).status).toBe(409);
     // Earns of others (the referrer included) do not count.
@@ -148,14 +173,20 @@ describe('bonus on first purchase', () => {
     const bystander = await member(api);
     await earn(api, cardId, bystander.id, 5);
     expect(await balance(api, cardId, referee.id)).toBe(0);
-    const referrals = async () => (await api('GET', `/api/v1/loyalty/cards/${cardId}/referrers/${referrer.id}/referrals`)).body.data as { referrals: { status: string }[] };
+    const referrals = async () =>
+      (await api('GET', `/api/v1/loyalty/cards/${cardId}/referrers/${referrer.id}/referrals`)).body.data as {
+        referrals: { status: string }[];
+      };
     expect((await referrals()).referrals.map((x) => x.status)).toEqual(['pending']);
 
     const earned = await earn(api, cardId, referee.id, 12);
     await eventually(referrals, (d) => d.referrals[0]?.status === 'completed');
     expect(await balance(api, cardId, referee.id)).toBe(earned + 30);
     expect(await balance(api, cardId, referrer.id)).toBe(referrerEarned + 70);
-    expect((await history(api, cardId, referee.id)).map((h) => h.event).sort()).toEqual(['referral_bonus', 'staff_added_points']);
+    expect((await history(api, cardId, referee.id)).map((h) => h.event).sort()).toEqual([
+      'referral_bonus',
+      'staff_added_points',
+    ]);
 
     // A later earn, and a redelivery of the first earn's event, pay nothing more.
     const later = await earn(api, cardId, referee.id, 8);
@@ -163,14 +194,22 @@ describe('bonus on first purchase', () => {
     expect(await balance(api, cardId, referee.id)).toBe(earned + later + 30);
     expect(await balance(api, cardId, referrer.id)).toBe(referrerEarned + 70);
     const stats = await api('GET', `/api/v1/loyalty/cards/${cardId}/referral-stats`);
-    expect(stats.body.data).toEqual({ stats: { total_referrals: 1, successful_referrals: 1, pending_referrals: 0, conversion_rate: 100 }, period: 'all' });
+    expect(stats.body.data).toEqual({
+      stats: { total_referrals: 1, successful_referrals: 1, pending_referrals: 0, conversion_rate: 100 },
+      period: 'all',
+    });
   });
 
   it('a redelivered first-purchase event pays nothing twice', async () => {
     const { referrer, referee, code } = await pair(cardId);
-    expect((await apply(api, { referral_code: code, card_id: cardId, referee_member_id: referee.id })).status).toBe(200);
+    expect((await apply(api, { referral_code: code, card_id: cardId, referee_member_id: referee.id })).status).toBe(
+      200,
+    );
     const earned = await earn(api, cardId, referee.id, 20);
-    await eventually(() => referralRow(cardId, referee.id), (row) => row?.status === 'completed');
+    await eventually(
+      () => referralRow(cardId, referee.id),
+      (row) => row?.status === 'completed',
+    );
     await redeliverLastEvent('events.ledger.points_earned');
     await redeliverLastEvent('events.ledger.points_earned');
     expect(await balance(api, cardId, referee.id)).toBe(earned + 30);

@@ -35,7 +35,10 @@ describe('referral code', () => {
     const b = await member(api);
     const r = await api('GET', `/api/v1/loyalty/cards/${pointsCard}/members/${a.id}/referral-code`);
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ success: true, data: { referral_code: expect.stringMatching(/^[2-9A-HJKMNP-TV-Z]{8}$/), card_id: pointsCard, member_id: a.id } });
+    expect(r.body).toEqual({
+      success: true,
+      data: { referral_code: expect.stringMatching(/^[2-9A-HJKMNP-TV-Z]{8}$/), card_id: pointsCard, member_id: a.id },
+    });
     const again = await api('GET', `/api/v1/loyalty/cards/${pointsCard}/members/${a.id}/referral-code`);
     expect(again.body).toEqual(r.body);
     const code = r.body.data!.referral_code as string;
@@ -81,9 +84,17 @@ describe('validate code', () => {
     const a = await member(api, 'Alice Referrer');
     const code = await codeOf(api, pointsCard, a.id);
     for (const typed of [code, code.toLowerCase(), `${code.slice(0, 4)}-${code.slice(4)}`]) {
-      const r = await api('POST', '/api/v1/loyalty/referrals/validate-code', { body: { referral_code: typed, card_id: pointsCard } });
+      const r = await api('POST', '/api/v1/loyalty/referrals/validate-code', {
+        body: { referral_code: typed, card_id: pointsCard },
+      });
       expect(r.status).toBe(200);
-      expect(r.body).toEqual({ success: true, data: { is_valid: true, referrer: { id: a.id, name: 'Alice Referrer', bonus_info: { referrer_bonus: 100, referee_bonus: 50 } } } });
+      expect(r.body).toEqual({
+        success: true,
+        data: {
+          is_valid: true,
+          referrer: { id: a.id, name: 'Alice Referrer', bonus_info: { referrer_bonus: 100, referee_bonus: 50 } },
+        },
+      });
     }
   });
 
@@ -112,7 +123,9 @@ describe('validate code', () => {
     const r = await api('POST', '/api/v1/loyalty/referrals/validate-code', { body: { card_id: pointsCard } });
     expect(r.status).toBe(400);
     expect(r.body.error).toMatchObject({ code: 'validation_error', fields: [{ field: 'referral_code' }] });
-    const s = await readOnly('POST', '/api/v1/loyalty/referrals/validate-code', { body: { referral_code: 'ZZZZZZZZ', card_id: pointsCard } });
+    const s = await readOnly('POST', '/api/v1/loyalty/referrals/validate-code', {
+      body: { referral_code: 'ZZZZZZZZ', card_id: pointsCard },
+    });
     expect(s.status).toBe(403);
   });
 });
@@ -128,32 +141,55 @@ describe('apply', () => {
       success: true,
       message: expect.any(String),
       data: {
-        referral: { id: expect.any(Number), referrer_id: referrer.id, referee_id: referee.id, referrer_bonus: 100, referee_bonus: 50, status: 'completed', created_at: expect.any(String) },
+        referral: {
+          id: expect.any(Number),
+          referrer_id: referrer.id,
+          referee_id: referee.id,
+          referrer_bonus: 100,
+          referee_bonus: 50,
+          status: 'completed',
+          created_at: expect.any(String),
+        },
       },
     });
-    expect(new Date((r.body.data!.referral as { created_at: string }).created_at).toISOString()).toBe((r.body.data!.referral as { created_at: string }).created_at);
+    expect(new Date((r.body.data!.referral as { created_at: string }).created_at).toISOString()).toBe(
+      (r.body.data!.referral as { created_at: string }).created_at,
+    );
     expect(await balance(api, pointsCard, referrer.id)).toBe(100);
     expect(await balance(api, pointsCard, referee.id)).toBe(50);
-    expect(await history(api, pointsCard, referrer.id)).toEqual([expect.objectContaining({ points: 100, event: 'referral_bonus' })]);
-    expect(await history(api, pointsCard, referee.id)).toEqual([expect.objectContaining({ points: 50, event: 'referral_bonus' })]);
+    expect(await history(api, pointsCard, referrer.id)).toEqual([
+      expect.objectContaining({ points: 100, event: 'referral_bonus' }),
+    ]);
+    expect(await history(api, pointsCard, referee.id)).toEqual([
+      expect.objectContaining({ points: 50, event: 'referral_bonus' }),
+    ]);
   });
 
   it('refuses a second referral of the same referee on the card with 409, paying nothing more', async () => {
     const [r1, r2, referee] = [await member(api), await member(api), await member(api)];
     const c1 = await codeOf(api, pointsCard, r1.id);
     const c2 = await codeOf(api, pointsCard, r2.id);
-    expect((await apply(api, { referral_code: c1, card_id: pointsCard, referee_member_id: referee.id })).status).toBe(200);
+    expect((await apply(api, { referral_code: c1, card_id: pointsCard, referee_member_id: referee.id })).status).toBe(
+      200,
+    );
     for (const code of [c1, c2]) {
       const again = await apply(api, { referral_code: code, card_id: pointsCard, referee_member_id: referee.id });
       expect(again.status).toBe(409);
-      expect(again.body).toEqual({ success: false, error: { code: 'referral_already_applied', message: expect.any(String) } });
+      expect(again.body).toEqual({
+        success: false,
+        error: { code: 'referral_already_applied', message: expect.any(String) },
+      });
     }
     expect(await balance(api, pointsCard, referee.id)).toBe(50);
     expect(await balance(api, pointsCard, r1.id)).toBe(100);
     expect(await balance(api, pointsCard, r2.id)).toBe(0);
     // The same referee may still be referred on another card.
     const secondCard = await card(sys, tenant.tenantId, { referrer_bonus: 10, referee_bonus: 5 });
-    const onSecond = await apply(api, { referral_code: await codeOf(api, secondCard, r2.id), card_id: secondCard, referee_member_id: referee.id });
+    const onSecond = await apply(api, {
+      referral_code: await codeOf(api, secondCard, r2.id),
+      card_id: secondCard,
+      referee_member_id: referee.id,
+    });
     expect(onSecond.status).toBe(200);
   });
 
@@ -167,8 +203,16 @@ describe('apply', () => {
     const cashback = await card(sys, tenant.tenantId, { reward_system: 'cashback' });
     const cases: [Record<string, unknown>, number, string][] = [
       [{ referral_code: code, card_id: pointsCard, referee_member_id: referrer.id }, 422, 'self_referral'],
-      [{ referral_code: 'ZZZZZZZZ', card_id: pointsCard, referee_member_id: referee.id }, 404, 'referral_code_not_found'],
-      [{ referral_code: foreignCode, card_id: pointsCard, referee_member_id: referee.id }, 404, 'referral_code_not_found'],
+      [
+        { referral_code: 'ZZZZZZZZ', card_id: pointsCard, referee_member_id: referee.id },
+        404,
+        'referral_code_not_found',
+      ],
+      [
+        { referral_code: foreignCode, card_id: pointsCard, referee_member_id: referee.id },
+        404,
+        'referral_code_not_found',
+      ],
       [{ referral_code: code, card_id: pointsCard, referee_member_id: 999999 }, 404, 'member_not_found'],
       [{ referral_code: code, card_id: pointsCard, referee_member_id: stranger.id }, 404, 'member_not_found'],
       [{ referral_code: code, card_id: 999999, referee_member_id: referee.id }, 404, 'card_not_found'],
@@ -183,11 +227,15 @@ describe('apply', () => {
     expect(await balance(api, pointsCard, referrer.id)).toBe(0);
     expect(await balance(api, pointsCard, referee.id)).toBe(0);
     // Nothing was written: the referee can still be referred.
-    expect((await apply(api, { referral_code: code, card_id: pointsCard, referee_member_id: referee.id })).status).toBe(200);
+    expect((await apply(api, { referral_code: code, card_id: pointsCard, referee_member_id: referee.id })).status).toBe(
+      200,
+    );
   });
 
   it('needs the points_write scope', async () => {
-    const r = await readOnly('POST', '/api/v1/loyalty/referrals/apply', { body: { referral_code: 'ZZZZZZZZ', card_id: pointsCard, referee_member_id: 1 } });
+    const r = await readOnly('POST', '/api/v1/loyalty/referrals/apply', {
+      body: { referral_code: 'ZZZZZZZZ', card_id: pointsCard, referee_member_id: 1 },
+    });
     expect(r.status).toBe(403);
     expect(r.body.error).toMatchObject({ code: 'insufficient_scope', required_scope: 'points_write' });
   });
@@ -199,10 +247,18 @@ describe('statistics, top referrers and referrals of a referrer', () => {
 
   beforeAll(async () => {
     // Bonuses on first purchase: a referral stays pending until its referee earns points.
-    statsCard = await card(sys, tenant.tenantId, { referrer_bonus: 30, referee_bonus: 20, referral_bonus_on_first_purchase: true });
+    statsCard = await card(sys, tenant.tenantId, {
+      referrer_bonus: 30,
+      referee_bonus: 20,
+      referral_bonus_on_first_purchase: true,
+    });
     for (const n of ['ann', 'bob', 'cat', 'r1', 'r2', 'r3', 'r4', 'r5']) people[n] = await member(api, `Person ${n}`);
     const ref = async (referrer: string, referee: string) => {
-      const r = await apply(api, { referral_code: await codeOf(api, statsCard, people[referrer]!.id), card_id: statsCard, referee_member_id: people[referee]!.id });
+      const r = await apply(api, {
+        referral_code: await codeOf(api, statsCard, people[referrer]!.id),
+        card_id: statsCard,
+        referee_member_id: people[referee]!.id,
+      });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
     };
     // 40 days ago: ann -> r1; now: bob -> r2, r3; cat -> r4; ann -> r5. All but r5 make a purchase.
@@ -214,16 +270,31 @@ describe('statistics, top referrers and referrals of a referrer', () => {
     await ref('ann', 'r5');
     for (const n of ['r1', 'r2', 'r3', 'r4']) await earn(api, statsCard, people[n]!.id, 10);
     await eventually(
-      async () => (await api('GET', `/api/v1/loyalty/cards/${statsCard}/referral-stats`)).body.data as { stats: { successful_referrals: number } },
+      async () =>
+        (await api('GET', `/api/v1/loyalty/cards/${statsCard}/referral-stats`)).body.data as {
+          stats: { successful_referrals: number };
+        },
       (d) => d.stats.successful_referrals === 4,
     );
   });
 
   it('counts total, successful and pending referrals with the conversion rate, per period', async () => {
     const stats = async (q: string) => (await api('GET', `/api/v1/loyalty/cards/${statsCard}/referral-stats${q}`)).body;
-    expect(await stats('')).toEqual({ success: true, data: { stats: { total_referrals: 5, successful_referrals: 4, pending_referrals: 1, conversion_rate: 80 }, period: 'all' } });
+    expect(await stats('')).toEqual({
+      success: true,
+      data: {
+        stats: { total_referrals: 5, successful_referrals: 4, pending_referrals: 1, conversion_rate: 80 },
+        period: 'all',
+      },
+    });
     expect((await stats('?period=all')).data).toEqual((await stats('')).data);
-    expect(await stats('?period=30d')).toEqual({ success: true, data: { stats: { total_referrals: 4, successful_referrals: 3, pending_referrals: 1, conversion_rate: 75 }, period: '30d' } });
+    expect(await stats('?period=30d')).toEqual({
+      success: true,
+      data: {
+        stats: { total_referrals: 4, successful_referrals: 3, pending_referrals: 1, conversion_rate: 75 },
+        period: '30d',
+      },
+    });
     expect((await stats('?period=7d')).data!.stats).toEqual((await stats('?period=30d')).data!.stats);
     expect((await stats('?period=90d')).data!.stats).toMatchObject({ total_referrals: 5 });
     const empty = await card(sys, tenant.tenantId);
@@ -240,9 +311,27 @@ describe('statistics, top referrers and referrals of a referrer', () => {
     // bob 2/2, ann 1 successful of 2, cat 1/1: ann before cat on total.
     expect(r.body.data).toEqual({
       referrers: [
-        { member_id: bob.id, name: bob.name, email: expect.stringContaining('***'), total_referrals: 2, successful_referrals: 2 },
-        { member_id: ann.id, name: ann.name, email: expect.stringContaining('***'), total_referrals: 2, successful_referrals: 1 },
-        { member_id: cat.id, name: cat.name, email: expect.stringContaining('***'), total_referrals: 1, successful_referrals: 1 },
+        {
+          member_id: bob.id,
+          name: bob.name,
+          email: expect.stringContaining('***'),
+          total_referrals: 2,
+          successful_referrals: 2,
+        },
+        {
+          member_id: ann.id,
+          name: ann.name,
+          email: expect.stringContaining('***'),
+          total_referrals: 2,
+          successful_referrals: 1,
+        },
+        {
+          member_id: cat.id,
+          name: cat.name,
+          email: expect.stringContaining('***'),
+          total_referrals: 1,
+          successful_referrals: 1,
+        },
       ],
       total: 3,
     });
@@ -250,7 +339,12 @@ describe('statistics, top referrers and referrals of a referrer', () => {
     const limited = await api('GET', `/api/v1/loyalty/cards/${statsCard}/referrers?limit=1`);
     expect(limited.body.data).toMatchObject({ referrers: [{ member_id: bob.id }], total: 3 });
     const week = await api('GET', `/api/v1/loyalty/cards/${statsCard}/referrers?period=7d`);
-    expect((week.body.data!.referrers as { member_id: number; total_referrals: number }[]).map((e) => [e.member_id, e.total_referrals])).toEqual([
+    expect(
+      (week.body.data!.referrers as { member_id: number; total_referrals: number }[]).map((e) => [
+        e.member_id,
+        e.total_referrals,
+      ]),
+    ).toEqual([
       [bob.id, 2],
       [cat.id, 1],
       [ann.id, 1],
@@ -264,7 +358,10 @@ describe('statistics, top referrers and referrals of a referrer', () => {
     await apply(api, { referral_code: await codeOf(api, tieCard, y.id), card_id: tieCard, referee_member_id: e1.id });
     await apply(api, { referral_code: await codeOf(api, tieCard, x.id), card_id: tieCard, referee_member_id: e2.id });
     const r = await api('GET', `/api/v1/loyalty/cards/${tieCard}/referrers`);
-    expect((r.body.data!.referrers as { member_id: number }[]).map((e) => e.member_id)).toEqual([Math.min(x.id, y.id), Math.max(x.id, y.id)]);
+    expect((r.body.data!.referrers as { member_id: number }[]).map((e) => e.member_id)).toEqual([
+      Math.min(x.id, y.id),
+      Math.max(x.id, y.id),
+    ]);
   });
 
   it('validates period and limit', async () => {
@@ -288,8 +385,22 @@ describe('statistics, top referrers and referrals of a referrer', () => {
     expect(r.status).toBe(200);
     expect(r.body.data).toEqual({
       referrals: [
-        { id: expect.any(Number), referee_name: people.r5!.name, referee_email: expect.stringContaining('***'), status: 'pending', bonus_points: 30, created_at: expect.any(String) },
-        { id: expect.any(Number), referee_name: people.r1!.name, referee_email: expect.stringContaining('***'), status: 'completed', bonus_points: 30, created_at: expect.any(String) },
+        {
+          id: expect.any(Number),
+          referee_name: people.r5!.name,
+          referee_email: expect.stringContaining('***'),
+          status: 'pending',
+          bonus_points: 30,
+          created_at: expect.any(String),
+        },
+        {
+          id: expect.any(Number),
+          referee_name: people.r1!.name,
+          referee_email: expect.stringContaining('***'),
+          status: 'completed',
+          bonus_points: 30,
+          created_at: expect.any(String),
+        },
       ],
       total: 2,
     });
@@ -317,7 +428,11 @@ describe('statistics, top referrers and referrals of a referrer', () => {
       const r = await api('GET', path);
       expect([r.status, (r.body.error as { code: string }).code], path).toEqual([status, code]);
     }
-    for (const path of [`/api/v1/loyalty/cards/${statsCard}/referral-stats`, `/api/v1/loyalty/cards/${statsCard}/referrers`, `/api/v1/loyalty/cards/${statsCard}/referrers/1/referrals`]) {
+    for (const path of [
+      `/api/v1/loyalty/cards/${statsCard}/referral-stats`,
+      `/api/v1/loyalty/cards/${statsCard}/referrers`,
+      `/api/v1/loyalty/cards/${statsCard}/referrers/1/referrals`,
+    ]) {
       expect((await readOnly('GET', path)).status, path).toBe(403);
     }
   });

@@ -21,7 +21,10 @@ export const RegisterBody = z.object({
 export const RequestOtpBody = z.object({ email: Email });
 export const VerifyOtpBody = z.object({
   email: Email,
-  code: z.string().trim().regex(/^[0-9]{6}$/, 'must be the 6-digit code'),
+  code: z
+    .string()
+    .trim()
+    .regex(/^[0-9]{6}$/, 'must be the 6-digit code'),
 });
 
 const MemberToken = z.object({

@@ -54,7 +54,16 @@ export const claimsOperations = defineOperations({
       otp_code: z.string().optional().describe('sandbox tenants only'),
     }),
     topLevelMessage: true,
-    errors: ['member_not_found', 'card_not_found', 'reward_not_found', 'reward_inactive', 'wrong_card_type', 'otp_cooldown', 'otp_hourly_limit', 'email_delivery_failed'],
+    errors: [
+      'member_not_found',
+      'card_not_found',
+      'reward_not_found',
+      'reward_inactive',
+      'wrong_card_type',
+      'otp_cooldown',
+      'otp_hourly_limit',
+      'email_delivery_failed',
+    ],
   },
   'claims.create': {
     ...base,
@@ -68,7 +77,10 @@ export const claimsOperations = defineOperations({
       member_email: Email,
       card_id: Id,
       reward_id: Id,
-      verification_code: z.string().trim().regex(/^[0-9]{6}$/, 'must be the 6-digit code'),
+      verification_code: z
+        .string()
+        .trim()
+        .regex(/^[0-9]{6}$/, 'must be the 6-digit code'),
       member_note: Note.optional(),
     }),
     response: z.object({ claim_request: z.object({ id: Id, status: z.literal('pending'), created_at: Timestamp }) }),
@@ -109,7 +121,12 @@ export const claimsOperations = defineOperations({
     params: RequestParams,
     body: StaffBody,
     response: z.object({
-      claim_request: z.object({ id: Id, status: z.literal('approved'), points_deducted: z.number().int(), approved_at: Timestamp }),
+      claim_request: z.object({
+        id: Id,
+        status: z.literal('approved'),
+        points_deducted: z.number().int(),
+        approved_at: Timestamp,
+      }),
     }),
     errors: ['claim_request_not_found', 'claim_request_not_pending', 'insufficient_points'],
   },

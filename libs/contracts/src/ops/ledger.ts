@@ -13,11 +13,14 @@ const points = { service: 'ledger', tag: 'Points' } as const;
 /** A positive amount of money (a purchase, a refund, a redemption). */
 const PositiveMoney = Money.refine((v) => v > 0, 'must be greater than 0');
 const Reference = z.string().trim().min(1).max(255);
-const Metadata = z.record(z.string(), z.unknown()).refine((m) => JSON.stringify(m).length <= 4096, 'must be at most 4096 characters as JSON');
+const Metadata = z
+  .record(z.string(), z.unknown())
+  .refine((m) => JSON.stringify(m).length <= 4096, 'must be at most 4096 characters as JSON');
 
 /** The member of an earn or refund: by id, email or phone (at least one; member_id wins). */
 const memberFields = { member_id: Id.optional(), email: Email.optional(), phone: Phone.optional() };
-const needsMember = (b: { member_id?: number; email?: string; phone?: string }) => b.member_id !== undefined || b.email !== undefined || b.phone !== undefined;
+const needsMember = (b: { member_id?: number; email?: string; phone?: string }) =>
+  b.member_id !== undefined || b.email !== undefined || b.phone !== undefined;
 const memberRule = { message: 'member_id, email or phone is required', path: ['member_id'] };
 
 const AccountQuery = z.object({ card_id: Id, member_id: Id });
@@ -76,7 +79,8 @@ export const cashbackOperations = defineOperations({
     scope: 'cashback_write',
     memberToken: false,
     idempotent: true,
-    summary: "Credit cashback for a purchase (percentage, minimum purchase and cap of the card); an unknown member is created",
+    summary:
+      'Credit cashback for a purchase (percentage, minimum purchase and cap of the card); an unknown member is created',
     body: z
       .object({
         card_id: Id,
@@ -113,7 +117,11 @@ export const cashbackOperations = defineOperations({
     body: z.object({
       card_id: Id,
       amount: PositiveMoney,
-      pin: z.string().trim().regex(/^[0-9]{4,6}$/, 'must be 4 to 6 digits').optional(),
+      pin: z
+        .string()
+        .trim()
+        .regex(/^[0-9]{4,6}$/, 'must be 4 to 6 digits')
+        .optional(),
       reference: Reference.optional(),
     }),
     response: z.object({
@@ -125,7 +133,15 @@ export const cashbackOperations = defineOperations({
       reference: z.string().nullable(),
       redeemed_at: Timestamp,
     }),
-    errors: ['card_not_found', 'wrong_card_type', 'insufficient_balance', 'pin_required', 'invalid_pin', 'pin_locked', 'idempotency_key_reused'],
+    errors: [
+      'card_not_found',
+      'wrong_card_type',
+      'insufficient_balance',
+      'pin_required',
+      'invalid_pin',
+      'pin_locked',
+      'idempotency_key_reused',
+    ],
   },
   'cashback.balance': {
     ...cashback,
@@ -158,7 +174,12 @@ export const cashbackOperations = defineOperations({
     idempotent: false,
     summary: "A member's cashback transactions on a card, newest first (limit default 20, max 100)",
     query: HistoryQuery,
-    response: z.object({ card_id: Id, member_id: Id, transactions: z.array(CashbackHistoryEntry), pagination: Pagination }),
+    response: z.object({
+      card_id: Id,
+      member_id: Id,
+      transactions: z.array(CashbackHistoryEntry),
+      pagination: Pagination,
+    }),
     errors: ['card_not_found', 'member_not_found', 'wrong_card_type'],
   },
   'cashback.refund': {
@@ -170,7 +191,7 @@ export const cashbackOperations = defineOperations({
     memberToken: false,
     idempotent: true,
     summary:
-      "Deduct cashback for a refunded purchase: computed from refund_amount unless cashback_to_deduct is given, capped by what the purchase named by reference earned minus earlier refunds on it, and by the balance (balance_warning)",
+      'Deduct cashback for a refunded purchase: computed from refund_amount unless cashback_to_deduct is given, capped by what the purchase named by reference earned minus earlier refunds on it, and by the balance (balance_warning)',
     body: z
       .object({
         card_id: Id,
@@ -236,7 +257,10 @@ export const pointsOperations = defineOperations({
       member_id: Id,
       card_id: Id,
       is_new_member: z.boolean(),
-      notification_sent: z.string().nullable().describe('points_earned when the mail was queued; null when the member has no email'),
+      notification_sent: z
+        .string()
+        .nullable()
+        .describe('points_earned when the mail was queued; null when the member has no email'),
       reference: z.string().nullable(),
       earned_at: Timestamp,
     }),
@@ -263,7 +287,14 @@ export const pointsOperations = defineOperations({
       reference: z.string().nullable(),
       redeemed_at: Timestamp,
     }),
-    errors: ['card_not_found', 'reward_not_found', 'reward_inactive', 'wrong_card_type', 'insufficient_points', 'idempotency_key_reused'],
+    errors: [
+      'card_not_found',
+      'reward_not_found',
+      'reward_inactive',
+      'wrong_card_type',
+      'insufficient_points',
+      'idempotency_key_reused',
+    ],
   },
   'points.refund': {
     ...points,
@@ -308,7 +339,13 @@ export const pointsOperations = defineOperations({
     idempotent: false,
     summary: "A member's points balance on a card",
     query: AccountQuery,
-    response: z.object({ card_id: Id, member_id: Id, points_balance: z.number().int(), reward_system: z.literal('points'), queried_at: Timestamp }),
+    response: z.object({
+      card_id: Id,
+      member_id: Id,
+      points_balance: z.number().int(),
+      reward_system: z.literal('points'),
+      queried_at: Timestamp,
+    }),
     errors: ['card_not_found', 'member_not_found', 'wrong_card_type'],
   },
   'points.history': {
@@ -321,7 +358,12 @@ export const pointsOperations = defineOperations({
     idempotent: false,
     summary: "A member's points transactions on a card, newest first (limit default 20, max 100)",
     query: HistoryQuery,
-    response: z.object({ card_id: Id, member_id: Id, transactions: z.array(PointsHistoryEntry), pagination: Pagination }),
+    response: z.object({
+      card_id: Id,
+      member_id: Id,
+      transactions: z.array(PointsHistoryEntry),
+      pagination: Pagination,
+    }),
     errors: ['card_not_found', 'member_not_found', 'wrong_card_type'],
   },
 });
@@ -339,10 +381,19 @@ export const memberPinOperations = defineOperations({
     // Setting a PIN is naturally idempotent (the same body leaves the same state); PINs are never
     // stored in an idempotency record.
     idempotent: false,
-    summary: 'Set (or change, with current_pin) the PIN that cashback redemption asks for on cards with allows_pin_redemption',
+    summary:
+      'Set (or change, with current_pin) the PIN that cashback redemption asks for on cards with allows_pin_redemption',
     body: z.object({
-      pin: z.string().trim().regex(/^[0-9]{4,6}$/, 'must be 4 to 6 digits'),
-      current_pin: z.string().trim().regex(/^[0-9]{4,6}$/, 'must be 4 to 6 digits').optional().describe('required to change an existing PIN'),
+      pin: z
+        .string()
+        .trim()
+        .regex(/^[0-9]{4,6}$/, 'must be 4 to 6 digits'),
+      current_pin: z
+        .string()
+        .trim()
+        .regex(/^[0-9]{4,6}$/, 'must be 4 to 6 digits')
+        .optional()
+        .describe('required to change an existing PIN'),
     }),
     response: z.object({ pin_set: z.literal(true), updated_at: Timestamp }),
     errors: ['member_token_required', 'invalid_member_token', 'pin_required', 'invalid_pin', 'pin_locked'],
@@ -351,7 +402,13 @@ export const memberPinOperations = defineOperations({
 
 // ---- provisioning (operator API under /admin/v1): cards and rewards ------------------------------
 
-const admin = { service: 'ledger', scope: null, memberToken: false, idempotent: false, tag: 'Provisioning (operator)' } as const;
+const admin = {
+  service: 'ledger',
+  scope: null,
+  memberToken: false,
+  idempotent: false,
+  tag: 'Provisioning (operator)',
+} as const;
 
 /** A percentage with at most four decimals, e.g. 5 or 2.5. */
 const Percentage = z
@@ -379,7 +436,11 @@ const cardSettings = {
   referrer_bonus: BonusPoints,
   referee_bonus: BonusPoints,
   referral_bonus_on_first_purchase: z.boolean(),
-  claim_lifetime_hours: z.number().int().min(1).max(24 * 365),
+  claim_lifetime_hours: z
+    .number()
+    .int()
+    .min(1)
+    .max(24 * 365),
 };
 
 export const CardRecord = z.object({
@@ -414,7 +475,10 @@ export const RewardRecord = z.object({
 const TenantParams = z.object({ tenant_id: Id });
 const CardParams = z.object({ tenant_id: Id, card_id: Id });
 const RewardParams = z.object({ tenant_id: Id, card_id: Id, reward_id: Id });
-const Identifier = z.string().trim().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - only, at most 64');
+const Identifier = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - only, at most 64');
 
 export const ledgerAdminOperations = defineOperations({
   'admin.card.create': {
@@ -422,7 +486,8 @@ export const ledgerAdminOperations = defineOperations({
     method: 'POST',
     path: '/admin/v1/tenants/:tenant_id/cards',
     operation: 'admin.card.create',
-    summary: 'Create a cashback card (cashback_config) or a points card (points_ratio), with referral bonuses and claim lifetime',
+    summary:
+      'Create a cashback card (cashback_config) or a points card (points_ratio), with referral bonuses and claim lifetime',
     params: TenantParams,
     body: z
       .object({
@@ -430,7 +495,12 @@ export const ledgerAdminOperations = defineOperations({
         description: z.string().trim().max(2000).default(''),
         unique_identifier: Identifier.optional().describe('generated when absent; unique per tenant'),
         reward_system: z.enum(['cashback', 'points']),
-        currency: z.string().trim().toUpperCase().regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code').default('USD'),
+        currency: z
+          .string()
+          .trim()
+          .toUpperCase()
+          .regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code')
+          .default('USD'),
         cashback_config: CashbackConfigInput.optional(),
         points_ratio: PointsRatio.optional(),
         referrer_bonus: cardSettings.referrer_bonus.default(0),
@@ -438,10 +508,22 @@ export const ledgerAdminOperations = defineOperations({
         referral_bonus_on_first_purchase: cardSettings.referral_bonus_on_first_purchase.default(false),
         claim_lifetime_hours: cardSettings.claim_lifetime_hours.default(72),
       })
-      .refine((b) => b.reward_system !== 'cashback' || b.cashback_config !== undefined, { message: 'is required for a cashback card', path: ['cashback_config'] })
-      .refine((b) => b.reward_system !== 'points' || b.points_ratio !== undefined, { message: 'is required for a points card', path: ['points_ratio'] })
-      .refine((b) => b.reward_system !== 'points' || b.cashback_config === undefined, { message: 'only for a cashback card', path: ['cashback_config'] })
-      .refine((b) => b.reward_system !== 'cashback' || b.points_ratio === undefined, { message: 'only for a points card', path: ['points_ratio'] }),
+      .refine((b) => b.reward_system !== 'cashback' || b.cashback_config !== undefined, {
+        message: 'is required for a cashback card',
+        path: ['cashback_config'],
+      })
+      .refine((b) => b.reward_system !== 'points' || b.points_ratio !== undefined, {
+        message: 'is required for a points card',
+        path: ['points_ratio'],
+      })
+      .refine((b) => b.reward_system !== 'points' || b.cashback_config === undefined, {
+        message: 'only for a cashback card',
+        path: ['cashback_config'],
+      })
+      .refine((b) => b.reward_system !== 'cashback' || b.points_ratio === undefined, {
+        message: 'only for a points card',
+        path: ['points_ratio'],
+      }),
     response: z.object({ card: CardRecord }),
     errors: ['invalid_operator_token', 'card_identifier_taken'],
   },
@@ -455,7 +537,12 @@ export const ledgerAdminOperations = defineOperations({
     body: z.object({
       name: z.string().trim().min(1).max(200).optional(),
       description: z.string().trim().max(2000).optional(),
-      currency: z.string().trim().toUpperCase().regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code').optional(),
+      currency: z
+        .string()
+        .trim()
+        .toUpperCase()
+        .regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code')
+        .optional(),
       cashback_config: CashbackConfigInput.partial().optional(),
       points_ratio: PointsRatio.optional(),
       referrer_bonus: cardSettings.referrer_bonus.optional(),

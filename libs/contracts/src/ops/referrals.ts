@@ -38,7 +38,7 @@ export const AppliedReferral = z.object({
   referee_id: Id,
   referrer_bonus: z.number().int(),
   referee_bonus: z.number().int(),
-  status: z.enum(['pending', 'completed']).describe('pending while the bonuses wait for the referee\'s first purchase'),
+  status: z.enum(['pending', 'completed']).describe("pending while the bonuses wait for the referee's first purchase"),
   created_at: Timestamp,
 });
 
@@ -47,7 +47,7 @@ export const ReferralOfReferrer = z.object({
   referee_name: z.string(),
   referee_email: z.string().nullable().describe('masked; null when the member has no email'),
   status: z.enum(['pending', 'completed']),
-  bonus_points: z.number().int().describe('the referrer\'s bonus for this referral'),
+  bonus_points: z.number().int().describe("the referrer's bonus for this referral"),
   created_at: Timestamp,
 });
 
@@ -95,7 +95,10 @@ export const referralOperations = defineOperations({
     summary: 'Top referrers of a card, by successful referrals, then total, then member id',
     params: CardParams,
     query: PeriodQuery.extend({ limit: z.coerce.number().int().min(1).max(100).default(10) }),
-    response: z.object({ referrers: z.array(TopReferrer), total: z.number().int().describe('referrers with at least one referral in the period') }),
+    response: z.object({
+      referrers: z.array(TopReferrer),
+      total: z.number().int().describe('referrers with at least one referral in the period'),
+    }),
     errors: ['card_not_found', 'wrong_card_type'],
   },
   'referrals.of_referrer': {
@@ -123,7 +126,11 @@ export const referralOperations = defineOperations({
     response: z.object({
       is_valid: z.boolean(),
       referrer: z
-        .object({ id: Id, name: z.string(), bonus_info: z.object({ referrer_bonus: z.number().int(), referee_bonus: z.number().int() }) })
+        .object({
+          id: Id,
+          name: z.string(),
+          bonus_info: z.object({ referrer_bonus: z.number().int(), referee_bonus: z.number().int() }),
+        })
         .nullable()
         .describe('null when the code is not valid'),
     }),
@@ -136,10 +143,19 @@ export const referralOperations = defineOperations({
     operation: 'referrals.apply',
     scope: 'points_write',
     idempotent: true,
-    summary: 'Apply a referral code to a member; both parties receive their bonus points (at once, or on the first purchase when the card says so)',
+    summary:
+      'Apply a referral code to a member; both parties receive their bonus points (at once, or on the first purchase when the card says so)',
     body: z.object({ referral_code: ReferralCodeInput, card_id: Id, referee_member_id: Id }),
     response: z.object({ referral: AppliedReferral }),
     topLevelMessage: true,
-    errors: ['referral_code_not_found', 'member_not_found', 'card_not_found', 'referral_already_applied', 'self_referral', 'wrong_card_type', 'idempotency_key_reused'],
+    errors: [
+      'referral_code_not_found',
+      'member_not_found',
+      'card_not_found',
+      'referral_already_applied',
+      'self_referral',
+      'wrong_card_type',
+      'idempotency_key_reused',
+    ],
   },
 });

@@ -49,7 +49,14 @@ export function decide(claim: ClaimState, transition: Transition, now: Date): De
  * pending. Anything else (a timeout, no answer, an internal error, a concurrent attempt with the
  * same key) may hide an applied debit: the request stays `approving` until a retry settles it.
  */
-const definiteRefusals = new Set(['insufficient_points', 'wrong_card_type', 'card_not_found', 'member_not_found', 'member_inactive', 'validation_error']);
+const definiteRefusals = new Set([
+  'insufficient_points',
+  'wrong_card_type',
+  'card_not_found',
+  'member_not_found',
+  'member_inactive',
+  'validation_error',
+]);
 
 export function debitCertainlyNotApplied(code: string): boolean {
   return definiteRefusals.has(code);

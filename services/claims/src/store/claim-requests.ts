@@ -27,7 +27,17 @@ const T = 'claims.claim_requests';
 
 export async function insertClaimRequest(
   db: Queryable,
-  c: { tenantId: number; cardId: number; memberId: number; rewardId: number; rewardName: string; pointsCost: number; memberNote: string | null; createdAt: Date; expiresAt: Date },
+  c: {
+    tenantId: number;
+    cardId: number;
+    memberId: number;
+    rewardId: number;
+    rewardName: string;
+    pointsCost: number;
+    memberNote: string | null;
+    createdAt: Date;
+    expiresAt: Date;
+  },
 ): Promise<ClaimRequest> {
   const { rows } = await db.query<ClaimRequest>(
     `INSERT INTO ${T} (tenant_id, card_id, member_id, reward_id, reward_name, points_cost, member_note, created_at, expires_at)
@@ -38,8 +48,16 @@ export async function insertClaimRequest(
 }
 
 /** One request of the tenant; a foreign id is simply not found. `lock` takes the row lock. */
-export async function findClaimRequest(db: Queryable, tenantId: number, id: number, lock = false): Promise<ClaimRequest | undefined> {
-  const { rows } = await db.query<ClaimRequest>(`SELECT * FROM ${T} WHERE tenant_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [tenantId, id]);
+export async function findClaimRequest(
+  db: Queryable,
+  tenantId: number,
+  id: number,
+  lock = false,
+): Promise<ClaimRequest | undefined> {
+  const { rows } = await db.query<ClaimRequest>(
+    `SELECT * FROM ${T} WHERE tenant_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`,
+    [tenantId, id],
+  );
   return rows[0];
 }
 
@@ -50,14 +68,23 @@ export async function listClaimRequests(
   const where = `tenant_id = $1 AND card_id = $2${q.status ? ' AND status = $3' : ''}`;
   const args: unknown[] = [q.tenantId, q.cardId, ...(q.status ? [q.status] : [])];
   const [page, count] = await Promise.all([
-    db.query<ClaimRequest>(`SELECT * FROM ${T} WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ${q.limit} OFFSET ${q.offset}`, args),
+    db.query<ClaimRequest>(
+      `SELECT * FROM ${T} WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ${q.limit} OFFSET ${q.offset}`,
+      args,
+    ),
     db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${T} WHERE ${where}`, args),
   ]);
   return { rows: page.rows, total: count.rows[0]?.n ?? 0 };
 }
 
 /** pending/approving -> approving, owned by `attempt` from now on. */
-export async function markApproving(db: Queryable, id: number, attempt: string, now: Date, staffNote: string | undefined): Promise<ClaimRequest> {
+export async function markApproving(
+  db: Queryable,
+  id: number,
+  attempt: string,
+  now: Date,
+  staffNote: string | undefined,
+): Promise<ClaimRequest> {
   const { rows } = await db.query<ClaimRequest>(
     `UPDATE ${T} SET status = 'approving', approval_attempt = $2, approval_started_at = $3, staff_note = COALESCE($4, staff_note)
       WHERE id = $1 RETURNING *`,
@@ -89,7 +116,12 @@ export async function releaseApproval(db: Queryable, id: number, attempt: string
   return (rowCount ?? 0) > 0;
 }
 
-export async function markRejected(db: Queryable, id: number, now: Date, staffNote: string | undefined): Promise<ClaimRequest> {
+export async function markRejected(
+  db: Queryable,
+  id: number,
+  now: Date,
+  staffNote: string | undefined,
+): Promise<ClaimRequest> {
   const { rows } = await db.query<ClaimRequest>(
     `UPDATE ${T} SET status = 'rejected', rejected_at = $2, staff_note = COALESCE($3, staff_note) WHERE id = $1 RETURNING *`,
     [id, now, staffNote ?? null],
@@ -114,7 +146,11 @@ export async function expireDue(db: Queryable, now: Date, limit: number, onlyId?
 }
 
 /** Approvals started before `before` and never finished (their process died mid-way). */
-export async function stalledApprovals(db: Queryable, before: Date, limit: number): Promise<{ id: number; tenant_id: number }[]> {
+export async function stalledApprovals(
+  db: Queryable,
+  before: Date,
+  limit: number,
+): Promise<{ id: number; tenant_id: number }[]> {
   const { rows } = await db.query<{ id: number; tenant_id: number }>(
     `SELECT id, tenant_id FROM ${T} WHERE status = 'approving' AND approval_started_at <= $1 ORDER BY approval_started_at LIMIT $2`,
     [before, limit],

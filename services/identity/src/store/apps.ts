@@ -21,7 +21,10 @@ export interface AppCredentials {
 const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 const cols = `id AS app_id, tenant_id, name, scopes, ${iso('created_at')} AS created_at, ${iso('revoked_at')} AS revoked_at`;
 
-export async function createApp(db: Queryable, a: { id: string; tenantId: number; name: string; scopes: Scope[]; keyHash: Buffer }): Promise<App> {
+export async function createApp(
+  db: Queryable,
+  a: { id: string; tenantId: number; name: string; scopes: Scope[]; keyHash: Buffer },
+): Promise<App> {
   const { rows } = await db.query<App>(
     `INSERT INTO identity.apps (id, tenant_id, name, scopes, key_hash) VALUES ($1, $2, $3, $4, $5) RETURNING ${cols}`,
     [a.id, a.tenantId, a.name, a.scopes, a.keyHash],
@@ -30,7 +33,9 @@ export async function createApp(db: Queryable, a: { id: string; tenantId: number
 }
 
 export async function listApps(db: Queryable, tenantId: number): Promise<App[]> {
-  return (await db.query<App>(`SELECT ${cols} FROM identity.apps WHERE tenant_id = $1 ORDER BY created_at, id`, [tenantId])).rows;
+  return (
+    await db.query<App>(`SELECT ${cols} FROM identity.apps WHERE tenant_id = $1 ORDER BY created_at, id`, [tenantId])
+  ).rows;
 }
 
 /** Replace the key of an app that is not revoked; the old key stops working with this commit. */

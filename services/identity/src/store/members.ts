@@ -19,7 +19,8 @@ export async function findMemberBy(
   by: { id?: number; email?: string; phone?: string },
   lock = false,
 ): Promise<Member | undefined> {
-  const [col, value] = by.id !== undefined ? ['id', by.id] : by.email !== undefined ? ['email', by.email] : ['phone', by.phone];
+  const [col, value] =
+    by.id !== undefined ? ['id', by.id] : by.email !== undefined ? ['email', by.email] : ['phone', by.phone];
   const { rows } = await db.query<Member>(
     `SELECT ${cols} FROM identity.members WHERE tenant_id = $1 AND ${col} = $2${lock ? ' FOR UPDATE' : ''}`,
     [tenantId, value],
@@ -39,8 +40,10 @@ export async function insertMember(
     );
     return rows[0]!;
   } catch (err) {
-    if (isUniqueViolation(err, 'members_tenant_email')) throw new AppError('email_taken', undefined, { field: 'email' });
-    if (isUniqueViolation(err, 'members_tenant_phone')) throw new AppError('phone_taken', undefined, { field: 'phone' });
+    if (isUniqueViolation(err, 'members_tenant_email'))
+      throw new AppError('email_taken', undefined, { field: 'email' });
+    if (isUniqueViolation(err, 'members_tenant_phone'))
+      throw new AppError('phone_taken', undefined, { field: 'phone' });
     throw err;
   }
 }

@@ -13,7 +13,15 @@ export interface Otp {
 
 export async function insertOtp(
   db: Queryable,
-  o: { tenantId: number; memberId: number; purpose: string; codeHash: Buffer; context: Record<string, unknown>; now: Date; expiresAt: Date },
+  o: {
+    tenantId: number;
+    memberId: number;
+    purpose: string;
+    codeHash: Buffer;
+    context: Record<string, unknown>;
+    now: Date;
+    expiresAt: Date;
+  },
 ): Promise<Otp> {
   const { rows } = await db.query<Otp>(
     `INSERT INTO identity.otps (tenant_id, member_id, purpose, code_hash, context, created_at, expires_at)
@@ -42,11 +50,17 @@ export async function latestOtpForUpdate(db: Queryable, memberId: number, purpos
 }
 
 export async function recordWrongAttempt(db: Queryable, id: number): Promise<number> {
-  const { rows } = await db.query<{ attempts: number }>(`UPDATE identity.otps SET attempts = attempts + 1 WHERE id = $1 RETURNING attempts`, [id]);
+  const { rows } = await db.query<{ attempts: number }>(
+    `UPDATE identity.otps SET attempts = attempts + 1 WHERE id = $1 RETURNING attempts`,
+    [id],
+  );
   return rows[0]!.attempts;
 }
 
 export async function consumeOtp(db: Queryable, id: number, now: Date): Promise<boolean> {
-  const r = await db.query(`UPDATE identity.otps SET consumed_at = $2 WHERE id = $1 AND consumed_at IS NULL`, [id, now]);
+  const r = await db.query(`UPDATE identity.otps SET consumed_at = $2 WHERE id = $1 AND consumed_at IS NULL`, [
+    id,
+    now,
+  ]);
   return r.rowCount === 1;
 }

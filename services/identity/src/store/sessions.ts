@@ -27,7 +27,12 @@ export async function findLiveSession(
 }
 
 /** Revoke a live session; returns its member, or nothing when it was already revoked or expired. */
-export async function revokeSession(db: Queryable, id: number, tenantId: number, now: Date): Promise<number | undefined> {
+export async function revokeSession(
+  db: Queryable,
+  id: number,
+  tenantId: number,
+  now: Date,
+): Promise<number | undefined> {
   const { rows } = await db.query<{ member_id: number }>(
     `UPDATE identity.member_sessions SET revoked_at = $3 WHERE id = $1 AND tenant_id = $2 AND revoked_at IS NULL AND expires_at > $3 RETURNING member_id`,
     [id, tenantId, now],

@@ -10,7 +10,10 @@ export interface Tenant {
 const cols = `id, name, sandbox, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at`;
 
 export async function createTenant(db: Queryable, name: string, sandbox: boolean): Promise<Tenant> {
-  const { rows } = await db.query<Tenant>(`INSERT INTO identity.tenants (name, sandbox) VALUES ($1, $2) RETURNING ${cols}`, [name, sandbox]);
+  const { rows } = await db.query<Tenant>(
+    `INSERT INTO identity.tenants (name, sandbox) VALUES ($1, $2) RETURNING ${cols}`,
+    [name, sandbox],
+  );
   return rows[0]!;
 }
 

@@ -4,7 +4,9 @@ import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 const KEY_LENGTH = 32;
 
 function derive(pin: string, salt: Buffer): Promise<Buffer> {
-  return new Promise((resolve, reject) => scrypt(pin, salt, KEY_LENGTH, { N: 16384, r: 8, p: 1 }, (err, key) => (err ? reject(err) : resolve(key))));
+  return new Promise((resolve, reject) =>
+    scrypt(pin, salt, KEY_LENGTH, { N: 16384, r: 8, p: 1 }, (err, key) => (err ? reject(err) : resolve(key))),
+  );
 }
 
 export async function hashPin(pin: string): Promise<string> {

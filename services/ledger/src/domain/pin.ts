@@ -17,7 +17,8 @@ export function isLocked(state: PinState, now: Date): boolean {
 export function afterWrongPin(state: PinState, now: Date, policy: PinPolicy): PinState & { locked: boolean } {
   // A lock that has run out starts a fresh count.
   const failed = (state.lockedUntil !== null && !isLocked(state, now) ? 0 : state.failedAttempts) + 1;
-  if (failed >= policy.maxAttempts) return { failedAttempts: 0, lockedUntil: new Date(now.getTime() + policy.lockMs), locked: true };
+  if (failed >= policy.maxAttempts)
+    return { failedAttempts: 0, lockedUntil: new Date(now.getTime() + policy.lockMs), locked: true };
   return { failedAttempts: failed, lockedUntil: null, locked: false };
 }
 

@@ -140,16 +140,28 @@ export async function postMany(
   opts: { published?: boolean } = {},
 ): Promise<(PostedEntry | undefined)[]> {
   const statement = opts.published ? (`${direction} published` as const) : direction;
-  const { rows } = await db.query<PostedEntry & { n: number }>({ name: `ledger.post_${statement.replace(' ', '_')}`, text: STATEMENTS[statement], values: postingValues(postings) });
+  const { rows } = await db.query<PostedEntry & { n: number }>({
+    name: `ledger.post_${statement.replace(' ', '_')}`,
+    text: STATEMENTS[statement],
+    values: postingValues(postings),
+  });
   const byPosition = new Map(rows.map((r) => [Number(r.n), r]));
   return postings.map((_, i) => {
     const r = byPosition.get(i + 1);
-    return r && { id: r.id, event: r.event, amount: r.amount, balance_after: r.balance_after, created_at: r.created_at };
+    return (
+      r && { id: r.id, event: r.event, amount: r.amount, balance_after: r.balance_after, created_at: r.created_at }
+    );
   });
 }
 
 /** One posting (see `postMany`); undefined: a debit the balance did not cover. */
-export async function post(db: Queryable, k: AccountKey, direction: 'credit' | 'debit', m: Movement, e: PostingEvent): Promise<PostedEntry | undefined> {
+export async function post(
+  db: Queryable,
+  k: AccountKey,
+  direction: 'credit' | 'debit',
+  m: Movement,
+  e: PostingEvent,
+): Promise<PostedEntry | undefined> {
   return (await postMany(db, direction, [{ k, m, e }]))[0];
 }
 
@@ -160,16 +172,21 @@ export async function lockAccount(db: Queryable, k: AccountKey, now: Date): Prom
      ON CONFLICT (card_id, member_id) DO NOTHING`,
     [k.cardId, k.memberId, k.tenantId, now],
   );
-  const { rows } = await db.query<{ balance: number }>('SELECT balance FROM ledger.accounts WHERE card_id = $1 AND member_id = $2 FOR UPDATE', [
-    k.cardId,
-    k.memberId,
-  ]);
+  const { rows } = await db.query<{ balance: number }>(
+    'SELECT balance FROM ledger.accounts WHERE card_id = $1 AND member_id = $2 FOR UPDATE',
+    [k.cardId, k.memberId],
+  );
   return rows[0]!.balance;
 }
 
 /** Set a locked account's balance (after `lockAccount`). */
 export async function setBalance(db: Queryable, k: AccountKey, balance: number, now: Date): Promise<void> {
-  await db.query('UPDATE ledger.accounts SET balance = $3, updated_at = $4 WHERE card_id = $1 AND member_id = $2', [k.cardId, k.memberId, balance, now]);
+  await db.query('UPDATE ledger.accounts SET balance = $3, updated_at = $4 WHERE card_id = $1 AND member_id = $2', [
+    k.cardId,
+    k.memberId,
+    balance,
+    now,
+  ]);
 }
 
 /** undefined: the member has never had an account on the card. */
@@ -224,7 +241,11 @@ export async function appendJournal(
 }
 
 /** The earn that used `reference` on the card, if any. */
-export async function earnByReference(db: Queryable, cardId: number, reference: string): Promise<{ id: number; member_id: number; amount: number } | undefined> {
+export async function earnByReference(
+  db: Queryable,
+  cardId: number,
+  reference: string,
+): Promise<{ id: number; member_id: number; amount: number } | undefined> {
   const { rows } = await db.query<{ id: number; member_id: number; amount: number }>(
     `SELECT id, member_id, amount FROM ledger.journal
      WHERE card_id = $1 AND reference = $2 AND event IN ('cashback_earned', 'staff_added_points')`,
@@ -264,12 +285,20 @@ export async function journalPage(
   limit: number,
   offset: number,
 ): Promise<{ entries: JournalEntry[]; total: number } | undefined> {
-  const { rows } = await db.query<{ total: number; id: number | null; event: JournalEvent; amount: number; created_at: Date }>({
+  const { rows } = await db.query<{
+    total: number;
+    id: number | null;
+    event: JournalEvent;
+    amount: number;
+    created_at: Date;
+  }>({
     name: 'ledger.journal_page',
     text: JOURNAL_PAGE,
     values: [cardId, memberId, limit, offset],
   });
   if (rows.length === 0) return undefined;
-  const entries = rows.filter((r) => r.id !== null).map((r) => ({ id: r.id!, event: r.event, amount: r.amount, created_at: r.created_at }));
+  const entries = rows
+    .filter((r) => r.id !== null)
+    .map((r) => ({ id: r.id!, event: r.event, amount: r.amount, created_at: r.created_at }));
   return { entries, total: rows[0]!.total };
 }

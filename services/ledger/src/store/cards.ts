@@ -99,11 +99,18 @@ export async function updateCard(db: Queryable, c: Card): Promise<Card> {
 
 /** A card of the tenant; a foreign card is as absent as a missing one. */
 export async function findCard(db: Queryable, tenantId: number, cardId: number): Promise<Card | undefined> {
-  const { rows } = await db.query<Card>(`SELECT ${CARD_COLUMNS} FROM ledger.cards WHERE tenant_id = $1 AND id = $2`, [tenantId, cardId]);
+  const { rows } = await db.query<Card>(`SELECT ${CARD_COLUMNS} FROM ledger.cards WHERE tenant_id = $1 AND id = $2`, [
+    tenantId,
+    cardId,
+  ]);
   return rows[0];
 }
 
-export async function listCards(db: Queryable, tenantId: number, rewardSystem?: 'cashback' | 'points'): Promise<Card[]> {
+export async function listCards(
+  db: Queryable,
+  tenantId: number,
+  rewardSystem?: 'cashback' | 'points',
+): Promise<Card[]> {
   const { rows } = await db.query<Card>(
     `SELECT ${CARD_COLUMNS} FROM ledger.cards WHERE tenant_id = $1 AND ($2::text IS NULL OR reward_system = $2) ORDER BY id`,
     [tenantId, rewardSystem ?? null],
@@ -111,7 +118,10 @@ export async function listCards(db: Queryable, tenantId: number, rewardSystem?: 
   return rows;
 }
 
-export async function insertReward(db: Queryable, r: Omit<Reward, 'id' | 'created_at' | 'updated_at'>): Promise<Reward> {
+export async function insertReward(
+  db: Queryable,
+  r: Omit<Reward, 'id' | 'created_at' | 'updated_at'>,
+): Promise<Reward> {
   const { rows } = await db.query<Reward>(
     `INSERT INTO ledger.rewards (tenant_id, card_id, name, description, points_cost, active) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${REWARD_COLUMNS}`,
     [r.tenant_id, r.card_id, r.name, r.description, r.points_cost, r.active],
@@ -129,16 +139,23 @@ export async function updateReward(db: Queryable, r: Reward): Promise<Reward> {
 }
 
 /** A reward of the card (and tenant). */
-export async function findReward(db: Queryable, tenantId: number, cardId: number, rewardId: number): Promise<Reward | undefined> {
-  const { rows } = await db.query<Reward>(`SELECT ${REWARD_COLUMNS} FROM ledger.rewards WHERE tenant_id = $1 AND card_id = $2 AND id = $3`, [
-    tenantId,
-    cardId,
-    rewardId,
-  ]);
+export async function findReward(
+  db: Queryable,
+  tenantId: number,
+  cardId: number,
+  rewardId: number,
+): Promise<Reward | undefined> {
+  const { rows } = await db.query<Reward>(
+    `SELECT ${REWARD_COLUMNS} FROM ledger.rewards WHERE tenant_id = $1 AND card_id = $2 AND id = $3`,
+    [tenantId, cardId, rewardId],
+  );
   return rows[0];
 }
 
 export async function listRewards(db: Queryable, tenantId: number, cardId: number): Promise<Reward[]> {
-  const { rows } = await db.query<Reward>(`SELECT ${REWARD_COLUMNS} FROM ledger.rewards WHERE tenant_id = $1 AND card_id = $2 ORDER BY id`, [tenantId, cardId]);
+  const { rows } = await db.query<Reward>(
+    `SELECT ${REWARD_COLUMNS} FROM ledger.rewards WHERE tenant_id = $1 AND card_id = $2 ORDER BY id`,
+    [tenantId, cardId],
+  );
   return rows;
 }

@@ -6,7 +6,12 @@ export interface MemberPin {
   locked_until: Date | null;
 }
 
-export async function findPin(db: Queryable, tenantId: number, memberId: number, forUpdate = false): Promise<MemberPin | undefined> {
+export async function findPin(
+  db: Queryable,
+  tenantId: number,
+  memberId: number,
+  forUpdate = false,
+): Promise<MemberPin | undefined> {
   const { rows } = await db.query<MemberPin>(
     `SELECT pin_hash, failed_attempts, locked_until FROM ledger.member_pins WHERE tenant_id = $1 AND member_id = $2${forUpdate ? ' FOR UPDATE' : ''}`,
     [tenantId, memberId],
@@ -14,7 +19,13 @@ export async function findPin(db: Queryable, tenantId: number, memberId: number,
   return rows[0];
 }
 
-export async function savePin(db: Queryable, tenantId: number, memberId: number, pinHash: string, now: Date): Promise<void> {
+export async function savePin(
+  db: Queryable,
+  tenantId: number,
+  memberId: number,
+  pinHash: string,
+  now: Date,
+): Promise<void> {
   await db.query(
     `INSERT INTO ledger.member_pins (tenant_id, member_id, pin_hash, failed_attempts, locked_until, updated_at) VALUES ($1, $2, $3, 0, NULL, $4)
      ON CONFLICT (tenant_id, member_id) DO UPDATE SET pin_hash = EXCLUDED.pin_hash, failed_attempts = 0, locked_until = NULL, updated_at = EXCLUDED.updated_at`,
@@ -22,12 +33,16 @@ export async function savePin(db: Queryable, tenantId: number, memberId: number,
   );
 }
 
-export async function savePinAttempts(db: Queryable, tenantId: number, memberId: number, failedAttempts: number, lockedUntil: Date | null, now: Date): Promise<void> {
-  await db.query('UPDATE ledger.member_pins SET failed_attempts = $3, locked_until = $4, updated_at = $5 WHERE tenant_id = $1 AND member_id = $2', [
-    tenantId,
-    memberId,
-    failedAttempts,
-    lockedUntil,
-    now,
-  ]);
+export async function savePinAttempts(
+  db: Queryable,
+  tenantId: number,
+  memberId: number,
+  failedAttempts: number,
+  lockedUntil: Date | null,
+  now: Date,
+): Promise<void> {
+  await db.query(
+    'UPDATE ledger.member_pins SET failed_attempts = $3, locked_until = $4, updated_at = $5 WHERE tenant_id = $1 AND member_id = $2',
+    [tenantId, memberId, failedAttempts, lockedUntil, now],
+  );
 }

@@ -36,16 +36,26 @@ export function bonusKey(referralId: number, party: BonusParty): string {
 }
 
 /** The credits a due referral still needs (a zero bonus is no credit at all). */
-export function bonusCredits(r: Pick<Referral, 'id' | 'referrer_id' | 'referee_id' | 'referrer_bonus' | 'referee_bonus'>) {
+export function bonusCredits(
+  r: Pick<Referral, 'id' | 'referrer_id' | 'referee_id' | 'referrer_bonus' | 'referee_bonus'>,
+) {
   const credits: { party: BonusParty; memberId: number; points: number; key: string }[] = [];
-  if (r.referrer_bonus > 0) credits.push({ party: 'referrer', memberId: r.referrer_id, points: r.referrer_bonus, key: bonusKey(r.id, 'referrer') });
-  if (r.referee_bonus > 0) credits.push({ party: 'referee', memberId: r.referee_id, points: r.referee_bonus, key: bonusKey(r.id, 'referee') });
+  if (r.referrer_bonus > 0)
+    credits.push({
+      party: 'referrer',
+      memberId: r.referrer_id,
+      points: r.referrer_bonus,
+      key: bonusKey(r.id, 'referrer'),
+    });
+  if (r.referee_bonus > 0)
+    credits.push({ party: 'referee', memberId: r.referee_id, points: r.referee_bonus, key: bonusKey(r.id, 'referee') });
   return credits;
 }
 
 /** Rules checked before a referral is written. Referral bonuses are points: a cashback card is refused. */
 export function checkApplicable(card: Pick<CardSummary, 'reward_system'>, referrerId: number, refereeId: number): void {
-  if (card.reward_system !== 'points') throw new AppError('wrong_card_type', 'Referral bonuses are points; this card is a cashback card.');
+  if (card.reward_system !== 'points')
+    throw new AppError('wrong_card_type', 'Referral bonuses are points; this card is a cashback card.');
   if (referrerId === refereeId) throw new AppError('self_referral');
 }
 
@@ -64,7 +74,8 @@ export function existingReferralOutcome(
   applyKey?: string,
 ): 'finish_payment' | 'answer' | 'already_applied' {
   const due = existing.status === 'pending' && existing.payment_due_at !== null;
-  if (applyKey !== undefined && existing.apply_key === applyKey && existing.referrer_id === referrerId) return due ? 'finish_payment' : 'answer';
+  if (applyKey !== undefined && existing.apply_key === applyKey && existing.referrer_id === referrerId)
+    return due ? 'finish_payment' : 'answer';
   if (due && existing.referrer_id === referrerId) return 'finish_payment';
   return 'already_applied';
 }

@@ -8,12 +8,18 @@ export interface ReferralCode {
 }
 
 export async function findCodeOf(db: Queryable, cardId: number, memberId: number): Promise<ReferralCode | undefined> {
-  const { rows } = await db.query<ReferralCode>(`SELECT tenant_id, card_id, member_id, code FROM referrals.referral_codes WHERE card_id = $1 AND member_id = $2`, [cardId, memberId]);
+  const { rows } = await db.query<ReferralCode>(
+    `SELECT tenant_id, card_id, member_id, code FROM referrals.referral_codes WHERE card_id = $1 AND member_id = $2`,
+    [cardId, memberId],
+  );
   return rows[0];
 }
 
 export async function findCode(db: Queryable, tenantId: number, code: string): Promise<ReferralCode | undefined> {
-  const { rows } = await db.query<ReferralCode>(`SELECT tenant_id, card_id, member_id, code FROM referrals.referral_codes WHERE tenant_id = $1 AND code = $2`, [tenantId, code]);
+  const { rows } = await db.query<ReferralCode>(
+    `SELECT tenant_id, card_id, member_id, code FROM referrals.referral_codes WHERE tenant_id = $1 AND code = $2`,
+    [tenantId, code],
+  );
   return rows[0];
 }
 
@@ -22,7 +28,12 @@ export async function findCode(db: Queryable, tenantId: number, code: string): P
  * end with the one row that won (ON CONFLICT on the member's key); a code already taken by
  * another member of the tenant is drawn again.
  */
-export async function ensureCode(db: Queryable, key: { tenantId: number; cardId: number; memberId: number }, draw: () => string, maxTries = 8): Promise<ReferralCode> {
+export async function ensureCode(
+  db: Queryable,
+  key: { tenantId: number; cardId: number; memberId: number },
+  draw: () => string,
+  maxTries = 8,
+): Promise<ReferralCode> {
   for (let i = 0; i < maxTries; i++) {
     const existing = await findCodeOf(db, key.cardId, key.memberId);
     if (existing) return existing;

@@ -12,7 +12,13 @@ export interface StoredReply {
   data: unknown;
 }
 
-export async function storedReply(db: Queryable, tenantId: number, key: string, operation: string, data: unknown): Promise<StoredReply | undefined> {
+export async function storedReply(
+  db: Queryable,
+  tenantId: number,
+  key: string,
+  operation: string,
+  data: unknown,
+): Promise<StoredReply | undefined> {
   const { rows } = await db.query<{ request_hash: string; response: StoredReply | null }>(
     `SELECT request_hash, response FROM referrals.idempotency_keys WHERE tenant_id = $1 AND key = $2`,
     [tenantId, key],
@@ -23,7 +29,14 @@ export async function storedReply(db: Queryable, tenantId: number, key: string, 
   return row.response ?? undefined;
 }
 
-export async function storeReply(db: Queryable, tenantId: number, key: string, operation: string, data: unknown, reply: StoredReply): Promise<void> {
+export async function storeReply(
+  db: Queryable,
+  tenantId: number,
+  key: string,
+  operation: string,
+  data: unknown,
+  reply: StoredReply,
+): Promise<void> {
   await db.query(
     `INSERT INTO referrals.idempotency_keys (tenant_id, key, request_hash, response) VALUES ($1, $2, $3, $4) ON CONFLICT (tenant_id, key) DO NOTHING`,
     [tenantId, key, requestHash(operation, data), JSON.stringify(reply)],

@@ -24,12 +24,29 @@ export async function insertReferral(db: Queryable, r: NewReferral): Promise<Ref
     `INSERT INTO referrals.referrals (tenant_id, card_id, referrer_id, referee_id, code, referrer_bonus, referee_bonus, status, payment_due_at, payment_attempt_at, apply_key, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $8, $9, $10)
      ON CONFLICT ON CONSTRAINT referrals_one_per_referee DO NOTHING RETURNING ${COLUMNS}`,
-    [r.tenantId, r.cardId, r.referrerId, r.refereeId, r.code, r.referrerBonus, r.refereeBonus, r.paymentDueAt, r.applyKey, r.createdAt],
+    [
+      r.tenantId,
+      r.cardId,
+      r.referrerId,
+      r.refereeId,
+      r.code,
+      r.referrerBonus,
+      r.refereeBonus,
+      r.paymentDueAt,
+      r.applyKey,
+      r.createdAt,
+    ],
   );
   return rows[0];
 }
 
-export async function findByReferee(db: Queryable, tenantId: number, cardId: number, refereeId: number, lock = false): Promise<Referral | undefined> {
+export async function findByReferee(
+  db: Queryable,
+  tenantId: number,
+  cardId: number,
+  refereeId: number,
+  lock = false,
+): Promise<Referral | undefined> {
   const { rows } = await db.query<Referral>(
     `SELECT ${COLUMNS} FROM referrals.referrals WHERE tenant_id = $1 AND card_id = $2 AND referee_id = $3${lock ? ' FOR UPDATE' : ''}`,
     [tenantId, cardId, refereeId],
@@ -38,7 +55,13 @@ export async function findByReferee(db: Queryable, tenantId: number, cardId: num
 }
 
 /** A referral waiting for the first purchase becomes due now; returns it when it was waiting. */
-export async function markPaymentDue(db: Queryable, tenantId: number, cardId: number, refereeId: number, now: Date): Promise<Referral | undefined> {
+export async function markPaymentDue(
+  db: Queryable,
+  tenantId: number,
+  cardId: number,
+  refereeId: number,
+  now: Date,
+): Promise<Referral | undefined> {
   const { rows } = await db.query<Referral>(
     `UPDATE referrals.referrals SET payment_due_at = $4, payment_attempt_at = $4
       WHERE tenant_id = $1 AND card_id = $2 AND referee_id = $3 AND status = 'pending' AND payment_due_at IS NULL
@@ -97,7 +120,12 @@ export async function findReferral(db: Queryable, id: number): Promise<Referral 
  * The sweeper's batch: due referrals whose last payment attempt is older than `staleBefore`
  * (its payer died or failed). Taking them moves their lease, so replicas share the work.
  */
-export async function leaseStalePayments(db: Queryable, staleBefore: Date, now: Date, limit: number): Promise<Referral[]> {
+export async function leaseStalePayments(
+  db: Queryable,
+  staleBefore: Date,
+  now: Date,
+  limit: number,
+): Promise<Referral[]> {
   const { rows } = await db.query<Referral>(
     `UPDATE referrals.referrals SET payment_attempt_at = $2
       WHERE id IN (SELECT id FROM referrals.referrals
@@ -111,7 +139,11 @@ export async function leaseStalePayments(db: Queryable, staleBefore: Date, now: 
 
 // ---- reads for statistics (indexes referrals_card_created and referrals_card_referrer) ----
 
-export async function countReferrals(db: Queryable, cardId: number, since: Date | null): Promise<{ total: number; successful: number; pending: number }> {
+export async function countReferrals(
+  db: Queryable,
+  cardId: number,
+  since: Date | null,
+): Promise<{ total: number; successful: number; pending: number }> {
   const { rows } = await db.query<{ total: number; successful: number; pending: number }>(
     `SELECT count(*)::int AS total,
             count(*) FILTER (WHERE status = 'completed')::int AS successful,
@@ -129,7 +161,12 @@ export interface ReferrerCount {
 }
 
 /** Top referrers: by successful referrals, then total, then member id; plus how many referrers there are. */
-export async function topReferrers(db: Queryable, cardId: number, since: Date | null, limit: number): Promise<{ rows: ReferrerCount[]; total: number }> {
+export async function topReferrers(
+  db: Queryable,
+  cardId: number,
+  since: Date | null,
+  limit: number,
+): Promise<{ rows: ReferrerCount[]; total: number }> {
   const { rows } = await db.query<ReferrerCount & { referrers: number }>(
     `SELECT referrer_id, total, successful, count(*) OVER ()::int AS referrers
        FROM (SELECT referrer_id, count(*)::int AS total, count(*) FILTER (WHERE status = 'completed')::int AS successful
@@ -139,7 +176,10 @@ export async function topReferrers(db: Queryable, cardId: number, since: Date | 
       LIMIT $3`,
     [cardId, since, limit],
   );
-  return { rows: rows.map(({ referrer_id, total, successful }) => ({ referrer_id, total, successful })), total: rows[0]?.referrers ?? 0 };
+  return {
+    rows: rows.map(({ referrer_id, total, successful }) => ({ referrer_id, total, successful })),
+    total: rows[0]?.referrers ?? 0,
+  };
 }
 
 export interface ReferralOfReferrerRow {
@@ -150,14 +190,23 @@ export interface ReferralOfReferrerRow {
   created_at: Date;
 }
 
-export async function referralsOfReferrer(db: Queryable, cardId: number, referrerId: number, limit: number, offset: number): Promise<{ rows: ReferralOfReferrerRow[]; total: number }> {
+export async function referralsOfReferrer(
+  db: Queryable,
+  cardId: number,
+  referrerId: number,
+  limit: number,
+  offset: number,
+): Promise<{ rows: ReferralOfReferrerRow[]; total: number }> {
   const [page, count] = await Promise.all([
     db.query<ReferralOfReferrerRow>(
       `SELECT id, referee_id, status, referrer_bonus, created_at FROM referrals.referrals
         WHERE card_id = $1 AND referrer_id = $2 ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`,
       [cardId, referrerId, limit, offset],
     ),
-    db.query<{ n: number }>(`SELECT count(*)::int AS n FROM referrals.referrals WHERE card_id = $1 AND referrer_id = $2`, [cardId, referrerId]),
+    db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM referrals.referrals WHERE card_id = $1 AND referrer_id = $2`,
+      [cardId, referrerId],
+    ),
   ]);
   return { rows: page.rows, total: count.rows[0]?.n ?? 0 };
 }
