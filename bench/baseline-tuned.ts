@@ -1,5 +1,5 @@
 // The direct ceiling of the tuned services: exactly the statements the services issue now, from
-// this one Node process with a pg pool at the same concurrency (ledger: store/accounts.ts postMany
+// this one Node process with a pg pool at the same concurrency (ledger: its exported postMany
 // through the ledger's own group commit, posting-batcher.ts, findBalance / journalPage, prepared as
 // there; identity's app and session lookups of a member token), keeping what the ledger keeps per
 // replica (a card and a member found by id are read once). Not the ratio's baseline
@@ -8,8 +8,7 @@
 // outbox relay, consumers, mails).
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { PostingBatcher } from '../services/ledger/src/posting-batcher.ts';
-import { findBalance, JOURNAL_PAGE, postMany } from '../services/ledger/src/store/accounts.ts';
+import { findBalance, JOURNAL_PAGE, PostingBatcher, postingStatement, postMany } from '@loyalty/ledger';
 import { findCard, findMemberById, memberOfToken, redeemScenario, type DirectScenario } from './baseline.ts';
 import type { DirectOutcome } from './load.ts';
 import type { ScenarioName } from './options.ts';
@@ -20,8 +19,8 @@ const POSTING_STATEMENTS = 2;
 
 /**
  * One posting (credit, or debit if covered) through the ledger's group commit; false: a debit the
- * balance did not cover. One difference from the ledger: its events are written as already
- * published, so the ledger's relay never sends them (the bench system's consumers would do
+ * balance did not cover. One difference from the ledger: its events go to a table of the
+ * benchmark's own, so the ledger's relay never sends them (the bench system's consumers would do
  * full-path work for them, and a subject of another root would reach another system).
  */
 async function post(
@@ -65,8 +64,20 @@ class Replica {
     private readonly pool: pg.Pool,
     private readonly tenantId: number,
   ) {
+    // The ledger's posting statements with their events written to a table of the benchmark's own
+    // (the same columns and index as ledger.outbox), so the bench system's relay never sends them.
+    const sink = pool.query(
+      'CREATE SCHEMA IF NOT EXISTS bench_tuned; CREATE TABLE IF NOT EXISTS bench_tuned.outbox (LIKE ledger.outbox INCLUDING ALL)',
+    );
+    const statements = {
+      credit: { name: 'tuned.post_credit', text: postingStatement('credit', 'bench_tuned.outbox') },
+      debit: { name: 'tuned.post_debit', text: postingStatement('debit', 'bench_tuned.outbox') },
+    };
     this.postings = new PostingBatcher(
-      (direction, postings) => postMany(pool, direction, postings, { published: true }),
+      async (direction, postings) => {
+        await sink;
+        return postMany(pool, direction, postings, statements[direction]);
+      },
       { statements: POSTING_STATEMENTS, maxBatch: 100 },
     );
   }

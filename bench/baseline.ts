@@ -17,7 +17,7 @@
 // gateway, so no SQL per request in steady state).
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { JOURNAL_PAGE } from '../services/ledger/src/store/accounts.ts';
+import { JOURNAL_PAGE } from '@loyalty/ledger';
 import type { DirectOutcome } from './load.ts';
 import type { ScenarioName } from './options.ts';
 import { CASHBACK_PERCENT, POINTS_RATIO, REDEEM_AMOUNT_CENTS, type Fixture, type Redeemer } from './provision.ts';

@@ -1,13 +1,15 @@
 import { z } from 'zod';
-import type { Operation } from './ops/types.ts';
+import type { Operation, OperationInput } from './ops/types.ts';
 
 /**
  * The one input schema of an operation: path parameters, query and body are validated by their
  * own schemas from the same merged object (the gateway sends `{...params, ...query, ...body}`)
  * and their outputs merged. Issues of every part are reported together.
  */
-export function operationInput(op: Pick<Operation, 'params' | 'query' | 'body'>): z.ZodType {
-  const parts = [op.params, op.query, op.body].filter((p): p is z.ZodType => p !== undefined);
+export function operationInput<O extends Pick<Operation, 'params' | 'query' | 'body'>>(
+  op: O,
+): z.ZodType<OperationInput<O>> {
+  const parts = [op.params, op.query, op.body].filter((p): p is NonNullable<typeof p> => p !== undefined);
   return z.unknown().transform((input, ctx) => {
     const source = input && typeof input === 'object' ? input : {};
     let merged: Record<string, unknown> = {};
@@ -16,6 +18,7 @@ export function operationInput(op: Pick<Operation, 'params' | 'query' | 'body'>)
       if (r.success) merged = { ...merged, ...(r.data as Record<string, unknown>) };
       else ctx.issues.push(...(r.error.issues as never[]));
     }
-    return merged;
-  });
+    // The parts' outputs together are the operation's input (each validated by its own schema).
+    return merged as OperationInput<O>;
+  }) as unknown as z.ZodType<OperationInput<O>>;
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Meta } from './messages.ts';
+import { defineInternalOperations } from './ops/types.ts';
 
 /**
  * Messages between services (and from the gateway) that are not HTTP routes.
@@ -21,15 +22,16 @@ export const AuthenticateReply = Meta.pick({
 });
 export type AuthenticateReply = z.infer<typeof AuthenticateReply>;
 
-export const internalOperations = {
+export const internalOperations = defineInternalOperations({
   /** Gateway -> identity: resolve app credentials (and a member token when presented). */
   authenticate: {
     service: 'identity',
     operation: 'internal.authenticate',
     request: AuthenticateRequest,
     reply: AuthenticateReply,
+    meta: z.object({ request_id: z.string().min(1).max(128) }),
   },
-} as const;
+});
 
 /** A member as other services see it: personal data already masked. */
 export const MemberSummary = z.object({
@@ -86,7 +88,7 @@ export const VerifyClaimOtpReply = z.object({
  * - verify_claim_otp: consume a claim code; `invalid_verification_code` when missing, wrong, used,
  *   expired or dead.
  */
-export const identityOperations = {
+export const identityOperations = defineInternalOperations({
   resolveMember: {
     service: 'identity',
     operation: 'internal.member.resolve',
@@ -111,7 +113,7 @@ export const identityOperations = {
     request: VerifyClaimOtpRequest,
     reply: VerifyClaimOtpReply,
   },
-} as const;
+});
 
 /** A card as other services need it (ledger owns cards, rewards and their settings). */
 export const CardSummary = z.object({
@@ -161,7 +163,7 @@ export const PointsMovementReply = z.object({
  * - debit_points: `insufficient_points` (422) leaves the balance untouched; `wrong_card_type` on a cashback card.
  * - credit_points: `wrong_card_type` on a cashback card.
  */
-export const ledgerOperations = {
+export const ledgerOperations = defineInternalOperations({
   getCard: {
     service: 'ledger',
     operation: 'internal.card.get',
@@ -186,4 +188,4 @@ export const ledgerOperations = {
     request: PointsMovementRequest,
     reply: PointsMovementReply,
   },
-} as const;
+});

@@ -5,22 +5,40 @@ export const scopes = ['points_read', 'points_write', 'cashback_read', 'cashback
 export const Scope = z.enum(scopes);
 export type Scope = z.infer<typeof Scope>;
 
-/** Who is calling: filled in by the gateway after authentication, carried on every request message. */
+const RequestId = z.string().min(1).max(128);
+const TenantId = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+
+/**
+ * Who is calling: filled in by the gateway after authentication, carried on every request message.
+ * Services validate it like any other input; security facts (is the tenant a sandbox, does it
+ * exist) come from the owning service's own records, never from these fields alone.
+ */
 export const Meta = z.object({
-  request_id: z.string(),
-  tenant_id: z.number().int(),
-  app_id: z.string(),
+  request_id: RequestId,
+  tenant_id: TenantId,
+  app_id: z.string().min(1).max(64),
   sandbox: z.boolean(),
   scopes: z.array(Scope),
-  member_id: z.number().int().optional(),
+  member_id: z.number().int().positive().optional(),
   /** The member session behind the presented member token (refresh and logout act on it). */
-  session_id: z.number().int().optional(),
-  idempotency_key: z.string().optional(),
+  session_id: z.number().int().positive().optional(),
+  idempotency_key: z.string().min(1).max(255).optional(),
 });
 export type Meta = z.infer<typeof Meta>;
 
+/**
+ * Meta of a request from another service (an internal operation): the request id, the tenant it
+ * acts for and, for saga steps, a deterministic idempotency key. Other fields are dropped.
+ */
+export const ServiceMeta = z.object({
+  request_id: RequestId,
+  tenant_id: TenantId,
+  idempotency_key: z.string().min(1).max(300).optional(),
+});
+export type ServiceMeta = z.infer<typeof ServiceMeta>;
+
 /** Meta of an operator (admin API) request: authenticated by the operator token, no tenant. */
-export const AdminMeta = z.object({ request_id: z.string(), operator: z.literal(true) });
+export const AdminMeta = z.object({ request_id: RequestId, operator: z.literal(true) });
 export type AdminMeta = z.infer<typeof AdminMeta>;
 
 /** Request message on a `loyalty.<service>.<operation>` subject. */

@@ -6,15 +6,6 @@ import { withTransaction, type Pool, type PoolClient } from './db.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
 
-/** SQL of the table recording which events a consumer has processed. */
-export const PROCESSED_EVENTS_DDL = `
-CREATE TABLE processed_events (
-  consumer text NOT NULL,
-  event_id text NOT NULL,
-  processed_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (consumer, event_id)
-);`;
-
 /**
  * A durable JetStream consumer whose effect happens at most once per event: the event id is
  * recorded in the same transaction as the handler's changes, and a redelivered event whose id is

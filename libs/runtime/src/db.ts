@@ -1,7 +1,12 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { runner } from 'node-pg-migrate';
 import type { Logger } from './logger.ts';
+import { sharedMigrations } from './shared-tables.ts';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -34,14 +39,31 @@ export function createPool(url: string, max: number, log: Logger, applicationNam
   return pool;
 }
 
-/** Run `fn` in one transaction; commit when it resolves, roll back when it throws. */
+interface OpenTransaction {
+  client: PoolClient;
+  afterCommit: (() => void)[];
+}
+
+/** The transaction the current async context runs in, if any (see `withTransaction`). */
+const openTransaction = new AsyncLocalStorage<OpenTransaction>();
+
+/**
+ * Run `fn` in one transaction; commit when it resolves, roll back when it throws. While `fn` runs,
+ * `inTransaction()` is true in its async context (the service client refuses network calls then),
+ * and callbacks given to `afterCommit` run once the COMMIT has succeeded.
+ */
 export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  const tx: OpenTransaction = { client, afterCommit: [] };
   let failure: unknown;
   try {
-    await client.query('BEGIN');
-    const result = await fn(client);
-    await client.query('COMMIT');
+    const result = await openTransaction.run(tx, async () => {
+      await client.query('BEGIN');
+      const r = await fn(client);
+      await client.query('COMMIT');
+      return r;
+    });
+    for (const callback of tx.afterCommit) callback();
     return result;
   } catch (err) {
     failure = err;
@@ -53,13 +75,33 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
   }
 }
 
-/** The connection itself failed (server restarting, network), as opposed to an SQL error. */
+/** Whether the caller runs inside `withTransaction` (a database transaction is open). */
+export function inTransaction(): boolean {
+  return openTransaction.getStore() !== undefined;
+}
+
+/**
+ * Run `callback` once what `db` wrote is committed: after the COMMIT of the open transaction when
+ * `db` is its client, at once otherwise (a statement on the pool commits by itself).
+ */
+export function afterCommit(db: Queryable, callback: () => void): void {
+  const tx = openTransaction.getStore();
+  if (tx && tx.client === db) tx.afterCommit.push(callback);
+  else callback();
+}
+
+const LOST_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH']);
+const LOST_MESSAGE =
+  /Connection terminated|connection lost|not queryable|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|the database system is (starting up|shutting down)/i;
+
+/**
+ * The connection to PostgreSQL failed or the server is going away (restart, network), as opposed
+ * to an error of the statement: a retryable 503 for the caller, and a client to destroy.
+ */
 export function isConnectionLost(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
-  return (
-    (typeof e?.code === 'string' && /^(08|57P0)|^E[A-Z]+$/.test(e.code)) ||
-    /Connection terminated|connection lost|not queryable/i.test(e?.message ?? '')
-  );
+  if (typeof e?.code === 'string' && (/^(08|57P0)/.test(e.code) || LOST_CODES.has(e.code))) return true;
+  return LOST_MESSAGE.test(e?.message ?? '');
 }
 
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
@@ -73,17 +115,33 @@ export function packageDir(importMetaUrl: string, relative: string): string {
 }
 
 /**
- * Apply a service's SQL migrations to its own schema. An advisory lock makes replicas that
- * start together wait for each other instead of racing.
+ * Apply the runtime's shared tables (outbox, idempotency keys, processed events) and then a
+ * service's own SQL migrations to its own schema. An advisory lock makes replicas that start
+ * together wait for each other instead of racing.
  */
 export async function migrate(opts: { databaseUrl: string; schema: string; dir: string; log: Logger }): Promise<void> {
+  const shared = mkdtempSync(path.join(tmpdir(), 'loyalty-shared-migrations-'));
+  try {
+    for (const m of sharedMigrations) writeFileSync(path.join(shared, `${m.name}.sql`), `-- Up Migration\n${m.sql}`);
+    await applyMigrations(opts, shared, 'runtime_migrations');
+  } finally {
+    rmSync(shared, { recursive: true, force: true });
+  }
+  await applyMigrations(opts, opts.dir, 'migrations');
+}
+
+async function applyMigrations(
+  opts: { databaseUrl: string; schema: string; log: Logger },
+  dir: string,
+  table: string,
+): Promise<void> {
   const applied = await runner({
     databaseUrl: opts.databaseUrl,
     schema: opts.schema,
     createSchema: true,
     migrationsSchema: opts.schema,
-    migrationsTable: 'migrations',
-    dir: opts.dir,
+    migrationsTable: table,
+    dir,
     direction: 'up',
     count: Infinity,
     checkOrder: true,

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { AppError } from '@loyalty/contracts';
-import { withTransaction, type Pool, type PoolClient } from './db.ts';
+import { withTransaction, type Pool, type PoolClient, type Queryable } from './db.ts';
 
 /** Stable JSON (sorted keys) so that the same parameters always hash the same. */
 export function stableStringify(value: unknown): string {
@@ -16,45 +16,92 @@ export function requestHash(operation: string, data: unknown): string {
   return createHash('sha256').update(operation).update('\0').update(stableStringify(data)).digest('hex');
 }
 
+export interface ReplayKey {
+  tenantId: number;
+  /** The Idempotency-Key (HTTP clients) or a saga step's deterministic key. */
+  key: string;
+  /** The operation: the same key on another operation is refused. */
+  operation: string;
+  /** The request's parameters: the same key with other parameters is refused. */
+  data: unknown;
+}
+
 /**
- * Run a mutating operation under an Idempotency-Key, Stripe style. The key, a hash of the
- * request and the response are stored in the same transaction as the effect, so:
- * - a retry with the same key and parameters replays the stored response and changes nothing;
- * - the same key with other parameters (or on another operation) is refused with 409;
- * - two concurrent requests with one key serialize on the key's row: the second replays;
- * - a failure stores nothing, so a retry runs again.
- * Without a key, `fn` simply runs in a transaction.
+ * Idempotency-Key records of one service (its `<schema>.idempotency_keys`, defined by the
+ * runtime's shared migrations), Stripe style: the key, a hash of the operation and its parameters,
+ * and the response. A retry with the same key and parameters replays the stored response and
+ * changes nothing; the same key with other parameters or on another operation is refused (409).
+ *
+ * - `run`: the whole operation in one transaction with its record (the usual case);
+ * - `find` + `save`: an operation that spans several transactions (a call to another service
+ *   between two commits) looks its key up first and stores its response in its last transaction.
  */
-export async function runIdempotent<T>(
-  pool: Pool,
-  opts: { table: string; tenantId: number; key: string | undefined; operation: string; data: unknown },
-  fn: (client: PoolClient) => Promise<T>,
-): Promise<T> {
-  if (!opts.key) return withTransaction(pool, fn);
-  const hash = requestHash(opts.operation, opts.data);
-  return withTransaction(pool, async (client) => {
-    const inserted = await client.query(
-      `INSERT INTO ${opts.table} (tenant_id, key, request_hash) VALUES ($1, $2, $3)
-       ON CONFLICT (tenant_id, key) DO NOTHING RETURNING key`,
-      [opts.tenantId, opts.key, hash],
-    );
-    if (inserted.rowCount === 0) {
-      const { rows } = await client.query<{ request_hash: string; response: T | null }>(
-        `SELECT request_hash, response FROM ${opts.table} WHERE tenant_id = $1 AND key = $2`,
-        [opts.tenantId, opts.key],
+export class ReplayStore {
+  private readonly table: string;
+
+  constructor(
+    private readonly pool: Pool,
+    schema: string,
+  ) {
+    this.table = `${schema}.idempotency_keys`;
+  }
+
+  /**
+   * Run `fn` in one transaction with the key's record: two concurrent requests with one key
+   * serialize on it and the second replays; a failure stores nothing, so a retry runs again.
+   * Without a key, `fn` simply runs in a transaction.
+   */
+  async run<T>(
+    k: Omit<ReplayKey, 'key'> & { key: string | undefined },
+    fn: (db: PoolClient) => Promise<T>,
+  ): Promise<T> {
+    if (!k.key) return withTransaction(this.pool, fn);
+    const key = { ...k, key: k.key };
+    const hash = requestHash(k.operation, k.data);
+    return withTransaction(this.pool, async (db) => {
+      const inserted = await db.query(
+        `INSERT INTO ${this.table} (tenant_id, key, request_hash) VALUES ($1, $2, $3)
+         ON CONFLICT (tenant_id, key) DO NOTHING RETURNING key`,
+        [k.tenantId, k.key, hash],
       );
-      const row = rows[0];
-      if (!row) throw new AppError('idempotency_in_progress');
-      if (row.request_hash !== hash) throw new AppError('idempotency_key_reused');
-      if (row.response === null) throw new AppError('idempotency_in_progress');
-      return row.response;
-    }
-    const result = await fn(client);
-    await client.query(`UPDATE ${opts.table} SET response = $3 WHERE tenant_id = $1 AND key = $2`, [
-      opts.tenantId,
-      opts.key,
-      JSON.stringify(result),
-    ]);
-    return result;
-  });
+      if (inserted.rowCount === 0) {
+        const stored = await this.find<T>(key, db);
+        if (stored === undefined) throw new AppError('idempotency_in_progress');
+        return stored;
+      }
+      const result = await fn(db);
+      await db.query(`UPDATE ${this.table} SET response = $3 WHERE tenant_id = $1 AND key = $2`, [
+        k.tenantId,
+        k.key,
+        JSON.stringify(result),
+      ]);
+      return result;
+    });
+  }
+
+  /**
+   * The stored response of this key, or undefined when there is none yet. Throws 409
+   * `idempotency_key_reused` for other parameters, `idempotency_in_progress` while the first
+   * request still holds the key.
+   */
+  async find<T>(k: ReplayKey, db: Queryable = this.pool): Promise<T | undefined> {
+    const { rows } = await db.query<{ request_hash: string; response: T | null }>(
+      `SELECT request_hash, response FROM ${this.table} WHERE tenant_id = $1 AND key = $2`,
+      [k.tenantId, k.key],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    if (row.request_hash !== requestHash(k.operation, k.data)) throw new AppError('idempotency_key_reused');
+    if (row.response === null) throw new AppError('idempotency_in_progress');
+    return row.response;
+  }
+
+  /** Store the response in the caller's transaction; a key stored meanwhile keeps its first response. */
+  async save(db: Queryable, k: ReplayKey, response: unknown): Promise<void> {
+    await db.query(
+      `INSERT INTO ${this.table} (tenant_id, key, request_hash, response) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (tenant_id, key) DO NOTHING`,
+      [k.tenantId, k.key, requestHash(k.operation, k.data), JSON.stringify(response)],
+    );
+  }
 }

@@ -1,12 +1,41 @@
-export * from './config.ts';
-export * from './logger.ts';
-export * from './clock.ts';
-export * from './db.ts';
-export * from './nats.ts';
-export * from './metrics.ts';
-export * from './ops-server.ts';
-export * from './idempotency.ts';
-export * from './lifecycle.ts';
-export * from './service.ts';
-export * from './outbox.ts';
-export * from './consumer.ts';
+// The runtime's public surface: mechanism every service repeats, no domain logic.
+export { ConfigError, commonEnv, databaseEnv, loadConfig } from './config.ts';
+export { createLogger, type Logger } from './logger.ts';
+export { ManualClock, systemClock, type Clock } from './clock.ts';
+export {
+  afterCommit,
+  createPool,
+  inTransaction,
+  isConnectionLost,
+  isUniqueViolation,
+  migrate,
+  packageDir,
+  withTransaction,
+  type Pool,
+  type PoolClient,
+  type Queryable,
+} from './db.ts';
+export { connectNats, jsonCodec, natsReady, type NatsConnection } from './nats.ts';
+export {
+  Endpoints,
+  serveEndpoints,
+  WithMessage,
+  type Endpoint,
+  type HandlerContext,
+  type ServedEndpoints,
+} from './endpoints.ts';
+export {
+  callService,
+  ContractViolationError,
+  ServiceClient,
+  ServiceUnavailableError,
+  type CallerMeta,
+} from './service-client.ts';
+export { Metrics } from './metrics.ts';
+export { startOpsServer, type ReadinessCheck } from './ops-server.ts';
+export { ReplayStore, requestHash, stableStringify, type ReplayKey } from './idempotency.ts';
+export { PeriodicTask } from './periodic-task.ts';
+export { failStartup, runUntilSignal, type Stoppable } from './lifecycle.ts';
+export { runService, type RunningService, type ServiceRuntime } from './service.ts';
+export { ensureEventStream, Outbox, OutboxRelay, type NewEvent, type OutboxEvent } from './outbox.ts';
+export { EventConsumer } from './consumer.ts';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { type JetStreamClient, type NatsConnection, RetentionPolicy, StorageType } from 'nats';
 import type { DomainEvent, ServiceName, Subjects } from '@loyalty/contracts';
-import { isConnectionLost, type Pool, type Queryable } from './db.ts';
+import { afterCommit, isConnectionLost, type Pool, type Queryable } from './db.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
 
@@ -40,56 +40,93 @@ export interface OutboxEvent {
   envelope: DomainEvent;
 }
 
-/** Build the envelope of a domain event of `service` (a fresh id, `<service>.<type>`). */
-export function eventEnvelope(
-  subjects: Subjects,
-  service: ServiceName,
-  event: { type: string; tenantId: number; data: Record<string, unknown>; occurredAt?: Date },
-): OutboxEvent {
-  const id = randomUUID();
-  return {
-    id,
-    subject: subjects.event(service, event.type),
-    envelope: {
-      id,
-      type: `${service}.${event.type}`,
-      tenant_id: event.tenantId,
-      occurred_at: (event.occurredAt ?? new Date()).toISOString(),
-      data: event.data,
-    },
-  };
+/** What a service says happened: `<service>.<type>` for a tenant, with its data. */
+export interface NewEvent {
+  type: string;
+  tenantId: number;
+  data: Record<string, unknown>;
+  occurredAt?: Date;
 }
 
 /**
- * Write a domain event in the caller's transaction: it is published if and only if the change
- * it describes commits. Returns the event id.
+ * The transactional outbox of one service: its `<schema>.outbox` table (defined by the runtime's
+ * shared migrations) and the relay publishing it to JetStream. An event is written in the same
+ * transaction as the change it describes, so it is published if and only if that change commits;
+ * the relay is woken when the transaction commits, so no writer has to remember to.
  */
-export async function recordEvent(
-  db: Queryable,
-  schema: string,
-  subjects: Subjects,
-  service: ServiceName,
-  event: { type: string; tenantId: number; data: Record<string, unknown>; occurredAt?: Date },
-): Promise<string> {
-  const e = eventEnvelope(subjects, service, event);
-  await db.query(`INSERT INTO ${schema}.outbox (id, subject, payload) VALUES ($1, $2, $3)`, [
-    e.id,
-    e.subject,
-    JSON.stringify(e.envelope),
-  ]);
-  return e.id;
-}
+export class Outbox {
+  private readonly relay: OutboxRelay;
 
-/** SQL of the outbox table, for each service's first migration. */
-export const OUTBOX_DDL = `
-CREATE TABLE outbox (
-  id uuid PRIMARY KEY,
-  subject text NOT NULL,
-  payload jsonb NOT NULL,
-  created_at timestamptz NOT NULL DEFAULT now(),
-  published_at timestamptz
-);
-CREATE INDEX outbox_unpublished ON outbox (created_at) WHERE published_at IS NULL;`;
+  constructor(
+    private readonly opts: {
+      pool: Pool;
+      nc: NatsConnection;
+      subjects: Subjects;
+      service: ServiceName;
+      /** The schema holding the outbox table (default: the service's name). */
+      schema?: string;
+      log: Logger;
+      metrics?: Metrics;
+      /** A relay pass at least this often, woken or not (default 250 ms). */
+      intervalMs?: number;
+    },
+  ) {
+    this.relay = new OutboxRelay({
+      pool: opts.pool,
+      nc: opts.nc,
+      schema: opts.schema ?? opts.service,
+      log: opts.log,
+      metrics: opts.metrics,
+      intervalMs: opts.intervalMs,
+    });
+  }
+
+  /** The envelope of a new event of this service (a fresh id; `type` becomes `<service>.<type>`). */
+  event(e: NewEvent): OutboxEvent {
+    const id = randomUUID();
+    const { subjects, service } = this.opts;
+    return {
+      id,
+      subject: subjects.event(service, e.type),
+      envelope: {
+        id,
+        type: `${service}.${e.type}`,
+        tenant_id: e.tenantId,
+        occurred_at: (e.occurredAt ?? new Date()).toISOString(),
+        data: e.data,
+      },
+    };
+  }
+
+  /** Write an event with `db` (the caller's transaction, or the pool); returns its id. */
+  async record(db: Queryable, e: NewEvent): Promise<string> {
+    const event = this.event(e);
+    await db.query(
+      `INSERT INTO ${this.opts.schema ?? this.opts.service}.outbox (id, subject, payload) VALUES ($1, $2, $3)`,
+      [event.id, event.subject, JSON.stringify(event.envelope)],
+    );
+    this.written(db);
+    return event.id;
+  }
+
+  /** Events were written with `db` by the caller's own SQL: publish them once that commits. */
+  written(db: Queryable): void {
+    afterCommit(db, () => this.relay.wake());
+  }
+
+  start(): void {
+    this.relay.start();
+  }
+
+  stop(): Promise<void> {
+    return this.relay.stop();
+  }
+
+  /** Publish everything pending now (tests). */
+  drain(): Promise<number> {
+    return this.relay.drain();
+  }
+}
 
 /**
  * Publishes outbox rows to JetStream. Safe in every replica: rows are claimed with

@@ -4,8 +4,10 @@ import type { commonEnv, databaseEnv } from './config.ts';
 import { createPool, migrate, type Pool } from './db.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { Metrics } from './metrics.ts';
-import { connectNats, natsReady, serveEndpoints, type Endpoint, type NatsConnection } from './nats.ts';
+import { type Endpoints, pingEndpoint, serveEndpoints } from './endpoints.ts';
+import { connectNats, natsReady, type NatsConnection } from './nats.ts';
 import { startOpsServer } from './ops-server.ts';
+import { ensureEventStream, Outbox } from './outbox.ts';
 
 type BaseConfig = z.infer<z.ZodObject<typeof commonEnv & typeof databaseEnv>>;
 
@@ -16,6 +18,8 @@ export interface ServiceRuntime {
   nc: NatsConnection;
   subjects: Subjects;
   metrics: Metrics;
+  /** This service's transactional outbox; its relay runs while the service does. */
+  outbox: Outbox;
   isStopping(): boolean;
 }
 
@@ -25,10 +29,10 @@ export interface RunningService {
 }
 
 /**
- * The common start-up of a service that owns a Postgres schema: migrations, pool, NATS, metrics,
- * the ops port; then `setup` wires the domain and returns the endpoint table (and what to stop).
- * Stopping: leave the queue group, answer what is in flight, stop background work, drain NATS,
- * close the pool.
+ * The common start-up of a service that owns a Postgres schema: migrations, pool, NATS, the event
+ * stream, the outbox, metrics, the ops port; then `setup` wires the domain and returns the
+ * endpoint table (and what to stop). Stopping: leave the queue group, answer what is in flight,
+ * stop background work and the outbox relay, drain NATS, close the pool.
  */
 export async function runService(opts: {
   name: ServiceName;
@@ -36,7 +40,7 @@ export async function runService(opts: {
   config: BaseConfig;
   migrationsDir: string;
   log?: Logger;
-  setup: (rt: ServiceRuntime) => Promise<{ endpoints: Record<string, Endpoint<never>>; stop?: () => Promise<void> }>;
+  setup: (rt: ServiceRuntime) => Promise<{ endpoints: Endpoints; stop?: () => Promise<void> }>;
 }): Promise<RunningService> {
   const { config, name } = opts;
   const log = opts.log ?? createLogger(name, config.LOG_LEVEL);
@@ -46,9 +50,13 @@ export async function runService(opts: {
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE, log, name);
   const nc = await connectNats(config.NATS_URL, name, log);
   const metrics = new Metrics(name);
+  await ensureEventStream(nc, subjects);
+  const outbox = new Outbox({ pool, nc, subjects, service: name, log, metrics });
   let stopping = false;
-  const rt: ServiceRuntime = { name, log, pool, nc, subjects, metrics, isStopping: () => stopping };
+  const rt: ServiceRuntime = { name, log, pool, nc, subjects, metrics, outbox, isStopping: () => stopping };
   const wired = await opts.setup(rt);
+  wired.endpoints.plain('system.ping', pingEndpoint(name, opts.version));
+  outbox.start();
   const served = await serveEndpoints({
     nc,
     subjects,
@@ -76,14 +84,10 @@ export async function runService(opts: {
       stopping = true;
       await served.stop();
       await wired.stop?.();
+      await outbox.stop();
       await nc.drain();
       await pool.end();
       await ops.close();
     },
   };
-}
-
-/** The endpoint every service answers so callers (and tests) can tell it is there. */
-export function pingEndpoint(name: string, version: string): Endpoint<never> {
-  return { handler: async () => ({ service: name, version, status: 'ok' }) };
 }

@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { connect, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Subjects, type DomainEvent } from '@loyalty/contracts';
@@ -8,10 +11,8 @@ import {
   createPool,
   EventConsumer,
   ensureEventStream,
-  OUTBOX_DDL,
-  OutboxRelay,
-  PROCESSED_EVENTS_DDL,
-  recordEvent,
+  migrate,
+  Outbox,
   withTransaction,
   type Pool,
 } from '../src/index.ts';
@@ -24,9 +25,8 @@ const log = createLogger('test', 'silent');
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  pool = createPool(db.url, 4, log, 'outbox-test');
-  await pool.query(`CREATE SCHEMA svc; SET search_path TO svc; ${OUTBOX_DDL} ${PROCESSED_EVENTS_DDL}`);
-  await pool.end();
+  // The runtime's shared tables (outbox, processed events) in a schema of its own, no service migrations.
+  await migrate({ databaseUrl: db.url, schema: 'svc', dir: mkdtempSync(path.join(tmpdir(), 'no-migrations-')), log });
   pool = createPool(db.url, 4, log, 'outbox-test');
   nc = await connect({ servers: 'nats://127.0.0.1:4222' });
   await ensureEventStream(nc, subjects);
@@ -54,28 +54,28 @@ it('publishes committed events once, drops rolled-back ones, and a consumer acts
     },
   });
   await consumer.start();
-  const relay = new OutboxRelay({ pool, nc, schema: 'svc', log, intervalMs: 50 });
+  const outbox = new Outbox({ pool, nc, subjects, service: 'ledger', schema: 'svc', log, intervalMs: 50 });
 
   const ids: string[] = [];
   for (let i = 0; i < 3; i++) {
     ids.push(
       await withTransaction(pool, (c) =>
-        recordEvent(c, 'svc', subjects, 'ledger', { type: 'points_earned', tenantId: 1, data: { member_id: i } }),
+        outbox.record(c, { type: 'points_earned', tenantId: 1, data: { member_id: i } }),
       ),
     );
   }
   await expect(
     withTransaction(pool, async (c) => {
-      await recordEvent(c, 'svc', subjects, 'ledger', { type: 'points_earned', tenantId: 1, data: { member_id: 99 } });
+      await outbox.record(c, { type: 'points_earned', tenantId: 1, data: { member_id: 99 } });
       throw new Error('rolled back');
     }),
   ).rejects.toThrow('rolled back');
 
-  relay.start();
+  outbox.start();
   await until(() => seen.length >= 3);
   // Publishing the same rows again (a relay that crashed before marking them) is de-duplicated by JetStream.
   await pool.query('UPDATE svc.outbox SET published_at = NULL');
-  relay.wake();
+  outbox.written(pool);
   await until(
     async () =>
       (await pool.query('SELECT count(*)::int AS n FROM svc.outbox WHERE published_at IS NULL')).rows[0].n === 0,
@@ -85,7 +85,7 @@ it('publishes committed events once, drops rolled-back ones, and a consumer acts
   const first = (await pool.query('SELECT payload FROM svc.outbox WHERE id = $1', [ids[0]])).rows[0].payload;
   await js.publish(subjects.event('ledger', 'points_earned'), JSON.stringify(first), { msgID: `redelivery-${ids[0]}` });
   await new Promise((r) => setTimeout(r, 500));
-  await relay.stop();
+  await outbox.stop();
   await consumer.stop();
 
   expect(seen.map((e) => e.id).sort()).toEqual([...ids].sort());

@@ -30,17 +30,5 @@ CREATE INDEX claim_requests_card ON claim_requests (tenant_id, card_id, created_
 CREATE INDEX claim_requests_due ON claim_requests (expires_at) WHERE status = 'pending';
 CREATE INDEX claim_requests_approving ON claim_requests (approval_started_at) WHERE status = 'approving';
 
--- Transactional outbox (libs/runtime OUTBOX_DDL): claim events are published if and only if the
--- change they describe commits.
-CREATE TABLE outbox (
-  id uuid PRIMARY KEY,
-  subject text NOT NULL,
-  payload jsonb NOT NULL,
-  created_at timestamptz NOT NULL DEFAULT now(),
-  published_at timestamptz
-);
-CREATE INDEX outbox_unpublished ON outbox (created_at) WHERE published_at IS NULL;
-
 -- Down Migration
-DROP TABLE outbox;
 DROP TABLE claim_requests;

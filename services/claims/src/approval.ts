@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, type Meta } from '@loyalty/contracts';
-import { requestHash, runIdempotent, withTransaction, type Logger } from '@loyalty/runtime';
-import { IDEMPOTENCY_TABLE, notPending, storedResponse, type ClaimDeps } from './claim-requests.ts';
+import { AppError } from '@loyalty/contracts';
+import { withTransaction, type CallerMeta, type Logger } from '@loyalty/runtime';
+import { notPending, type ClaimDeps } from './claim-requests.ts';
 import { debitCertainlyNotApplied, debitKey, decide } from './domain/claim-request.ts';
 import { recordClaimEvent } from './events.ts';
 import {
@@ -39,15 +39,11 @@ export interface ApprovedReply {
  * points and other refusals), the attempt hands the request back to pending and answers the error.
  */
 export function approvals(deps: ClaimDeps, faults: ClaimFaults = {}) {
-  async function approve(d: { request_id: number; staff_note?: string }, meta: Meta): Promise<ApprovedReply> {
-    const replay = await storedResponse<ApprovedReply>(
-      deps.pool,
-      meta.tenant_id,
-      meta.idempotency_key,
-      requestHash('claims.approve', d),
-    );
+  async function approve(d: { request_id: number; staff_note?: string }, meta: CallerMeta): Promise<ApprovedReply> {
+    const key = { tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'claims.approve', data: d };
+    const replay = key.key ? await deps.replays.find<ApprovedReply>({ ...key, key: key.key }) : undefined;
     if (replay) return replay;
-    await deps.expireIfDue(d.request_id);
+    await deps.expireIfDue(meta.tenant_id, d.request_id);
 
     // Step 1: take the request.
     const attempt = randomUUID();
@@ -64,7 +60,7 @@ export function approvals(deps: ClaimDeps, faults: ClaimFaults = {}) {
     let debit = { points: 0, transaction_id: null as number | null };
     if (claim.points_cost > 0) {
       try {
-        const r = await deps.remote.debitPoints(meta, debitKey(claim.id), {
+        const r = await deps.clients.debitPoints(meta, debitKey(claim.id), {
           card_id: claim.card_id,
           member_id: claim.member_id,
           points: claim.points_cost,
@@ -82,41 +78,29 @@ export function approvals(deps: ClaimDeps, faults: ClaimFaults = {}) {
     await faults.afterLedgerDebit?.(claim);
 
     // Step 3: record the approval with its event (and the Idempotency-Key response) in one transaction.
-    const approved = await runIdempotent(
-      deps.pool,
-      {
-        table: IDEMPOTENCY_TABLE,
-        tenantId: meta.tenant_id,
-        key: meta.idempotency_key,
-        operation: 'claims.approve',
-        data: d,
-      },
-      async (db) => {
-        const now = deps.clock.now();
-        const done = await markApproved(db, claim.id, {
-          pointsDeducted: debit.points,
-          transactionId: debit.transaction_id,
-          now,
-          staffNote: d.staff_note,
-        });
-        if (!done) {
-          // A concurrent attempt on the same request finished first (with the same debit).
-          const current = await findClaimRequest(db, meta.tenant_id, claim.id);
-          throw notPending(current?.status ?? 'approved');
-        }
-        await recordClaimEvent(db, deps.subjects, 'claim_approved', done, now);
-        return {
-          claim_request: {
-            id: done.id,
-            status: 'approved' as const,
-            points_deducted: done.points_deducted!,
-            approved_at: done.approved_at!.toISOString(),
-          },
-        };
-      },
-    );
-    deps.published();
-    return approved;
+    return deps.replays.run(key, async (db): Promise<ApprovedReply> => {
+      const now = deps.clock.now();
+      const done = await markApproved(db, claim.id, {
+        pointsDeducted: debit.points,
+        transactionId: debit.transaction_id,
+        now,
+        staffNote: d.staff_note,
+      });
+      if (!done) {
+        // A concurrent attempt on the same request finished first (with the same debit).
+        const current = await findClaimRequest(db, meta.tenant_id, claim.id);
+        throw notPending(current?.status ?? 'approved');
+      }
+      await recordClaimEvent(db, deps.outbox, 'claim_approved', done, now);
+      return {
+        claim_request: {
+          id: done.id,
+          status: 'approved' as const,
+          points_deducted: done.points_deducted!,
+          approved_at: done.approved_at!.toISOString(),
+        },
+      };
+    });
   }
 
   return {
@@ -124,13 +108,7 @@ export function approvals(deps: ClaimDeps, faults: ClaimFaults = {}) {
     /** Finish an approval whose process died between the debit and the status change. */
     async resume(claim: { id: number; tenant_id: number }, log: Logger): Promise<boolean> {
       const requestId = `claims-resume-${randomUUID()}`;
-      const meta: Meta = {
-        request_id: requestId,
-        tenant_id: claim.tenant_id,
-        app_id: 'claims-sweeper',
-        sandbox: false,
-        scopes: [],
-      };
+      const meta: CallerMeta = { request_id: requestId, tenant_id: claim.tenant_id };
       try {
         await approve({ request_id: claim.id }, meta);
         log.info({ claim_request_id: claim.id, request_id: requestId }, 'stalled approval finished');

@@ -1,23 +1,20 @@
-import { AppError, type ClaimStatus, type Meta, type Subjects } from '@loyalty/contracts';
-import { runIdempotent, WithMessage, type Clock, type Pool } from '@loyalty/runtime';
+import { AppError, type ClaimStatus, type Meta } from '@loyalty/contracts';
+import { WithMessage, type Clock, type Outbox, type Pool, type ReplayStore } from '@loyalty/runtime';
 import { decide, expiryOf, pagination } from './domain/claim-request.ts';
 import { claimRecord } from './domain/record.ts';
 import { recordClaimEvent } from './events.ts';
-import type { RemoteServices } from './remote.ts';
+import type { ClaimsClients } from './clients.ts';
 import { findClaimRequest, insertClaimRequest, listClaimRequests, markRejected } from './store/claim-requests.ts';
 
 export interface ClaimDeps {
   pool: Pool;
-  subjects: Subjects;
   clock: Clock;
-  remote: RemoteServices;
-  /** Ask the outbox relay to publish now rather than at its next pass. */
-  published: () => void;
-  /** Record the expiry of this request if its lifetime is over (see sweeper.ts). */
-  expireIfDue: (id: number) => Promise<void>;
+  clients: ClaimsClients;
+  outbox: Outbox;
+  replays: ReplayStore;
+  /** Record the expiry of the tenant's request if its lifetime is over (see sweeper.ts). */
+  expireIfDue: (tenantId: number, id: number) => Promise<void>;
 }
-
-export const IDEMPOTENCY_TABLE = 'claims.idempotency_keys';
 
 export function notPending(status: ClaimStatus): AppError {
   const message =
@@ -29,23 +26,23 @@ export function notPending(status: ClaimStatus): AppError {
 
 /** The card must be a points card of this tenant; the reward must belong to it and be active. */
 async function pointsCardAndReward(deps: ClaimDeps, meta: Meta, cardId: number, rewardId: number | undefined) {
-  const card = await deps.remote.card(meta, cardId);
+  const card = await deps.clients.card(meta, cardId);
   if (card.reward_system !== 'points')
     throw new AppError('wrong_card_type', 'Claims are made on points cards; this is a cashback card.');
   if (rewardId === undefined) return { card, reward: undefined };
-  const reward = await deps.remote.reward(meta, cardId, rewardId);
+  const reward = await deps.clients.reward(meta, cardId, rewardId);
   if (!reward.active) throw new AppError('reward_inactive');
   return { card, reward };
 }
 
 export function claimRequests(deps: ClaimDeps) {
-  const { pool, clock, remote } = deps;
+  const { pool, clock, clients } = deps;
   return {
     async requestOtp(d: { member_email: string; card_id: number; reward_id?: number }, meta: Meta) {
       await pointsCardAndReward(deps, meta, d.card_id, d.reward_id);
       // The code remembers what it was issued for; create refuses it for another card or reward.
       const context = { card_id: d.card_id, ...(d.reward_id !== undefined ? { reward_id: d.reward_id } : {}) };
-      const issued = await remote.issueClaimOtp(meta, { member_email: d.member_email, context });
+      const issued = await clients.issueClaimOtp(meta, { member_email: d.member_email, context });
       return new WithMessage(
         {
           expires_at: issued.expires_at,
@@ -60,33 +57,37 @@ export function claimRequests(deps: ClaimDeps) {
       d: { member_email: string; card_id: number; reward_id: number; verification_code: string; member_note?: string },
       meta: Meta,
     ) {
-      const created = await runIdempotent(
-        pool,
-        {
-          table: IDEMPOTENCY_TABLE,
-          tenantId: meta.tenant_id,
-          key: meta.idempotency_key,
-          operation: 'claims.create',
-          data: d,
-        },
-        async (db) => {
-          const { card, reward } = await pointsCardAndReward(deps, meta, d.card_id, d.reward_id);
-          // Checked before the code is consumed, so a wrong card or reward does not burn the code.
-          const verified = await remote.verifyClaimOtp(meta, {
-            member_email: d.member_email,
-            code: d.verification_code,
-          });
-          const ctx = verified.context;
-          if (
-            (ctx.card_id !== undefined && Number(ctx.card_id) !== d.card_id) ||
-            (ctx.reward_id !== undefined && Number(ctx.reward_id) !== d.reward_id)
-          ) {
-            throw new AppError(
-              'invalid_verification_code',
-              'The verification code was issued for another card or reward.',
-              { reason: 'issued_for_other_claim' },
-            );
-          }
+      const key = meta.idempotency_key && {
+        tenantId: meta.tenant_id,
+        key: meta.idempotency_key,
+        operation: 'claims.create',
+        data: d,
+      };
+      const replay = key ? await deps.replays.find<CreatedReply>(key) : undefined;
+      if (replay) return replay;
+      // Calls first, outside any transaction: the card and reward are checked before the code is
+      // consumed, so a wrong card or reward does not burn it. Under the client's key the
+      // verification is replayed by identity, so a creation interrupted after it can be retried.
+      const { card, reward } = await pointsCardAndReward(deps, meta, d.card_id, d.reward_id);
+      const verified = await clients.verifyClaimOtp(meta, { member_email: d.member_email, code: d.verification_code });
+      const ctx = verified.context;
+      if (
+        (ctx.card_id !== undefined && Number(ctx.card_id) !== d.card_id) ||
+        (ctx.reward_id !== undefined && Number(ctx.reward_id) !== d.reward_id)
+      ) {
+        throw new AppError(
+          'invalid_verification_code',
+          'The verification code was issued for another card or reward.',
+          {
+            reason: 'issued_for_other_claim',
+          },
+        );
+      }
+      // Then one transaction: the request, its event and the key's record (a concurrent retry with
+      // the same key waits on that record and replays).
+      return deps.replays.run(
+        { tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'claims.create', data: d },
+        async (db): Promise<CreatedReply> => {
           const now = clock.now();
           const claim = await insertClaimRequest(db, {
             tenantId: meta.tenant_id,
@@ -99,18 +100,14 @@ export function claimRequests(deps: ClaimDeps) {
             createdAt: now,
             expiresAt: expiryOf(now, card.claim_lifetime_hours),
           });
-          await recordClaimEvent(db, deps.subjects, 'claim_requested', claim, now);
-          return {
-            claim_request: { id: claim.id, status: 'pending' as const, created_at: claim.created_at.toISOString() },
-          };
+          await recordClaimEvent(db, deps.outbox, 'claim_requested', claim, now);
+          return { claim_request: { id: claim.id, status: 'pending', created_at: claim.created_at.toISOString() } };
         },
       );
-      deps.published();
-      return created;
     },
 
     async list(d: { card_id: number; status?: ClaimStatus; limit: number; offset: number }, meta: Meta) {
-      await remote.card(meta, d.card_id); // a missing or foreign card is card_not_found, not an empty list
+      await clients.card(meta, d.card_id); // a missing or foreign card is card_not_found, not an empty list
       const { rows, total } = await listClaimRequests(pool, {
         tenantId: meta.tenant_id,
         cardId: d.card_id,
@@ -118,7 +115,7 @@ export function claimRequests(deps: ClaimDeps) {
         limit: d.limit,
         offset: d.offset,
       });
-      const members = await remote.members(
+      const members = await clients.members(
         meta,
         rows.map((r) => r.member_id),
       );
@@ -132,21 +129,14 @@ export function claimRequests(deps: ClaimDeps) {
     async get(d: { request_id: number }, meta: Meta) {
       const claim = await findClaimRequest(pool, meta.tenant_id, d.request_id);
       if (!claim) throw new AppError('claim_request_not_found');
-      const members = await remote.members(meta, [claim.member_id]);
+      const members = await clients.members(meta, [claim.member_id]);
       return { claim_request: claimRecord(claim, members.get(claim.member_id)) };
     },
 
     async reject(d: { request_id: number; staff_note?: string }, meta: Meta) {
-      await deps.expireIfDue(d.request_id);
-      const rejected = await runIdempotent(
-        pool,
-        {
-          table: IDEMPOTENCY_TABLE,
-          tenantId: meta.tenant_id,
-          key: meta.idempotency_key,
-          operation: 'claims.reject',
-          data: d,
-        },
+      await deps.expireIfDue(meta.tenant_id, d.request_id);
+      return deps.replays.run(
+        { tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'claims.reject', data: d },
         async (db) => {
           // The row lock serializes reject with approve's first step: exactly one of them wins.
           const claim = await findClaimRequest(db, meta.tenant_id, d.request_id, true);
@@ -155,33 +145,16 @@ export function claimRequests(deps: ClaimDeps) {
           const decision = decide(claim, 'reject', now);
           if (!decision.ok) throw notPending(decision.currentStatus);
           const done = await markRejected(db, claim.id, now, d.staff_note);
-          await recordClaimEvent(db, deps.subjects, 'claim_rejected', done, now);
+          await recordClaimEvent(db, deps.outbox, 'claim_rejected', done, now);
           return {
             claim_request: { id: done.id, status: 'rejected' as const, rejected_at: done.rejected_at!.toISOString() },
           };
         },
       );
-      deps.published();
-      return rejected;
     },
   };
 }
 
-/** Replay a stored Idempotency-Key response before starting work that spans several transactions. */
-export async function storedResponse<T>(
-  pool: Pool,
-  tenantId: number,
-  key: string | undefined,
-  hash: string,
-): Promise<T | undefined> {
-  if (!key) return undefined;
-  const { rows } = await pool.query<{ request_hash: string; response: T | null }>(
-    `SELECT request_hash, response FROM ${IDEMPOTENCY_TABLE} WHERE tenant_id = $1 AND key = $2`,
-    [tenantId, key],
-  );
-  const row = rows[0];
-  if (!row) return undefined;
-  if (row.request_hash !== hash) throw new AppError('idempotency_key_reused');
-  if (row.response === null) throw new AppError('idempotency_in_progress');
-  return row.response;
+interface CreatedReply {
+  claim_request: { id: number; status: 'pending'; created_at: string };
 }

@@ -1,5 +1,4 @@
-import type { Subjects } from '@loyalty/contracts';
-import { recordEvent, type Queryable } from '@loyalty/runtime';
+import type { Outbox, Queryable } from '@loyalty/runtime';
 import { eventData } from './domain/record.ts';
 import type { ClaimRequest } from './store/claim-requests.ts';
 
@@ -8,15 +7,10 @@ export type ClaimEvent = 'claim_requested' | 'claim_approved' | 'claim_rejected'
 /** Write a claim event into the outbox in the caller's transaction (`<root>.events.claims.<event>`). */
 export function recordClaimEvent(
   db: Queryable,
-  subjects: Subjects,
+  outbox: Outbox,
   type: ClaimEvent,
   claim: ClaimRequest,
   occurredAt: Date,
 ): Promise<string> {
-  return recordEvent(db, 'claims', subjects, 'claims', {
-    type,
-    tenantId: claim.tenant_id,
-    data: eventData(claim),
-    occurredAt,
-  });
+  return outbox.record(db, { type, tenantId: claim.tenant_id, data: eventData(claim), occurredAt });
 }

@@ -1,9 +1,8 @@
 import {
-  ensureEventStream,
-  OutboxRelay,
   packageDir,
-  pingEndpoint,
+  ReplayStore,
   runService,
+  ServiceClient,
   systemClock,
   type Clock,
   type Logger,
@@ -13,7 +12,7 @@ import { approvals, type ClaimFaults } from './approval.ts';
 import { claimRequests, type ClaimDeps } from './claim-requests.ts';
 import type { ClaimsConfig } from './config.ts';
 import { claimsEndpoints } from './endpoints.ts';
-import { remoteServices } from './remote.ts';
+import { claimsClients } from './clients.ts';
 import { ClaimSweeper } from './sweeper.ts';
 
 export const SERVICE_VERSION = '0.1.0';
@@ -40,39 +39,31 @@ export async function startClaims(config: ClaimsConfig, opts: ClaimsOptions = {}
     config,
     log: opts.log,
     migrationsDir: packageDir(import.meta.url, '../migrations'),
-    async setup({ pool, nc, subjects, log, metrics }) {
-      await ensureEventStream(nc, subjects);
-      const relay = new OutboxRelay({ pool, nc, schema: 'claims', log, metrics });
+    async setup({ pool, nc, subjects, log, outbox }) {
       const clock = opts.clock ?? systemClock;
       const deps: ClaimDeps = {
         pool,
-        subjects,
         clock,
-        remote: remoteServices(nc, subjects, config.REQUEST_TIMEOUT_MS),
-        published: () => relay.wake(),
-        expireIfDue: async (id) => void (await sweeper!.expire(id)),
+        clients: claimsClients(new ServiceClient(nc, subjects, { timeoutMs: config.REQUEST_TIMEOUT_MS, log })),
+        outbox,
+        replays: new ReplayStore(pool, 'claims'),
+        expireIfDue: async (tenantId, id) => void (await sweeper!.expire({ tenantId, id })),
       };
       const approval = approvals(deps, opts.faults);
       sweeper = new ClaimSweeper({
         pool,
-        subjects,
+        outbox,
         clock,
         log,
         intervalMs: config.CLAIM_SWEEP_INTERVAL_MS,
         resumeAfterMs: config.CLAIM_APPROVAL_RESUME_AFTER_MS,
         resume: (claim) => approval.resume(claim, log),
-        published: () => relay.wake(),
       });
-      relay.start();
       sweeper.start();
       return {
-        endpoints: {
-          ...claimsEndpoints(claimRequests(deps), approval),
-          'system.ping': pingEndpoint('claims', SERVICE_VERSION),
-        },
+        endpoints: claimsEndpoints(claimRequests(deps), approval),
         stop: async () => {
           await sweeper?.stop();
-          await relay.stop();
         },
       };
     },

@@ -1,5 +1,4 @@
-import type { Subjects } from '@loyalty/contracts';
-import { withTransaction, type Clock, type Logger, type Pool } from '@loyalty/runtime';
+import { PeriodicTask, withTransaction, type Clock, type Logger, type Outbox, type Pool } from '@loyalty/runtime';
 import { recordClaimEvent } from './events.ts';
 import { expireDue, stalledApprovals } from './store/claim-requests.ts';
 
@@ -12,45 +11,51 @@ const BATCH = 200;
  * - approvals stalled in `approving` (their process died after the ledger debit) are finished.
  */
 export class ClaimSweeper {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
+  private readonly task: PeriodicTask<{ expired: number; resumed: number }>;
   private stopped = false;
 
   constructor(
     private readonly opts: {
       pool: Pool;
-      subjects: Subjects;
+      outbox: Outbox;
       clock: Clock;
       log: Logger;
       intervalMs: number;
       resumeAfterMs: number;
       resume: (claim: { id: number; tenant_id: number }) => Promise<boolean>;
-      published: () => void;
     },
-  ) {}
+  ) {
+    this.task = new PeriodicTask({
+      name: 'claim-sweep',
+      intervalMs: opts.intervalMs,
+      run: () => this.pass(),
+      log: opts.log,
+    });
+  }
 
-  /** Expire what is due (all of it, or just request `onlyId`); returns how many expired. */
-  async expire(onlyId?: number): Promise<number> {
+  /** Expire what is due (all of it, or just one request of a tenant); returns how many expired. */
+  async expire(only?: { tenantId: number; id: number }): Promise<number> {
     let total = 0;
     for (;;) {
       const n = await withTransaction(this.opts.pool, async (db) => {
         const now = this.opts.clock.now();
-        const expired = await expireDue(db, now, BATCH, onlyId);
-        for (const claim of expired) await recordClaimEvent(db, this.opts.subjects, 'claim_expired', claim, now);
+        const expired = await expireDue(db, now, BATCH, only);
+        for (const claim of expired) await recordClaimEvent(db, this.opts.outbox, 'claim_expired', claim, now);
         return expired.length;
       });
       total += n;
       if (n < BATCH) break;
     }
-    if (total > 0) {
-      this.opts.published();
-      if (onlyId === undefined) this.opts.log.info({ expired: total }, 'claim requests expired');
-    }
+    if (total > 0 && only === undefined) this.opts.log.info({ expired: total }, 'claim requests expired');
     return total;
   }
 
-  /** One full pass: expiry, then stalled approvals. */
-  async sweep(): Promise<{ expired: number; resumed: number }> {
+  /** One full pass now: expiry, then stalled approvals. */
+  sweep(): Promise<{ expired: number; resumed: number }> {
+    return this.task.runNow();
+  }
+
+  private async pass(): Promise<{ expired: number; resumed: number }> {
     const expired = await this.expire();
     const before = new Date(this.opts.clock.now().getTime() - this.opts.resumeAfterMs);
     let resumed = 0;
@@ -62,19 +67,11 @@ export class ClaimSweeper {
   }
 
   start(): void {
-    const tick = () => {
-      this.running = this.sweep()
-        .catch((err: Error) => this.opts.log.warn({ err: err.message }, 'claim sweep failed; will retry'))
-        .finally(() => {
-          if (!this.stopped) this.timer = setTimeout(tick, this.opts.intervalMs);
-        });
-    };
-    this.timer = setTimeout(tick, this.opts.intervalMs);
+    this.task.start();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+    await this.task.stop();
   }
 }

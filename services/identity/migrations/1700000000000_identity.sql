@@ -59,14 +59,6 @@ CREATE TABLE member_sessions (
 );
 CREATE INDEX member_sessions_member ON member_sessions (member_id);
 
-CREATE TABLE idempotency_keys (
-  tenant_id bigint NOT NULL,
-  key text NOT NULL,
-  request_hash text NOT NULL,
-  response jsonb,
-  created_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (tenant_id, key)
-);
 
 -- Down Migration
-DROP TABLE idempotency_keys, member_sessions, otps, members, apps, tenants;
+DROP TABLE member_sessions, otps, members, apps, tenants;

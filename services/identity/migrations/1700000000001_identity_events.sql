@@ -1,12 +1,7 @@
 -- Up Migration
--- Events of other services this service has acted on (member notifications), so a redelivery
--- sends no second mail.
-CREATE TABLE processed_events (
-  consumer text NOT NULL,
-  event_id text NOT NULL,
-  processed_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (consumer, event_id)
-);
+-- This migration created the processed_events table; the runtime's shared migrations define it now
+-- (libs/runtime/src/shared-tables.ts). Kept, empty, so that databases that ran it stay in order.
+SELECT 1;
 
 -- Down Migration
-DROP TABLE processed_events;
+SELECT 1;

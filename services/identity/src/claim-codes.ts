@@ -1,6 +1,6 @@
-import { AppError, Email, type Meta } from '@loyalty/contracts';
+import { AppError, Email, type ServiceMeta } from '@loyalty/contracts';
 import { withTransaction, type Logger } from '@loyalty/runtime';
-import { mailCode, type MemberAuthDeps } from './member-auth.ts';
+import { isSandbox, mailCode, type MemberAuthDeps } from './member-auth.ts';
 import { checkOtp, issueOtp } from './otp.ts';
 import { findMemberBy } from './store/members.ts';
 
@@ -15,8 +15,9 @@ export function claimCodes(deps: MemberAuthDeps) {
     return e.data;
   };
   return {
-    async issue(d: { member_email: string; context: Record<string, unknown> }, meta: Meta, log: Logger) {
+    async issue(d: { member_email: string; context: Record<string, unknown> }, meta: ServiceMeta, log: Logger) {
       return withTransaction(deps.pool, async (db) => {
+        const sandbox = await isSandbox(db, meta.tenant_id);
         const member = await findMemberBy(db, meta.tenant_id, { email: email(d.member_email) }, true);
         if (!member) throw new AppError('member_not_found');
         const { code, expiresAt } = await issueOtp(db, deps.otp, deps.clock, {
@@ -25,24 +26,41 @@ export function claimCodes(deps: MemberAuthDeps) {
           purpose: 'claim',
           context: d.context,
         });
-        await mailCode(deps, log, meta, member, code, 'claim verification');
+        await mailCode(deps, log, sandbox, member, code, 'claim verification');
         return {
           member_id: member.id,
           expires_at: expiresAt.toISOString(),
           expires_in_minutes: deps.otp.ttlMinutes,
-          ...(meta.sandbox ? { otp_code: code } : {}),
+          ...(sandbox ? { otp_code: code } : {}),
         };
       });
     },
 
-    async verify(d: { member_email: string; code: string }, meta: Meta) {
+    /**
+     * Consume a claim code. Under `meta.idempotency_key` (the claim creation's own key) a repeated
+     * verification answers what the first one did, so a creation interrupted after consuming the
+     * code can be retried with its key.
+     */
+    async verify(d: { member_email: string; code: string }, meta: ServiceMeta) {
+      const replay = meta.idempotency_key && {
+        tenantId: meta.tenant_id,
+        key: `claim-code:${meta.idempotency_key}`,
+        operation: 'internal.claim_otp.verify',
+        data: d,
+      };
+      const stored = replay
+        ? await deps.replays.find<{ member_id: number; context: Record<string, unknown> }>(replay)
+        : undefined;
+      if (stored) return stored;
       // A wrong try is committed before the failure is answered.
       const outcome = await withTransaction(deps.pool, async (db) => {
         const member = await findMemberBy(db, meta.tenant_id, { email: email(d.member_email) });
         if (!member) return { reason: 'no_code' };
         const check = await checkOtp(db, deps.otp, deps.clock, member.id, 'claim', d.code);
         if (!check.ok) return { reason: check.error.code };
-        return { member_id: member.id, context: check.context };
+        const verified = { member_id: member.id, context: check.context };
+        if (replay) await deps.replays.save(db, replay, verified);
+        return verified;
       });
       if ('reason' in outcome) throw new AppError('invalid_verification_code', undefined, { reason: outcome.reason });
       return outcome;

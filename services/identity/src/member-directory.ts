@@ -1,4 +1,4 @@
-import { AppError, Email, Phone, type Meta, type MemberSummary } from '@loyalty/contracts';
+import { AppError, Email, Phone, type MemberSummary, type ServiceMeta } from '@loyalty/contracts';
 import { isUniqueViolation, type Pool, type Queryable } from '@loyalty/runtime';
 import { maskEmail, maskPhone } from './domain/masking.ts';
 import { findMemberBy, insertMember, type Member } from './store/members.ts';
@@ -37,7 +37,7 @@ export function memberDirectory(pool: Pool) {
   return {
     async resolve(
       d: { member_id?: number; email?: string; phone?: string; create_if_missing: boolean; name?: string },
-      meta: Meta,
+      meta: ServiceMeta,
     ): Promise<{ member: MemberSummary; created: boolean }> {
       const by = normalized(d);
       const found = await findMemberBy(pool, meta.tenant_id, by);
@@ -62,7 +62,7 @@ export function memberDirectory(pool: Pool) {
       }
     },
 
-    async getMany(d: { ids: number[] }, meta: Meta): Promise<{ members: MemberSummary[] }> {
+    async getMany(d: { ids: number[] }, meta: ServiceMeta): Promise<{ members: MemberSummary[] }> {
       return { members: (await membersByIds(pool, meta.tenant_id, d.ids)).map(summary) };
     },
   };

@@ -1,9 +1,8 @@
 import {
-  ensureEventStream,
   EventConsumer,
   jsonCodec,
   packageDir,
-  pingEndpoint,
+  ReplayStore,
   runService,
   systemClock,
   type Clock,
@@ -41,6 +40,7 @@ export async function startIdentity(
         pool,
         clock: opts.clock ?? systemClock,
         mailer,
+        replays: new ReplayStore(pool, 'identity'),
         tokenTtlMinutes: config.MEMBER_TOKEN_TTL_MINUTES,
         otp: {
           secret: config.OTP_SECRET,
@@ -56,7 +56,6 @@ export async function startIdentity(
         nc.publish(subjects.credentialsChanged(), jsonCodec.encode({ app_id: appId })),
       );
       // Member notifications: one durable consumer per event type that has a mail template.
-      await ensureEventStream(nc, subjects);
       const pace = notificationPace(config.MAIL_NOTIFICATIONS_PER_SECOND);
       const consumers = Object.keys(templates).map((type) => {
         const [service, event] = type.split('.') as [ServiceName, string];
@@ -77,10 +76,7 @@ export async function startIdentity(
       });
       for (const c of consumers) await c.start();
       return {
-        endpoints: {
-          ...identityEndpoints(auth, admin, memberDirectory(pool), claimCodes(authDeps)),
-          'system.ping': pingEndpoint('identity', SERVICE_VERSION),
-        },
+        endpoints: identityEndpoints(auth, admin, memberDirectory(pool), claimCodes(authDeps)),
         stop: async () => {
           for (const c of consumers) await c.stop();
           mailer.close();

@@ -1,13 +1,7 @@
 -- Up Migration
--- Idempotency-Key records of this service (see libs/runtime idempotency.ts).
-CREATE TABLE idempotency_keys (
-  tenant_id bigint NOT NULL,
-  key text NOT NULL,
-  request_hash text NOT NULL,
-  response jsonb,
-  created_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (tenant_id, key)
-);
+-- This migration created the idempotency_keys table; the runtime's shared migrations define it now
+-- (libs/runtime/src/shared-tables.ts). Kept, empty, so that databases that ran it stay in order.
+SELECT 1;
 
 -- Down Migration
-DROP TABLE idempotency_keys;
+SELECT 1;

@@ -1,6 +1,7 @@
 -- Up Migration
--- Cards, rewards, balances (one account per member x card), the append-only journal, member PINs
--- and the outbox. Money is in integer cents (bigint), points are integers, rates are exact numerics.
+-- Cards, rewards, balances (one account per member x card), the append-only journal, member PINs.
+-- Money is in integer cents (bigint), points are integers, rates are exact numerics. (The outbox is
+-- one of the runtime's shared tables.)
 
 CREATE TABLE cards (
   id bigserial PRIMARY KEY,
@@ -96,17 +97,8 @@ CREATE TABLE member_pins (
   PRIMARY KEY (tenant_id, member_id)
 );
 
-CREATE TABLE outbox (
-  id uuid PRIMARY KEY,
-  subject text NOT NULL,
-  payload jsonb NOT NULL,
-  created_at timestamptz NOT NULL DEFAULT now(),
-  published_at timestamptz
-);
-CREATE INDEX outbox_unpublished ON outbox (created_at) WHERE published_at IS NULL;
 
 -- Down Migration
-DROP TABLE outbox;
 DROP TABLE member_pins;
 DROP TABLE journal;
 DROP TABLE accounts;

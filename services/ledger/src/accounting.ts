@@ -1,9 +1,17 @@
-import { AppError, type Subjects } from '@loyalty/contracts';
-import { isUniqueViolation, runIdempotent, type Clock, type Pool, type Queryable } from '@loyalty/runtime';
+import { AppError } from '@loyalty/contracts';
+import {
+  isUniqueViolation,
+  type Clock,
+  type Outbox,
+  type Pool,
+  type PoolClient,
+  type Queryable,
+  type ReplayStore,
+} from '@loyalty/runtime';
 import { refundDeduction, type BalanceWarningFigures } from './domain/formulas.ts';
 import type { JournalEvent } from './domain/journal.ts';
 import type { CardCache } from './card-cache.ts';
-import type { CallerMeta, IdentityClient } from './identity.ts';
+import type { CallerMeta, MemberDirectory } from './clients.ts';
 import type { MemberPins } from './member-pins.ts';
 import type { PostingBatcher } from './posting-batcher.ts';
 import {
@@ -12,26 +20,25 @@ import {
   findBalance,
   journalPage,
   lockAccount,
-  post,
+  postMany,
   refundedOnReference,
   setBalance,
   type AccountKey,
   type JournalEntry,
-  type Movement,
-  type PostingEvent,
+  type PostedEntry,
+  type Posting,
 } from './store/accounts.ts';
 
 export interface LedgerDeps {
   pool: Pool;
-  subjects: Subjects;
   clock: Clock;
-  identity: IdentityClient;
+  members: MemberDirectory;
   cards: CardCache;
   pins: MemberPins;
   /** Group commit of the postings made outside a transaction. */
   postings: PostingBatcher;
-  /** Called after a commit that wrote outbox events: the relay publishes them now. */
-  eventsWritten: () => void;
+  outbox: Outbox;
+  replays: ReplayStore;
 }
 
 /** The request meta the ledger reads: tenant, request id, member token, Idempotency-Key. */
@@ -58,6 +65,29 @@ export function memberBy(d: { member_id?: number; email?: string; phone?: string
   return { phone: d.phone };
 }
 
+type Direction = 'credit' | 'debit';
+
+/** Which operation a change is, for its Idempotency-Key record: keys of HTTP clients and of other services are kept apart. */
+interface OperationKey {
+  operation: string;
+  data: unknown;
+  source: 'http' | 'service';
+}
+
+function replayKey(meta: LedgerMeta, opts: OperationKey) {
+  if (meta.idempotency_key === undefined) return undefined;
+  return {
+    tenantId: meta.tenant_id,
+    key: `${opts.source}:${meta.idempotency_key}`,
+    operation: opts.operation,
+    data: opts.data,
+  };
+}
+
+function change(entry: PostedEntry | undefined): BalanceChange | undefined {
+  return entry && { entry, previous: entry.balance_after - entry.amount, balance: entry.balance_after };
+}
+
 /**
  * Balance changes shared by cashback (amounts in cents) and points (amounts in points). Each runs
  * inside the caller's transaction and writes the balance change and its journal row together.
@@ -65,73 +95,71 @@ export function memberBy(d: { member_id?: number; email?: string; phone?: string
 export function accounting(deps: LedgerDeps) {
   const { pool } = deps;
 
+  /** A posting outside any transaction, group-committed with others (posting-batcher.ts). */
+  async function postAlone(p: Posting & { direction: Direction }): Promise<BalanceChange | undefined> {
+    const posted = change(await deps.postings.post(p.direction, p));
+    if (posted) deps.outbox.written(pool);
+    return posted;
+  }
+
+  /** A posting inside the caller's transaction; its event is relayed when that commits. */
+  async function postInTransaction(
+    db: PoolClient,
+    p: Posting & { direction: Direction },
+  ): Promise<BalanceChange | undefined> {
+    const posted = change((await postMany(db, p.direction, [p]))[0]);
+    if (posted) deps.outbox.written(db);
+    return posted;
+  }
+
+  /** An earn's reference is unique per card: a second earn with it is a 409 naming the first. */
+  async function refusingDuplicateReferences<T>(
+    ref: { cardId: number; reference: string } | undefined,
+    fn: () => Promise<T>,
+  ): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (ref && isUniqueViolation(err, 'journal_earn_reference')) {
+        throw duplicateReference((await earnByReference(pool, ref.cardId, ref.reference))?.id);
+      }
+      throw err;
+    }
+  }
+
   return {
     /**
-     * Run a mutating operation with its Idempotency-Key record in one transaction (Stripe style:
-     * replay on the same key and parameters, 409 on other parameters). `source` keeps keys of
-     * HTTP clients and of other services apart. `earnReference` turns a lost race on an earn's
-     * reference into a 409 naming the original transaction. `oneStatement`: `fn` writes with a
-     * single statement (a posting), so without a key it needs no transaction around it and runs
-     * in one round trip; anything it reads after that statement is not part of the change.
+     * One posting (a credit, or a debit only when the balance covers it) with its journal row and
+     * event, answered by `reply`. Without an Idempotency-Key it is posted on its own: it needs no
+     * transaction and shares a group-committed statement with the postings of the same moment.
+     * With a key it is posted inside the transaction that holds the key's record, and the reply is
+     * stored there (a retry replays it). `reply` gets undefined for a debit the balance did not
+     * cover (nothing was written) and reads, if it must, with the `db` it is given.
      */
-    async mutate<T>(
+    async posting<T>(
       meta: LedgerMeta,
-      opts: {
-        operation: string;
-        data: unknown;
-        source: 'http' | 'service';
-        earnReference?: { cardId: number; reference: string };
-        oneStatement?: boolean;
-      },
-      fn: (db: Queryable) => Promise<T>,
+      opts: OperationKey & { earnReference?: { cardId: number; reference: string } },
+      make: (at: Date) => Posting & { direction: Direction },
+      reply: (change: BalanceChange | undefined, db: Queryable) => Promise<T> | T,
     ): Promise<T> {
-      const key = meta.idempotency_key === undefined ? undefined : `${opts.source}:${meta.idempotency_key}`;
-      try {
-        const result =
-          key === undefined && opts.oneStatement
-            ? await fn(pool)
-            : await runIdempotent(
-                pool,
-                {
-                  table: 'ledger.idempotency_keys',
-                  tenantId: meta.tenant_id,
-                  key,
-                  operation: opts.operation,
-                  data: opts.data,
-                },
-                fn,
-              );
-        deps.eventsWritten();
-        return result;
-      } catch (err) {
-        if (opts.earnReference && isUniqueViolation(err, 'journal_earn_reference')) {
-          throw duplicateReference(
-            (await earnByReference(pool, opts.earnReference.cardId, opts.earnReference.reference))?.id,
-          );
-        }
-        throw err;
-      }
+      return refusingDuplicateReferences(opts.earnReference, async () => {
+        const key = replayKey(meta, opts);
+        if (key === undefined) return reply(await postAlone(make(deps.clock.now())), pool);
+        return deps.replays.run(key, async (db) => reply(await postInTransaction(db, make(deps.clock.now())), db));
+      });
     },
 
-    /**
-     * Credit (an earn, a bonus) or debit (only when the balance covers it) an account with its
-     * journal row and its event, in one statement (shared with other postings when `db` is the
-     * pool). An earn's reference is unique per card (journal_earn_reference): a second earn with it
-     * fails as a whole and `mutate` answers 409.
-     * undefined: a debit the balance did not cover; nothing was written.
-     */
-    async post(
-      db: Queryable,
-      k: AccountKey,
-      direction: 'credit' | 'debit',
-      m: Movement,
-      event: PostingEvent,
-    ): Promise<BalanceChange | undefined> {
-      // Outside a transaction (`mutate` passed the pool itself) postings share statements.
-      const entry =
-        db === pool ? await deps.postings.post(direction, { k, m, e: event }) : await post(db, k, direction, m, event);
-      if (!entry) return undefined;
-      return { entry, previous: entry.balance_after - entry.amount, balance: entry.balance_after };
+    /** A change of several statements in one transaction, with the key's record when there is one. */
+    inTransaction<T>(meta: LedgerMeta, opts: OperationKey, fn: (db: PoolClient) => Promise<T>): Promise<T> {
+      return deps.replays.run(
+        replayKey(meta, opts) ?? {
+          tenantId: meta.tenant_id,
+          key: undefined,
+          operation: opts.operation,
+          data: opts.data,
+        },
+        fn,
+      );
     },
 
     /**
@@ -171,7 +199,7 @@ export function accounting(deps: LedgerDeps) {
     async balanceOf(meta: LedgerMeta, cardId: number, memberId: number): Promise<number> {
       const balance = await findBalance(pool, cardId, memberId);
       if (balance !== undefined) return balance;
-      await deps.identity.mustExist(meta, memberId);
+      await deps.members.mustExist(meta, memberId);
       return 0;
     },
 
@@ -185,7 +213,7 @@ export function accounting(deps: LedgerDeps) {
     ): Promise<{ entries: JournalEntry[]; total: number }> {
       const page = await journalPage(pool, cardId, memberId, limit, offset);
       if (page) return page;
-      await deps.identity.mustExist(meta, memberId);
+      await deps.members.mustExist(meta, memberId);
       return { entries: [], total: 0 };
     },
 
@@ -196,7 +224,7 @@ export function accounting(deps: LedgerDeps) {
       d: { member_id?: number; email?: string; phone?: string },
     ): Promise<number> {
       if (d.member_id !== undefined && (await findBalance(pool, cardId, d.member_id)) !== undefined) return d.member_id;
-      return (await deps.identity.resolve(meta, memberBy(d))).member.id;
+      return (await deps.members.resolve(meta, memberBy(d))).member.id;
     },
   };
 }

@@ -5,14 +5,15 @@ import { cardOfKind, cashbackConfigView, cashbackRule } from './card-catalogue.t
 import { cashbackFor } from './domain/formulas.ts';
 import { cashbackEntryType } from './domain/journal.ts';
 import { fromCents, toCents } from './domain/money.ts';
-import { postingEvent, recordJournalEvent } from './events.ts';
+import { journalEvents } from './events.ts';
 import { findBalance } from './store/accounts.ts';
 
 type MemberRef = { member_id?: number; email?: string; phone?: string };
 
 /** Interface section 4.2: cashback earn, redeem, balance, history and refund. Money is cents inside. */
 export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
-  const { subjects, clock } = deps;
+  const { clock } = deps;
+  const events = journalEvents(deps.outbox);
   const cashbackCard = (meta: LedgerMeta, cardId: number) => cardOfKind(deps.cards, meta.tenant_id, cardId, 'cashback');
 
   return {
@@ -27,19 +28,28 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
       meta: LedgerMeta,
     ) {
       const card = await cashbackCard(meta, d.card_id);
-      const { member, created } = await deps.identity.resolve(meta, memberBy(d), { name: d.member_name });
+      const { member, created } = await deps.members.resolve(meta, memberBy(d), { name: d.member_name });
       if (!member.is_active) throw new AppError('member_inactive');
       const purchaseCents = toCents(d.purchase_amount);
       const earned = cashbackFor(purchaseCents, cashbackRule(card));
       const percentage = cashbackConfigView(card).cashback_percentage;
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: member.id };
       const earnReference = d.reference === undefined ? undefined : { cardId: card.id, reference: d.reference };
-      return books.mutate(
+      return books.posting(
         meta,
-        { operation: 'cashback.earn', data: d, source: 'http', earnReference, oneStatement: true },
-        async (db) => {
-          const at = clock.now();
-          const event = postingEvent(subjects, 'cents', {
+        { operation: 'cashback.earn', data: d, source: 'http', earnReference },
+        (at) => ({
+          direction: 'credit',
+          k,
+          m: {
+            event: 'cashback_earned',
+            amount: earned,
+            purchaseCents,
+            reference: d.reference,
+            metadata: d.metadata,
+            at,
+          },
+          e: events.posting('cents', {
             tenantId: meta.tenant_id,
             event: 'cashback_earned',
             at,
@@ -52,34 +62,20 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
               currency: card.currency,
               reference: d.reference ?? null,
             },
-          });
-          const p = (await books.post(
-            db,
-            k,
-            'credit',
-            {
-              event: 'cashback_earned',
-              amount: earned,
-              purchaseCents,
-              reference: d.reference,
-              metadata: d.metadata,
-              at,
-            },
-            event,
-          ))!;
-          return {
-            transaction_id: p.entry.id,
-            purchase_amount: fromCents(purchaseCents),
-            cashback_percentage: percentage,
-            cashback_earned: fromCents(earned),
-            new_balance: fromCents(p.balance),
-            member_id: member.id,
-            card_id: card.id,
-            is_new_member: created,
-            reference: d.reference ?? null,
-            earned_at: at.toISOString(),
-          };
-        },
+          }),
+        }),
+        (p) => ({
+          transaction_id: p!.entry.id,
+          purchase_amount: fromCents(purchaseCents),
+          cashback_percentage: percentage,
+          cashback_earned: fromCents(earned),
+          new_balance: fromCents(p!.balance),
+          member_id: member.id,
+          card_id: card.id,
+          is_new_member: created,
+          reference: d.reference ?? null,
+          earned_at: p!.entry.created_at.toISOString(),
+        }),
       );
     },
 
@@ -92,17 +88,14 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId };
       // The PIN is a credential, not a parameter: it never goes into the idempotency record.
       const { pin: _pin, ...parameters } = d;
-      return books.mutate(
+      return books.posting(
         meta,
-        {
-          operation: 'cashback.redeem',
-          data: { ...parameters, member_id: memberId },
-          source: 'http',
-          oneStatement: true,
-        },
-        async (db) => {
-          const at = clock.now();
-          const event = postingEvent(subjects, 'cents', {
+        { operation: 'cashback.redeem', data: { ...parameters, member_id: memberId }, source: 'http' },
+        (at) => ({
+          direction: 'debit',
+          k,
+          m: { event: 'cashback_redeemed', amount: cents, reference: d.reference, at },
+          e: events.posting('cents', {
             tenantId: meta.tenant_id,
             event: 'cashback_redeemed',
             at,
@@ -113,14 +106,9 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
               currency: card.currency,
               reference: d.reference ?? null,
             },
-          });
-          const p = await books.post(
-            db,
-            k,
-            'debit',
-            { event: 'cashback_redeemed', amount: cents, reference: d.reference, at },
-            event,
-          );
+          }),
+        }),
+        async (p, db) => {
           if (!p) {
             const balance = (await findBalance(db, card.id, memberId)) ?? 0;
             throw new AppError('insufficient_balance', undefined, {
@@ -135,7 +123,7 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
             member_id: memberId,
             card_id: card.id,
             reference: d.reference ?? null,
-            redeemed_at: at.toISOString(),
+            redeemed_at: p.entry.created_at.toISOString(),
           };
         },
       );
@@ -153,7 +141,7 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
           ? toCents(d.cashback_to_deduct)
           : cashbackFor(refundCents, cashbackRule(card));
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId };
-      return books.mutate(meta, { operation: 'cashback.refund', data: d, source: 'http' }, async (db) => {
+      return books.inTransaction(meta, { operation: 'cashback.refund', data: d, source: 'http' }, async (db) => {
         const at = clock.now();
         const r = await books.refund(db, k, {
           event: 'cashback_refunded',
@@ -169,7 +157,7 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
           deducted: fromCents(r.warning.deducted),
           uncovered: fromCents(r.warning.uncovered),
         };
-        await recordJournalEvent(db, subjects, {
+        await events.record(db, {
           tenantId: meta.tenant_id,
           event: 'cashback_refunded',
           at,
@@ -226,7 +214,7 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
           id: e.id,
           type: cashbackEntryType(e.event),
           amount: fromCents(e.amount),
-          points: 0,
+          points: 0 as const,
           event: e.event,
           created_at: e.created_at.toISOString(),
         })),

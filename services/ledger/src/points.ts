@@ -5,7 +5,7 @@ import { cardOfKind } from './card-catalogue.ts';
 import { pointsFor } from './domain/formulas.ts';
 import type { JournalEvent } from './domain/journal.ts';
 import { fromCents, parseDecimal, toCents } from './domain/money.ts';
-import { postingEvent, recordJournalEvent } from './events.ts';
+import { journalEvents } from './events.ts';
 import { findBalance } from './store/accounts.ts';
 import { findReward } from './store/cards.ts';
 
@@ -16,7 +16,8 @@ type MemberRef = { member_id?: number; email?: string; phone?: string };
  * movements other services ask for (claim approval debits, referral bonus credits).
  */
 export function pointsProduct(deps: LedgerDeps, books: Accounting) {
-  const { pool, subjects, clock } = deps;
+  const { pool, clock } = deps;
+  const events = journalEvents(deps.outbox);
   const pointsCard = (meta: LedgerMeta, cardId: number) => cardOfKind(deps.cards, meta.tenant_id, cardId, 'points');
 
   function insufficient(balance: number, required: number): AppError {
@@ -35,19 +36,28 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
       meta: LedgerMeta,
     ) {
       const card = await pointsCard(meta, d.card_id);
-      const { member, created } = await deps.identity.resolve(meta, memberBy(d), { name: d.member_name });
+      const { member, created } = await deps.members.resolve(meta, memberBy(d), { name: d.member_name });
       if (!member.is_active) throw new AppError('member_inactive');
       const purchaseCents = toCents(d.purchase_amount);
       const points = pointsFor(purchaseCents, parseDecimal(card.points_ratio!));
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: member.id };
       const earnReference = d.reference === undefined ? undefined : { cardId: card.id, reference: d.reference };
-      return books.mutate(
+      return books.posting(
         meta,
-        { operation: 'points.earn', data: d, source: 'http', earnReference, oneStatement: true },
-        async (db) => {
-          const at = clock.now();
+        { operation: 'points.earn', data: d, source: 'http', earnReference },
+        (at) => ({
+          direction: 'credit',
+          k,
+          m: {
+            event: 'staff_added_points',
+            amount: points,
+            purchaseCents,
+            reference: d.reference,
+            metadata: d.metadata,
+            at,
+          },
           // Identity mails the member on this event (once, even if it is delivered again).
-          const event = postingEvent(subjects, 'points', {
+          e: events.posting('points', {
             tenantId: meta.tenant_id,
             event: 'staff_added_points',
             at,
@@ -58,33 +68,19 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
               purchase_amount: fromCents(purchaseCents),
               reference: d.reference ?? null,
             },
-          });
-          const p = (await books.post(
-            db,
-            k,
-            'credit',
-            {
-              event: 'staff_added_points',
-              amount: points,
-              purchaseCents,
-              reference: d.reference,
-              metadata: d.metadata,
-              at,
-            },
-            event,
-          ))!;
-          return {
-            transaction_id: p.entry.id,
-            points_earned: points,
-            new_balance: p.balance,
-            member_id: member.id,
-            card_id: card.id,
-            is_new_member: created,
-            notification_sent: member.has_email ? 'points_earned' : null,
-            reference: d.reference ?? null,
-            earned_at: at.toISOString(),
-          };
-        },
+          }),
+        }),
+        (p) => ({
+          transaction_id: p!.entry.id,
+          points_earned: points,
+          new_balance: p!.balance,
+          member_id: member.id,
+          card_id: card.id,
+          is_new_member: created,
+          notification_sent: member.has_email ? 'points_earned' : null,
+          reference: d.reference ?? null,
+          earned_at: p!.entry.created_at.toISOString(),
+        }),
       );
     },
 
@@ -96,12 +92,20 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
       if (!reward) throw new AppError('reward_not_found');
       if (!reward.active) throw new AppError('reward_inactive');
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId };
-      return books.mutate(
+      return books.posting(
         meta,
-        { operation: 'points.redeem', data: { ...d, member_id: memberId }, source: 'http', oneStatement: true },
-        async (db) => {
-          const at = clock.now();
-          const event = postingEvent(subjects, 'points', {
+        { operation: 'points.redeem', data: { ...d, member_id: memberId }, source: 'http' },
+        (at) => ({
+          direction: 'debit',
+          k,
+          m: {
+            event: 'staff_redeemed_reward',
+            amount: reward.points_cost,
+            reference: d.reference,
+            rewardId: reward.id,
+            at,
+          },
+          e: events.posting('points', {
             tenantId: meta.tenant_id,
             event: 'staff_redeemed_reward',
             at,
@@ -113,20 +117,9 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
               reward_name: reward.name,
               reference: d.reference ?? null,
             },
-          });
-          const p = await books.post(
-            db,
-            k,
-            'debit',
-            {
-              event: 'staff_redeemed_reward',
-              amount: reward.points_cost,
-              reference: d.reference,
-              rewardId: reward.id,
-              at,
-            },
-            event,
-          );
+          }),
+        }),
+        async (p, db) => {
           if (!p) throw insufficient((await findBalance(db, card.id, memberId)) ?? 0, reward.points_cost);
           return {
             transaction_id: p.entry.id,
@@ -137,7 +130,7 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
             member_id: memberId,
             card_id: card.id,
             reference: d.reference ?? null,
-            redeemed_at: at.toISOString(),
+            redeemed_at: p.entry.created_at.toISOString(),
           };
         },
       );
@@ -152,7 +145,7 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
       const refundCents = toCents(d.refund_amount);
       const requested = d.points_to_deduct ?? pointsFor(refundCents, parseDecimal(card.points_ratio!));
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId };
-      return books.mutate(meta, { operation: 'points.refund', data: d, source: 'http' }, async (db) => {
+      return books.inTransaction(meta, { operation: 'points.refund', data: d, source: 'http' }, async (db) => {
         const at = clock.now();
         const r = await books.refund(db, k, {
           event: 'points_refunded',
@@ -166,7 +159,7 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
           message: 'The balance could not cover the whole deduction; the balance was deducted to zero.',
           ...r.warning,
         };
-        await recordJournalEvent(db, subjects, {
+        await events.record(db, {
           tenantId: meta.tenant_id,
           event: 'points_refunded',
           at,
@@ -249,12 +242,14 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
       }
       const card = await pointsCard(meta, d.card_id);
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: d.member_id };
-      return books.mutate(
+      return books.posting(
         meta,
-        { operation: `internal.points.${direction}`, data: d, source: 'service', oneStatement: true },
-        async (db) => {
-          const at = clock.now();
-          const event = postingEvent(subjects, 'points', {
+        { operation: `internal.points.${direction}`, data: d, source: 'service' },
+        (at) => ({
+          direction,
+          k,
+          m: { event: d.event, amount: d.points, reference: d.reference, metadata: d.metadata, at },
+          e: events.posting('points', {
             tenantId: meta.tenant_id,
             event: d.event,
             at,
@@ -265,14 +260,9 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
               reference: d.reference ?? null,
               ...(d.metadata ? { metadata: d.metadata } : {}),
             },
-          });
-          const p = await books.post(
-            db,
-            k,
-            direction,
-            { event: d.event, amount: d.points, reference: d.reference, metadata: d.metadata, at },
-            event,
-          );
+          }),
+        }),
+        async (p, db) => {
           if (!p) throw insufficient((await findBalance(db, card.id, d.member_id)) ?? 0, d.points);
           return { transaction_id: p.entry.id, points: d.points, previous_balance: p.previous, new_balance: p.balance };
         },

@@ -1,10 +1,9 @@
 import {
-  ensureEventStream,
   jsonCodec,
-  OutboxRelay,
   packageDir,
-  pingEndpoint,
+  ReplayStore,
   runService,
+  ServiceClient,
   systemClock,
   type Clock,
   type Logger,
@@ -16,7 +15,7 @@ import { cardCatalogue } from './card-catalogue.ts';
 import { cashbackProduct } from './cashback.ts';
 import type { LedgerConfig } from './config.ts';
 import { ledgerEndpoints } from './endpoints.ts';
-import { identityClient } from './identity.ts';
+import { memberDirectory } from './clients.ts';
 import { memberPins } from './member-pins.ts';
 import { pointsProduct } from './points.ts';
 import { PostingBatcher } from './posting-batcher.ts';
@@ -38,9 +37,7 @@ export async function startLedger(config: LedgerConfig, opts: LedgerOptions = {}
     config,
     log: opts.log,
     migrationsDir: packageDir(import.meta.url, '../migrations'),
-    async setup({ pool, nc, subjects, log, metrics }) {
-      await ensureEventStream(nc, subjects);
-      const relay = new OutboxRelay({ pool, nc, schema: 'ledger', log, metrics });
+    async setup({ pool, nc, subjects, log, metrics, outbox }) {
       const clock = opts.clock ?? systemClock;
       // Cards are cached per replica; a replica that changes a card tells every other one.
       const cards = new CardCache(pool, config.CARD_CACHE_TTL_MS);
@@ -67,35 +64,31 @@ export async function startLedger(config: LedgerConfig, opts: LedgerOptions = {}
         clock,
         policy: { maxAttempts: config.PIN_MAX_ATTEMPTS, lockMs: config.PIN_LOCK_MINUTES * 60_000 },
       });
+      const client = new ServiceClient(nc, subjects, { timeoutMs: config.REQUEST_TIMEOUT_MS, log });
       const deps = {
         pool,
-        subjects,
         clock,
         pins,
         cards,
-        identity: identityClient(nc, subjects, config.REQUEST_TIMEOUT_MS, config.MEMBER_CACHE_TTL_MS),
+        members: memberDirectory(client, config.MEMBER_CACHE_TTL_MS),
+        outbox,
+        replays: new ReplayStore(pool, 'ledger'),
         postings: new PostingBatcher((direction, postings) => postMany(pool, direction, postings), {
           statements: config.POSTING_STATEMENTS,
           maxBatch: 100,
           observe: (n) => postingsPerStatement.observe(n),
         }),
-        eventsWritten: () => relay.wake(),
       };
       const books = accounting(deps);
-      relay.start();
       return {
-        endpoints: {
-          ...ledgerEndpoints({
-            cards: cardCatalogue(pool, cardChanged),
-            cashback: cashbackProduct(deps, books),
-            points: pointsProduct(deps, books),
-            pins,
-          }),
-          'system.ping': pingEndpoint('ledger', SERVICE_VERSION),
-        },
+        endpoints: ledgerEndpoints({
+          cards: cardCatalogue(pool, cardChanged),
+          cashback: cashbackProduct(deps, books),
+          points: pointsProduct(deps, books),
+          pins,
+        }),
         stop: async () => {
           cardChanges.unsubscribe();
-          await relay.stop();
         },
       };
     },

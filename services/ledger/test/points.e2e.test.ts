@@ -1,7 +1,8 @@
 import { connect, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ledgerOperations, Subjects } from '@loyalty/contracts';
-import { invoke } from '@loyalty/runtime';
+import { ledgerOperations, Subjects, type InternalOperation } from '@loyalty/contracts';
+import { createLogger, ServiceClient } from '@loyalty/runtime';
+import type { z } from 'zod';
 import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
 import {
   cashbackCard,
@@ -66,8 +67,16 @@ const phoneMember = async (purchase: number, extra: Record<string, unknown> = {}
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body.data!.member_id as number;
 };
-const internal = <T>(op: { service: 'ledger'; operation: string }, data: unknown, meta: Record<string, unknown> = {}) =>
-  invoke<T>(nc, subjects.op(op.service, op.operation), { request_id: 'test', tenant_id: tenantId, ...meta }, data);
+const internal = <O extends InternalOperation>(
+  op: O,
+  data: z.input<O['request']>,
+  meta: Record<string, unknown> = {},
+) =>
+  new ServiceClient(nc, subjects, { timeoutMs: 5_000, log: createLogger('test', 'silent') }).call(
+    op,
+    { request_id: 'test', tenant_id: tenantId, ...meta },
+    data,
+  );
 
 describe('earn', () => {
   it('awards floor(purchase x ratio), creates the member, and mails them', async () => {
@@ -384,9 +393,9 @@ describe('operations for other services', () => {
 
   it('debits and credits points under a deterministic key, replaying a retried step', async () => {
     const memberId = await phoneMember(100);
-    const debit = { card_id: card, member_id: memberId, points: 60, event: 'reward_claimed' };
+    const debit = { card_id: card, member_id: memberId, points: 60, event: 'reward_claimed' as const };
     await expect(internal(ledgerOperations.debitPoints, debit)).rejects.toMatchObject({ code: 'validation_error' });
-    const first = await internal<{ transaction_id: number }>(ledgerOperations.debitPoints, debit, {
+    const first = await internal(ledgerOperations.debitPoints, debit, {
       idempotency_key: 'claim:1',
     });
     expect(first).toEqual({ transaction_id: expect.any(Number), points: 60, previous_balance: 100, new_balance: 40 });

@@ -41,21 +41,5 @@ CREATE INDEX referrals_card_referrer ON referrals (card_id, referrer_id, created
 CREATE INDEX referrals_payment_due ON referrals (payment_due_at) WHERE status = 'pending' AND payment_due_at IS NOT NULL;
 -- The first-purchase consumer finds a referee's referral through referrals_one_per_referee.
 
-CREATE TABLE outbox (
-  id uuid PRIMARY KEY,
-  subject text NOT NULL,
-  payload jsonb NOT NULL,
-  created_at timestamptz NOT NULL DEFAULT now(),
-  published_at timestamptz
-);
-CREATE INDEX outbox_unpublished ON outbox (created_at) WHERE published_at IS NULL;
-
-CREATE TABLE processed_events (
-  consumer text NOT NULL,
-  event_id text NOT NULL,
-  processed_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (consumer, event_id)
-);
-
 -- Down Migration
-DROP TABLE processed_events, outbox, referrals, referral_codes;
+DROP TABLE referrals, referral_codes;

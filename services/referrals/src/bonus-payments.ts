@@ -1,16 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, type DomainEvent, type Subjects } from '@loyalty/contracts';
+import { AppError, type DomainEvent } from '@loyalty/contracts';
 import {
-  recordEvent,
+  afterCommit,
   withTransaction,
   type Clock,
   type Logger,
+  type Outbox,
   type Pool,
   type PoolClient,
   type Queryable,
 } from '@loyalty/runtime';
 import { bonusCredits, isPurchaseEarn, type Referral } from './domain/referral.ts';
-import type { CallMeta, Peers } from './peers.ts';
+import type { CallerMeta, ReferralsClients } from './clients.ts';
 import {
   awaitingFirstPurchase,
   completeReferral,
@@ -22,12 +23,10 @@ import {
 
 export interface PaymentDeps {
   pool: Pool;
-  peers: Peers;
-  subjects: Subjects;
+  clients: ReferralsClients;
+  outbox: Outbox;
   clock: Clock;
   log: Logger;
-  /** Ask the outbox relay for a pass after a commit that wrote events. */
-  eventsWritten: () => void;
 }
 
 export function referralEventData(r: Referral) {
@@ -43,14 +42,8 @@ export function referralEventData(r: Referral) {
 }
 
 /** Meta of work that no HTTP request started (sweeper, event consumer). */
-export function backgroundMeta(tenantId: number, what: string): CallMeta {
-  return {
-    request_id: `referrals-${what}-${randomUUID()}`,
-    tenant_id: tenantId,
-    app_id: 'referrals',
-    sandbox: false,
-    scopes: [],
-  };
+export function backgroundMeta(tenantId: number, what: string): CallerMeta {
+  return { request_id: `referrals-${what}-${randomUUID()}`, tenant_id: tenantId };
 }
 
 /**
@@ -60,12 +53,12 @@ export function backgroundMeta(tenantId: number, what: string): CallMeta {
  * replica: the ledger replays a credit it has already made, and only one completion commits.
  */
 export function bonusPayments(deps: PaymentDeps) {
-  const { pool, peers, subjects, clock, log } = deps;
+  const { pool, clients, outbox, clock, log } = deps;
 
-  async function credit(meta: CallMeta, r: Referral) {
+  async function credit(meta: CallerMeta, r: Referral) {
     const tx: { referrer?: number; referee?: number } = {};
     for (const c of bonusCredits(r)) {
-      const reply = await peers.creditBonus(meta, c.key, {
+      const reply = await clients.creditBonus(meta, c.key, {
         cardId: r.card_id,
         memberId: c.memberId,
         points: c.points,
@@ -81,7 +74,7 @@ export function bonusPayments(deps: PaymentDeps) {
   async function complete(db: Queryable, r: Referral, tx: { referrer?: number; referee?: number }): Promise<Referral> {
     const done = await completeReferral(db, r.id, tx, clock.now());
     if (!done) return (await findReferral(db, r.id)) ?? r; // someone else completed it first
-    await recordEvent(db, 'referrals', subjects, 'referrals', {
+    await outbox.record(db, {
       type: 'referral_completed',
       tenantId: done.tenant_id,
       data: referralEventData(done),
@@ -92,7 +85,7 @@ export function bonusPayments(deps: PaymentDeps) {
 
   /** `alsoInTx` writes what must commit with the completion (apply's idempotency record). */
   async function pay(
-    meta: CallMeta,
+    meta: CallerMeta,
     r: Referral,
     alsoInTx?: (db: PoolClient, done: Referral) => Promise<void>,
   ): Promise<Referral> {
@@ -102,7 +95,6 @@ export function bonusPayments(deps: PaymentDeps) {
       await alsoInTx?.(db, d);
       return d;
     });
-    deps.eventsWritten();
     return done;
   }
 
@@ -141,53 +133,29 @@ export function bonusPayments(deps: PaymentDeps) {
 
   /**
    * The ledger's points_earned event, in the consumer's transaction (which also records the
-   * event id, so a redelivery does nothing). A referral waiting for the referee's first purchase
-   * becomes due and is paid at once; if paying fails it stays due and the sweeper finishes it.
+   * event id, so a redelivery does nothing): a referral waiting for the referee's first purchase
+   * becomes due with that commit. It is paid after the commit, never inside the transaction (the
+   * ledger is another service); if paying fails or the process dies first, it stays due and the
+   * sweeper finishes it.
    */
   async function onPointsEarned(event: DomainEvent, db: PoolClient): Promise<void> {
     const account = purchaseAccount(event);
     if (!account) return;
     const due = await markPaymentDue(db, account.tenantId, account.cardId, account.memberId, clock.now());
     if (!due) return;
-    let tx: { referrer?: number; referee?: number };
-    try {
-      tx = await credit(backgroundMeta(event.tenant_id, 'first-purchase'), due);
-    } catch (err) {
-      log.warn(
-        { referral_id: due.id, err: err instanceof AppError ? err.code : (err as Error).message },
-        'first-purchase referral bonus not paid yet; the sweeper retries',
+    afterCommit(db, () => {
+      pay(backgroundMeta(event.tenant_id, 'first-purchase'), due).catch((err: unknown) =>
+        log.warn(
+          { referral_id: due.id, err: err instanceof AppError ? err.code : (err as Error).message },
+          'first-purchase referral bonus not paid yet; the sweeper retries',
+        ),
       );
-      return;
-    }
-    await complete(db, due, tx);
-    deps.eventsWritten();
+    });
   }
 
   return { pay, sweep, onPointsEarned, awaitPayment };
 }
 export type BonusPayments = ReturnType<typeof bonusPayments>;
-
-/** Runs `sweep` every interval until stopped; a pass never overlaps the next. */
-export function startSweeper(run: () => Promise<unknown>, intervalMs: number, log: Logger) {
-  let stopped = false;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let current: Promise<unknown> = Promise.resolve();
-  const tick = () => {
-    current = run()
-      .catch((err) => log.warn({ err: (err as Error).message }, 'referral sweeper pass failed'))
-      .finally(() => {
-        if (!stopped) timer = setTimeout(tick, intervalMs);
-      });
-  };
-  timer = setTimeout(tick, intervalMs);
-  return {
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await current;
-    },
-  };
-}
 
 /** The account of a points_earned event that is a purchase (a first purchase can complete a referral); null otherwise. */
 function purchaseAccount(event: DomainEvent): EarnAccount | null {

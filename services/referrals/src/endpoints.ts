@@ -1,22 +1,15 @@
-import { operationInput, referralOperations, type Meta, type Operation } from '@loyalty/contracts';
-import { endpoint, type Endpoint } from '@loyalty/runtime';
+import { referralOperations } from '@loyalty/contracts';
+import { Endpoints } from '@loyalty/runtime';
 import type { ReferralProgramme } from './referral-programme.ts';
 
 /** Operation -> handler table of the referrals service. Handlers stay thin: validate, delegate. */
-export function referralEndpoints(p: ReferralProgramme): Record<string, Endpoint<never>> {
+export function referralEndpoints(p: ReferralProgramme): Endpoints {
   const r = referralOperations;
-  // The input schema is the contract's (params + query + body), validated again here.
-  const on = <D>(op: Operation, handler: (d: D, meta: Meta) => Promise<unknown>): [string, Endpoint<Meta>] => [
-    op.operation,
-    endpoint(operationInput(op), (d, c) => handler(d as D, c.meta as Meta)),
-  ];
-  const table: Record<string, Endpoint<Meta>> = Object.fromEntries([
-    on<Parameters<ReferralProgramme['code']>[0]>(r['referrals.code.get'], (d, m) => p.code(d, m)),
-    on<Parameters<ReferralProgramme['stats']>[0]>(r['referrals.stats'], (d, m) => p.stats(d, m)),
-    on<Parameters<ReferralProgramme['topReferrers']>[0]>(r['referrals.top_referrers'], (d, m) => p.topReferrers(d, m)),
-    on<Parameters<ReferralProgramme['referralsOf']>[0]>(r['referrals.of_referrer'], (d, m) => p.referralsOf(d, m)),
-    on<Parameters<ReferralProgramme['validate']>[0]>(r['referrals.validate_code'], (d, m) => p.validate(d, m)),
-    on<Parameters<ReferralProgramme['apply']>[0]>(r['referrals.apply'], (d, m) => p.apply(d, m)),
-  ]);
-  return table as Record<string, Endpoint<never>>;
+  return new Endpoints('referrals')
+    .public(r['referrals.code.get'], (d, c) => p.code(d, c.meta))
+    .public(r['referrals.stats'], (d, c) => p.stats(d, c.meta))
+    .public(r['referrals.top_referrers'], (d, c) => p.topReferrers(d, c.meta))
+    .public(r['referrals.of_referrer'], (d, c) => p.referralsOf(d, c.meta))
+    .public(r['referrals.validate_code'], (d, c) => p.validate(d, c.meta))
+    .public(r['referrals.apply'], (d, c) => p.apply(d, c.meta));
 }

@@ -1,5 +1,13 @@
-import { AppError, type Meta, type MemberSummary, type ReferralPeriod, type Subjects } from '@loyalty/contracts';
-import { recordEvent, withTransaction, WithMessage, type Clock, type Pool } from '@loyalty/runtime';
+import { AppError, type Meta, type MemberSummary, type ReferralPeriod } from '@loyalty/contracts';
+import {
+  withTransaction,
+  WithMessage,
+  type Clock,
+  type Outbox,
+  type Pool,
+  type Queryable,
+  type ReplayStore,
+} from '@loyalty/runtime';
 import { generateReferralCode, normalizeReferralCode } from './domain/codes.ts';
 import {
   appliedReferralView,
@@ -10,20 +18,19 @@ import {
 } from './domain/referral.ts';
 import { periodStart, referralStats } from './domain/stats.ts';
 import { referralEventData, type BonusPayments } from './bonus-payments.ts';
-import type { Peers } from './peers.ts';
+import type { ReferralsClients } from './clients.ts';
 import { ensureCode, findCode } from './store/codes.ts';
-import { storedReply, storeReply } from './store/idempotency.ts';
 import { countReferrals, findByReferee, insertReferral, referralsOfReferrer, topReferrers } from './store/referrals.ts';
 
 export const APPLY_OPERATION = 'referrals.apply';
 
 export interface ProgrammeDeps {
   pool: Pool;
-  peers: Peers;
+  clients: ReferralsClients;
   payments: BonusPayments;
-  subjects: Subjects;
+  outbox: Outbox;
+  replays: ReplayStore;
   clock: Clock;
-  eventsWritten: () => void;
 }
 
 const unknownName = (id: number): MemberSummary => ({
@@ -37,11 +44,11 @@ const unknownName = (id: number): MemberSummary => ({
 
 /** The referral programme of section 4.5: codes, validation, application, statistics. */
 export function referralProgramme(deps: ProgrammeDeps) {
-  const { pool, peers, payments, subjects, clock } = deps;
+  const { pool, clients, payments, outbox, clock } = deps;
 
   /** The card, which must be a points card: referral bonuses are points. */
   async function pointsCard(meta: Meta, cardId: number) {
-    const card = await peers.card(meta, cardId);
+    const card = await clients.card(meta, cardId);
     if (card.reward_system !== 'points')
       throw new AppError('wrong_card_type', 'Referrals run on points cards; this card is a cashback card.');
     return card;
@@ -54,7 +61,7 @@ export function referralProgramme(deps: ProgrammeDeps) {
   return {
     async code(d: { card_id: number; member_id: number }, meta: Meta) {
       await pointsCard(meta, d.card_id);
-      const member = await peers.member(meta, d.member_id);
+      const member = await clients.member(meta, d.member_id);
       const code = await ensureCode(pool, { tenantId: meta.tenant_id, cardId: d.card_id, memberId: member.id }, () =>
         generateReferralCode(),
       );
@@ -67,8 +74,8 @@ export function referralProgramme(deps: ProgrammeDeps) {
       const code = normalized ? await findCode(pool, meta.tenant_id, normalized) : undefined;
       if (!code || code.card_id !== d.card_id) return invalid;
       const [card, members] = await Promise.all([
-        peers.card(meta, d.card_id).catch(() => undefined),
-        peers.members(meta, [code.member_id]),
+        clients.card(meta, d.card_id).catch(() => undefined),
+        clients.members(meta, [code.member_id]),
       ]);
       const referrer = members.get(code.member_id);
       if (!card || card.reward_system !== 'points' || !referrer || !referrer.is_active) return invalid;
@@ -89,21 +96,25 @@ export function referralProgramme(deps: ProgrammeDeps) {
      */
     async apply(d: { referral_code: string; card_id: number; referee_member_id: number }, meta: Meta) {
       const key = meta.idempotency_key;
+      const replayKey = (k: string) => ({ tenantId: meta.tenant_id, key: k, operation: APPLY_OPERATION, data: d });
       if (key) {
-        const replay = await storedReply(pool, meta.tenant_id, key, APPLY_OPERATION, d);
+        const replay = await deps.replays.find<{
+          message: string;
+          data: { referral: ReturnType<typeof appliedReferralView> };
+        }>(replayKey(key));
         if (replay) return new WithMessage(replay.data, replay.message);
       }
-      const remember = async (db: Parameters<typeof storeReply>[0], r: Referral) => {
+      const remember = async (db: Queryable, r: Referral) => {
         if (!key) return;
         const reply = applyReply(r);
-        await storeReply(db, meta.tenant_id, key, APPLY_OPERATION, d, { message: reply.message, data: reply.data });
+        await deps.replays.save(db, replayKey(key), { message: reply.message, data: reply.data });
       };
 
       const card = await pointsCard(meta, d.card_id);
       const normalized = normalizeReferralCode(d.referral_code);
       const code = normalized ? await findCode(pool, meta.tenant_id, normalized) : undefined;
       if (!code || code.card_id !== d.card_id) throw new AppError('referral_code_not_found');
-      const referee = await peers.member(meta, d.referee_member_id);
+      const referee = await clients.member(meta, d.referee_member_id);
       checkApplicable(card, code.member_id, referee.id);
 
       const now = clock.now();
@@ -122,7 +133,7 @@ export function referralProgramme(deps: ProgrammeDeps) {
           createdAt: now,
         });
         if (!r) return undefined;
-        await recordEvent(db, 'referrals', subjects, 'referrals', {
+        await outbox.record(db, {
           type: 'referral_applied',
           tenantId: meta.tenant_id,
           data: referralEventData(r),
@@ -131,7 +142,6 @@ export function referralProgramme(deps: ProgrammeDeps) {
         if (waitForPurchase) await remember(db, r);
         return r;
       });
-      if (inserted) deps.eventsWritten();
 
       let referral = inserted;
       if (!referral) {
@@ -158,7 +168,7 @@ export function referralProgramme(deps: ProgrammeDeps) {
     async topReferrers(d: { card_id: number; period: ReferralPeriod; limit: number }, meta: Meta) {
       await pointsCard(meta, d.card_id);
       const top = await topReferrers(pool, d.card_id, periodStart(d.period, clock.now()), d.limit);
-      const members = await peers.members(
+      const members = await clients.members(
         meta,
         top.rows.map((r) => r.referrer_id),
       );
@@ -179,9 +189,9 @@ export function referralProgramme(deps: ProgrammeDeps) {
 
     async referralsOf(d: { card_id: number; member_id: number; limit: number; offset: number }, meta: Meta) {
       await pointsCard(meta, d.card_id);
-      const referrer = await peers.member(meta, d.member_id);
+      const referrer = await clients.member(meta, d.member_id);
       const page = await referralsOfReferrer(pool, d.card_id, referrer.id, d.limit, d.offset);
-      const members = await peers.members(
+      const members = await clients.members(
         meta,
         page.rows.map((r) => r.referee_id),
       );

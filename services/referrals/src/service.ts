@@ -1,19 +1,19 @@
 import {
-  ensureEventStream,
   EventConsumer,
-  OutboxRelay,
   packageDir,
-  pingEndpoint,
+  PeriodicTask,
+  ReplayStore,
   runService,
+  ServiceClient,
   systemClock,
   type Clock,
   type Logger,
   type RunningService,
 } from '@loyalty/runtime';
-import { bonusPayments, startSweeper } from './bonus-payments.ts';
+import { bonusPayments } from './bonus-payments.ts';
+import { referralsClients } from './clients.ts';
 import type { ReferralsConfig } from './config.ts';
 import { referralEndpoints } from './endpoints.ts';
-import { peers } from './peers.ts';
 import { referralProgramme } from './referral-programme.ts';
 
 export const SERVICE_VERSION = '0.1.0';
@@ -30,19 +30,17 @@ export async function startReferrals(
     config,
     log: opts.log,
     migrationsDir: packageDir(import.meta.url, '../migrations'),
-    async setup({ pool, nc, subjects, log, metrics }) {
-      await ensureEventStream(nc, subjects);
-      const relay = new OutboxRelay({ pool, nc, schema: 'referrals', log, metrics });
-      const deps = {
+    async setup({ pool, nc, subjects, log, metrics, outbox }) {
+      const clients = referralsClients(new ServiceClient(nc, subjects, { timeoutMs: config.REQUEST_TIMEOUT_MS, log }));
+      const payments = bonusPayments({ pool, clients, outbox, clock, log });
+      const programme = referralProgramme({
         pool,
-        subjects,
+        clients,
+        payments,
+        outbox,
+        replays: new ReplayStore(pool, 'referrals'),
         clock,
-        log,
-        peers: peers(nc, subjects, config.REQUEST_TIMEOUT_MS),
-        eventsWritten: () => relay.wake(),
-      };
-      const payments = bonusPayments(deps);
-      const programme = referralProgramme({ ...deps, payments });
+      });
       // First-purchase mode: the ledger's points earns make waiting referrals due.
       const firstPurchase = new EventConsumer({
         nc,
@@ -56,19 +54,19 @@ export async function startReferrals(
         handle: payments.onPointsEarned,
         relevant: payments.awaitPayment,
       });
-      relay.start();
       await firstPurchase.start();
-      const sweeper = startSweeper(
-        () => payments.sweep(config.REFERRAL_PAYMENT_RETRY_AFTER_MS),
-        config.REFERRAL_SWEEP_INTERVAL_MS,
+      const sweeper = new PeriodicTask({
+        name: 'referral-payments',
+        intervalMs: config.REFERRAL_SWEEP_INTERVAL_MS,
+        run: () => payments.sweep(config.REFERRAL_PAYMENT_RETRY_AFTER_MS),
         log,
-      );
+      });
+      sweeper.start();
       return {
-        endpoints: { ...referralEndpoints(programme), 'system.ping': pingEndpoint('referrals', SERVICE_VERSION) },
+        endpoints: referralEndpoints(programme),
         stop: async () => {
           await sweeper.stop();
           await firstPurchase.stop();
-          await relay.stop();
         },
       };
     },

@@ -6,8 +6,15 @@ import type { ServiceName } from '../subjects.ts';
 /**
  * One HTTP operation: everything the gateway needs to serve it and the OpenAPI generator
  * needs to document it. `operation` is the request/reply subject suffix in the owning service.
+ * The schema types are kept (see `defineOperations`), so a handler registered for an operation
+ * gets its input type from `params`, `query` and `body` and its output type from `response`.
  */
-export interface Operation {
+export interface Operation<
+  P extends z.ZodObject | undefined = z.ZodObject | undefined,
+  Q extends z.ZodObject | undefined = z.ZodObject | undefined,
+  B extends z.ZodType | undefined = z.ZodType | undefined,
+  R extends z.ZodType = z.ZodType,
+> {
   method: 'GET' | 'POST';
   /** Fastify-style path, e.g. `/api/v1/loyalty/claims/:request_id`. */
   path: string;
@@ -19,17 +26,41 @@ export interface Operation {
   idempotent: boolean;
   summary: string;
   tag: string;
-  params?: z.ZodObject;
-  query?: z.ZodObject;
-  body?: z.ZodType;
+  params?: P;
+  query?: Q;
+  body?: B;
   /** The `data` of the success envelope. */
-  response: z.ZodType;
+  response: R;
   /** The success envelope also carries a top-level `message`. */
   topLevelMessage?: boolean;
   /** Failure codes this operation can answer beyond the common ones, for the reference. */
   errors: ErrorCode[];
 }
 
+/** An operation one service offers other services over NATS (not an HTTP route). */
+export interface InternalOperation<Req extends z.ZodType = z.ZodType, Rep extends z.ZodType = z.ZodType> {
+  service: ServiceName;
+  operation: string;
+  request: Req;
+  reply: Rep;
+  /** The request's meta (default: `ServiceMeta`, a tenant's request). */
+  meta?: z.ZodType;
+}
+
+type Out<S> = S extends z.ZodType ? z.output<S> : unknown;
+
+/** What a handler of `O` receives: its path parameters, query and body, validated and merged. */
+export type OperationInput<O extends Pick<Operation, 'params' | 'query' | 'body'>> = Out<O['params']> &
+  Out<O['query']> &
+  Out<O['body']>;
+
+/** The `data` a handler of `O` answers (what the success envelope carries). */
+export type OperationOutput<O extends Pick<Operation, 'response'>> = z.output<O['response']>;
+
 export function defineOperations<const T extends Record<string, Operation>>(ops: T): T {
+  return ops;
+}
+
+export function defineInternalOperations<const T extends Record<string, InternalOperation>>(ops: T): T {
   return ops;
 }

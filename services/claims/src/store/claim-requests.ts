@@ -134,13 +134,18 @@ export async function markRejected(
  * row locks with SKIP LOCKED: replicas sweeping at once take disjoint rows, and a request being
  * approved or rejected right now (row locked, or no longer pending) is left alone.
  */
-export async function expireDue(db: Queryable, now: Date, limit: number, onlyId?: number): Promise<ClaimRequest[]> {
+export async function expireDue(
+  db: Queryable,
+  now: Date,
+  limit: number,
+  only?: { tenantId: number; id: number },
+): Promise<ClaimRequest[]> {
   const { rows } = await db.query<ClaimRequest>(
     `WITH due AS (
-       SELECT id FROM ${T} WHERE status = 'pending' AND expires_at <= $1${onlyId !== undefined ? ' AND id = $3' : ''}
+       SELECT id FROM ${T} WHERE status = 'pending' AND expires_at <= $1${only ? ' AND tenant_id = $3 AND id = $4' : ''}
         ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
      UPDATE ${T} c SET status = 'expired', expired_at = $1 FROM due WHERE c.id = due.id RETURNING c.*`,
-    [now, limit, ...(onlyId !== undefined ? [onlyId] : [])],
+    [now, limit, ...(only ? [only.tenantId, only.id] : [])],
   );
   return rows;
 }

@@ -76,35 +76,31 @@ const DEBIT = `account AS (
   RETURNING a.card_id, a.member_id, a.balance
 )`;
 
-const ENTRY_AND_EVENT = (sign: '' | '-', published: boolean) => `entry AS (
+const ENTRY_AND_EVENT = (sign: '' | '-', outboxTable: string) => `entry AS (
   INSERT INTO ledger.journal (tenant_id, card_id, member_id, event, amount, balance_after, purchase_cents, reference, reward_id, metadata, created_at)
   SELECT i.tenant_id, i.card_id, i.member_id, i.event, ${sign}i.amount, a.balance, i.purchase_cents, i.reference, i.reward_id, i.metadata, i.at
     FROM input i JOIN account a USING (card_id, member_id) ORDER BY i.n
   RETURNING id, card_id, member_id, event, amount, balance_after, created_at
 ), event AS (
-  INSERT INTO ledger.outbox (id, subject, payload${published ? ', published_at' : ''})
+  INSERT INTO ${outboxTable} (id, subject, payload)
   SELECT i.event_id, i.subject, jsonb_set(i.envelope, '{data}', (i.envelope -> 'data') || jsonb_build_object(
       'transaction_id', e.id,
       'previous_balance', CASE WHEN i.cents THEN to_jsonb(round((e.balance_after - e.amount) / 100.0, 2)) ELSE to_jsonb(e.balance_after - e.amount) END,
-      'new_balance', CASE WHEN i.cents THEN to_jsonb(round(e.balance_after / 100.0, 2)) ELSE to_jsonb(e.balance_after) END))${published ? ', i.at' : ''}
+      'new_balance', CASE WHEN i.cents THEN to_jsonb(round(e.balance_after / 100.0, 2)) ELSE to_jsonb(e.balance_after) END))
     FROM entry e JOIN input i USING (card_id, member_id)
 )
 SELECT i.n, e.id, e.event, e.amount, e.balance_after, e.created_at FROM entry e JOIN input i USING (card_id, member_id)`;
 
 /**
- * The posting statement. `published` writes the outbox rows as already published: only for the
- * benchmark's direct baseline, whose events must never reach the relay.
+ * The posting statement of a direction. Its events go to `outboxTable` (the ledger's outbox; a
+ * caller whose events must never be relayed, such as the benchmark's direct baseline, names a
+ * table of its own with the same columns).
  */
-function postingStatement(direction: 'credit' | 'debit', opts: { published?: boolean } = {}): string {
-  return `WITH ${INPUT}, ${direction === 'credit' ? CREDIT : DEBIT}, ${ENTRY_AND_EVENT(direction === 'credit' ? '' : '-', opts.published ?? false)}`;
+export function postingStatement(direction: 'credit' | 'debit', outboxTable = 'ledger.outbox'): string {
+  return `WITH ${INPUT}, ${direction === 'credit' ? CREDIT : DEBIT}, ${ENTRY_AND_EVENT(direction === 'credit' ? '' : '-', outboxTable)}`;
 }
 
-const STATEMENTS = {
-  credit: postingStatement('credit'),
-  debit: postingStatement('debit'),
-  'credit published': postingStatement('credit', { published: true }),
-  'debit published': postingStatement('debit', { published: true }),
-};
+const STATEMENTS = { credit: postingStatement('credit'), debit: postingStatement('debit') };
 
 /** The statement's parameters for `postings` (parallel arrays). */
 function postingValues(postings: Posting[]): unknown[][] {
@@ -130,21 +126,16 @@ function postingValues(postings: Posting[]): unknown[][] {
  * Credit (opening accounts as needed) or debit (only where the balance covers it) accounts,
  * each with its journal row and outbox event, in one statement, alone (autocommit) or inside the
  * caller's transaction. Answers in the order of `postings`; undefined: a debit its balance did not
- * cover, for which nothing was written. No account may appear twice. `published`: see
- * `postingStatement`.
+ * cover, for which nothing was written. No account may appear twice. `statement`: another text
+ * of `postingStatement` (with its own prepared-statement name).
  */
 export async function postMany(
   db: Queryable,
   direction: 'credit' | 'debit',
   postings: Posting[],
-  opts: { published?: boolean } = {},
+  statement: { name: string; text: string } = { name: `ledger.post_${direction}`, text: STATEMENTS[direction] },
 ): Promise<(PostedEntry | undefined)[]> {
-  const statement = opts.published ? (`${direction} published` as const) : direction;
-  const { rows } = await db.query<PostedEntry & { n: number }>({
-    name: `ledger.post_${statement.replace(' ', '_')}`,
-    text: STATEMENTS[statement],
-    values: postingValues(postings),
-  });
+  const { rows } = await db.query<PostedEntry & { n: number }>({ ...statement, values: postingValues(postings) });
   const byPosition = new Map(rows.map((r) => [Number(r.n), r]));
   return postings.map((_, i) => {
     const r = byPosition.get(i + 1);
@@ -152,17 +143,6 @@ export async function postMany(
       r && { id: r.id, event: r.event, amount: r.amount, balance_after: r.balance_after, created_at: r.created_at }
     );
   });
-}
-
-/** One posting (see `postMany`); undefined: a debit the balance did not cover. */
-export async function post(
-  db: Queryable,
-  k: AccountKey,
-  direction: 'credit' | 'debit',
-  m: Movement,
-  e: PostingEvent,
-): Promise<PostedEntry | undefined> {
-  return (await postMany(db, direction, [{ k, m, e }]))[0];
 }
 
 /** Lock the account row (opening it at 0 if needed) and return its balance: refunds decide under the lock. */

@@ -1,50 +1,34 @@
 import { LRUCache } from 'lru-cache';
-import { AppError, identityOperations, type MemberSummary, type Subjects } from '@loyalty/contracts';
-import { invoke, type NatsConnection } from '@loyalty/runtime';
+import { AppError, identityOperations, type MemberSummary } from '@loyalty/contracts';
+import type { CallerMeta, ServiceClient } from '@loyalty/runtime';
 
-/** Who is asking: the tenant decides which members identity can see. */
-export type CallerMeta = { request_id: string; tenant_id: number } & Record<string, unknown>;
+export type { CallerMeta };
 
 /**
- * The ledger's view of identity (members are identity's). A failure reply comes back as the same
- * AppError (member_not_found, validation_error); a timeout as service_unavailable.
+ * The ledger's view of identity's members, through the service client (a failure reply comes
+ * back as the same AppError: member_not_found, validation_error; a timeout as 503).
  *
  * A member found by id is remembered for `cacheTtlMs`: an earn or a read by member_id then needs
  * no message to identity. Members cannot be changed or removed through any operation (identity
  * only creates them), so a remembered summary is the stored one; if a member update is ever
  * added, identity must broadcast it as it does for app credentials.
  */
-export function identityClient(
-  nc: NatsConnection,
-  subjects: Subjects,
-  timeoutMs: number,
-  cacheTtlMs = 0,
-  cacheMax = 50_000,
-) {
-  const op = identityOperations.resolveMember;
+export function memberDirectory(client: ServiceClient, cacheTtlMs = 0, cacheMax = 50_000) {
   const known = cacheTtlMs > 0 ? new LRUCache<string, MemberSummary>({ max: cacheMax, ttl: cacheTtlMs }) : undefined;
 
   async function resolve(
     meta: CallerMeta,
     by: { member_id?: number; email?: string; phone?: string },
     create?: { name?: string },
-  ) {
-    const cacheKey = by.member_id !== undefined ? `${meta.tenant_id}:${by.member_id}` : undefined;
-    const hit = cacheKey === undefined ? undefined : known?.get(cacheKey);
+  ): Promise<{ member: MemberSummary; created: boolean }> {
+    const hit = by.member_id === undefined ? undefined : known?.get(`${meta.tenant_id}:${by.member_id}`);
     if (hit) return { member: hit, created: false };
-    const data = {
+    const found = await client.call(identityOperations.resolveMember, meta, {
       ...by,
       create_if_missing: create !== undefined,
       ...(create?.name !== undefined ? { name: create.name } : {}),
-    };
-    const found = await invoke<{ member: MemberSummary; created: boolean }>(
-      nc,
-      subjects.op(op.service, op.operation),
-      meta,
-      data,
-      timeoutMs,
-    );
-    if (found.member) known?.set(`${meta.tenant_id}:${found.member.id}`, found.member);
+    });
+    known?.set(`${meta.tenant_id}:${found.member.id}`, found.member);
     return found;
   }
   return {
@@ -58,4 +42,4 @@ export function identityClient(
     },
   };
 }
-export type IdentityClient = ReturnType<typeof identityClient>;
+export type MemberDirectory = ReturnType<typeof memberDirectory>;

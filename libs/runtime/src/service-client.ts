@@ -1,0 +1,118 @@
+import { headers as natsHeaders, type NatsConnection } from 'nats';
+import type { z } from 'zod';
+import {
+  AppError,
+  REQUEST_ID_HEADER,
+  type InternalOperation,
+  type ReplyMessage,
+  type Subjects,
+} from '@loyalty/contracts';
+import { inTransaction } from './db.ts';
+import type { Logger } from './logger.ts';
+import { jsonCodec } from './nats.ts';
+
+/** The owning service did not answer in time, or no replica of it is there: retryable (503). */
+export class ServiceUnavailableError extends AppError {
+  constructor(readonly subject: string) {
+    super('service_unavailable');
+    this.name = 'ServiceUnavailableError';
+  }
+}
+
+/**
+ * A reply that cannot be decoded, or that does not fit the operation's contract: a bug in one of
+ * the two services, never the client's fault (500, logged with the subject).
+ */
+export class ContractViolationError extends AppError {
+  constructor(
+    readonly subject: string,
+    readonly reason: string,
+  ) {
+    super('internal_error');
+    this.name = 'ContractViolationError';
+  }
+}
+
+/** Meta a caller passes on: the request id and the tenant (saga steps add an idempotency key). */
+export type CallerMeta = { request_id: string; tenant_id: number; idempotency_key?: string };
+
+/**
+ * Send one request/reply message and return the decoded reply. A timeout or "no responders"
+ * becomes a `service_unavailable` failure reply, an undecodable reply an `internal_error` one
+ * (logged with the subject), never an exception the caller must map.
+ */
+export async function callService<T = unknown>(
+  nc: NatsConnection,
+  subject: string,
+  message: { meta: unknown; data: unknown },
+  requestId: string,
+  timeoutMs: number,
+  log?: Logger,
+): Promise<ReplyMessage<T>> {
+  const h = natsHeaders();
+  h.set(REQUEST_ID_HEADER, requestId);
+  let raw: Uint8Array;
+  try {
+    raw = (await nc.request(subject, jsonCodec.encode(message), { timeout: timeoutMs, headers: h })).data;
+  } catch {
+    return { ok: false, error: new ServiceUnavailableError(subject).toBody() };
+  }
+  try {
+    const reply = jsonCodec.decode(raw) as ReplyMessage<T>;
+    if (reply && typeof reply === 'object' && (reply.ok === true || (reply.ok === false && reply.error?.code)))
+      return reply;
+    throw new Error('not a reply message');
+  } catch (err) {
+    log?.error({ subject, request_id: requestId, err: (err as Error).message }, 'undecodable reply');
+    return { ok: false, error: new ContractViolationError(subject, 'undecodable reply').toBody() };
+  }
+}
+
+/**
+ * Calls other services' operations, typed by their contracts: the request is what the operation's
+ * request schema takes, the answer what its reply schema gives (checked: a reply that does not
+ * fit is a `ContractViolationError`). A failure reply is thrown as the same AppError (code,
+ * message and details), so it travels on to the HTTP client unchanged; a timeout or a missing
+ * service is a `ServiceUnavailableError`.
+ *
+ * It refuses to call while the caller holds a database transaction open: a slow or missing peer
+ * would hold a connection and row locks for the length of the timeout. Commit, call, commit.
+ */
+export class ServiceClient {
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly subjects: Subjects,
+    private readonly opts: { timeoutMs: number; log: Logger },
+  ) {}
+
+  async call<O extends InternalOperation>(
+    op: O,
+    meta: CallerMeta,
+    data: z.input<O['request']>,
+  ): Promise<z.output<O['reply']>> {
+    const subject = this.subjects.op(op.service, op.operation);
+    if (inTransaction()) throw new Error(`${subject} called while a database transaction is open`);
+    const reply = await callService(
+      this.nc,
+      subject,
+      { meta, data },
+      meta.request_id,
+      this.opts.timeoutMs,
+      this.opts.log,
+    );
+    if (!reply.ok) {
+      const { code, message, ...details } = reply.error;
+      if (code === 'service_unavailable') throw new ServiceUnavailableError(subject);
+      throw new AppError(code, message, details);
+    }
+    const parsed = op.reply.safeParse(reply.data);
+    if (!parsed.success) {
+      this.opts.log.error(
+        { subject, request_id: meta.request_id, issues: parsed.error.issues },
+        'reply breaks its contract',
+      );
+      throw new ContractViolationError(subject, 'reply breaks its contract');
+    }
+    return parsed.data as z.output<O['reply']>;
+  }
+}

@@ -1,0 +1,41 @@
+/**
+ * The tables every service with a database has, defined once: applied to each service's own
+ * schema before its own migrations (`migrate` in db.ts), tracked in that schema's
+ * `runtime_migrations` table. `IF NOT EXISTS`: schemas made before these migrations existed got
+ * the same tables from their service's first migration.
+ */
+export const sharedMigrations: { name: string; sql: string }[] = [
+  {
+    name: '1600000000000_shared_tables',
+    sql: `
+-- Transactional outbox: an event row is written in the transaction of the change it describes and
+-- published to JetStream by the relay (Nats-Msg-Id = id, so a re-publish is dropped as a duplicate).
+CREATE TABLE IF NOT EXISTS outbox (
+  id uuid PRIMARY KEY,
+  subject text NOT NULL,
+  payload jsonb NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  published_at timestamptz
+);
+CREATE INDEX IF NOT EXISTS outbox_unpublished ON outbox (created_at) WHERE published_at IS NULL;
+
+-- Idempotency-Key records (ReplayStore): the key, a hash of the operation and its parameters, the response.
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+  tenant_id bigint NOT NULL,
+  key text NOT NULL,
+  request_hash text NOT NULL,
+  response jsonb,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (tenant_id, key)
+);
+
+-- Events of other services a consumer has acted on, so a redelivered event has no second effect.
+CREATE TABLE IF NOT EXISTS processed_events (
+  consumer text NOT NULL,
+  event_id text NOT NULL,
+  processed_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (consumer, event_id)
+);
+`,
+  },
+];
