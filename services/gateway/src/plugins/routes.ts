@@ -1,7 +1,14 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { AppError, operations, operatorOperations, type Operation, type Subjects } from '@loyalty/contracts';
+import {
+  AppError,
+  buildOperationInput,
+  operations,
+  operatorOperations,
+  type Operation,
+  type Subjects,
+} from '@loyalty/contracts';
 import { callService, type NatsConnection } from '@loyalty/runtime';
 import type { GatewayConfig } from '../config.ts';
 import { sendFailure, sendReply } from '../envelope.ts';
@@ -24,23 +31,15 @@ export const contractRoutes = fp<RoutesOptions>(
     const forwarder = (op: Operation) => {
       const subject = subjects.op(op.service, op.operation);
       return async (req: FastifyRequest, reply: FastifyReply, meta: unknown) => {
-        const input = { ...(req.params as object), ...(req.query as object), ...((req.body as object) ?? {}) };
-        const parts = [op.params, op.query, op.body].filter((p) => p !== undefined);
-        const fields: { field: string; message: string }[] = [];
-        let data: Record<string, unknown> = {};
-        for (const part of parts) {
-          const r = part.safeParse(input);
-          if (r.success) data = { ...data, ...(r.data as object) };
-          else fields.push(...r.error.issues.map((i) => ({ field: i.path.join('.') || '(body)', message: i.message })));
+        const input = buildOperationInput(op, { params: req.params, query: req.query, body: req.body });
+        if (!input.ok) {
+          const names = [...new Set(input.fields.map((f) => f.field))].join(', ');
+          return sendFailure(
+            reply,
+            new AppError('validation_error', `Invalid request: ${names}.`, { fields: input.fields }),
+          );
         }
-        if (req.body !== undefined && (typeof req.body !== 'object' || Array.isArray(req.body) || req.body === null)) {
-          fields.push({ field: '(body)', message: 'must be a JSON object' });
-        }
-        if (fields.length > 0) {
-          const names = [...new Set(fields.map((f) => f.field))].join(', ');
-          return sendFailure(reply, new AppError('validation_error', `Invalid request: ${names}.`, { fields }));
-        }
-        const message = await callService(nc, subject, { meta, data }, req.id, config.REQUEST_TIMEOUT_MS);
+        const message = await callService(nc, subject, { meta, data: input.data }, req.id, config.REQUEST_TIMEOUT_MS);
         return sendReply(reply, message);
       };
     };
