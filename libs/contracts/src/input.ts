@@ -1,24 +1,80 @@
 import { z } from 'zod';
 import type { Operation, OperationInput } from './ops/types.ts';
 
+type InputSchemas = Pick<Operation, 'params' | 'query' | 'body'>;
+
+/** One refused input field, as it appears in `validation_error`'s `fields`. */
+export interface InputIssue {
+  field: string;
+  message: string;
+}
+
+/** The parts of an HTTP request an operation's input is built from. */
+export interface InputParts {
+  /** The path parameters (their names are the route's `:name` segments). */
+  params?: unknown;
+  query?: unknown;
+  body?: unknown;
+}
+
+export type OperationInputResult = { ok: true; data: Record<string, unknown> } | { ok: false; fields: InputIssue[] };
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
 /**
- * The one input schema of an operation: path parameters, query and body are validated by their
- * own schemas from the same merged object (the gateway sends `{...params, ...query, ...body}`)
- * and their outputs merged. Issues of every part are reported together.
+ * The one place an operation's input is built: path parameters, query and body are validated by
+ * their own schemas from the same merged object `{...params, ...query, ...body}` and their outputs
+ * merged. A path parameter cannot be given again in the query or the body (it would otherwise
+ * override the path: `POST /claims/7/reject` with `{"request_id": 8}` rejecting claim 8); the
+ * body must be a JSON object. Every issue of every part is reported together.
+ *
+ * The gateway calls this with the request's parts and sends the merged `data` to the owning
+ * service, which validates it again with {@link operationInput} (it receives the merged object).
  */
-export function operationInput<O extends Pick<Operation, 'params' | 'query' | 'body'>>(
-  op: O,
-): z.ZodType<OperationInput<O>> {
-  const parts = [op.params, op.query, op.body].filter((p): p is NonNullable<typeof p> => p !== undefined);
-  return z.unknown().transform((input, ctx) => {
-    const source = input && typeof input === 'object' ? input : {};
-    let merged: Record<string, unknown> = {};
-    for (const part of parts) {
-      const r = part.safeParse(source);
-      if (r.success) merged = { ...merged, ...(r.data as Record<string, unknown>) };
-      else ctx.issues.push(...(r.error.issues as never[]));
+export function buildOperationInput(op: InputSchemas, parts: InputParts): OperationInputResult {
+  const { params, query, body } = parts;
+  const source: Record<string, unknown> = {
+    ...(isRecord(params) ? params : undefined),
+    ...(isRecord(query) ? query : undefined),
+    ...(isRecord(body) ? body : undefined),
+  };
+  const issues: z.core.$ZodIssue[] = [];
+  const data = parseParts(op, source, issues);
+  const fields: InputIssue[] = issues.map((i) => ({ field: i.path.join('.') || '(body)', message: i.message }));
+  if (body !== undefined && !isRecord(body)) fields.push({ field: '(body)', message: 'must be a JSON object' });
+  if (isRecord(params)) {
+    for (const name of Object.keys(params)) {
+      if (isRecord(query) && Object.hasOwn(query, name))
+        fields.push({ field: name, message: 'is a path parameter; it cannot be given in the query' });
+      if (isRecord(body) && Object.hasOwn(body, name))
+        fields.push({ field: name, message: 'is a path parameter; it cannot be given in the body' });
     }
+  }
+  return fields.length === 0 ? { ok: true, data } : { ok: false, fields };
+}
+
+/**
+ * The same input as a zod schema over the already merged object (what a service receives as
+ * `data`): the parts' schemas validate it and their outputs are merged, issues reported together.
+ */
+export function operationInput<O extends InputSchemas>(op: O): z.ZodType<OperationInput<O>> {
+  return z.unknown().transform((input, ctx) => {
+    const issues: z.core.$ZodIssue[] = [];
+    const data = parseParts(op, input && typeof input === 'object' ? input : {}, issues);
+    if (issues.length > 0) ctx.issues.push(...(issues as never[]));
     // The parts' outputs together are the operation's input (each validated by its own schema).
-    return merged as OperationInput<O>;
-  }) as unknown as z.ZodType<OperationInput<O>>;
+    return data as OperationInput<O>;
+  });
+}
+
+/** Validates `source` with each of the operation's part schemas, merging their outputs; issues go to `issues`. */
+function parseParts(op: InputSchemas, source: object, issues: z.core.$ZodIssue[]): Record<string, unknown> {
+  const data: Record<string, unknown> = {};
+  for (const part of [op.params, op.query, op.body]) {
+    if (part === undefined) continue;
+    const r = part.safeParse(source);
+    if (r.success) Object.assign(data, r.data);
+    else issues.push(...r.error.issues);
+  }
+  return data;
 }

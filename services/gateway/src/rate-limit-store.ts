@@ -54,37 +54,7 @@ export function sharedRateLimitStore(redis: Redis, prefix: string, syncMs: numbe
   }
 
   async function sync(): Promise<void> {
-    const now = Date.now();
-    const batch: [string, Window, number][] = [];
-    for (const [key, w] of windows) {
-      if (w.pending > 0) {
-        batch.push([key, w, w.pending]);
-        w.sending += w.pending;
-        w.pending = 0;
-      } else if (w.resetAt <= now && w.sending === 0) {
-        windows.delete(key); // an idle, ended window
-      }
-    }
-    if (batch.length === 0) return;
-    const pipeline = redis.pipeline() as unknown as {
-      loyaltyRateAdd(key: string, n: number, windowMs: number): void;
-      exec(): Promise<[Error | null, unknown][] | null>;
-    };
-    for (const [key, w, n] of batch) pipeline.loyaltyRateAdd(prefix + key, n, w.windowMs);
-    const results = await pipeline.exec().catch(() => null);
-    const at = Date.now();
-    batch.forEach(([, w, n], i) => {
-      w.sending -= n;
-      const r = results?.[i];
-      if (!r || r[0]) {
-        w.shared += n; // Redis unreachable: keep counting here
-        return;
-      }
-      const [current, ttl] = r[1] as [number, number];
-      w.shared = current; // a later batch still in flight is counted by `sending`
-      w.resetAt = at + ttl;
-    });
-    if ([...windows.values()].some((w) => w.pending > 0)) schedule(syncMs);
+    if (await syncWindows(redis, prefix, windows)) schedule(syncMs);
   }
 
   class SharedStore implements FastifyRateLimitStore {
@@ -114,4 +84,43 @@ export function sharedRateLimitStore(redis: Redis, prefix: string, syncMs: numbe
       await sync();
     },
   };
+}
+
+/**
+ * Adds every window's pending requests to its shared counter in Redis (one pipeline) and takes the
+ * shared count and remaining time back; forgets idle, ended windows. Returns whether requests were
+ * counted meanwhile (another sync is due).
+ */
+async function syncWindows(redis: Redis, prefix: string, windows: Map<string, Window>): Promise<boolean> {
+  const now = Date.now();
+  const batch: [string, Window, number][] = [];
+  for (const [key, w] of windows) {
+    if (w.pending > 0) {
+      batch.push([key, w, w.pending]);
+      w.sending += w.pending;
+      w.pending = 0;
+    } else if (w.resetAt <= now && w.sending === 0) {
+      windows.delete(key); // an idle, ended window
+    }
+  }
+  if (batch.length === 0) return false;
+  const pipeline = redis.pipeline() as unknown as {
+    loyaltyRateAdd(key: string, n: number, windowMs: number): void;
+    exec(): Promise<[Error | null, unknown][] | null>;
+  };
+  for (const [key, w, n] of batch) pipeline.loyaltyRateAdd(prefix + key, n, w.windowMs);
+  const results = await pipeline.exec().catch(() => null);
+  const at = Date.now();
+  batch.forEach(([, w, n], i) => {
+    w.sending -= n;
+    const r = results?.[i];
+    if (!r || r[0]) {
+      w.shared += n; // Redis unreachable: keep counting here
+      return;
+    }
+    const [current, ttl] = r[1] as [number, number];
+    w.shared = current; // a later batch still in flight is counted by `sending`
+    w.resetAt = at + ttl;
+  });
+  return [...windows.values()].some((w) => w.pending > 0);
 }

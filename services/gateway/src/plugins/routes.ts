@@ -1,0 +1,86 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import {
+  AppError,
+  buildOperationInput,
+  operations,
+  operatorOperations,
+  type Operation,
+  type Subjects,
+} from '@loyalty/contracts';
+import { callService, type NatsConnection } from '@loyalty/runtime';
+import type { GatewayConfig } from '../config.ts';
+import { sendFailure, sendReply } from '../envelope.ts';
+import { header } from '../headers.ts';
+
+export interface RoutesOptions {
+  config: Pick<GatewayConfig, 'OPERATOR_TOKEN' | 'REQUEST_TIMEOUT_MS'>;
+  nc: NatsConnection;
+  subjects: Subjects;
+}
+
+/**
+ * The routes of the contract tables, one loop each: `/api/v1` operations behind the app
+ * credentials and the rate limit, operator operations behind the operator token. Each builds the
+ * operation's input from the request, forwards one NATS message to the owning service and wraps
+ * its answer in the envelope.
+ */
+export const contractRoutes = fp<RoutesOptions>(
+  async (app, { config, nc, subjects }) => {
+    const forwarder = (op: Operation) => {
+      const subject = subjects.op(op.service, op.operation);
+      return async (req: FastifyRequest, reply: FastifyReply, meta: unknown) => {
+        const input = buildOperationInput(op, { params: req.params, query: req.query, body: req.body });
+        if (!input.ok) {
+          const names = [...new Set(input.fields.map((f) => f.field))].join(', ');
+          return sendFailure(
+            reply,
+            new AppError('validation_error', `Invalid request: ${names}.`, { fields: input.fields }),
+          );
+        }
+        const message = await callService(nc, subject, { meta, data: input.data }, req.id, config.REQUEST_TIMEOUT_MS);
+        return sendReply(reply, message);
+      };
+    };
+
+    for (const op of Object.values(operations)) {
+      const forward = forwarder(op);
+      app.route({
+        method: op.method,
+        url: op.path,
+        config: { rateLimit: {} },
+        preValidation: app.authenticate(op),
+        handler: async (req, reply) => forward(req, reply, req.meta),
+      });
+    }
+
+    const checkOperatorToken = operatorTokenCheck(config.OPERATOR_TOKEN);
+    for (const op of Object.values(operatorOperations)) {
+      const forward = forwarder(op);
+      app.route({
+        method: op.method,
+        url: op.path,
+        preValidation: checkOperatorToken,
+        handler: async (req, reply) => forward(req, reply, { request_id: req.id, operator: true }),
+      });
+    }
+  },
+  {
+    name: 'gateway-routes',
+    fastify: '5.x',
+    dependencies: ['gateway-envelope', 'gateway-credentials', 'gateway-rate-limit'],
+    encapsulate: true,
+  },
+);
+
+/** The preValidation hook of the operator API: `Authorization: Bearer <OPERATOR_TOKEN>`; unset refuses all. */
+function operatorTokenCheck(token: string | undefined) {
+  const expected = token ? Buffer.from(token) : undefined;
+  return async (req: FastifyRequest) => {
+    const presented = Buffer.from((header(req, 'authorization') ?? '').replace(/^Bearer\s+/i, ''));
+    if (!expected || presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
+      throw new AppError('invalid_operator_token');
+    }
+  };
+}
