@@ -3,6 +3,7 @@ export * from './logger.ts';
 export * from './clock.ts';
 export * from './db.ts';
 export * from './nats.ts';
+export * from './nats-auth.ts';
 export * from './metrics.ts';
 export * from './ops-server.ts';
 export * from './idempotency.ts';
