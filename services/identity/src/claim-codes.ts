@@ -1,6 +1,6 @@
 import { AppError, Email, type Meta } from '@loyalty/contracts';
 import { withTransaction, type Logger } from '@loyalty/runtime';
-import { mailCode, type MemberAuthDeps } from './member-auth.ts';
+import { mailCode, tenantSandbox, type MemberAuthDeps } from './member-auth.ts';
 import { checkOtp, issueOtp } from './otp.ts';
 import { findMemberBy } from './store/members.ts';
 
@@ -17,6 +17,7 @@ export function claimCodes(deps: MemberAuthDeps) {
   return {
     async issue(d: { member_email: string; context: Record<string, unknown> }, meta: Meta, log: Logger) {
       return withTransaction(deps.pool, async (db) => {
+        const sandbox = await tenantSandbox(db, meta.tenant_id);
         const member = await findMemberBy(db, meta.tenant_id, { email: email(d.member_email) }, true);
         if (!member) throw new AppError('member_not_found');
         const { code, expiresAt } = await issueOtp(db, deps.otp, deps.clock, {
@@ -25,12 +26,12 @@ export function claimCodes(deps: MemberAuthDeps) {
           purpose: 'claim',
           context: d.context,
         });
-        await mailCode(deps, log, meta, member, code, 'claim verification');
+        await mailCode(deps, log, sandbox, member, code, 'claim verification');
         return {
           member_id: member.id,
           expires_at: expiresAt.toISOString(),
           expires_in_minutes: deps.otp.ttlMinutes,
-          ...(meta.sandbox ? { otp_code: code } : {}),
+          ...(sandbox ? { otp_code: code } : {}),
         };
       });
     },

@@ -1,5 +1,13 @@
 import { AppError, type AuthenticateReply, type Meta } from '@loyalty/contracts';
-import { withTransaction, type Clock, type Logger, type Pool, type PoolClient, runIdempotent } from '@loyalty/runtime';
+import {
+  withTransaction,
+  type Clock,
+  type Logger,
+  type Pool,
+  type PoolClient,
+  type Queryable,
+  runIdempotent,
+} from '@loyalty/runtime';
 import { maskEmail, maskPhone } from './domain/masking.ts';
 import { matchesHash, newMemberToken, sha256 } from './domain/secrets.ts';
 import type { Mailer } from './mailer.ts';
@@ -7,6 +15,7 @@ import { checkOtp, issueOtp, type OtpPolicy } from './otp.ts';
 import { findCredentials } from './store/apps.ts';
 import { findMemberBy, insertMember, type Member } from './store/members.ts';
 import { findLiveSession, insertSession, revokeSession } from './store/sessions.ts';
+import { findTenant } from './store/tenants.ts';
 
 export const REGISTRATION_ENDPOINT = '/api/v1/auth/member/register';
 
@@ -27,11 +36,22 @@ function memberNotFound(): AppError {
   });
 }
 
+/**
+ * Whether the tenant is a sandbox, from identity's own record of it: never from the request's
+ * `meta` (whoever reaches NATS could claim `sandbox: true` and get live members' codes back).
+ * A tenant identity does not know is `tenant_not_found`, never a code.
+ */
+export async function tenantSandbox(db: Queryable, tenantId: number): Promise<boolean> {
+  const tenant = await findTenant(db, tenantId);
+  if (!tenant) throw new AppError('tenant_not_found');
+  return tenant.sandbox;
+}
+
 /** Mail a one-time code; the transaction that issued it is still open, so a failure issues nothing. */
 export async function mailCode(
   deps: Pick<MemberAuthDeps, 'mailer' | 'otp'>,
   log: Logger,
-  meta: Meta,
+  sandbox: boolean,
   member: Member,
   code: string,
   purpose: 'sign-in' | 'claim verification',
@@ -47,7 +67,7 @@ export async function mailCode(
         subject: `Your ${purpose} code`,
         text: `Hello ${member.name},\n\nYour ${purpose} code is ${code}. It is valid for ${deps.otp.ttlMinutes} minutes and can be used once.\n`,
       },
-      meta.sandbox,
+      sandbox,
       log,
     );
   } catch (err) {
@@ -83,6 +103,7 @@ export function memberAuth(deps: MemberAuthDeps) {
           data,
         },
         async (db) => {
+          const sandbox = await tenantSandbox(db, meta.tenant_id);
           const member = await insertMember(db, {
             tenantId: meta.tenant_id,
             name: data.name,
@@ -95,12 +116,12 @@ export function memberAuth(deps: MemberAuthDeps) {
             memberId: member.id,
             purpose: 'login',
           });
-          await mailCode(deps, log, meta, member, code, 'sign-in');
+          await mailCode(deps, log, sandbox, member, code, 'sign-in');
           return {
             message: 'Member registered. A one-time code was sent by email.',
             member: { id: member.id, name: member.name, ...masked(member) },
             otp_expires_in_minutes: deps.otp.ttlMinutes,
-            ...(meta.sandbox ? { otp_code: code } : {}),
+            ...(sandbox ? { otp_code: code } : {}),
           };
         },
       );
@@ -108,6 +129,7 @@ export function memberAuth(deps: MemberAuthDeps) {
 
     async requestOtp(data: { email: string }, meta: Meta, log: Logger) {
       return withTransaction(deps.pool, async (db) => {
+        const sandbox = await tenantSandbox(db, meta.tenant_id);
         const member = await findMemberBy(db, meta.tenant_id, { email: data.email }, true);
         if (!member) throw memberNotFound();
         if (!member.is_active) throw new AppError('member_inactive');
@@ -116,12 +138,12 @@ export function memberAuth(deps: MemberAuthDeps) {
           memberId: member.id,
           purpose: 'login',
         });
-        await mailCode(deps, log, meta, member, code, 'sign-in');
+        await mailCode(deps, log, sandbox, member, code, 'sign-in');
         return {
           message: 'A one-time code was sent by email.',
           expires_in_minutes: deps.otp.ttlMinutes,
           member: masked(member),
-          ...(meta.sandbox ? { otp_code: code } : {}),
+          ...(sandbox ? { otp_code: code } : {}),
         };
       });
     },
