@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { connect, type NatsConnection } from 'nats';
+import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Subjects, type DomainEvent } from '@loyalty/contracts';
 import { createTestDatabase } from '../../../test/support/system.ts';
+import { connectAs } from '../../../test/support/nats.ts';
 import {
   createLogger,
   createPool,
@@ -28,7 +29,7 @@ beforeAll(async () => {
   await pool.query(`CREATE SCHEMA svc; SET search_path TO svc; ${OUTBOX_DDL} ${PROCESSED_EVENTS_DDL}`);
   await pool.end();
   pool = createPool(db.url, 4, log, 'outbox-test');
-  nc = await connect({ servers: 'nats://127.0.0.1:4222' });
+  nc = await connectAs('admin');
   await ensureEventStream(nc, subjects);
 });
 afterAll(async () => {

@@ -1,8 +1,9 @@
-import { connect, type NatsConnection } from 'nats';
+import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ledgerOperations, Subjects } from '@loyalty/contracts';
 import { invoke } from '@loyalty/runtime';
 import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
+import { connectAs } from '../../../test/support/nats.ts';
 import {
   cashbackCard,
   email,
@@ -39,7 +40,7 @@ beforeAll(async () => {
   other = apiClient(sys.url, o);
   card = await pointsCard(sys, tenantId);
   coffee = await reward(sys, tenantId, card, 50, { name: 'Coffee' });
-  nc = await connect({ servers: sys.env.NATS_URL ?? 'nats://127.0.0.1:4222' });
+  nc = await connectAs('admin', { url: sys.env.NATS_URL });
   subjects = new Subjects(sys.env.SUBJECT_ROOT);
 });
 afterAll(async () => {
