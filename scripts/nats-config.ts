@@ -42,23 +42,27 @@ if (Boolean(values['tls-cert']) !== Boolean(values['tls-key'])) fail('--tls-cert
 const file = values.passwords;
 const stored: Record<string, unknown> = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : {};
 const nested = typeof stored.nats === 'object' && stored.nats !== null;
-const passwords = { ...((nested ? stored.nats : stored) as Record<string, string>) };
+const source = (nested ? stored.nats : stored) as Record<string, unknown>;
 const wanted: string[] = [...natsUsers, ...(values.admin ? ['admin'] : [])];
+const passwords: Record<string, string> = {};
 let changed = false;
 for (const user of wanted) {
-  if (typeof passwords[user] === 'string' && passwords[user].length >= 16) continue;
+  const known = source[user];
+  if (typeof known === 'string' && known.length >= 16) {
+    passwords[user] = known;
+    continue;
+  }
   if (!values.generate) fail(`no password for NATS user "${user}" in ${file} (use --generate to make them)`);
   passwords[user] = randomBytes(24).toString('hex');
   changed = true;
 }
 if (changed) {
-  writeFileSync(
-    file,
-    `${JSON.stringify(nested || !existsSync(file) ? { ...stored, nats: passwords } : passwords, null, 2)}\n`,
-    {
-      mode: 0o600,
-    },
-  );
+  // A file of other secrets gets a "nats" object; a file of NATS passwords only stays flat.
+  const flat = !nested && wanted.some((u) => u in stored);
+  const next = flat
+    ? { ...stored, ...passwords }
+    : { ...stored, nats: nested ? { ...source, ...passwords } : passwords };
+  writeFileSync(file, `${JSON.stringify(next, null, 2)}\n`, { mode: 0o600 });
   chmodSync(file, 0o600);
 }
 
