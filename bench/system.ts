@@ -5,10 +5,11 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { connect as connectNats } from 'nats';
+import type { NatsConnection } from 'nats';
 import { spawn } from 'node:child_process';
 import { Subjects } from '@loyalty/contracts';
 import { Cluster, repoRoot } from '../test/support/cluster.ts';
+import { connectAs, localNats } from '../test/support/nats.ts';
 
 export interface BenchSystem {
   url: string;
@@ -97,7 +98,7 @@ export async function startBenchSystem(opts: {
   const mail = await startDiscardingMailSink();
   const root = opts.subjectRoot;
   const operatorToken = randomBytes(24).toString('hex');
-  const natsUrl = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+  const natsUrl = process.env.NATS_URL ?? localNats().url;
   const env: Record<string, string> = {
     DATABASE_URL: databaseUrl,
     NATS_URL: natsUrl,
@@ -159,11 +160,7 @@ export async function startBenchSystem(opts: {
  * events of every JetStream consumer, with identity's notification mails counted apart (throttled,
  * reported on their own at the end).
  */
-async function eventBacklog(
-  nc: Awaited<ReturnType<typeof connectNats>>,
-  root: string,
-  db: pg.Client,
-): Promise<{ work: number; mail: number }> {
+async function eventBacklog(nc: NatsConnection, root: string, db: pg.Client): Promise<{ work: number; mail: number }> {
   const jsm = await nc.jetstreamManager();
   const backlog = { work: 0, mail: 0 };
   for await (const c of jsm.consumers.list(new Subjects(root).streamName())) {
@@ -184,9 +181,9 @@ async function eventBacklog(
 async function withBacklog<T>(
   natsUrl: string,
   databaseUrl: string,
-  fn: (nc: Awaited<ReturnType<typeof connectNats>>, db: pg.Client) => Promise<T>,
+  fn: (nc: NatsConnection, db: pg.Client) => Promise<T>,
 ): Promise<T> {
-  const nc = await connectNats({ servers: natsUrl });
+  const nc = await connectAs('admin', { url: natsUrl });
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   try {
@@ -215,7 +212,7 @@ async function waitForEventBacklog(
 }
 
 async function deleteEventStream(root: string, natsUrl: string): Promise<void> {
-  const nc = await connectNats({ servers: natsUrl });
+  const nc = await connectAs('admin', { url: natsUrl });
   try {
     const jsm = await nc.jetstreamManager();
     await jsm.streams.delete(new Subjects(root).streamName()).catch(() => undefined);

@@ -1,8 +1,19 @@
 // Shared set-up of `npm start` and `npm test`: Node built-ins only, because it runs before the
 // dependencies are installed. It installs pnpm and the workspace, and makes sure PostgreSQL,
 // NATS (JetStream) and Redis answer on 127.0.0.1, starting the installed servers when needed.
-import { execSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { execSync, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -134,4 +145,146 @@ export async function ensureInfrastructure() {
     if (!(await waitForPort(s.port, 20))) missing.push(`${s.name}: started but not answering on 127.0.0.1:${s.port}`);
   }
   if (missing.length > 0) fail(`these servers are needed:\n  ${missing.join('\n  ')}`);
+  return { nats: await ensureAuthenticatedNats() };
+}
+
+// --- NATS with authentication -------------------------------------------------------------
+// NATS is not a trusted network: every service connects as its own user with permissions
+// (libs/runtime/src/nats-auth.ts). The machine's NATS on 4222 usually has no authentication;
+// then a project-owned nats-server runs with the generated config (var/nats/nats-server.conf)
+// on 127.0.0.1:$LOYALTY_NATS_PORT (4223), and `npm start` and the tests use that one.
+
+export const NATS_USERS = ['gateway', 'identity', 'ledger', 'claims', 'referrals', 'admin'];
+const natsDir = path.join(root, 'var', 'nats');
+const natsConfig = path.join(natsDir, 'nats-server.conf');
+const natsPidFile = path.join(natsDir, 'nats-server.pid');
+export const secretsFile = path.join(root, 'var', 'secrets.json');
+/** Where the URL of the NATS server in use is written (read by test/support/nats.ts and bench). */
+export const natsServerFile = path.join(natsDir, 'server.json');
+
+/** The local secrets (made once, mode 0600): OTP secret, operator token and the NATS passwords. */
+export function ensureSecrets() {
+  mkdirSync(path.dirname(secretsFile), { recursive: true });
+  const secrets = existsSync(secretsFile) ? JSON.parse(readFileSync(secretsFile, 'utf8')) : {};
+  const before = JSON.stringify(secrets);
+  secrets.otp_secret ??= randomBytes(24).toString('hex');
+  secrets.operator_token ??= randomBytes(24).toString('hex');
+  secrets.nats ??= {};
+  for (const user of NATS_USERS) secrets.nats[user] ??= randomBytes(24).toString('hex');
+  if (JSON.stringify(secrets) !== before)
+    writeFileSync(secretsFile, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600 });
+  chmodSync(secretsFile, 0o600);
+  return secrets;
+}
+
+/** The server's INFO line (null when nothing answers the NATS protocol there). */
+export function natsInfo(port, host = '127.0.0.1') {
+  return natsExchange(port, host, null);
+}
+
+/** Whether `user`/`pass` may connect (CONNECT in verbose mode, then PING: PONG or -ERR). */
+export async function natsLogin(port, user, pass, host = '127.0.0.1') {
+  return (await natsExchange(port, host, { user, pass })) === 'PONG';
+}
+
+function natsExchange(port, host, login) {
+  return new Promise((resolve) => {
+    const s = net.connect({ host, port });
+    let buffer = '';
+    let info = null;
+    const done = (v) => {
+      s.destroy();
+      resolve(v);
+    };
+    s.setTimeout(2000, () => done(null));
+    s.once('error', () => done(null));
+    s.on('data', (chunk) => {
+      buffer += chunk.toString('utf8');
+      let nl;
+      while ((nl = buffer.indexOf('\r\n')) >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 2);
+        if (!info) {
+          if (!line.startsWith('INFO ')) return done(null);
+          info = JSON.parse(line.slice(5));
+          if (!login) return done(info);
+          const connect = { verbose: false, pedantic: false, lang: 'node', version: '0', protocol: 1, ...login };
+          s.write(`CONNECT ${JSON.stringify(connect)}\r\nPING\r\n`);
+        } else if (line === 'PONG') return done('PONG');
+        else if (line.startsWith('-ERR')) return done('ERR');
+      }
+    });
+  });
+}
+
+/** The generated config without its bcrypt hashes (they change with every generation). */
+const withoutHashes = (text) => text.replace(/"\$2[aby]\$[^"]*"/g, '"<hash>"');
+
+function generateNatsConfig(port) {
+  mkdirSync(natsDir, { recursive: true });
+  const next = `${natsConfig}.next`;
+  const r = spawnSync(
+    process.execPath,
+    [
+      ...['--import', 'tsx', path.join(root, 'scripts', 'nats-config.ts'), '--root', '*', '--admin'],
+      ...['--passwords', secretsFile, '--host', '127.0.0.1', '--port', String(port)],
+      ...['--store-dir', natsDir, '--pid-file', natsPidFile, '--out', next],
+    ],
+    { cwd: root, stdio: 'inherit' },
+  );
+  if (r.status !== 0) fail('generating the NATS configuration (scripts/nats-config.ts) failed');
+  return next;
+}
+
+/**
+ * The NATS server the platform uses here, with authentication: the one on 4222 when it requires
+ * it (it must then use var/nats/nats-server.conf's users), otherwise a project-owned one on
+ * 127.0.0.1:$LOYALTY_NATS_PORT (4223 by default), started (or reused) with the generated config.
+ */
+export async function ensureAuthenticatedNats() {
+  const secrets = ensureSecrets();
+  const admin = secrets.nats.admin;
+  const machine = await natsInfo(4222);
+  let url;
+  if (machine?.auth_required) {
+    if (!(await natsLogin(4222, 'admin', admin)))
+      fail(
+        'NATS on 127.0.0.1:4222 requires authentication but not with the users of var/secrets.json; run it with var/nats/nats-server.conf or stop it.',
+      );
+    url = 'nats://127.0.0.1:4222';
+  } else {
+    const port = Number(process.env.LOYALTY_NATS_PORT ?? 4223);
+    const next = generateNatsConfig(port);
+    const changed =
+      !existsSync(natsConfig) ||
+      withoutHashes(readFileSync(natsConfig, 'utf8')) !== withoutHashes(readFileSync(next, 'utf8'));
+    const running = await natsInfo(port);
+    if (running && !running.auth_required)
+      fail(`a NATS server without authentication answers on 127.0.0.1:${port}; stop it or set LOYALTY_NATS_PORT.`);
+    if (running && (changed || !(await natsLogin(port, 'admin', admin)))) {
+      // Ours with an older configuration (or other credentials): load the new one.
+      renameSync(next, natsConfig);
+      if (!existsSync(natsPidFile))
+        fail(`the NATS server on 127.0.0.1:${port} is not this project's; stop it or set LOYALTY_NATS_PORT.`);
+      step(`reloading the NATS configuration (127.0.0.1:${port})`);
+      spawnSync('nats-server', ['--signal', `reload=${readFileSync(natsPidFile, 'utf8').trim()}`], {
+        stdio: 'inherit',
+      });
+      await new Promise((r) => setTimeout(r, 500));
+      if (!(await natsLogin(port, 'admin', admin)))
+        fail(`cannot log in to the NATS server on 127.0.0.1:${port}; stop it (var/nats/nats-server.pid) and retry.`);
+    } else if (!running) {
+      if (changed || !existsSync(natsConfig)) renameSync(next, natsConfig);
+      step(`starting an authenticated NATS (JetStream) on 127.0.0.1:${port} (var/nats/nats-server.conf)`);
+      const log = openSync(path.join(natsDir, 'nats-server.log'), 'a');
+      const child = spawn('nats-server', ['-c', natsConfig], { detached: true, stdio: ['ignore', log, log] });
+      child.unref();
+      if (!(await waitForPort(port, 20))) fail(`the NATS server did not start; see var/nats/nats-server.log`);
+      if (!(await natsLogin(port, 'admin', admin))) fail(`cannot log in to the NATS server on 127.0.0.1:${port}`);
+    }
+    if (existsSync(next)) rmSync(next);
+    url = `nats://127.0.0.1:${port}`;
+  }
+  writeFileSync(natsServerFile, `${JSON.stringify({ url }, null, 2)}\n`);
+  return { url, passwords: secrets.nats };
 }

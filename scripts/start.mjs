@@ -3,13 +3,13 @@
 // starts a local mail sink, every service (each runs its migrations) and the gateway, seeds the
 // demo idempotently, and prints where everything is. Ctrl-C stops it all gracefully.
 import { spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { serviceNodeOptions } from './node-flags.mjs';
 import {
   checkNode,
   ensureInfrastructure,
+  ensureSecrets,
   ensurePnpm,
   fail,
   installDependencies,
@@ -29,23 +29,15 @@ if (await reachable(PORT))
   fail(`something already listens on port ${PORT} (is the system already running? stop it or set PORT).`);
 ensurePnpm();
 installDependencies();
-await ensureInfrastructure();
+// Also the authenticated NATS (the machine's when it requires authentication, otherwise a
+// project-owned one on 127.0.0.1:4223 with var/nats/nats-server.conf).
+const { nats } = await ensureInfrastructure();
 
-// Secrets of this local installation, made once and kept in var/ (git-ignored).
+// Secrets of this local installation, made once and kept in var/ (git-ignored, mode 0600): the
+// OTP secret, the operator token and each NATS user's password (scripts/bootstrap.mjs).
 const var_ = path.join(root, 'var');
 mkdirSync(path.join(var_, 'log'), { recursive: true });
-const secretsFile = path.join(var_, 'secrets.json');
-if (!existsSync(secretsFile)) {
-  writeFileSync(
-    secretsFile,
-    JSON.stringify(
-      { otp_secret: randomBytes(24).toString('hex'), operator_token: randomBytes(24).toString('hex') },
-      null,
-      2,
-    ),
-  );
-}
-const secrets = JSON.parse(readFileSync(secretsFile, 'utf8'));
+const secrets = ensureSecrets();
 
 step(`making sure database "${DATABASE}" exists`);
 const { default: pg } = await import('pg');
@@ -61,7 +53,7 @@ run('node scripts/build.mjs');
 const env = {
   ...process.env,
   DATABASE_URL: process.env.DATABASE_URL ?? `postgres://postgres@127.0.0.1:5432/${DATABASE}`,
-  NATS_URL: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
+  NATS_URL: process.env.NATS_URL ?? nats.url,
   REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
   SMTP_URL: process.env.SMTP_URL ?? `smtp://127.0.0.1:${MAIL_PORT}`,
   OTP_SECRET: process.env.OTP_SECRET ?? secrets.otp_secret,
@@ -73,6 +65,9 @@ const env = {
 
 const children = [];
 let shuttingDown = false;
+/** A service (or the gateway) connects to NATS as its own user. */
+const natsUser = (name) => ({ NATS_USER: name, NATS_PASSWORD: secrets.nats[name] });
+
 function launch(name, args, extraEnv = {}, echo = false) {
   const logFile = path.join(var_, 'log', `${name}.log`);
   const log = createWriteStream(logFile, { flags: 'a' });
@@ -121,7 +116,11 @@ const services = [
 ];
 for (const [name, opsPort] of services) {
   step(`starting ${name} (ops port ${opsPort}, log var/log/${name}.log)`);
-  launch(name, [`services/${name}/dist/main.js`], { OPS_PORT: String(opsPort), NODE_OPTIONS: serviceNodeOptions() });
+  launch(name, [`services/${name}/dist/main.js`], {
+    OPS_PORT: String(opsPort),
+    NODE_OPTIONS: serviceNodeOptions(),
+    ...natsUser(name),
+  });
 }
 
 async function waitReady(url, what, seconds = 60) {
@@ -140,7 +139,11 @@ async function waitReady(url, what, seconds = 60) {
 
 for (const [name, opsPort] of services) await waitReady(`http://127.0.0.1:${opsPort}/readyz`, name);
 step(`starting the gateway on port ${PORT} (ops port 9100, log var/log/gateway.log)`);
-launch('gateway', ['services/gateway/dist/main.js'], { OPS_PORT: '9100', NODE_OPTIONS: serviceNodeOptions() });
+launch('gateway', ['services/gateway/dist/main.js'], {
+  OPS_PORT: '9100',
+  NODE_OPTIONS: serviceNodeOptions(),
+  ...natsUser('gateway'),
+});
 await waitReady(`http://127.0.0.1:${PORT}/healthz`, 'gateway');
 
 step('seeding the demo (idempotent)');
@@ -162,6 +165,7 @@ console.log(`
   Operator      token in var/secrets.json (operator_token), e.g.
                 OPERATOR_TOKEN=$(node -p "require('./var/secrets.json').operator_token") node scripts/dist/admin-cli.js tenant:list
   Mail          every message is logged below and in var/mail.log
+  NATS          ${env.NATS_URL} (each service its own user; config var/nats/nats-server.conf)
   Logs          var/log/<service>.log
 Press Ctrl-C to stop.
 `);

@@ -6,11 +6,11 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { connect } from 'nats';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ALL_SCENARIOS, parseOptions } from '../bench/options.ts';
 import { formatTable, writeReport } from '../bench/report.ts';
 import { runBench } from '../bench/run.ts';
+import { connectAs } from './support/nats.ts';
 
 const out = mkdtempSync(path.join(os.tmpdir(), 'bench-smoke-'));
 afterAll(() => rmSync(out, { recursive: true, force: true }));
@@ -30,7 +30,7 @@ describe('npm run bench (smoke)', () => {
       subjectRoot: `bsmoke${id}`,
     };
     // The baseline's outbox rows are written as published: the ledger's relay must never send them.
-    const nc = await connect({ servers: process.env.NATS_URL ?? 'nats://127.0.0.1:4222' });
+    const nc = await connectAs('admin');
     let leaked = 0;
     const sub = nc.subscribe('bench_baseline.events.>', { callback: () => leaked++ });
     const report = await runBench(opts);

@@ -1,6 +1,7 @@
-import { connect, createInbox } from 'nats';
+import { createInbox } from 'nats';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { apiClient, startTestSystem, type TestSystem } from '../support/system.ts';
+import { connectAs } from '../support/nats.ts';
 
 /** Every service is observable: health, readiness, Prometheus metrics, and NATS micro discovery. */
 let sys: TestSystem;
@@ -50,7 +51,7 @@ it('counts HTTP routes, NATS operations, error codes, outbox backlog and consume
 });
 
 it('registers every service with the NATS services protocol ($SRV discovery and stats)', async () => {
-  const nc = await connect({ servers: 'nats://127.0.0.1:4222' });
+  const nc = await connectAs('admin', { url: sys.env.NATS_URL });
   try {
     const found = new Set<string>();
     const sub = nc.subscribe(createInbox(), {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Cluster } from '../support/cluster.ts';
+import { localNats } from '../support/nats.ts';
 import { PrivateNats, PrivatePostgres } from '../support/private-servers.ts';
 import { createTestDatabase, OPERATOR_TOKEN } from '../support/system.ts';
 import { drive, plan, provision, verifyExactlyOnce } from './load.ts';
@@ -16,7 +17,7 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
 });
 
-function baseEnv(databaseUrl: string, natsUrl = 'nats://127.0.0.1:4222'): Record<string, string> {
+function baseEnv(databaseUrl: string, natsUrl = localNats().url): Record<string, string> {
   const root = `scale${randomBytes(4).toString('hex')}`;
   return {
     DATABASE_URL: databaseUrl,

@@ -3,6 +3,7 @@ import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs'
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serviceNodeOptions } from '../../scripts/node-flags.mjs';
+import { natsUserEnv } from './nats.ts';
 import { freePort } from './private-servers.ts';
 
 /**
@@ -49,6 +50,8 @@ export class Replica {
       // The services' production heap flags (scripts/node-flags.mjs) before any the caller sets.
       env: {
         ...process.env,
+        // Each replica connects as its service's own NATS user (on the cluster's NATS_URL).
+        ...natsUserEnv(this.service, this.env.NATS_URL),
         ...this.env,
         NODE_OPTIONS: serviceNodeOptions(this.env.NODE_OPTIONS ?? process.env.NODE_OPTIONS),
         OPS_PORT: String(this.opsPort),

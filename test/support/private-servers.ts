@@ -1,8 +1,10 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { natsServerConfig } from '@loyalty/runtime';
+import { localNats } from './nats.ts';
 
 /**
  * Private PostgreSQL, NATS and Redis servers for tests that stop, kill or restart them: each has
@@ -145,8 +147,26 @@ export class PrivateNats extends PrivateProcess {
   get url(): string {
     return `nats://127.0.0.1:${this.port}`;
   }
+  /** With the platform's users and permissions (root `*`) and the local passwords, like the shared one. */
   protected command(): [string, string[]] {
-    return ['nats-server', ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.dir]];
+    const config = path.join(this.dir, 'nats-server.conf');
+    if (!existsSync(config)) {
+      const { passwords } = localNats();
+      const { admin, ...users } = passwords;
+      writeFileSync(
+        config,
+        natsServerConfig({
+          root: '*',
+          passwords: users,
+          adminPassword: admin,
+          host: '127.0.0.1',
+          port: this.port,
+          storeDir: this.dir,
+          bcryptCost: 6,
+        }),
+      );
+    }
+    return ['nats-server', ['-c', config]];
   }
   override async destroy(): Promise<void> {
     await super.destroy();

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { connect as connectNats } from 'nats';
 import { Subjects } from '@loyalty/contracts';
 import { createLogger, ManualClock, type RunningService } from '@loyalty/runtime';
 import { readIdentityConfig, startIdentity } from '@loyalty/identity';
@@ -9,6 +8,7 @@ import { readLedgerConfig, startLedger } from '@loyalty/ledger';
 import { readClaimsConfig, startClaims } from '@loyalty/claims';
 import { readReferralsConfig, startReferrals } from '@loyalty/referrals';
 import { MailSink } from './mail-sink.ts';
+import { connectAs, localNats, natsUserEnv } from './nats.ts';
 
 const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 export const OPERATOR_TOKEN = 'test-operator-token-0123456789';
@@ -43,6 +43,8 @@ export interface TestSystem {
   mail: MailSink;
   db: pg.Pool;
   env: Record<string, string>;
+  /** `env` plus the NATS user of one service (or the gateway), to start another replica of it. */
+  envFor(user: ServiceName | 'gateway'): Record<string, string>;
   gateway: RunningGateway;
   services: Partial<Record<ServiceName, RunningService>>;
   /** Start (again) one service with the same settings. */
@@ -81,19 +83,22 @@ export async function startTestSystem(
     OTP_SECRET: 'test-otp-secret-0123456789',
     OPERATOR_TOKEN,
     REQUEST_TIMEOUT_MS: '1500',
+    NATS_URL: localNats().url,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...opts.env,
   };
   const log = (name: string) => createLogger(name, env.LOG_LEVEL);
+  // Every service (and the gateway) connects as its own NATS user, as in production.
+  const envOf = (user: ServiceName | 'gateway') => ({ ...env, ...natsUserEnv(user, env.NATS_URL) });
   const starters: Record<ServiceName, () => Promise<RunningService>> = {
-    identity: () => startIdentity(readIdentityConfig(env), { clock, log: log('identity') }),
-    ledger: () => startLedger(readLedgerConfig(env), { clock, log: log('ledger') }),
-    claims: () => startClaims(readClaimsConfig(env), { clock, log: log('claims') }),
-    referrals: () => startReferrals(readReferralsConfig(env), { clock, log: log('referrals') }),
+    identity: () => startIdentity(readIdentityConfig(envOf('identity')), { clock, log: log('identity') }),
+    ledger: () => startLedger(readLedgerConfig(envOf('ledger')), { clock, log: log('ledger') }),
+    claims: () => startClaims(readClaimsConfig(envOf('claims')), { clock, log: log('claims') }),
+    referrals: () => startReferrals(readReferralsConfig(envOf('referrals')), { clock, log: log('referrals') }),
   };
   const services: Partial<Record<ServiceName, RunningService>> = {};
   for (const name of names) services[name] = await starters[name]();
-  const gateway = await startGateway(readGatewayConfig(env), { log: log('gateway') });
+  const gateway = await startGateway(readGatewayConfig(envOf('gateway')), { log: log('gateway') });
   const db = new pg.Pool({ connectionString: database.url, max: 2 });
   // pool.end() resolves before the server has closed its connections; the DROP DATABASE ... WITH
   // (FORCE) of stop() can then terminate one (57P01), which an idle client reports on the pool.
@@ -120,6 +125,7 @@ export async function startTestSystem(
     mail,
     db,
     env,
+    envFor: envOf,
     gateway,
     services,
     admin,
@@ -185,8 +191,8 @@ export function apiClient(baseUrl: string, creds: { appId: string; apiKey: strin
 }
 
 /** Each test system's JetStream stream is its own; remove it so runs leave nothing behind. */
-async function deleteEventStream(root: string, natsUrl = 'nats://127.0.0.1:4222'): Promise<void> {
-  const nc = await connectNats({ servers: natsUrl });
+async function deleteEventStream(root: string, natsUrl?: string): Promise<void> {
+  const nc = await connectAs('admin', { url: natsUrl });
   try {
     const jsm = await nc.jetstreamManager();
     await jsm.streams.delete(new Subjects(root).streamName()).catch(() => undefined);

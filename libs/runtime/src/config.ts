@@ -23,6 +23,11 @@ export function loadConfig<S extends z.ZodObject>(
 export const commonEnv = {
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  /** This process's NATS user and password; without them the connection is anonymous (only for an open server). */
+  NATS_USER: z.string().min(1).optional(),
+  NATS_PASSWORD: z.string().min(1).optional(),
+  /** CA certificate (PEM path) of the NATS server: when set, the connection requires TLS. */
+  NATS_TLS_CA: z.string().min(1).optional(),
   /** Root of every subject and of the JetStream stream name (`loyalty`). */
   SUBJECT_ROOT: z
     .string()

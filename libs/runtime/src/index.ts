@@ -15,7 +15,16 @@ export {
   type PoolClient,
   type Queryable,
 } from './db.ts';
-export { connectNats, jsonCodec, natsReady, type NatsConnection } from './nats.ts';
+export { connectNats, jsonCodec, natsReady, type NatsAuth, type NatsConnection } from './nats.ts';
+export {
+  natsInboxPrefix,
+  natsPermissions,
+  natsServerConfig,
+  natsUsers,
+  type NatsPermissions,
+  type NatsServerConfigOptions,
+  type NatsUser,
+} from './nats-auth.ts';
 export {
   Endpoints,
   serveEndpoints,

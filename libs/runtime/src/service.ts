@@ -48,7 +48,11 @@ export async function runService(opts: {
   if (config.MIGRATE_ON_START)
     await migrate({ databaseUrl: config.DATABASE_URL, schema: name, dir: opts.migrationsDir, log });
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE, log, name);
-  const nc = await connectNats(config.NATS_URL, name, log);
+  const nc = await connectNats(config.NATS_URL, name, log, {
+    user: config.NATS_USER,
+    password: config.NATS_PASSWORD,
+    tlsCa: config.NATS_TLS_CA,
+  });
   const metrics = new Metrics(name);
   await ensureEventStream(nc, subjects);
   const outbox = new Outbox({ pool, nc, subjects, service: name, log, metrics });

@@ -2,10 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { connect, type NatsConnection } from 'nats';
+import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Subjects, type DomainEvent } from '@loyalty/contracts';
 import { createTestDatabase } from '../../../test/support/system.ts';
+import { connectAs } from '../../../test/support/nats.ts';
 import {
   createLogger,
   createPool,
@@ -28,7 +29,7 @@ beforeAll(async () => {
   // The runtime's shared tables (outbox, processed events) in a schema of its own, no service migrations.
   await migrate({ databaseUrl: db.url, schema: 'svc', dir: mkdtempSync(path.join(tmpdir(), 'no-migrations-')), log });
   pool = createPool(db.url, 4, log, 'outbox-test');
-  nc = await connect({ servers: 'nats://127.0.0.1:4222' });
+  nc = await connectAs('admin');
   await ensureEventStream(nc, subjects);
 });
 afterAll(async () => {

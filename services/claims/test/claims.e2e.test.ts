@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { connect } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readClaimsConfig, startClaims, type ClaimFaults, type RunningClaims } from '@loyalty/claims';
 import { createLogger } from '@loyalty/runtime';
 import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
+import { connectAs } from '../../../test/support/nats.ts';
 
 /**
  * Section 4.4 end to end through the gateway: identity (claim codes, masked members, mail),
@@ -144,7 +144,7 @@ async function outboxEvents(type: string, claimId: number): Promise<{ published:
 /** A claims instance with test-only faults, in place of the system's own one. */
 async function withFaultyClaims<T>(faults: ClaimFaults, fn: () => Promise<T>): Promise<T> {
   await sys.stopService('claims');
-  const faulty = await startClaims(readClaimsConfig(sys.env), {
+  const faulty = await startClaims(readClaimsConfig(sys.envFor('claims')), {
     clock: sys.clock,
     log: createLogger('claims', sys.env.LOG_LEVEL!),
     faults,
@@ -734,7 +734,7 @@ describe('events', () => {
         .poll(async () => (await outboxEvents(type, id)).map((e) => e.published), { timeout: 5_000 })
         .toEqual([true]);
     }
-    const nc = await connect({ servers: sys.env.NATS_URL ?? 'nats://127.0.0.1:4222' });
+    const nc = await connectAs('admin', { url: sys.env.NATS_URL });
     try {
       const jsm = await nc.jetstreamManager();
       const root = sys.env.SUBJECT_ROOT!;
@@ -799,7 +799,7 @@ describe('expiry', () => {
   it('is safe to sweep from several replicas at once: each request expires once', async () => {
     const ids = await Promise.all(Array.from({ length: 8 }, async () => claim(await member(200))));
     sys.clock.advance(72 * HOUR + 1_000);
-    const replica = await startClaims(readClaimsConfig(sys.env), {
+    const replica = await startClaims(readClaimsConfig(sys.envFor('claims')), {
       clock: sys.clock,
       log: createLogger('claims', sys.env.LOG_LEVEL!),
     });

@@ -16,7 +16,11 @@ export interface RunningGateway {
 export async function startGateway(config: GatewayConfig, opts: { log?: Logger } = {}): Promise<RunningGateway> {
   const log = opts.log ?? createLogger('gateway', config.LOG_LEVEL);
   const subjects = new Subjects(config.SUBJECT_ROOT);
-  const nc = await connectNats(config.NATS_URL, 'gateway', log);
+  const nc = await connectNats(config.NATS_URL, 'gateway', log, {
+    user: config.NATS_USER,
+    password: config.NATS_PASSWORD,
+    tlsCa: config.NATS_TLS_CA,
+  });
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
   redis.on('error', (err) => log.warn({ err: err.message }, 'redis error'));
   const metrics = new Metrics('gateway');

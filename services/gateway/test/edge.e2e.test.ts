@@ -1,6 +1,6 @@
-import { connect } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, OPERATOR_TOKEN, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
+import { connectAs } from '../../../test/support/nats.ts';
 
 let sys: TestSystem;
 const CHECK = '/api/v1/auth/member/check';
@@ -164,7 +164,7 @@ describe('service that does not answer in time', () => {
     expect((await api('POST', CHECK, { body })).status).toBe(200); // key now cached by the gateway
     await sys.stopService('identity');
     // Something takes the identity subjects but never replies (a hung replica).
-    const nc = await connect({ servers: 'nats://127.0.0.1:4222' });
+    const nc = await connectAs('identity', { url: sys.env.NATS_URL });
     const sub = nc.subscribe(`${sys.env.SUBJECT_ROOT}.identity.>`, { callback: () => undefined });
     await nc.flush();
     try {

@@ -28,16 +28,6 @@ export interface MemberAuthDeps {
   tokenTtlMinutes: number;
 }
 
-/**
- * Whether the tenant is a sandbox, from its own record: only a sandbox tenant's responses carry
- * one-time codes and its mail goes to the sandbox server, whatever a request's meta claims.
- */
-export async function isSandbox(db: Queryable, tenantId: number): Promise<boolean> {
-  const tenant = await findTenant(db, tenantId);
-  if (!tenant) throw new AppError('tenant_not_found');
-  return tenant.sandbox;
-}
-
 const masked = (m: Member) => ({ email: maskEmail(m.email) ?? '', phone: maskPhone(m.phone) });
 
 function memberNotFound(): AppError {
@@ -45,6 +35,17 @@ function memberNotFound(): AppError {
     requires_registration: true,
     registration_endpoint: REGISTRATION_ENDPOINT,
   });
+}
+
+/**
+ * Whether the tenant is a sandbox, from identity's own record of it: never from the request's
+ * `meta` (whoever reaches NATS could claim `sandbox: true` and get live members' codes back).
+ * A tenant identity does not know is `tenant_not_found`, never a code.
+ */
+export async function isSandbox(db: Queryable, tenantId: number): Promise<boolean> {
+  const tenant = await findTenant(db, tenantId);
+  if (!tenant) throw new AppError('tenant_not_found');
+  return tenant.sandbox;
 }
 
 /** Mail a one-time code; the transaction that issued it is still open, so a failure issues nothing. */

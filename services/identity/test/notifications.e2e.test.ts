@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { connect, type NatsConnection } from 'nats';
+import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Subjects } from '@loyalty/contracts';
 import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
+import { connectAs } from '../../../test/support/nats.ts';
 
 /**
  * Member notifications are paced (MAIL_NOTIFICATIONS_PER_SECOND) before their transaction opens:
@@ -17,7 +18,7 @@ beforeAll(async () => {
     services: ['identity'],
     env: { MAIL_NOTIFICATIONS_PER_SECOND: '4', MAIL_CONCURRENCY: '8' },
   });
-  nc = await connect({ servers: sys.env.NATS_URL ?? 'nats://127.0.0.1:4222' });
+  nc = await connectAs('admin', { url: sys.env.NATS_URL });
 });
 afterAll(async () => {
   await nc?.drain();

@@ -1,9 +1,10 @@
-import { connect, type NatsConnection } from 'nats';
+import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ledgerOperations, Subjects, type InternalOperation } from '@loyalty/contracts';
 import { createLogger, ServiceClient } from '@loyalty/runtime';
 import type { z } from 'zod';
 import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
+import { connectAs } from '../../../test/support/nats.ts';
 import {
   cashbackCard,
   email,
@@ -40,7 +41,7 @@ beforeAll(async () => {
   other = apiClient(sys.url, o);
   card = await pointsCard(sys, tenantId);
   coffee = await reward(sys, tenantId, card, 50, { name: 'Coffee' });
-  nc = await connect({ servers: sys.env.NATS_URL ?? 'nats://127.0.0.1:4222' });
+  nc = await connectAs('admin', { url: sys.env.NATS_URL });
   subjects = new Subjects(sys.env.SUBJECT_ROOT);
 });
 afterAll(async () => {

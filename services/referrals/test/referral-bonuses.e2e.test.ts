@@ -1,8 +1,9 @@
-import { connect, type NatsConnection } from 'nats';
+import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Subjects } from '@loyalty/contracts';
 import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
 import { apply, balance, card, codeOf, earn, eventually, history, member, type Api } from './support.ts';
+import { connectAs } from '../../../test/support/nats.ts';
 
 // Exactly-once bonuses: Idempotency-Key, retries and restarts midway, the sweeper, and the
 // first-purchase mode fed by the ledger's JetStream events.
@@ -19,7 +20,7 @@ beforeAll(async () => {
   const t = await sys.tenant();
   tenantId = t.tenantId;
   api = apiClient(sys.url, t);
-  nc = await connect({ servers: process.env.NATS_URL ?? 'nats://127.0.0.1:4222' });
+  nc = await connectAs('admin', { url: sys.env.NATS_URL });
 });
 afterAll(async () => {
   await nc?.close();

@@ -1,0 +1,173 @@
+import bcrypt from 'bcryptjs';
+import {
+  identityOperations,
+  internalOperations,
+  ledgerOperations,
+  operations,
+  operatorOperations,
+  services,
+  Subjects,
+  type ServiceName,
+} from '@loyalty/contracts';
+
+/**
+ * The nats-server configuration of the platform: one user per service and one for the gateway,
+ * each allowed exactly the subjects it uses (NATS is not a trusted network). Pure: the same
+ * input gives the same permissions; only the bcrypt salts differ from run to run.
+ */
+export const natsUsers = ['gateway', ...services] as const;
+export type NatsUser = (typeof natsUsers)[number];
+
+/** A user's reply inbox prefix: nobody else may subscribe to it, so replies cannot be snooped. */
+export function natsInboxPrefix(user: string): string {
+  return `_INBOX_${user.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+}
+
+export interface NatsPermissions {
+  publish: string[];
+  subscribe: string[];
+  /** Responders may answer the requests they receive (reply subjects), nothing more. */
+  allowResponses: boolean;
+}
+
+/** Which internal operations each service calls (read from its code: remote.ts, peers.ts, identity.ts). */
+const calls: Record<ServiceName, { service: ServiceName; operation: string }[]> = {
+  identity: [],
+  ledger: [identityOperations.resolveMember],
+  claims: [
+    identityOperations.getMembers,
+    identityOperations.issueClaimOtp,
+    identityOperations.verifyClaimOtp,
+    ledgerOperations.getCard,
+    ledgerOperations.getReward,
+    ledgerOperations.debitPoints,
+  ],
+  referrals: [
+    ledgerOperations.getCard,
+    ledgerOperations.creditPoints,
+    identityOperations.resolveMember,
+    identityOperations.getMembers,
+  ],
+};
+
+/** Services reading the event stream through a durable pull consumer (EventConsumer). */
+const consumers: ReadonlySet<ServiceName> = new Set(['identity', 'referrals']);
+
+/** Broadcasts (core NATS, no queue group): who sends, who listens. */
+function broadcasts(s: Subjects, user: NatsUser): { publish: string[]; subscribe: string[] } {
+  if (user === 'gateway') return { publish: [], subscribe: [s.credentialsChanged()] };
+  if (user === 'identity') return { publish: [s.credentialsChanged()], subscribe: [] };
+  if (user === 'ledger') return { publish: [s.cardsChanged()], subscribe: [s.cardsChanged()] };
+  return { publish: [], subscribe: [] };
+}
+
+/** `root` is a concrete subject root (`loyalty`) or `*` (one server for test runs with random roots). */
+export function natsPermissions(root: string, user: NatsUser): NatsPermissions {
+  const s = new Subjects(root);
+  const stream = root === '*' ? '*' : s.streamName();
+  const inbox = `${natsInboxPrefix(user)}.>`;
+  const b = broadcasts(s, user);
+  if (user === 'gateway') {
+    const publicOps = [...Object.values(operations), ...Object.values(operatorOperations)].map((op) =>
+      s.op(op.service, op.operation),
+    );
+    const authenticate = internalOperations.authenticate;
+    return {
+      publish: unique([...publicOps, s.op(authenticate.service, authenticate.operation)]),
+      subscribe: unique([inbox, ...b.subscribe]),
+      allowResponses: false,
+    };
+  }
+  const jetstream = [
+    '$JS.API.INFO',
+    `$JS.API.STREAM.INFO.${stream}`,
+    `$JS.API.STREAM.CREATE.${stream}`,
+    ...(consumers.has(user)
+      ? [
+          `$JS.API.CONSUMER.INFO.${stream}.*`,
+          `$JS.API.CONSUMER.CREATE.${stream}.>`,
+          `$JS.API.CONSUMER.DURABLE.CREATE.${stream}.*`,
+          `$JS.API.CONSUMER.MSG.NEXT.${stream}.*`,
+          `$JS.ACK.${stream}.>`,
+        ]
+      : []),
+  ];
+  return {
+    publish: unique([
+      ...calls[user].map((op) => s.op(op.service, op.operation)),
+      `${root}.events.${user}.>`,
+      ...b.publish,
+      ...jetstream,
+    ]),
+    subscribe: unique([s.op(user, '>'), '$SRV.>', inbox, ...b.subscribe]),
+    allowResponses: true,
+  };
+}
+
+export interface NatsServerConfigOptions {
+  /** Concrete subject root, or `*` for a server shared by test runs with random roots. */
+  root: string;
+  /** Plain passwords per user; stored in the config only as bcrypt hashes. */
+  passwords: Record<NatsUser, string>;
+  /**
+   * An unrestricted user for operators' tools and the test harness (stream clean-up, event
+   * injection). Leave it out in production unless an operator needs it.
+   */
+  adminPassword?: string;
+  host?: string;
+  port?: number;
+  /** JetStream store directory. */
+  storeDir: string;
+  /** Server certificate and key (PEM paths): clients must then connect with TLS. */
+  tls?: { cert: string; key: string };
+  /** Written by the server so tools can signal it (reload). */
+  pidFile?: string;
+  /** bcrypt cost (10 by default). */
+  bcryptCost?: number;
+}
+
+const q = (v: string): string => JSON.stringify(v);
+const list = (items: string[]): string => `[${items.map(q).join(', ')}]`;
+
+export function natsServerConfig(o: NatsServerConfigOptions): string {
+  if (o.root !== '*' && !/^[A-Za-z0-9_-]+$/.test(o.root)) throw new Error(`invalid subject root: ${o.root}`);
+  const cost = o.bcryptCost ?? 10;
+  const hash = (password: string): string => {
+    if (password.length < 16) throw new Error('NATS passwords must have at least 16 characters');
+    return bcrypt.hashSync(password, cost);
+  };
+  const users = natsUsers.map((user) => {
+    const p = natsPermissions(o.root, user);
+    return [
+      `    {`,
+      `      user: ${q(user)}`,
+      `      password: ${q(hash(o.passwords[user]))}`,
+      `      permissions: {`,
+      `        publish: { allow: ${list(p.publish)} }`,
+      `        subscribe: { allow: ${list(p.subscribe)} }`,
+      ...(p.allowResponses ? [`        allow_responses: true`] : []),
+      `      }`,
+      `    }`,
+    ].join('\n');
+  });
+  if (o.adminPassword !== undefined)
+    users.push(`    {\n      user: "admin"\n      password: ${q(hash(o.adminPassword))}\n    }`);
+  return [
+    `# Generated by scripts/nats-config.ts (libs/runtime/src/nats-auth.ts); do not edit by hand.`,
+    `# Subject root: ${o.root}`,
+    `listen: ${q(`${o.host ?? '127.0.0.1'}:${o.port ?? 4222}`)}`,
+    ...(o.pidFile ? [`pid_file: ${q(o.pidFile)}`] : []),
+    `jetstream: { store_dir: ${q(o.storeDir)} }`,
+    ...(o.tls ? [`tls: { cert_file: ${q(o.tls.cert)}, key_file: ${q(o.tls.key)} }`] : []),
+    `authorization: {`,
+    `  users: [`,
+    users.join('\n'),
+    `  ]`,
+    `}`,
+    ``,
+  ].join('\n');
+}
+
+function unique(items: string[]): string[] {
+  return [...new Set(items)];
+}
