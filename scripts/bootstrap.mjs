@@ -237,6 +237,46 @@ function generateNatsConfig(port) {
 }
 
 /**
+ * The port of this checkout's own authenticated nats-server: the first from $LOYALTY_NATS_PORT
+ * (4223) on that is free (started there) or already runs with this checkout's users (reloaded
+ * when its configuration changed). A port held by another checkout's server, or by anything
+ * else, is skipped, so two clones on one machine (a developer's and CI's) each get their own.
+ */
+async function ownNats(admin) {
+  const first = Number(process.env.LOYALTY_NATS_PORT ?? 4223);
+  for (let port = first; port < first + 20; port++) {
+    const running = await natsInfo(port);
+    const ours = running?.auth_required === true && (await natsLogin(port, 'admin', admin));
+    if (running && !ours) continue; // another checkout's server, or one without authentication
+    if (!running && (await reachable(port))) continue; // something else listens there
+    const next = generateNatsConfig(port);
+    const changed =
+      !existsSync(natsConfig) ||
+      withoutHashes(readFileSync(natsConfig, 'utf8')) !== withoutHashes(readFileSync(next, 'utf8'));
+    if (changed || !existsSync(natsConfig)) renameSync(next, natsConfig);
+    if (existsSync(next)) rmSync(next);
+    if (running) {
+      if (changed && existsSync(natsPidFile)) {
+        step(`reloading the NATS configuration (127.0.0.1:${port})`);
+        spawnSync('nats-server', ['--signal', `reload=${readFileSync(natsPidFile, 'utf8').trim()}`], {
+          stdio: 'inherit',
+        });
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      return port;
+    }
+    step(`starting an authenticated NATS (JetStream) on 127.0.0.1:${port} (var/nats/nats-server.conf)`);
+    const log = openSync(path.join(natsDir, 'nats-server.log'), 'a');
+    const child = spawn('nats-server', ['-c', natsConfig], { detached: true, stdio: ['ignore', log, log] });
+    child.unref();
+    if (!(await waitForPort(port, 20))) fail('the NATS server did not start; see var/nats/nats-server.log');
+    if (!(await natsLogin(port, 'admin', admin))) fail(`cannot log in to the NATS server on 127.0.0.1:${port}`);
+    return port;
+  }
+  fail(`no port free for this checkout's NATS server from ${first} to ${first + 19}; set LOYALTY_NATS_PORT.`);
+}
+
+/**
  * The NATS server the platform uses here, with authentication: the one on 4222 when it requires
  * it (it must then use var/nats/nats-server.conf's users), otherwise a project-owned one on
  * 127.0.0.1:$LOYALTY_NATS_PORT (4223 by default), started (or reused) with the generated config.
@@ -253,37 +293,7 @@ export async function ensureAuthenticatedNats() {
       );
     url = 'nats://127.0.0.1:4222';
   } else {
-    const port = Number(process.env.LOYALTY_NATS_PORT ?? 4223);
-    const next = generateNatsConfig(port);
-    const changed =
-      !existsSync(natsConfig) ||
-      withoutHashes(readFileSync(natsConfig, 'utf8')) !== withoutHashes(readFileSync(next, 'utf8'));
-    const running = await natsInfo(port);
-    if (running && !running.auth_required)
-      fail(`a NATS server without authentication answers on 127.0.0.1:${port}; stop it or set LOYALTY_NATS_PORT.`);
-    if (running && (changed || !(await natsLogin(port, 'admin', admin)))) {
-      // Ours with an older configuration (or other credentials): load the new one.
-      renameSync(next, natsConfig);
-      if (!existsSync(natsPidFile))
-        fail(`the NATS server on 127.0.0.1:${port} is not this project's; stop it or set LOYALTY_NATS_PORT.`);
-      step(`reloading the NATS configuration (127.0.0.1:${port})`);
-      spawnSync('nats-server', ['--signal', `reload=${readFileSync(natsPidFile, 'utf8').trim()}`], {
-        stdio: 'inherit',
-      });
-      await new Promise((r) => setTimeout(r, 500));
-      if (!(await natsLogin(port, 'admin', admin)))
-        fail(`cannot log in to the NATS server on 127.0.0.1:${port}; stop it (var/nats/nats-server.pid) and retry.`);
-    } else if (!running) {
-      if (changed || !existsSync(natsConfig)) renameSync(next, natsConfig);
-      step(`starting an authenticated NATS (JetStream) on 127.0.0.1:${port} (var/nats/nats-server.conf)`);
-      const log = openSync(path.join(natsDir, 'nats-server.log'), 'a');
-      const child = spawn('nats-server', ['-c', natsConfig], { detached: true, stdio: ['ignore', log, log] });
-      child.unref();
-      if (!(await waitForPort(port, 20))) fail(`the NATS server did not start; see var/nats/nats-server.log`);
-      if (!(await natsLogin(port, 'admin', admin))) fail(`cannot log in to the NATS server on 127.0.0.1:${port}`);
-    }
-    if (existsSync(next)) rmSync(next);
-    url = `nats://127.0.0.1:${port}`;
+    url = `nats://127.0.0.1:${await ownNats(admin)}`;
   }
   writeFileSync(natsServerFile, `${JSON.stringify({ url }, null, 2)}\n`);
   return { url, passwords: secrets.nats };
