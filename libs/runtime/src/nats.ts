@@ -28,8 +28,8 @@ export async function connectNats(
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     waitOnFirstConnect: true,
-    // Without this every request builds an Error with a stack trace in case it fails (~8 % of
-    // the gateway's CPU); a failed request is mapped to 503 without needing the trace.
+    // Without this every request builds an Error with a stack trace in case it fails, a cost on
+    // every request (bench/README.md); a failed request is mapped to 503 without needing the trace.
     noAsyncTraces: true,
   });
   void (async () => {

@@ -37,9 +37,42 @@ export class ContractViolationError extends AppError {
 export type CallerMeta = { request_id: string; tenant_id: number; idempotency_key?: string };
 
 /**
- * Send one request/reply message and return the decoded reply. A timeout or "no responders"
- * becomes a `service_unavailable` failure reply, an undecodable reply an `internal_error` one
- * (logged with the subject), never an exception the caller must map.
+ * One request/reply message: the decoded reply, or a typed failure — `ServiceUnavailableError`
+ * for a timeout or no responders, `ContractViolationError` for a reply that is no reply message
+ * (logged with the subject).
+ */
+async function request<T>(
+  nc: NatsConnection,
+  subject: string,
+  message: { meta: unknown; data: unknown },
+  requestId: string,
+  timeoutMs: number,
+  log: Logger | undefined,
+): Promise<ReplyMessage<T>> {
+  const h = natsHeaders();
+  h.set(REQUEST_ID_HEADER, requestId);
+  let raw: Uint8Array;
+  try {
+    raw = (await nc.request(subject, jsonCodec.encode(message), { timeout: timeoutMs, headers: h })).data;
+  } catch {
+    throw new ServiceUnavailableError(subject);
+  }
+  let reply: ReplyMessage<T> | undefined;
+  try {
+    reply = jsonCodec.decode(raw) as ReplyMessage<T>;
+  } catch {
+    reply = undefined;
+  }
+  if (reply && typeof reply === 'object' && (reply.ok === true || (reply.ok === false && reply.error?.code)))
+    return reply;
+  log?.error({ subject, request_id: requestId }, 'undecodable reply');
+  throw new ContractViolationError(subject, 'undecodable reply');
+}
+
+/**
+ * Send one request/reply message and return the decoded reply (the gateway forwards it as it is).
+ * A timeout or "no responders" becomes a `service_unavailable` failure reply, an undecodable
+ * reply an `internal_error` one (logged with the subject), never an exception the caller must map.
  */
 export async function callService<T = unknown>(
   nc: NatsConnection,
@@ -49,22 +82,10 @@ export async function callService<T = unknown>(
   timeoutMs: number,
   log?: Logger,
 ): Promise<ReplyMessage<T>> {
-  const h = natsHeaders();
-  h.set(REQUEST_ID_HEADER, requestId);
-  let raw: Uint8Array;
   try {
-    raw = (await nc.request(subject, jsonCodec.encode(message), { timeout: timeoutMs, headers: h })).data;
-  } catch {
-    return { ok: false, error: new ServiceUnavailableError(subject).toBody() };
-  }
-  try {
-    const reply = jsonCodec.decode(raw) as ReplyMessage<T>;
-    if (reply && typeof reply === 'object' && (reply.ok === true || (reply.ok === false && reply.error?.code)))
-      return reply;
-    throw new Error('not a reply message');
+    return await request<T>(nc, subject, message, requestId, timeoutMs, log);
   } catch (err) {
-    log?.error({ subject, request_id: requestId, err: (err as Error).message }, 'undecodable reply');
-    return { ok: false, error: new ContractViolationError(subject, 'undecodable reply').toBody() };
+    return { ok: false, error: (err as AppError).toBody() };
   }
 }
 
@@ -92,17 +113,9 @@ export class ServiceClient {
   ): Promise<z.output<O['reply']>> {
     const subject = this.subjects.op(op.service, op.operation);
     if (inTransaction()) throw new Error(`${subject} called while a database transaction is open`);
-    const reply = await callService(
-      this.nc,
-      subject,
-      { meta, data },
-      meta.request_id,
-      this.opts.timeoutMs,
-      this.opts.log,
-    );
+    const reply = await request(this.nc, subject, { meta, data }, meta.request_id, this.opts.timeoutMs, this.opts.log);
     if (!reply.ok) {
       const { code, message, ...details } = reply.error;
-      if (code === 'service_unavailable') throw new ServiceUnavailableError(subject);
       throw new AppError(code, message, details);
     }
     const parsed = op.reply.safeParse(reply.data);

@@ -12,8 +12,8 @@ export type PostingStatement = (
  * Group commit for the postings that need no transaction of their own (earns and redemptions
  * without an Idempotency-Key). While `statements` posting statements are in flight, postings queue
  * up; the next statement takes all of them (up to `maxBatch`), so under load one round trip and one
- * commit serve many requests, and with nothing in flight a posting goes alone at once. On two
- * cores this took a points earn's database work from ~0.4 ms to ~0.1 ms of CPU (bench/README.md).
+ * commit serve many requests, and with nothing in flight a posting goes alone at once (its effect
+ * on a points earn's database work is measured in bench/README.md).
  *
  * Each posting keeps its own outcome: an account appears once per statement (a second posting on
  * it waits for the next one), and a statement refused as a whole by a data error (a duplicate earn
