@@ -119,7 +119,8 @@ describe('deploy/compose.yaml', () => {
     expect(compose.services.redis!.image).toBe('redis:7');
     const nats = compose.services.nats!;
     expect(nats.image).toMatch(/^nats:2\.10(-|$)/);
-    expect(nats.command?.join(' ')).toContain('-js -sd /data');
+    expect(nats.command).toEqual(['--config', '/etc/nats/loyalty/dev.conf']);
+    expect(nats.volumes).toContain('./nats:/etc/nats/loyalty:ro');
     expect(nats.volumes).toContain('nats-data:/data');
     expect(compose.volumes).toHaveProperty('nats-data');
     expect(compose.services.mailpit!.image).toMatch(/^axllent\/mailpit(:|$)/);
@@ -193,6 +194,39 @@ describe('deploy/compose.yaml', () => {
       // Docker waits stop_grace_period before SIGKILL: longer than the service's own bound.
       expect(durationMs(compose.services[name]!.stop_grace_period!)).toBeGreaterThan(Number(env.SHUTDOWN_TIMEOUT_MS));
     }
+  });
+});
+
+describe('deploy/compose.yaml with Compose 1.29 and v2', () => {
+  it('has no top-level name (Compose 1.29 refuses it; the project is -p loyalty)', () => {
+    expect(compose).not.toHaveProperty('name');
+    expect(compose).not.toHaveProperty('version');
+  });
+});
+
+describe('the NATS server of compose (deploy/nats)', () => {
+  const natsDir = path.join(root, 'deploy', 'nats');
+  const dev = readFileSync(path.join(natsDir, 'dev.conf'), 'utf8');
+  const auth = readFileSync(path.join(natsDir, 'auth.conf'), 'utf8');
+
+  it('runs JetStream on the nats-data volume with the health endpoint on 8222, without authentication', () => {
+    expect(dev).toMatch(/^\s*store_dir:\s*\/data\s*$/m);
+    expect(dev).toMatch(/^http_port:\s*8222\s*$/m);
+    expect(dev).not.toMatch(/authorization|accounts/);
+    expect(compose.services.nats!.healthcheck!.test.join(' ')).toContain('127.0.0.1:8222/healthz');
+  });
+
+  it('can switch to a user per service whose passwords are the ones each service is given', () => {
+    expect(auth).toMatch(/^include dev\.conf$/m);
+    const env = compose.services.nats!.environment!;
+    for (const name of serviceNames) {
+      const variable = `${name.toUpperCase()}_NATS_PASSWORD`;
+      expect(auth, name).toMatch(new RegExp(`user: ${name},\\s+password: \\$${variable},`));
+      const service = compose.services[name]!.environment!;
+      expect(service.NATS_USER).toBe(name);
+      expect(service.NATS_PASSWORD, name).toBe(env[variable]);
+    }
+    expect(text).toContain('${NATS_CONFIG:-dev.conf}');
   });
 });
 
