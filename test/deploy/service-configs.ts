@@ -42,9 +42,12 @@ export function schemaOf(service: string): z.ZodObject {
  */
 export const pendingVariables: string[] = ['NATS_USER', 'NATS_PASSWORD'];
 
+/** Variables Node itself reads: the production overlay trusts the NATS server's CA through it. */
+export const nodeRuntimeVariables: string[] = ['NODE_EXTRA_CA_CERTS'];
+
 /** Names of the environment variables a service reads (or is about to read, see above). */
 export const variablesOf = (service: string): string[] => [
-  ...new Set([...Object.keys(schemaOf(service).shape), ...pendingVariables]),
+  ...new Set([...Object.keys(schemaOf(service).shape), ...pendingVariables, ...nodeRuntimeVariables]),
 ];
 
 /** Variables without a default: the service does not start without them. */
