@@ -189,7 +189,25 @@ const composeUp = () =>
     child.stderr.on('data', (d) => (out += d));
     child.on('close', (code) => resolve({ ok: code === 0, out }));
   });
-const containerOf = (service) => composeRun(['ps', '-q', service]).stdout.trim().split('\n')[0] ?? '';
+/** Container ids by compose service, from the labels both Composes put on their containers. */
+function containerIds() {
+  const out = sh('docker', [
+    'ps',
+    '-a',
+    '--filter',
+    `label=com.docker.compose.project=${PROJECT}`,
+    '--format',
+    '{{.ID}} {{.Label "com.docker.compose.service"}}',
+  ]).stdout;
+  return Object.fromEntries(
+    out
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => line.split(' ').reverse()),
+  );
+}
+const containerOf = (service) => containerIds()[service] ?? '';
 function stateOf(id) {
   const r = sh('docker', [
     'inspect',
@@ -204,10 +222,10 @@ function stateOf(id) {
 async function waitHealthy(services, timeoutMs, started = performance.now()) {
   const healthyAt = {};
   for (;;) {
+    const ids = containerIds();
     for (const s of services) {
-      if (healthyAt[s] !== undefined) continue;
-      const id = containerOf(s);
-      if (id && stateOf(id).health === 'healthy') healthyAt[s] = performance.now() - started;
+      if (healthyAt[s] !== undefined || !ids[s]) continue;
+      if (stateOf(ids[s]).health === 'healthy') healthyAt[s] = performance.now() - started;
     }
     if (services.every((s) => healthyAt[s] !== undefined)) return healthyAt;
     if (performance.now() - started > timeoutMs) {

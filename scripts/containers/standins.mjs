@@ -14,12 +14,12 @@ const CACHE = process.env.STANDIN_CACHE ?? '/var/tmp/loyalty-standins';
 
 const run = (cmd, args, opts = {}) => {
   const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 * 2 ** 20, ...opts });
-  return { ok: r.status === 0, out: `${r.stdout ?? ''}${r.stderr ?? ''}` };
+  return { ok: r.status === 0, out: `${r.stdout ?? ''}${r.stderr ?? ''}`, stdout: r.stdout ?? '' };
 };
 const must = (cmd, args, opts = {}) => {
   const r = run(cmd, args, opts);
   if (!r.ok) throw new Error(`${cmd} ${args.join(' ')} failed:\n${r.out.split('\n').slice(-30).join('\n')}`);
-  return r.out;
+  return r.stdout;
 };
 
 export const imageExists = (image) => run('docker', ['image', 'inspect', image]).ok;
