@@ -2,6 +2,7 @@
 // the composeverter package), after YAML merge keys and ${VAR:-default} interpolation are resolved
 // as `docker compose` resolves them; and complete: every service built from deploy/Dockerfile,
 // every container health-checked, start order by health, configuration the services accept.
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
@@ -201,6 +202,21 @@ describe('deploy/compose.yaml with Compose 1.29 and v2', () => {
   it('has no top-level name (Compose 1.29 refuses it; the project is -p loyalty)', () => {
     expect(compose).not.toHaveProperty('name');
     expect(compose).not.toHaveProperty('version');
+  });
+
+  // Where a Compose is installed, it must accept the file as it is (offline: `config` only parses).
+  const installed = (cmd: string[]) =>
+    spawnSync(cmd[0]!, [...cmd.slice(1), 'version'], { encoding: 'utf8' }).status === 0;
+  it.each([
+    ['docker-compose (1.29 on Debian)', ['docker-compose']],
+    ['docker compose (v2)', ['docker', 'compose']],
+  ])('is accepted by %s when installed', (_name, cmd) => {
+    if (!installed(cmd)) return;
+    const r = spawnSync(cmd[0]!, [...cmd.slice(1), '-p', 'loyalty', '-f', composeFile, 'config', '-q'], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '' },
+    });
+    expect(r.status, r.stderr).toBe(0);
   });
 });
 
