@@ -2,6 +2,7 @@
 // the composeverter package), after YAML merge keys and ${VAR:-default} interpolation are resolved
 // as `docker compose` resolves them; and complete: every service built from deploy/Dockerfile,
 // every container health-checked, start order by health, configuration the services accept.
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
@@ -119,7 +120,8 @@ describe('deploy/compose.yaml', () => {
     expect(compose.services.redis!.image).toBe('redis:7');
     const nats = compose.services.nats!;
     expect(nats.image).toMatch(/^nats:2\.10(-|$)/);
-    expect(nats.command?.join(' ')).toContain('-js -sd /data');
+    expect(nats.command).toEqual(['--config', '/etc/nats/loyalty/dev.conf']);
+    expect(nats.volumes).toContain('./nats:/etc/nats/loyalty:ro');
     expect(nats.volumes).toContain('nats-data:/data');
     expect(compose.volumes).toHaveProperty('nats-data');
     expect(compose.services.mailpit!.image).toMatch(/^axllent\/mailpit(:|$)/);
@@ -193,6 +195,54 @@ describe('deploy/compose.yaml', () => {
       // Docker waits stop_grace_period before SIGKILL: longer than the service's own bound.
       expect(durationMs(compose.services[name]!.stop_grace_period!)).toBeGreaterThan(Number(env.SHUTDOWN_TIMEOUT_MS));
     }
+  });
+});
+
+describe('deploy/compose.yaml with Compose 1.29 and v2', () => {
+  it('has no top-level name (Compose 1.29 refuses it; the project is -p loyalty)', () => {
+    expect(compose).not.toHaveProperty('name');
+    expect(compose).not.toHaveProperty('version');
+  });
+
+  // Where a Compose is installed, it must accept the file as it is (offline: `config` only parses).
+  const installed = (cmd: string[]) =>
+    spawnSync(cmd[0]!, [...cmd.slice(1), 'version'], { encoding: 'utf8' }).status === 0;
+  it.each([
+    ['docker-compose (1.29 on Debian)', ['docker-compose']],
+    ['docker compose (v2)', ['docker', 'compose']],
+  ])('is accepted by %s when installed', (_name, cmd) => {
+    if (!installed(cmd)) return;
+    const r = spawnSync(cmd[0]!, [...cmd.slice(1), '-p', 'loyalty', '-f', composeFile, 'config', '-q'], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '' },
+    });
+    expect(r.status, r.stderr).toBe(0);
+  });
+});
+
+describe('the NATS server of compose (deploy/nats)', () => {
+  const natsDir = path.join(root, 'deploy', 'nats');
+  const dev = readFileSync(path.join(natsDir, 'dev.conf'), 'utf8');
+  const auth = readFileSync(path.join(natsDir, 'auth.conf'), 'utf8');
+
+  it('runs JetStream on the nats-data volume with the health endpoint on 8222, without authentication', () => {
+    expect(dev).toMatch(/^\s*store_dir:\s*\/data\s*$/m);
+    expect(dev).toMatch(/^http_port:\s*8222\s*$/m);
+    expect(dev).not.toMatch(/authorization|accounts/);
+    expect(compose.services.nats!.healthcheck!.test.join(' ')).toContain('127.0.0.1:8222/healthz');
+  });
+
+  it('can switch to a user per service whose passwords are the ones each service is given', () => {
+    expect(auth).toMatch(/^include dev\.conf$/m);
+    const env = compose.services.nats!.environment!;
+    for (const name of serviceNames) {
+      const variable = `${name.toUpperCase()}_NATS_PASSWORD`;
+      expect(auth, name).toMatch(new RegExp(`user: ${name},\\s+password: \\$${variable},`));
+      const service = compose.services[name]!.environment!;
+      expect(service.NATS_USER).toBe(name);
+      expect(service.NATS_PASSWORD, name).toBe(env[variable]);
+    }
+    expect(text).toContain('${NATS_CONFIG:-dev.conf}');
   });
 });
 

@@ -58,10 +58,33 @@ const healthcheckScript = () => (JSON.parse(one(final, 'HEALTHCHECK').replace(/^
 const shellCmd = () => one(final, 'CMD');
 
 describe('deploy/Dockerfile', () => {
-  it('is multi-stage and runs on Node 20 slim', () => {
+  it('is multi-stage and runs on a supported Node LTS (24, Debian 12 slim)', () => {
     expect(stages.length).toBeGreaterThanOrEqual(3);
-    expect(preamble).toContainEqual({ keyword: 'ARG', args: 'NODE_IMAGE=node:20-slim' });
+    expect(preamble).toContainEqual({ keyword: 'ARG', args: 'NODE_IMAGE=node:24-bookworm-slim' });
     expect(final.from).toBe('${NODE_IMAGE}');
+    // Even majors are the LTS lines; 20 reached its end of life in April 2026, 22 in April 2027.
+    const major = Number(/node:(\d+)/.exec(preamble.map((i) => i.args).join(' '))?.[1]);
+    expect(major % 2).toBe(0);
+    expect(major).toBeGreaterThanOrEqual(24);
+  });
+
+  it('gives pnpm fetch the patches the lockfile names (else ERR_PNPM_PATCH_NOT_FOUND)', () => {
+    const lock = readFileSync(path.join(root, 'pnpm-lock.yaml'), 'utf8');
+    const patched = [...lock.matchAll(/^\s+path: (patches\/\S+)$/gm)].map((m) => m[1]!);
+    expect(patched.length).toBeGreaterThan(0);
+    const store = stages.find((s) => s.name === 'store')!;
+    const fetchAt = store.instructions.findIndex((i) => i.keyword === 'RUN' && i.args.includes('pnpm fetch'));
+    const copied = store.instructions
+      .slice(0, fetchAt)
+      .filter((i) => i.keyword === 'COPY')
+      .flatMap((i) => i.args.split(/\s+/).slice(0, -1));
+    expect(fetchAt).toBeGreaterThan(0);
+    for (const file of ['pnpm-lock.yaml', '.npmrc']) expect(copied).toContain(file);
+    for (const file of patched) expect(copied.some((c) => file.startsWith(c.replace(/\/?$/, '/')))).toBe(true);
+  });
+
+  it('needs no BuildKit (Debian docker.io builds it with the legacy builder)', () => {
+    expect(dockerfile).not.toMatch(/--mount=|^# syntax=|--link\b|<<\w+/m);
   });
 
   it('installs pnpm at the version of packageManager and builds with scripts/build.mjs from the lockfile', () => {

@@ -9,6 +9,7 @@ import ts from 'typescript';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
 import { Job } from 'kubernetes-models/batch/v1/Job';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Namespace } from 'kubernetes-models/v1/Namespace';
@@ -37,6 +38,11 @@ const kinds: Record<string, Kind> = {
     validate: (d) => new Job(d as never).validate(),
     module: 'kubernetes-models/batch/v1/Job',
     type: 'IJob',
+  },
+  'networking.k8s.io/v1/NetworkPolicy': {
+    validate: (d) => new NetworkPolicy(d as never).validate(),
+    module: 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy',
+    type: 'INetworkPolicy',
   },
   'policy/v1/PodDisruptionBudget': {
     validate: (d) => new PodDisruptionBudget(d as never).validate(),

@@ -172,7 +172,11 @@ function deploymentProblems(service: string, ms: Manifest[], secretKeys: string[
   problems.push(...configProblems(service, env));
   for (const e of c.env ?? []) {
     const ref = e.valueFrom?.secretKeyRef;
-    if (ref && (ref.name !== 'loyalty-secrets' || !secretKeys.includes(ref.key)))
+    if (!ref) continue;
+    // The shared Secret, or this service's own NATS user (never another service's).
+    const shared = ref.name === 'loyalty-secrets' && secretKeys.includes(ref.key);
+    const ownNatsUser = ref.name === `nats-${service}` && ['NATS_USER', 'NATS_PASSWORD'].includes(ref.key);
+    if (!shared && !ownNatsUser)
       problems.push(`${service}: secret ${ref.name}/${ref.key} is not in the Secret template`);
   }
   if (Number(env.OPS_PORT ?? defaultOpsPort(service)) !== opsPort?.containerPort)
@@ -257,7 +261,7 @@ describe.each([
     expect(serviceNames.flatMap((s) => deploymentProblems(s, ms, secretKeys))).toEqual([]);
     expect(
       ms
-        .filter((m) => m.kind === 'Deployment')
+        .filter((m) => m.kind === 'Deployment' && m.metadata.name !== 'pgbouncer')
         .map((m) => m.metadata.name)
         .sort(),
     ).toEqual(serviceNames);
@@ -282,7 +286,12 @@ describe.each([
 
   it('uses policy/v1 disruption budgets that never block a drain of a healthy service', () => {
     const pdbs = ms.filter((m) => m.kind === 'PodDisruptionBudget');
-    expect(pdbs.map((m) => m.metadata.name).sort()).toEqual(serviceNames);
+    expect(
+      pdbs
+        .map((m) => m.metadata.name)
+        .filter((n) => n !== 'pgbouncer')
+        .sort(),
+    ).toEqual(serviceNames);
     for (const pdb of pdbs) {
       expect(pdb.apiVersion).toBe('policy/v1');
       expect(pdb.spec).toMatchObject({ maxUnavailable: 1 });
@@ -310,9 +319,10 @@ describe.each([
     const { env, problems } = environmentOf(c, ms);
     expect(problems).toEqual([]);
     expect(Object.keys(env).filter((name) => !migrateVariables.includes(name))).toEqual([]);
+    // Straight to PostgreSQL: in production DATABASE_URL is PgBouncer's, the Job needs a session.
     expect(c.env?.find((e) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef).toEqual({
       name: 'loyalty-secrets',
-      key: 'DATABASE_URL',
+      key: find(ms, 'Deployment', 'pgbouncer') ? 'DIRECT_DATABASE_URL' : 'DATABASE_URL',
     });
     // The Deployments leave migrations to the Job.
     expect(
@@ -326,6 +336,7 @@ describe('base', () => {
     expect(secretTemplate).toBeDefined();
     expect(secretKeys.sort()).toEqual([
       'DATABASE_URL',
+      'DIRECT_DATABASE_URL',
       'OPERATOR_TOKEN',
       'OTP_SECRET',
       'REDIS_URL',
@@ -358,9 +369,14 @@ describe('production overlay', () => {
   });
 
   it('pins released images from a registry', () => {
-    const images = production.flatMap((m) => containersOf(m).map((c) => c.image));
+    const images = production
+      .filter((m) => m.metadata.name !== 'pgbouncer')
+      .flatMap((m) => containersOf(m).map((c) => c.image));
     expect(images.length).toBe(serviceNames.length + 1);
     for (const image of images) expect(image).toMatch(/^[a-z0-9.-]+\.[a-z]+\/loyalty\/[a-z]+:\d+\.\d+\.\d+$/);
+    expect(containersOf(find(production, 'Deployment', 'pgbouncer')!)[0]!.image).toMatch(
+      /^[a-z0-9.-]+\.[a-z]+\/[a-z0-9/-]+\/pgbouncer:\d+\.\d+\.\d+$/,
+    );
   });
 
   it('runs more pods with higher limits than the base', () => {
@@ -491,5 +507,336 @@ describe('the test renderer', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+// ── Network policies ────────────────────────────────────────────────────────────────────────
+interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: { key: string; operator: string; values?: string[] }[];
+}
+interface PolicyPeer {
+  podSelector?: LabelSelector;
+  namespaceSelector?: LabelSelector;
+  ipBlock?: { cidr: string };
+}
+interface PolicyRule {
+  from?: PolicyPeer[];
+  to?: PolicyPeer[];
+  ports?: { port?: number | string; protocol?: string }[];
+}
+type Policy = Manifest & {
+  spec: { podSelector: LabelSelector; policyTypes: string[]; ingress?: PolicyRule[]; egress?: PolicyRule[] };
+};
+
+function selectorMatches(selector: LabelSelector, labels: Record<string, string>): boolean {
+  if (!Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v)) return false;
+  return (selector.matchExpressions ?? []).every((e) => {
+    if (e.operator === 'In') return e.values!.includes(labels[e.key]!);
+    if (e.operator === 'NotIn') return !e.values!.includes(labels[e.key]!);
+    if (e.operator === 'Exists') return e.key in labels;
+    if (e.operator === 'DoesNotExist') return !(e.key in labels);
+    throw new Error(`unknown operator ${e.operator}`);
+  });
+}
+
+/** Every workload with a pod template: its name, pod labels and named container ports. */
+function workloads(ms: Manifest[]) {
+  return ms
+    .filter((m) => podSpecOf(m))
+    .map((m) => {
+      const template = (m.spec as { template: { metadata: { labels: Record<string, string> } } }).template;
+      const ports = Object.fromEntries(
+        containersOf(m).flatMap((c) =>
+          ((c as Container).ports ?? []).map((p) => [p.name ?? String(p.containerPort), p.containerPort]),
+        ),
+      );
+      return { name: m.metadata.name, labels: template.metadata.labels, ports };
+    });
+}
+
+/** The rules that apply to a workload in one direction (NetworkPolicies are additive). */
+function rulesFor(ms: Manifest[], labels: Record<string, string>, direction: 'Ingress' | 'Egress') {
+  const policies = ms.filter((m) => m.kind === 'NetworkPolicy') as Policy[];
+  const selecting = policies.filter(
+    (p) => p.spec.policyTypes.includes(direction) && selectorMatches(p.spec.podSelector, labels),
+  );
+  return {
+    isolated: selecting.length > 0,
+    rules: selecting.flatMap((p) =>
+      ((direction === 'Ingress' ? p.spec.ingress : p.spec.egress) ?? []).map((rule) => ({
+        policy: p.metadata.name,
+        rule,
+      })),
+    ),
+  };
+}
+
+/** Numeric ports a rule opens (named ports resolved against the workload's container ports). */
+const portsOf = (rule: PolicyRule, named: Record<string, number>) =>
+  (rule.ports ?? []).map((p) => (typeof p.port === 'string' ? named[p.port] : p.port));
+
+const egressAllowed: Record<string, number[]> = {
+  gateway: [53, 4222, 6379],
+  identity: [53, 4222, 5432, 25, 465, 587, 1025],
+  ledger: [53, 4222, 5432],
+  claims: [53, 4222, 5432],
+  referrals: [53, 4222, 5432],
+  migrate: [53, 5432],
+  pgbouncer: [53, 5432],
+};
+const egressRequired: Record<string, number[]> = {
+  gateway: [53, 4222, 6379],
+  identity: [4222, 5432, 587],
+  ledger: [4222, 5432],
+  claims: [4222, 5432],
+  referrals: [4222, 5432],
+  migrate: [5432],
+  pgbouncer: [5432],
+};
+
+function networkProblems(ms: Manifest[]): string[] {
+  const problems: string[] = [];
+  for (const w of workloads(ms)) {
+    const ingress = rulesFor(ms, w.labels, 'Ingress');
+    const egress = rulesFor(ms, w.labels, 'Egress');
+    if (!ingress.isolated || !egress.isolated) problems.push(`${w.name}: not isolated in both directions`);
+    for (const { policy, rule } of ingress.rules) {
+      const ports = portsOf(rule, w.ports);
+      if (ports.length === 0 || ports.some((p) => p === undefined))
+        problems.push(`${w.name}: ingress rule of ${policy} opens all ports or a port it does not have`);
+      const open = !rule.from || rule.from.some((peer) => peer.ipBlock?.cidr === '0.0.0.0/0');
+      // Only the gateway takes traffic from anywhere, and only on its HTTP port.
+      if (open && (w.name !== 'gateway' || !ports.every((p) => p === w.ports.http)))
+        problems.push(`${w.name}: ${policy} admits any source on ${ports.join(',')}`);
+      if (!open && w.name !== 'pgbouncer' && !ports.every((p) => p === w.ports.ops))
+        problems.push(`${w.name}: ${policy} admits ${ports.join(',')} (only the ops port, from monitoring)`);
+    }
+    const opened = new Set<number>();
+    for (const { policy, rule } of egress.rules) {
+      const ports = portsOf(rule, w.ports);
+      if (ports.length === 0) problems.push(`${w.name}: egress rule of ${policy} opens every port`);
+      for (const p of ports) opened.add(p!);
+    }
+    const allowed = egressAllowed[w.name];
+    if (!allowed) problems.push(`${w.name}: no egress expectations in the test`);
+    for (const p of opened) if (allowed && !allowed.includes(p)) problems.push(`${w.name}: may connect to port ${p}`);
+    for (const p of egressRequired[w.name] ?? [])
+      if (!opened.has(p)) problems.push(`${w.name}: cannot reach port ${p} it needs`);
+  }
+  return problems;
+}
+
+describe.each([
+  ['base', base],
+  ['production overlay', production],
+])('network policies of the %s', (_name, ms) => {
+  it('isolate every pod; only the gateway takes ingress; services reach only NATS, PostgreSQL, Redis, SMTP, DNS', () => {
+    expect(workloads(ms).length).toBeGreaterThanOrEqual(serviceNames.length + 1);
+    expect(networkProblems(ms)).toEqual([]);
+  });
+
+  it('reach NATS only in its namespace, on 4222', () => {
+    for (const w of workloads(ms)) {
+      for (const { rule } of rulesFor(ms, w.labels, 'Egress').rules.filter((r) =>
+        portsOf(r.rule, w.ports).includes(4222),
+      )) {
+        expect(rule.to, w.name).toEqual([
+          {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'nats' } },
+            podSelector: { matchLabels: { 'app.kubernetes.io/name': 'nats' } },
+          },
+        ]);
+      }
+    }
+  });
+});
+
+describe('the network policy check rejects what is broken', () => {
+  it.each<[string, (ms: Manifest[]) => void, RegExp]>([
+    [
+      'a ledger open to any source',
+      (ms) =>
+        void ms.push({
+          apiVersion: 'networking.k8s.io/v1',
+          kind: 'NetworkPolicy',
+          metadata: { name: 'oops' },
+          spec: {
+            podSelector: { matchLabels: { 'app.kubernetes.io/name': 'ledger' } },
+            policyTypes: ['Ingress'],
+            ingress: [{ ports: [{ port: 9102 }] }],
+          },
+        }),
+      /ledger: oops admits any source/,
+    ],
+    [
+      'no default deny',
+      (ms) =>
+        void ms.splice(
+          ms.findIndex((m) => m.metadata.name === 'default-deny'),
+          1,
+        ),
+      /migrate: not isolated/,
+    ],
+    [
+      'the ledger reaching Redis',
+      (ms) => {
+        const p = find(ms, 'NetworkPolicy', 'gateway-to-redis') as Policy;
+        p.spec.podSelector = {
+          matchExpressions: [{ key: 'app.kubernetes.io/name', operator: 'In', values: ['gateway', 'ledger'] }],
+        };
+      },
+      /ledger: may connect to port 6379/,
+    ],
+  ])('%s', (_what, breakIt, message) => {
+    const ms = structuredClone(production);
+    breakIt(ms);
+    expect(networkProblems(ms).join('\n')).toMatch(message);
+  });
+});
+
+// ── NATS credentials and TLS ────────────────────────────────────────────────────────────────
+describe('NATS credentials', () => {
+  it('each service logs in with its own user from its own Secret (templates in the base, out of band in production)', () => {
+    for (const ms of [base, production]) {
+      for (const service of serviceNames) {
+        const c = mainContainer(find(ms, 'Deployment', service)!);
+        for (const key of ['NATS_USER', 'NATS_PASSWORD'])
+          expect(c.env?.find((e) => e.name === key)?.valueFrom?.secretKeyRef, `${service} ${key}`).toEqual({
+            name: `nats-${service}`,
+            key,
+          });
+      }
+    }
+    for (const service of serviceNames) {
+      const secret = find(base, 'Secret', `nats-${service}`) as Manifest & { stringData: Record<string, string> };
+      expect(secret.stringData).toEqual({ NATS_USER: service, NATS_PASSWORD: 'REPLACE_ME' });
+      expect(find(production, 'Secret', `nats-${service}`)).toBeUndefined();
+    }
+  });
+
+  it('production: every service trusts the NATS CA from the Secret nats-tls-ca (the server requires TLS)', () => {
+    const common = find(production, 'ConfigMap', 'loyalty-common') as Manifest & { data: Record<string, string> };
+    expect(common.data.NATS_URL).toBe('nats://nats.nats.svc:4222');
+    for (const service of serviceNames) {
+      const d = find(production, 'Deployment', service)!;
+      const c = mainContainer(d) as Container & { volumeMounts: { name: string; mountPath: string }[] };
+      const file = c.env?.find((e) => e.name === 'NODE_EXTRA_CA_CERTS')?.value;
+      expect(file, service).toBe('/etc/nats-tls/ca.crt');
+      const mount = c.volumeMounts.find((m) => file!.startsWith(`${m.mountPath}/`))!;
+      const volume = (
+        podSpecOf(d)!.volumes as { name: string; secret?: { secretName: string; items: unknown[] } }[]
+      ).find((v) => v.name === mount.name);
+      expect(volume?.secret).toEqual({ secretName: 'nats-tls-ca', items: [{ key: 'ca.crt', path: 'ca.crt' }] });
+    }
+  });
+});
+
+// ── Database connection budget ─────────────────────────────────────────────────────────────
+// PostgreSQL's defaults: max_connections 100, of which superuser_reserved_connections 3; keep 10
+// for operators, monitoring and replication. The migration Job holds one direct connection.
+const POSTGRES_MAX_CONNECTIONS = 100;
+const POSTGRES_RESERVED = 3 + 10;
+const MIGRATION_CONNECTIONS = 1;
+
+function ini(text: string): Record<string, string> {
+  return Object.fromEntries(
+    text
+      .split('\n')
+      .map((l) => /^\s*([a-z_]+)\s*=\s*(.*?)\s*$/.exec(l))
+      .filter((m) => m !== null)
+      .map((m) => [m[1]!, m[2]!]),
+  );
+}
+
+/** Pods a Deployment can run at once: its replicas or autoscaler maximum, plus the rollout surge. */
+function maximumPods(ms: Manifest[], name: string): number {
+  const d = find(ms, 'Deployment', name)!;
+  const spec = d.spec as { replicas?: number; strategy?: { rollingUpdate?: { maxSurge?: number | string } } };
+  const steady = hpaOf(ms, name)?.spec.maxReplicas ?? spec.replicas ?? 1;
+  const surge = spec.strategy?.rollingUpdate?.maxSurge ?? '25%';
+  return steady + (typeof surge === 'number' ? surge : Math.ceil((steady * parseInt(surge, 10)) / 100));
+}
+
+/** The connection budget of a rendered overlay: the numbers and what does not fit. */
+function connectionBudget(ms: Manifest[]) {
+  const database = find(ms, 'ConfigMap', 'loyalty-database') as Manifest & { data: Record<string, string> };
+  const poolSize = Number(database.data.DATABASE_POOL_SIZE);
+  const databaseServices = serviceNames.filter((s) => s !== 'gateway');
+  const clients = databaseServices.reduce((sum, s) => sum + maximumPods(ms, s) * poolSize, 0);
+  const problems: string[] = [];
+  const pooler = find(ms, 'Deployment', 'pgbouncer');
+  let server: number;
+  if (!pooler) {
+    server = clients + MIGRATION_CONNECTIONS;
+  } else {
+    const config = ini(
+      (find(ms, 'ConfigMap', 'pgbouncer') as Manifest & { data: Record<string, string> }).data['pgbouncer.ini']!,
+    );
+    if (hpaOf(ms, 'pgbouncer')) problems.push('PgBouncer must not autoscale: its pod count is part of the budget');
+    const poolers = maximumPods(ms, 'pgbouncer');
+    server = poolers * Number(config.max_db_connections) + MIGRATION_CONNECTIONS;
+    if (!(Number(config.max_db_connections) > 0)) problems.push('PgBouncer needs max_db_connections');
+    if (config.pool_mode !== 'transaction') problems.push('PgBouncer should pool transactions');
+    if (!(Number(config.max_prepared_statements) > 0))
+      problems.push('the services use named prepared statements: PgBouncer needs max_prepared_statements');
+    // All clients may land on one PgBouncer pod.
+    if (clients > Number(config.max_client_conn))
+      problems.push(`${clients} client connections exceed max_client_conn ${config.max_client_conn} of one PgBouncer`);
+  }
+  if (server + POSTGRES_RESERVED > POSTGRES_MAX_CONNECTIONS)
+    problems.push(
+      `${server} server connections + ${POSTGRES_RESERVED} reserved exceed PostgreSQL's max_connections ${POSTGRES_MAX_CONNECTIONS}`,
+    );
+  const ledger = mainContainer(find(ms, 'Deployment', 'ledger')!);
+  const postingStatements = Number(ledger.env?.find((e) => e.name === 'POSTING_STATEMENTS')?.value ?? 2);
+  if (postingStatements >= poolSize) problems.push('the ledger posting statements take the whole pool');
+  return { clients, server, problems };
+}
+
+describe('the database connection budget of the production overlay', () => {
+  it('adds up: PgBouncer server connections within max_connections, every client pool within one PgBouncer', () => {
+    const budget = connectionBudget(production);
+    expect(budget.problems).toEqual([]);
+    expect(budget.server + POSTGRES_RESERVED).toBeLessThanOrEqual(POSTGRES_MAX_CONNECTIONS);
+    expect(budget.clients).toBeGreaterThan(budget.server); // the pooler is what makes it fit
+  });
+
+  it('sends every database connection of the services through PgBouncer', () => {
+    for (const service of serviceNames.filter((s) => s !== 'gateway')) {
+      const labels = podLabels(find(production, 'Deployment', service)!);
+      const to5432 = rulesFor(production, labels, 'Egress').rules.filter((r) => portsOf(r.rule, {}).includes(5432));
+      expect(to5432.length, service).toBeGreaterThan(0);
+      for (const { rule } of to5432)
+        expect(rule.to, service).toEqual([
+          {
+            podSelector: {
+              matchLabels: { 'app.kubernetes.io/name': 'pgbouncer', 'app.kubernetes.io/part-of': 'loyalty' },
+            },
+          },
+        ]);
+    }
+  });
+
+  it('rejects the layout without a pooler (pool 20 × up to 25 pods straight to PostgreSQL)', () => {
+    const direct = structuredClone(production).filter((m) => m.metadata.name !== 'pgbouncer');
+    (
+      find(direct, 'ConfigMap', 'loyalty-database') as Manifest & { data: Record<string, string> }
+    ).data.DATABASE_POOL_SIZE = '20';
+    const budget = connectionBudget(direct);
+    expect(budget.clients).toBeGreaterThan(400);
+    expect(budget.problems.join('\n')).toMatch(/exceed PostgreSQL's max_connections 100/);
+  });
+
+  it('rejects a PgBouncer sized past max_connections or too small for the clients', () => {
+    const big = structuredClone(production);
+    const cm = find(big, 'ConfigMap', 'pgbouncer') as Manifest & { data: Record<string, string> };
+    cm.data['pgbouncer.ini'] = cm.data['pgbouncer.ini']!.replace(
+      /max_db_connections = \d+/,
+      'max_db_connections = 60',
+    ).replace(/max_client_conn = \d+/, 'max_client_conn = 100');
+    const problems = connectionBudget(big).problems.join('\n');
+    expect(problems).toMatch(/exceed PostgreSQL's max_connections/);
+    expect(problems).toMatch(/exceed max_client_conn 100/);
   });
 });
