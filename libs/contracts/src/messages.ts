@@ -41,12 +41,6 @@ export type ServiceMeta = z.infer<typeof ServiceMeta>;
 export const AdminMeta = z.object({ request_id: RequestId, operator: z.literal(true) });
 export type AdminMeta = z.infer<typeof AdminMeta>;
 
-/** Request message on a `loyalty.<service>.<operation>` subject. */
-export interface RequestMessage<T = unknown> {
-  meta: Meta;
-  data: T;
-}
-
 /** Reply message: either a result or an error from the catalogue. */
 export type ReplyMessage<T = unknown> = { ok: true; data: T; message?: string } | { ok: false; error: ErrorBody };
 

@@ -33,8 +33,3 @@ export class Subjects {
     return `${this.root.replace(/[^A-Za-z0-9_-]/g, '_').toUpperCase()}_EVENTS`;
   }
 }
-
-/** Operations of identity used by the gateway and by other services (not HTTP routes). */
-export const identityInternal = {
-  authenticate: 'internal.authenticate',
-} as const;

@@ -17,7 +17,7 @@ import { findMemberBy, insertMember, type Member } from './store/members.ts';
 import { findLiveSession, insertSession, revokeSession } from './store/sessions.ts';
 import { findTenant } from './store/tenants.ts';
 
-export const REGISTRATION_ENDPOINT = '/api/v1/auth/member/register';
+const REGISTRATION_ENDPOINT = '/api/v1/auth/member/register';
 
 export interface MemberAuthDeps {
   pool: Pool;

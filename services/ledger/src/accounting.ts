@@ -50,7 +50,7 @@ export interface BalanceChange {
   balance: number;
 }
 
-export function duplicateReference(originalId: number | undefined): AppError {
+function duplicateReference(originalId: number | undefined): AppError {
   return new AppError(
     'duplicate_reference',
     undefined,

@@ -29,7 +29,7 @@ export function cashbackConfigView(c: Card) {
 }
 
 /** A card as the operator sees it. */
-export function cardRecord(c: Card) {
+function cardRecord(c: Card) {
   return {
     id: c.id,
     tenant_id: c.tenant_id,
@@ -50,7 +50,7 @@ export function cardRecord(c: Card) {
 }
 
 /** A cashback card in GET /api/v1/cashback/cards. */
-export function cashbackCardView(c: Card) {
+function cashbackCardView(c: Card) {
   return {
     id: c.id,
     unique_identifier: c.unique_identifier,
@@ -74,7 +74,7 @@ export function cardSummary(c: Card): CardSummary {
   };
 }
 
-export function rewardRecord(r: Reward) {
+function rewardRecord(r: Reward) {
   return {
     id: r.id,
     card_id: r.card_id,

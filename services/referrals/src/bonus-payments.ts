@@ -42,7 +42,7 @@ export function referralEventData(r: Referral) {
 }
 
 /** Meta of work that no HTTP request started (sweeper, event consumer). */
-export function backgroundMeta(tenantId: number, what: string): CallerMeta {
+function backgroundMeta(tenantId: number, what: string): CallerMeta {
   return { request_id: `referrals-${what}-${randomUUID()}`, tenant_id: tenantId };
 }
 

@@ -22,7 +22,7 @@ import type { ReferralsClients } from './clients.ts';
 import { ensureCode, findCode } from './store/codes.ts';
 import { countReferrals, findByReferee, insertReferral, referralsOfReferrer, topReferrers } from './store/referrals.ts';
 
-export const APPLY_OPERATION = 'referrals.apply';
+const APPLY_OPERATION = 'referrals.apply';
 
 export interface ProgrammeDeps {
   pool: Pool;
