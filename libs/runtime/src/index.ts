@@ -33,13 +33,7 @@ export {
   type HandlerContext,
   type ServedEndpoints,
 } from './endpoints.ts';
-export {
-  callService,
-  ContractViolationError,
-  ServiceClient,
-  ServiceUnavailableError,
-  type CallerMeta,
-} from './service-client.ts';
+export { callService, ContractViolationError, ServiceClient, ServiceUnavailableError } from './service-client.ts';
 export { Metrics } from './metrics.ts';
 export { startOpsServer, type ReadinessCheck } from './ops-server.ts';
 export { ReplayStore, requestHash, stableStringify, type ReplayKey } from './idempotency.ts';

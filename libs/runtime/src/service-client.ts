@@ -5,6 +5,7 @@ import {
   REQUEST_ID_HEADER,
   type InternalOperation,
   type ReplyMessage,
+  type ServiceMeta,
   type Subjects,
 } from '@loyalty/contracts';
 import { inTransaction } from './db.ts';
@@ -32,9 +33,6 @@ export class ContractViolationError extends AppError {
     this.name = 'ContractViolationError';
   }
 }
-
-/** Meta a caller passes on: the request id and the tenant (saga steps add an idempotency key). */
-export type CallerMeta = { request_id: string; tenant_id: number; idempotency_key?: string };
 
 /**
  * One request/reply message: the decoded reply, or a typed failure — `ServiceUnavailableError`
@@ -108,7 +106,7 @@ export class ServiceClient {
 
   async call<O extends InternalOperation>(
     op: O,
-    meta: CallerMeta,
+    meta: ServiceMeta,
     data: z.input<O['request']>,
   ): Promise<z.output<O['reply']>> {
     const subject = this.subjects.op(op.service, op.operation);

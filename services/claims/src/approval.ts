@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { AppError } from '@loyalty/contracts';
-import { withTransaction, type CallerMeta, type Logger } from '@loyalty/runtime';
+import { AppError, type ServiceMeta } from '@loyalty/contracts';
+import { withTransaction, type Logger } from '@loyalty/runtime';
 import { notPending, type ClaimDeps } from './claim-requests.ts';
 import { debitCertainlyNotApplied, debitKey, decide } from './domain/claim-request.ts';
 import { recordClaimEvent } from './events.ts';
@@ -39,7 +39,7 @@ export interface ApprovedReply {
  * points and other refusals), the attempt hands the request back to pending and answers the error.
  */
 export function approvals(deps: ClaimDeps, faults: ClaimFaults = {}) {
-  async function approve(d: { request_id: number; staff_note?: string }, meta: CallerMeta): Promise<ApprovedReply> {
+  async function approve(d: { request_id: number; staff_note?: string }, meta: ServiceMeta): Promise<ApprovedReply> {
     const key = { tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'claims.approve', data: d };
     const replay = key.key ? await deps.replays.find<ApprovedReply>({ ...key, key: key.key }) : undefined;
     if (replay) return replay;
@@ -108,7 +108,7 @@ export function approvals(deps: ClaimDeps, faults: ClaimFaults = {}) {
     /** Finish an approval whose process died between the debit and the status change. */
     async resume(claim: { id: number; tenant_id: number }, log: Logger): Promise<boolean> {
       const requestId = `claims-resume-${randomUUID()}`;
-      const meta: CallerMeta = { request_id: requestId, tenant_id: claim.tenant_id };
+      const meta: ServiceMeta = { request_id: requestId, tenant_id: claim.tenant_id };
       try {
         await approve({ request_id: claim.id }, meta);
         log.info({ claim_request_id: claim.id, request_id: requestId }, 'stalled approval finished');

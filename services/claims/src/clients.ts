@@ -4,8 +4,9 @@ import {
   type CardSummary,
   type MemberSummary,
   type RewardSummary,
+  type ServiceMeta,
 } from '@loyalty/contracts';
-import type { CallerMeta, ServiceClient } from '@loyalty/runtime';
+import type { ServiceClient } from '@loyalty/runtime';
 import type { z } from 'zod';
 
 /**
@@ -16,22 +17,22 @@ export function claimsClients(client: ServiceClient) {
   const i = identityOperations;
   const l = ledgerOperations;
   return {
-    issueClaimOtp: (meta: CallerMeta, d: z.input<typeof i.issueClaimOtp.request>) =>
+    issueClaimOtp: (meta: ServiceMeta, d: z.input<typeof i.issueClaimOtp.request>) =>
       client.call(i.issueClaimOtp, meta, d),
     /** Consumes the code; under the caller's idempotency key a repeat answers as the first did. */
-    verifyClaimOtp: (meta: CallerMeta, d: z.input<typeof i.verifyClaimOtp.request>) =>
+    verifyClaimOtp: (meta: ServiceMeta, d: z.input<typeof i.verifyClaimOtp.request>) =>
       client.call(i.verifyClaimOtp, meta, d),
-    async members(meta: CallerMeta, ids: number[]): Promise<Map<number, MemberSummary>> {
+    async members(meta: ServiceMeta, ids: number[]): Promise<Map<number, MemberSummary>> {
       if (ids.length === 0) return new Map();
       const r = await client.call(i.getMembers, meta, { ids: [...new Set(ids)] });
       return new Map(r.members.map((m) => [m.id, m]));
     },
-    card: async (meta: CallerMeta, cardId: number): Promise<CardSummary> =>
+    card: async (meta: ServiceMeta, cardId: number): Promise<CardSummary> =>
       (await client.call(l.getCard, meta, { card_id: cardId })).card,
-    reward: async (meta: CallerMeta, cardId: number, rewardId: number): Promise<RewardSummary> =>
+    reward: async (meta: ServiceMeta, cardId: number, rewardId: number): Promise<RewardSummary> =>
       (await client.call(l.getReward, meta, { card_id: cardId, reward_id: rewardId })).reward,
     /** Debit under a deterministic idempotency key: a repeated call replays the first result. */
-    debitPoints: (meta: CallerMeta, key: string, d: z.input<typeof l.debitPoints.request>) =>
+    debitPoints: (meta: ServiceMeta, key: string, d: z.input<typeof l.debitPoints.request>) =>
       client.call(l.debitPoints, { request_id: meta.request_id, tenant_id: meta.tenant_id, idempotency_key: key }, d),
   };
 }

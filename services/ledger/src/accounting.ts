@@ -1,4 +1,4 @@
-import { AppError } from '@loyalty/contracts';
+import { AppError, type ServiceMeta } from '@loyalty/contracts';
 import {
   isUniqueViolation,
   type Clock,
@@ -11,7 +11,7 @@ import {
 import { refundDeduction, type BalanceWarningFigures } from './domain/formulas.ts';
 import type { JournalEvent } from './domain/journal.ts';
 import type { CardCache } from './card-cache.ts';
-import type { CallerMeta, MemberDirectory } from './clients.ts';
+import type { MemberDirectory } from './clients.ts';
 import type { MemberPins } from './member-pins.ts';
 import type { PostingBatcher } from './posting-batcher.ts';
 import {
@@ -42,7 +42,7 @@ export interface LedgerDeps {
 }
 
 /** The request meta the ledger reads: tenant, request id, member token, Idempotency-Key. */
-export type LedgerMeta = CallerMeta & { member_id?: number; idempotency_key?: string };
+export type LedgerMeta = ServiceMeta & { member_id?: number; idempotency_key?: string };
 
 export interface BalanceChange {
   entry: JournalEntry;

@@ -1,8 +1,6 @@
 import { LRUCache } from 'lru-cache';
-import { AppError, identityOperations, type MemberSummary } from '@loyalty/contracts';
-import type { CallerMeta, ServiceClient } from '@loyalty/runtime';
-
-export type { CallerMeta };
+import { AppError, identityOperations, type MemberSummary, type ServiceMeta } from '@loyalty/contracts';
+import type { ServiceClient } from '@loyalty/runtime';
 
 /**
  * The ledger's view of identity's members, through the service client (a failure reply comes
@@ -17,7 +15,7 @@ export function memberDirectory(client: ServiceClient, cacheTtlMs = 0, cacheMax 
   const known = cacheTtlMs > 0 ? new LRUCache<string, MemberSummary>({ max: cacheMax, ttl: cacheTtlMs }) : undefined;
 
   async function resolve(
-    meta: CallerMeta,
+    meta: ServiceMeta,
     by: { member_id?: number; email?: string; phone?: string },
     create?: { name?: string },
   ): Promise<{ member: MemberSummary; created: boolean }> {
@@ -35,7 +33,7 @@ export function memberDirectory(client: ServiceClient, cacheTtlMs = 0, cacheMax 
     /** Find the member (member_id wins over email and phone) or create it when `create` is given. */
     resolve,
     /** Throws member_not_found unless the member exists in the caller's tenant. */
-    async mustExist(meta: CallerMeta, memberId: number): Promise<MemberSummary> {
+    async mustExist(meta: ServiceMeta, memberId: number): Promise<MemberSummary> {
       const { member } = await resolve(meta, { member_id: memberId });
       if (!member) throw new AppError('member_not_found');
       return member;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, type DomainEvent } from '@loyalty/contracts';
+import { AppError, type DomainEvent, type ServiceMeta } from '@loyalty/contracts';
 import {
   afterCommit,
   withTransaction,
@@ -11,7 +11,7 @@ import {
   type Queryable,
 } from '@loyalty/runtime';
 import { bonusCredits, isPurchaseEarn, type Referral } from './domain/referral.ts';
-import type { CallerMeta, ReferralsClients } from './clients.ts';
+import type { ReferralsClients } from './clients.ts';
 import {
   awaitingFirstPurchase,
   completeReferral,
@@ -42,7 +42,7 @@ export function referralEventData(r: Referral) {
 }
 
 /** Meta of work that no HTTP request started (sweeper, event consumer). */
-function backgroundMeta(tenantId: number, what: string): CallerMeta {
+function backgroundMeta(tenantId: number, what: string): ServiceMeta {
   return { request_id: `referrals-${what}-${randomUUID()}`, tenant_id: tenantId };
 }
 
@@ -55,7 +55,7 @@ function backgroundMeta(tenantId: number, what: string): CallerMeta {
 export function bonusPayments(deps: PaymentDeps) {
   const { pool, clients, outbox, clock, log } = deps;
 
-  async function credit(meta: CallerMeta, r: Referral) {
+  async function credit(meta: ServiceMeta, r: Referral) {
     const tx: { referrer?: number; referee?: number } = {};
     for (const c of bonusCredits(r)) {
       const reply = await clients.creditBonus(meta, c.key, {
@@ -85,7 +85,7 @@ export function bonusPayments(deps: PaymentDeps) {
 
   /** `alsoInTx` writes what must commit with the completion (apply's idempotency record). */
   async function pay(
-    meta: CallerMeta,
+    meta: ServiceMeta,
     r: Referral,
     alsoInTx?: (db: PoolClient, done: Referral) => Promise<void>,
   ): Promise<Referral> {

@@ -1,7 +1,11 @@
-import { identityOperations, ledgerOperations, type CardSummary, type MemberSummary } from '@loyalty/contracts';
-import type { CallerMeta, ServiceClient } from '@loyalty/runtime';
-
-export type { CallerMeta };
+import {
+  identityOperations,
+  ledgerOperations,
+  type CardSummary,
+  type MemberSummary,
+  type ServiceMeta,
+} from '@loyalty/contracts';
+import type { ServiceClient } from '@loyalty/runtime';
 
 /**
  * The two services referrals talks to, through the runtime's service client: typed by their
@@ -10,15 +14,15 @@ export type { CallerMeta };
  */
 export function referralsClients(client: ServiceClient) {
   return {
-    async card(meta: CallerMeta, cardId: number): Promise<CardSummary> {
+    async card(meta: ServiceMeta, cardId: number): Promise<CardSummary> {
       return (await client.call(ledgerOperations.getCard, meta, { card_id: cardId })).card;
     },
     /** A member of the caller's tenant; a foreign or missing id is member_not_found. */
-    async member(meta: CallerMeta, memberId: number): Promise<MemberSummary> {
+    async member(meta: ServiceMeta, memberId: number): Promise<MemberSummary> {
       return (await client.call(identityOperations.resolveMember, meta, { member_id: memberId })).member;
     },
     /** Masked summaries by id, in one call; unknown ids are left out. */
-    async members(meta: CallerMeta, ids: number[]): Promise<Map<number, MemberSummary>> {
+    async members(meta: ServiceMeta, ids: number[]): Promise<Map<number, MemberSummary>> {
       const unique = [...new Set(ids)];
       if (unique.length === 0) return new Map();
       const { members } = await client.call(identityOperations.getMembers, meta, { ids: unique });
@@ -26,7 +30,7 @@ export function referralsClients(client: ServiceClient) {
     },
     /** Credit bonus points under a deterministic key: a repeat replays the first credit. */
     creditBonus(
-      meta: CallerMeta,
+      meta: ServiceMeta,
       key: string,
       credit: { cardId: number; memberId: number; points: number; referralId: number; party: string },
     ) {
