@@ -42,7 +42,7 @@ export interface LedgerDeps {
 }
 
 /** The request meta the ledger reads: tenant, request id, member token, Idempotency-Key. */
-export type LedgerMeta = ServiceMeta & { member_id?: number; idempotency_key?: string };
+export type LedgerMeta = ServiceMeta & { member_id?: number };
 
 export interface BalanceChange {
   entry: JournalEntry;
