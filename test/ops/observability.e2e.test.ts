@@ -44,7 +44,7 @@ it('counts HTTP routes, NATS operations, error codes, outbox backlog and consume
   expect(identity).toMatch(
     /loyalty_nats_request_errors_total\{[^}]*operation="member.request_otp",code="member_not_found"/,
   );
-  expect(identity).toMatch(/loyalty_consumer_pending_identity_mail_ledger_points_earned\{[^}]*\} \d+/);
+  expect(identity).toMatch(/loyalty_consumer_pending\{[^}]*consumer="identity-mail-ledger-points_earned"[^}]*\} \d+/);
   const ledger = await (await ops(sys.services.ledger!.opsPort, '/metrics')).text();
   expect(ledger).toMatch(/loyalty_outbox_backlog\{[^}]*\} \d+/);
   expect(ledger).toMatch(/loyalty_outbox_oldest_age_seconds\{[^}]*\} [\d.]+/);

@@ -47,9 +47,11 @@ export class EventConsumer {
       admit?: () => Promise<void>;
     },
   ) {
-    opts.metrics?.gauge(
-      `loyalty_consumer_pending_${opts.durable.replace(/[^a-zA-Z0-9_]/g, '_')}`,
-      `Events not yet delivered to consumer ${opts.durable} (lag)`,
+    opts.metrics?.gaugeSeries(
+      'loyalty_consumer_pending',
+      'Events not yet delivered to or acknowledged by a consumer (lag), by consumer',
+      'consumer',
+      opts.durable,
       async () => {
         const jsm = await opts.nc.jetstreamManager();
         const info = await jsm.consumers.info(opts.subjects.streamName(), this.durableName());

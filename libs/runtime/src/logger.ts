@@ -1,23 +1,30 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
 
-/** Structured JSON logs on stdout; every line names the service. */
-export function createLogger(service: string, level = 'info'): Logger {
-  return pino({
-    level,
-    base: { service },
-    timestamp: pino.stdTimeFunctions.isoTime,
-    redact: {
-      paths: [
-        '*.api_key',
-        '*.member_token',
-        '*.code',
-        '*.pin',
-        'req.headers["x-api-key"]',
-        'req.headers["x-member-token"]',
-      ],
-      censor: '[redacted]',
+/**
+ * Structured JSON logs on stdout; every line names the service and its level by name
+ * (`"level":"info"`), as log pipelines expect, rather than pino's numbers.
+ */
+export function createLogger(service: string, level = 'info', destination?: DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: { service },
+      formatters: { level: (label) => ({ level: label }) },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: {
+        paths: [
+          '*.api_key',
+          '*.member_token',
+          '*.code',
+          '*.pin',
+          'req.headers["x-api-key"]',
+          'req.headers["x-member-token"]',
+        ],
+        censor: '[redacted]',
+      },
     },
-  });
+    destination,
+  );
 }

@@ -51,7 +51,39 @@ export class Metrics {
     return new Histogram({ name, help, buckets: histogramBuckets, registers: [this.registry] });
   }
 
-  /** A gauge whose value is read when Prometheus scrapes (outbox backlog, consumer lag...). */
+  private readonly labelled = new Map<string, Map<string, () => Promise<number> | number>>();
+
+  /**
+   * One series of a labelled gauge read when Prometheus scrapes: every caller with the same `name`
+   * adds a series to the one metric (e.g. `loyalty_consumer_pending{consumer="..."}`).
+   */
+  gaugeSeries(name: string, help: string, label: string, value: string, collect: () => Promise<number> | number): void {
+    let series = this.labelled.get(name);
+    if (!series) {
+      const all = (series = new Map());
+      this.labelled.set(name, all);
+      new Gauge({
+        name,
+        help,
+        labelNames: [label],
+        registers: [this.registry],
+        async collect() {
+          await Promise.all(
+            [...all].map(async ([v, read]) => {
+              try {
+                this.set({ [label]: v }, await read());
+              } catch {
+                // an unreachable dependency leaves the last value; /readyz reports the outage
+              }
+            }),
+          );
+        },
+      });
+    }
+    series.set(value, collect);
+  }
+
+  /** A gauge whose value is read when Prometheus scrapes (outbox backlog...). */
   gauge(name: string, help: string, collect: () => Promise<number> | number): void {
     new Gauge({
       name,
