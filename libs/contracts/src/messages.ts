@@ -42,7 +42,9 @@ export const AdminMeta = z.object({ request_id: RequestId, operator: z.literal(t
 export type AdminMeta = z.infer<typeof AdminMeta>;
 
 /** Reply message: either a result or an error from the catalogue. */
-export type ReplyMessage<T = unknown> = { ok: true; data: T; message?: string } | { ok: false; error: ErrorBody };
+export type ReplyMessage<T = unknown> =
+  | { ok: true; data: T; message?: string; /** a stored response replayed under its Idempotency-Key */ replayed?: true }
+  | { ok: false; error: ErrorBody };
 
 /** NATS header carrying the request id across every hop. */
 export const REQUEST_ID_HEADER = 'X-Request-Id';

@@ -39,45 +39,50 @@ export function createPool(url: string, max: number, log: Logger, applicationNam
   return pool;
 }
 
-interface OpenTransaction {
-  client: PoolClient;
-  afterCommit: (() => void)[];
-}
-
-/** The transaction the current async context runs in, if any (see `withTransaction`). */
-const openTransaction = new AsyncLocalStorage<OpenTransaction>();
+/** Callbacks to run once the transaction of a client commits (see `afterCommit`). */
+const pendingCommits = new WeakMap<Queryable, (() => void)[]>();
 
 /**
- * Run `fn` in one transaction; commit when it resolves, roll back when it throws. While `fn` runs,
- * `inTransaction()` is true in its async context (the service client refuses network calls then),
- * and callbacks given to `afterCommit` run once the COMMIT has succeeded.
+ * Marks the async context of an open transaction, so that `ServiceClient` can refuse network calls
+ * made inside one. Not in production: an AsyncLocalStorage puts a hook on every promise of the
+ * process, and the rule is proven by development and the test suite, which run with it.
+ */
+const openTransaction = process.env.NODE_ENV === 'production' ? undefined : new AsyncLocalStorage<true>();
+
+/**
+ * Run `fn` in one transaction; commit when it resolves, roll back when it throws. Callbacks given
+ * to `afterCommit` for its client run once the COMMIT has succeeded.
  */
 export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
-  const tx: OpenTransaction = { client, afterCommit: [] };
+  const committed: (() => void)[] = [];
+  pendingCommits.set(client, committed);
   let failure: unknown;
   try {
-    const result = await openTransaction.run(tx, async () => {
+    const body = async () => {
       await client.query('BEGIN');
       const r = await fn(client);
       await client.query('COMMIT');
       return r;
-    });
-    for (const callback of tx.afterCommit) callback();
+    };
+    const result = openTransaction ? await openTransaction.run(true, body) : await body();
+    pendingCommits.delete(client);
+    for (const callback of committed) callback();
     return result;
   } catch (err) {
     failure = err;
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
   } finally {
+    pendingCommits.delete(client);
     // A connection-level failure destroys the client instead of returning it to the pool.
     client.release(failure !== undefined && isConnectionLost(failure) ? (failure as Error) : undefined);
   }
 }
 
-/** Whether the caller runs inside `withTransaction` (a database transaction is open). */
+/** Whether the caller runs inside `withTransaction` (always false in production; see `openTransaction`). */
 export function inTransaction(): boolean {
-  return openTransaction.getStore() !== undefined;
+  return openTransaction?.getStore() === true;
 }
 
 /**
@@ -85,8 +90,8 @@ export function inTransaction(): boolean {
  * `db` is its client, at once otherwise (a statement on the pool commits by itself).
  */
 export function afterCommit(db: Queryable, callback: () => void): void {
-  const tx = openTransaction.getStore();
-  if (tx && tx.client === db) tx.afterCommit.push(callback);
+  const pending = pendingCommits.get(db);
+  if (pending) pending.push(callback);
   else callback();
 }
 

@@ -16,6 +16,7 @@ import {
   type Subjects,
 } from '@loyalty/contracts';
 import { isConnectionLost } from './db.ts';
+import { isReplay } from './idempotency.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
 import { jsonCodec } from './nats.ts';
@@ -25,6 +26,8 @@ export class WithMessage<T> {
   constructor(
     readonly data: T,
     readonly message: string,
+    /** A stored response replayed under its Idempotency-Key. */
+    readonly replayed = false,
   ) {}
 }
 
@@ -194,7 +197,10 @@ async function handle(
     }
     ctx.meta = meta.data as never;
     const out = await ep.handler(input as never, ctx);
-    reply = out instanceof WithMessage ? { ok: true, data: out.data, message: out.message } : { ok: true, data: out };
+    reply =
+      out instanceof WithMessage
+        ? { ok: true, data: out.data, message: out.message, ...(out.replayed ? { replayed: true } : {}) }
+        : { ok: true, data: out, ...(isReplay(out) ? { replayed: true } : {}) };
   } catch (err) {
     reply = { ok: false, error: failureOf(err, ctx.log) };
   }

@@ -16,6 +16,20 @@ export function requestHash(operation: string, data: unknown): string {
   return createHash('sha256').update(operation).update('\0').update(stableStringify(data)).digest('hex');
 }
 
+const REPLAYED = Symbol('replayed');
+
+/** Whether a value is a stored response replayed by a `ReplayStore` (the reply says so: `Idempotent-Replayed`). */
+export function isReplay(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && REPLAYED in value;
+}
+
+/** A stored response as the first request answered it (same keys in the same order), marked as a replay. */
+function replayed<T>(text: string): T {
+  const value = JSON.parse(text) as T;
+  if (typeof value === 'object' && value !== null) Object.defineProperty(value, REPLAYED, { value: true });
+  return value;
+}
+
 export interface ReplayKey {
   tenantId: number;
   /** The Idempotency-Key (HTTP clients) or a saga step's deterministic key. */
@@ -85,7 +99,7 @@ export class ReplayStore {
    * request still holds the key.
    */
   async find<T>(k: ReplayKey, db: Queryable = this.pool): Promise<T | undefined> {
-    const { rows } = await db.query<{ request_hash: string; response: T | null }>(
+    const { rows } = await db.query<{ request_hash: string; response: string | null }>(
       `SELECT request_hash, response FROM ${this.table} WHERE tenant_id = $1 AND key = $2`,
       [k.tenantId, k.key],
     );
@@ -93,7 +107,7 @@ export class ReplayStore {
     if (!row) return undefined;
     if (row.request_hash !== requestHash(k.operation, k.data)) throw new AppError('idempotency_key_reused');
     if (row.response === null) throw new AppError('idempotency_in_progress');
-    return row.response;
+    return replayed<T>(row.response);
   }
 
   /** Store the response in the caller's transaction; a key stored meanwhile keeps its first response. */

@@ -38,4 +38,11 @@ CREATE TABLE IF NOT EXISTS processed_events (
 );
 `,
   },
+  {
+    name: '1600000000001_replay_text',
+    sql: `
+-- A replayed response must be byte for byte the first one: jsonb reorders keys, text keeps them.
+ALTER TABLE idempotency_keys ALTER COLUMN response TYPE text USING response::text;
+`,
+  },
 ];

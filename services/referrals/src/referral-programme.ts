@@ -102,7 +102,7 @@ export function referralProgramme(deps: ProgrammeDeps) {
           message: string;
           data: { referral: ReturnType<typeof appliedReferralView> };
         }>(replayKey(key));
-        if (replay) return new WithMessage(replay.data, replay.message);
+        if (replay) return new WithMessage(replay.data, replay.message, true);
       }
       const remember = async (db: Queryable, r: Referral) => {
         if (!key) return;
