@@ -110,6 +110,8 @@ export async function startBenchSystem(opts: {
     OPERATOR_TOKEN: operatorToken,
     // Production log level: every request's log lines are part of the cost being measured.
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+    // The production form (as in the image): no development-only checks on the hot paths.
+    NODE_ENV: 'production',
     // The per-app rate limit would turn the load into 429s; the bench measures throughput.
     RATE_LIMIT_MAX: '1000000000',
   };
