@@ -1,165 +1,259 @@
 // loyalty-admin: the operator's CLI over the provisioning API (/admin/v1).
-// Usage: loyalty-admin <command> [options]   (run `loyalty-admin help`)
+// Usage: loyalty-admin <command> [options]   (run `loyalty-admin --help`)
 import { parseArgs } from 'node:util';
+import { pathToFileURL } from 'node:url';
 
-const usage = `loyalty-admin: provision tenants, apps and keys through the admin API
+export const usage = `loyalty-admin: provision tenants, apps, cards and rewards through the operator API
+
+Usage: loyalty-admin <command> [options] [--json]
 
 Environment: LOYALTY_URL (default http://127.0.0.1:3000), OPERATOR_TOKEN (required)
+Output: a table (lists) or "field: value" lines by default; --json prints the response's data as JSON.
 
 Commands:
-  tenant:create --name NAME [--sandbox]           create a tenant (sandbox: OTP codes in responses, mail to the sink)
-  tenant:list                                     list tenants
+  tenant:create --name NAME [--sandbox]            create a tenant (sandbox: OTP codes in responses, mail to the sink)
+  tenant:list                                      list tenants
   app:create --tenant ID --name NAME [--scopes a,b] create an app; prints its API key once
-  app:list --tenant ID                            list a tenant's apps (never their keys)
-  app:rotate --app APP_ID                         issue a new key; the old one stops working at once
-  app:revoke --app APP_ID                         revoke an app; its key stops working at once
-  card:create --tenant ID --name NAME --cashback PCT [--min AMT] [--max AMT] [--pin]
-              | --tenant ID --name NAME --points-ratio R [--referrer N] [--referee N]
-                                                  create a cashback or a points card
-  card:list --tenant ID                           list a tenant's cards
-  card:update --tenant ID --card ID JSON          change a card's settings, e.g. '{"referrer_bonus":100}'
+  app:list --tenant ID                             list a tenant's apps (never their keys)
+  app:rotate --app APP_ID                          issue a new key; the old one stops working at once
+  app:revoke --app APP_ID                          revoke an app; its key stops working at once
+  card:create --tenant ID --name NAME [--currency EUR] --cashback PCT [--min AMT] [--max AMT] [--pin]
+            | --tenant ID --name NAME [--currency EUR] --points-ratio R [--referrer N] [--referee N]
+                                                   create a cashback or a points card (currency default USD)
+  card:list --tenant ID                            list a tenant's cards
+  card:update --tenant ID --card ID JSON           change a card's settings, e.g. '{"referrer_bonus":100}'
   reward:create --tenant ID --card ID --name NAME --cost POINTS   add a reward to a points card
   reward:deactivate --tenant ID --card ID --reward ID             withdraw a reward
-  call METHOD PATH [JSON]                         any other admin call, e.g. call POST /admin/v1/tenants/1/cards '{...}'
+  call METHOD PATH [JSON]                          any other operator call, e.g. call GET /admin/v1/tenants
+  help, --help, -h                                 this text
 `;
 
-const { values, positionals } = parseArgs({
-  allowPositionals: true,
-  options: {
-    name: { type: 'string' },
-    sandbox: { type: 'boolean', default: false },
-    tenant: { type: 'string' },
-    scopes: { type: 'string' },
-    app: { type: 'string' },
-    card: { type: 'string' },
-    reward: { type: 'string' },
-    cashback: { type: 'string' },
-    min: { type: 'string' },
-    max: { type: 'string' },
-    pin: { type: 'boolean', default: false },
-    'points-ratio': { type: 'string' },
-    referrer: { type: 'string' },
-    referee: { type: 'string' },
-    cost: { type: 'string' },
-  },
-});
+/** Thrown for a wrong command line: the message and the usage go to stderr, exit code 2. */
+class UsageError extends Error {}
 
-const baseUrl = (process.env.LOYALTY_URL ?? 'http://127.0.0.1:3000').replace(/\/$/, '');
-const token = process.env.OPERATOR_TOKEN;
+const options = {
+  name: { type: 'string' },
+  sandbox: { type: 'boolean', default: false },
+  tenant: { type: 'string' },
+  scopes: { type: 'string' },
+  app: { type: 'string' },
+  card: { type: 'string' },
+  reward: { type: 'string' },
+  currency: { type: 'string' },
+  cashback: { type: 'string' },
+  min: { type: 'string' },
+  max: { type: 'string' },
+  pin: { type: 'boolean', default: false },
+  'points-ratio': { type: 'string' },
+  referrer: { type: 'string' },
+  referee: { type: 'string' },
+  cost: { type: 'string' },
+  json: { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
 
 function need(value: string | undefined, flag: string): string {
-  if (!value) {
-    console.error(`missing --${flag}\n\n${usage}`);
-    process.exit(2);
-  }
+  if (!value) throw new UsageError(`missing ${flag.startsWith('--') ? flag : `--${flag}`}`);
   return value;
 }
 
-async function call(method: string, path: string, body?: unknown): Promise<void> {
-  if (!token) {
-    console.error('OPERATOR_TOKEN is not set');
-    process.exit(2);
-  }
-  const res = await fetch(`${baseUrl}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await res.json()) as { success: boolean };
-  console.log(JSON.stringify(json, null, 2));
-  if (!json.success) process.exit(1);
+function number(value: string, flag: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n)) throw new UsageError(`--${flag} must be a number (got "${value}")`);
+  return n;
 }
 
-const [command, ...rest] = positionals;
-switch (command) {
-  case 'tenant:create':
-    await call('POST', '/admin/v1/tenants', { name: need(values.name, 'name'), sandbox: values.sandbox });
-    break;
-  case 'tenant:list':
-    await call('GET', '/admin/v1/tenants');
-    break;
-  case 'app:create':
-    await call('POST', `/admin/v1/tenants/${need(values.tenant, 'tenant')}/apps`, {
-      name: need(values.name, 'name'),
-      scopes: values.scopes
-        ? values.scopes
-            .split(',')
-            .map((s) => s.trim())
-            .filter(Boolean)
-        : [],
-    });
-    break;
-  case 'app:list':
-    await call('GET', `/admin/v1/tenants/${need(values.tenant, 'tenant')}/apps`);
-    break;
-  case 'app:rotate':
-    await call('POST', `/admin/v1/apps/${encodeURIComponent(need(values.app, 'app'))}/rotate-key`);
-    break;
-  case 'app:revoke':
-    await call('POST', `/admin/v1/apps/${encodeURIComponent(need(values.app, 'app'))}/revoke`);
-    break;
-  case 'card:create': {
-    const tenant = need(values.tenant, 'tenant');
-    const base = {
-      name: need(values.name, 'name'),
-      referrer_bonus: Number(values.referrer ?? 0),
-      referee_bonus: Number(values.referee ?? 0),
-    };
-    const body = values.cashback
-      ? {
-          ...base,
-          reward_system: 'cashback',
-          cashback_config: {
-            cashback_percentage: Number(values.cashback),
-            cashback_min_amount: Number(values.min ?? 0),
-            cashback_max_amount: values.max === undefined ? null : Number(values.max),
-            allows_pin_redemption: values.pin,
-          },
-        }
-      : {
-          ...base,
-          reward_system: 'points',
-          points_ratio: Number(need(values['points-ratio'], 'points-ratio or --cashback')),
-        };
-    await call('POST', `/admin/v1/tenants/${tenant}/cards`, body);
-    break;
+function json(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new UsageError(`${what} is not valid JSON: ${text}`);
   }
-  case 'card:list':
-    await call('GET', `/admin/v1/tenants/${need(values.tenant, 'tenant')}/cards`);
-    break;
-  case 'card:update':
-    await call(
-      'POST',
-      `/admin/v1/tenants/${need(values.tenant, 'tenant')}/cards/${need(values.card, 'card')}`,
-      JSON.parse(need(rest[0], 'JSON')),
-    );
-    break;
-  case 'reward:create':
-    await call(
-      'POST',
-      `/admin/v1/tenants/${need(values.tenant, 'tenant')}/cards/${need(values.card, 'card')}/rewards`,
-      {
-        name: need(values.name, 'name'),
-        points_cost: Number(need(values.cost, 'cost')),
+}
+
+/** The request a command line stands for. */
+function requestOf(
+  command: string | undefined,
+  rest: string[],
+  v: Values,
+): { method: string; path: string; body?: unknown } {
+  const tenantPath = () => `/admin/v1/tenants/${need(v.tenant, 'tenant')}`;
+  switch (command) {
+    case 'tenant:create':
+      return { method: 'POST', path: '/admin/v1/tenants', body: { name: need(v.name, 'name'), sandbox: v.sandbox } };
+    case 'tenant:list':
+      return { method: 'GET', path: '/admin/v1/tenants' };
+    case 'app:create': {
+      const scopes = (v.scopes ?? '').split(',').map((s) => s.trim());
+      return {
+        method: 'POST',
+        path: `${tenantPath()}/apps`,
+        body: { name: need(v.name, 'name'), scopes: scopes.filter(Boolean) },
+      };
+    }
+    case 'app:list':
+      return { method: 'GET', path: `${tenantPath()}/apps` };
+    case 'app:rotate':
+      return { method: 'POST', path: `/admin/v1/apps/${encodeURIComponent(need(v.app, 'app'))}/rotate-key` };
+    case 'app:revoke':
+      return { method: 'POST', path: `/admin/v1/apps/${encodeURIComponent(need(v.app, 'app'))}/revoke` };
+    case 'card:create':
+      return { method: 'POST', path: `${tenantPath()}/cards`, body: cardBody(v) };
+    case 'card:list':
+      return { method: 'GET', path: `${tenantPath()}/cards` };
+    case 'card:update':
+      return {
+        method: 'POST',
+        path: `${tenantPath()}/cards/${need(v.card, 'card')}`,
+        body: json(need(rest[0], 'JSON'), 'JSON'),
+      };
+    case 'reward:create':
+      return {
+        method: 'POST',
+        path: `${tenantPath()}/cards/${need(v.card, 'card')}/rewards`,
+        body: { name: need(v.name, 'name'), points_cost: number(need(v.cost, 'cost'), 'cost') },
+      };
+    case 'reward:deactivate':
+      return {
+        method: 'POST',
+        path: `${tenantPath()}/cards/${need(v.card, 'card')}/rewards/${need(v.reward, 'reward')}`,
+        body: { active: false },
+      };
+    case 'call': {
+      const [method, path, body] = rest;
+      return {
+        method: need(method, 'METHOD').toUpperCase(),
+        path: need(path, 'PATH'),
+        body: body ? json(body, 'JSON') : undefined,
+      };
+    }
+    default:
+      throw new UsageError(command ? `unknown command "${command}"` : 'no command given');
+  }
+}
+
+function cardBody(v: Values) {
+  const base = {
+    name: need(v.name, 'name'),
+    ...(v.currency ? { currency: v.currency } : {}),
+    referrer_bonus: number(v.referrer ?? '0', 'referrer'),
+    referee_bonus: number(v.referee ?? '0', 'referee'),
+  };
+  if (v.cashback !== undefined) {
+    return {
+      ...base,
+      reward_system: 'cashback',
+      cashback_config: {
+        cashback_percentage: number(v.cashback, 'cashback'),
+        cashback_min_amount: number(v.min ?? '0', 'min'),
+        cashback_max_amount: v.max === undefined ? null : number(v.max, 'max'),
+        allows_pin_redemption: v.pin,
       },
-    );
-    break;
-  case 'reward:deactivate':
-    await call(
-      'POST',
-      `/admin/v1/tenants/${need(values.tenant, 'tenant')}/cards/${need(values.card, 'card')}/rewards/${need(values.reward, 'reward')}`,
-      { active: false },
-    );
-    break;
-  case 'call': {
-    const [method, path, json] = rest;
-    await call(need(method, 'METHOD').toUpperCase(), need(path, 'PATH'), json ? JSON.parse(json) : undefined);
-    break;
+    };
   }
-  default:
-    console.log(usage);
-    process.exit(command && command !== 'help' ? 2 : 0);
+  return {
+    ...base,
+    reward_system: 'points',
+    points_ratio: number(need(v['points-ratio'], '--points-ratio or --cashback'), 'points-ratio'),
+  };
+}
+
+const cell = (value: unknown): string =>
+  value === null || value === undefined ? '' : typeof value === 'object' ? JSON.stringify(value) : String(value);
+
+/** Rows as an aligned text table with the given columns (every key of the first row when none). */
+export function table(rows: Record<string, unknown>[]): string {
+  if (rows.length === 0) return '(none)';
+  const columns = Object.keys(rows[0]!);
+  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
+  return [
+    line(columns),
+    line(widths.map((w) => '-'.repeat(w))),
+    ...rows.map((r) => line(columns.map((c) => cell(r[c])))),
+  ].join('\n');
+}
+
+/** The human form of a response's data: a table for its list, `field: value` lines for one object. */
+export function human(data: unknown): string {
+  if (!data || typeof data !== 'object') return cell(data);
+  const entries = Object.entries(data as Record<string, unknown>);
+  const list = entries.find(([, v]) => Array.isArray(v));
+  if (list) return table(list[1] as Record<string, unknown>[]);
+  const lines: string[] = [];
+  for (const [key, value] of entries) {
+    if (value && typeof value === 'object' && !Array.isArray(value)) {
+      for (const [k, v] of Object.entries(value)) lines.push(`${k}: ${cell(v)}`);
+    } else lines.push(`${key}: ${cell(value)}`);
+  }
+  return lines.join('\n');
+}
+
+export interface CliIo {
+  env: Record<string, string | undefined>;
+  out: (text: string) => void;
+  err: (text: string) => void;
+  fetch: typeof fetch;
+}
+
+/** Runs one command line; answers the process exit code (0 done, 1 the API refused, 2 a wrong command line). */
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  try {
+    const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options, strict: true });
+    const [command, ...rest] = positionals;
+    if (values.help || command === 'help') {
+      io.out(usage);
+      return 0;
+    }
+    const request = requestOf(command, rest, values);
+    const token = io.env.OPERATOR_TOKEN;
+    if (!token) throw new UsageError('OPERATOR_TOKEN is not set');
+    const baseUrl = (io.env.LOYALTY_URL ?? 'http://127.0.0.1:3000').replace(/\/$/, '');
+    const res = await io.fetch(`${baseUrl}${request.path}`, {
+      method: request.method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(request.body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
+      body: request.body === undefined ? undefined : JSON.stringify(request.body),
+    });
+    const answer = (await res.json()) as {
+      success: boolean;
+      data?: unknown;
+      error?: { code: string; message: string };
+    };
+    if (!answer.success) {
+      io.err(
+        values.json
+          ? JSON.stringify(answer.error, null, 2)
+          : `error ${res.status} ${answer.error?.code}: ${answer.error?.message}`,
+      );
+      return 1;
+    }
+    io.out(values.json ? JSON.stringify(answer.data, null, 2) : human(answer.data));
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      io.err(`${(err as Error).message}\n\n${usage}`);
+      return 2;
+    }
+    io.err(`cannot reach the operator API: ${(err as Error).message}`);
+    return 1;
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const code = await runCli(process.argv.slice(2), {
+    env: process.env,
+    out: (t) => console.log(t),
+    err: (t) => console.error(t),
+    fetch,
+  });
+  process.exit(code);
 }

@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, usage } from '../scripts/admin-cli.ts';
+import { OPERATOR_TOKEN, startTestSystem, type TestSystem } from './support/system.ts';
+
+let sys: TestSystem;
+
+/** Runs the CLI against the test system's gateway; collects what it prints. */
+async function cli(args: string[], env: Record<string, string | undefined> = {}) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCli(args, {
+    env: { LOYALTY_URL: sys.url, OPERATOR_TOKEN, ...env },
+    out: (t) => out.push(t),
+    err: (t) => err.push(t),
+    fetch,
+  });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+beforeAll(async () => {
+  sys = await startTestSystem({ services: ['identity', 'ledger'] });
+});
+afterAll(async () => {
+  await sys?.stop();
+});
+
+describe('loyalty-admin', () => {
+  it('--help, -h and help print the usage and exit 0; a wrong command line prints it to stderr with 2', async () => {
+    for (const args of [['--help'], ['-h'], ['help']]) {
+      expect(await cli(args)).toEqual({ code: 0, out: usage, err: '' });
+    }
+    const unknownFlag = await cli(['tenant:list', '--bogus']);
+    expect(unknownFlag.code).toBe(2);
+    expect(unknownFlag.err).toContain('--bogus');
+    expect(unknownFlag.err).toContain('Usage: loyalty-admin');
+    expect(unknownFlag.err).not.toMatch(/\n\s+at /); // no stack trace
+    expect((await cli(['nope'])).err).toContain('unknown command "nope"');
+    expect((await cli(['card:update', '--tenant', '1', '--card', '2', '{bad'])).code).toBe(2);
+    expect((await cli(['tenant:list'], { OPERATOR_TOKEN: undefined })).err).toContain('OPERATOR_TOKEN is not set');
+  });
+
+  it('prints field lines and tables by default, the data as JSON with --json', async () => {
+    const created = await cli(['tenant:create', '--name', 'CLI Coffee', '--sandbox']);
+    expect(created.code).toBe(0);
+    expect(created.out).toMatch(/^id: \d+$/m);
+    expect(created.out).toContain('name: CLI Coffee');
+    const tenantId = /^id: (\d+)$/m.exec(created.out)![1]!;
+
+    const card = await cli([
+      'card:create',
+      '--tenant',
+      tenantId,
+      '--name',
+      'Euro back',
+      '--currency',
+      'EUR',
+      '--cashback',
+      '5',
+      '--json',
+    ]);
+    expect(card.code, card.err).toBe(0);
+    expect(JSON.parse(card.out)).toMatchObject({
+      card: { name: 'Euro back', currency: 'EUR', reward_system: 'cashback' },
+    });
+
+    const list = await cli(['card:list', '--tenant', tenantId]);
+    const [header, rule, row] = list.out.split('\n');
+    expect(header).toMatch(/^id\s+tenant_id\s+unique_identifier\s+name/);
+    expect(rule).toMatch(/^-+\s+-+/);
+    expect(row).toContain('Euro back');
+    expect(row).toContain('EUR');
+  });
+
+  it('an API refusal is printed with its code and exits 1', async () => {
+    const missing = await cli(['app:rotate', '--app', 'app_nope']);
+    expect(missing).toMatchObject({ code: 1, out: '' });
+    expect(missing.err).toMatch(/^error 404 app_not_found: /);
+  });
+});
