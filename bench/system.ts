@@ -106,6 +106,8 @@ export async function startBenchSystem(opts: {
     SUBJECT_ROOT: root,
     REDIS_KEY_PREFIX: `${root}:`,
     SMTP_URL: mail.url,
+    // The bench's tenants are sandboxes: their code mails are part of the measured cost.
+    SANDBOX_SMTP_URL: mail.url,
     OTP_SECRET: randomBytes(24).toString('hex'),
     OPERATOR_TOKEN: operatorToken,
     // Production log level: every request's log lines are part of the cost being measured.

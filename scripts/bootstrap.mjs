@@ -165,6 +165,8 @@ export const natsServerFile = path.join(natsDir, 'server.json');
 /** The local secrets (made once, mode 0600): OTP secret, operator token and the NATS passwords. */
 export function ensureSecrets() {
   mkdirSync(path.dirname(secretsFile), { recursive: true });
+  // Closed before anything is read or added: a file an older version made world-readable too.
+  if (existsSync(secretsFile)) chmodSync(secretsFile, 0o600);
   const secrets = existsSync(secretsFile) ? JSON.parse(readFileSync(secretsFile, 'utf8')) : {};
   const before = JSON.stringify(secrets);
   secrets.otp_secret ??= randomBytes(24).toString('hex');

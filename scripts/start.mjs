@@ -3,7 +3,7 @@
 // starts a local mail sink, every service (each runs its migrations) and the gateway, seeds the
 // demo idempotently, and prints where everything is. Ctrl-C stops it all gracefully.
 import { spawn, spawnSync } from 'node:child_process';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { chmodSync, createWriteStream, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { serviceNodeOptions } from './node-flags.mjs';
 import {
@@ -36,7 +36,9 @@ const { nats } = await ensureInfrastructure();
 // Secrets of this local installation, made once and kept in var/ (git-ignored, mode 0600): the
 // OTP secret, the operator token and each NATS user's password (scripts/bootstrap.mjs).
 const var_ = path.join(root, 'var');
-mkdirSync(path.join(var_, 'log'), { recursive: true });
+// The logs hold what the mail sink echoes (members' codes): this user's only, like var/secrets.json.
+mkdirSync(path.join(var_, 'log'), { recursive: true, mode: 0o700 });
+chmodSync(path.join(var_, 'log'), 0o700);
 const secrets = ensureSecrets();
 
 step(`making sure database "${DATABASE}" exists`);
@@ -56,6 +58,8 @@ const env = {
   NATS_URL: process.env.NATS_URL ?? nats.url,
   REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
   SMTP_URL: process.env.SMTP_URL ?? `smtp://127.0.0.1:${MAIL_PORT}`,
+  // Sandbox tenants' mail is sent only to a sandbox server (otherwise not at all): here the sink.
+  SANDBOX_SMTP_URL: process.env.SANDBOX_SMTP_URL ?? `smtp://127.0.0.1:${MAIL_PORT}`,
   OTP_SECRET: process.env.OTP_SECRET ?? secrets.otp_secret,
   OPERATOR_TOKEN: process.env.OPERATOR_TOKEN ?? secrets.operator_token,
   PORT: String(PORT),
@@ -70,7 +74,8 @@ const natsUser = (name) => ({ NATS_USER: name, NATS_PASSWORD: secrets.nats[name]
 
 function launch(name, args, extraEnv = {}, echo = false) {
   const logFile = path.join(var_, 'log', `${name}.log`);
-  const log = createWriteStream(logFile, { flags: 'a' });
+  if (existsSync(logFile)) chmodSync(logFile, 0o600);
+  const log = createWriteStream(logFile, { flags: 'a', mode: 0o600 });
   const child = spawn(process.execPath, args, {
     cwd: root,
     env: { ...env, ...extraEnv },

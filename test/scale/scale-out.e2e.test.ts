@@ -50,7 +50,7 @@ describe('scale-out', () => {
     const mail = new MailSink();
     const smtp = await mail.start();
     cleanups.push(() => mail.stop());
-    const cluster = await startCluster({ ...baseEnv(db.url), SMTP_URL: smtp }, 'kill');
+    const cluster = await startCluster({ ...baseEnv(db.url), SMTP_URL: smtp, SANDBOX_SMTP_URL: smtp }, 'kill');
     const gateways = cluster.of('gateway').map((g) => g.url);
     const fixture = await provision(gateways, 24);
     const ops = plan(fixture, 3000, 'k');
@@ -105,7 +105,10 @@ describe('scale-out', () => {
     const mail = new MailSink();
     const smtp = await mail.start();
     cleanups.push(() => mail.stop());
-    const cluster = await startCluster({ ...baseEnv(db.url, nats.url), SMTP_URL: smtp }, 'restart');
+    const cluster = await startCluster(
+      { ...baseEnv(db.url, nats.url), SMTP_URL: smtp, SANDBOX_SMTP_URL: smtp },
+      'restart',
+    );
     const fixture = await provision(
       cluster.of('gateway').map((g) => g.url),
       16,

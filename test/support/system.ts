@@ -80,6 +80,8 @@ export async function startTestSystem(
     PORT: '0',
     HOST: '127.0.0.1',
     SMTP_URL: smtpUrl,
+    // Sandbox tenants' mail is not sent without a sandbox server: the tests read it from the sink.
+    SANDBOX_SMTP_URL: smtpUrl,
     OTP_SECRET: 'test-otp-secret-0123456789',
     OPERATOR_TOKEN,
     REQUEST_TIMEOUT_MS: '1500',

@@ -49,4 +49,6 @@ export const databaseEnv = {
     .enum(['true', 'false'])
     .default('true')
     .transform((v) => v === 'true'),
+  /** Pause between two passes of the purge of old idempotency records, processed-event ids and the like. */
+  PURGE_INTERVAL_MS: z.coerce.number().int().positive().default(600_000),
 };

@@ -105,7 +105,8 @@ const LOST_MESSAGE =
  */
 export function isConnectionLost(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
-  if (typeof e?.code === 'string' && (/^(08|57P0)/.test(e.code) || LOST_CODES.has(e.code))) return true;
+  // 08: connection exceptions; 57P0x: the server is shutting down; 53300: too many connections.
+  if (typeof e?.code === 'string' && (/^(08|57P0|53300)/.test(e.code) || LOST_CODES.has(e.code))) return true;
   return LOST_MESSAGE.test(e?.message ?? '');
 }
 

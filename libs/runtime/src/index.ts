@@ -38,6 +38,7 @@ export { Metrics } from './metrics.ts';
 export { startOpsServer, type ReadinessCheck } from './ops-server.ts';
 export { ReplayStore, requestHash, stableStringify, type ReplayKey } from './idempotency.ts';
 export { PeriodicTask } from './periodic-task.ts';
+export { purge, PURGE_BATCH, sharedPurgeRules, type PurgeRule } from './purge.ts';
 export { failStartup, runUntilSignal, type Stoppable } from './lifecycle.ts';
 export { runService, type RunningService, type ServiceRuntime } from './service.ts';
 export { ensureEventStream, Outbox, OutboxRelay, type NewEvent, type OutboxEvent } from './outbox.ts';

@@ -9,6 +9,7 @@ export class Metrics {
   private readonly natsErrors: Counter<'operation' | 'code'>;
   readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
   readonly httpErrors: Counter<'route' | 'code'>;
+  private readonly purgedRows: Counter<'table'>;
 
   constructor(service: string) {
     this.registry.setDefaultLabels({ service });
@@ -39,6 +40,17 @@ export class Metrics {
       labelNames: ['route', 'code'],
       registers: [this.registry],
     });
+    this.purgedRows = new Counter({
+      name: 'loyalty_purged_rows_total',
+      help: 'Rows deleted by the periodic purge (idempotency records, processed-event ids, codes, sessions), by table',
+      labelNames: ['table'],
+      registers: [this.registry],
+    });
+  }
+
+  /** Count rows the purge deleted from `table` (a table of the service's schema). */
+  purged(table: string, rows: number): void {
+    this.purgedRows.inc({ table }, rows);
   }
 
   observeNats(operation: string, outcome: string, seconds: number): void {

@@ -1,5 +1,6 @@
 import { Subjects, type ServiceName } from '@loyalty/contracts';
 import type { z } from 'zod';
+import { systemClock, type Clock } from './clock.ts';
 import type { commonEnv, databaseEnv } from './config.ts';
 import { createPool, migrate, type Pool } from './db.ts';
 import { createLogger, type Logger } from './logger.ts';
@@ -8,6 +9,8 @@ import { type Endpoints, pingEndpoint, serveEndpoints } from './endpoints.ts';
 import { connectNats, natsReady, type NatsConnection } from './nats.ts';
 import { startOpsServer } from './ops-server.ts';
 import { ensureEventStream, Outbox } from './outbox.ts';
+import { PeriodicTask } from './periodic-task.ts';
+import { purge, sharedPurgeRules, type PurgeRule } from './purge.ts';
 
 type BaseConfig = z.infer<z.ZodObject<typeof commonEnv & typeof databaseEnv>>;
 
@@ -25,6 +28,8 @@ export interface ServiceRuntime {
 
 export interface RunningService {
   opsPort: number;
+  /** Run a pass of the purge now (tests; it also runs every PURGE_INTERVAL_MS): rows deleted per table. */
+  purgeNow(): Promise<Record<string, number>>;
   stop(): Promise<void>;
 }
 
@@ -40,7 +45,13 @@ export async function runService(opts: {
   config: BaseConfig;
   migrationsDir: string;
   log?: Logger;
-  setup: (rt: ServiceRuntime) => Promise<{ endpoints: Endpoints; stop?: () => Promise<void> }>;
+  /** The time the purge compares with (a test's ManualClock). */
+  clock?: Clock;
+  /**
+   * Wires the domain. `purge`: the service's own tables' rules, purged with the shared tables by
+   * the runtime's one periodic purge.
+   */
+  setup: (rt: ServiceRuntime) => Promise<{ endpoints: Endpoints; stop?: () => Promise<void>; purge?: PurgeRule[] }>;
 }): Promise<RunningService> {
   const { config, name } = opts;
   const log = opts.log ?? createLogger(name, config.LOG_LEVEL);
@@ -61,6 +72,20 @@ export async function runService(opts: {
   const wired = await opts.setup(rt);
   wired.endpoints.plain('system.ping', pingEndpoint(name, opts.version));
   outbox.start();
+  // Old idempotency records, processed-event ids and the service's own dead rows, in every replica:
+  // bounded batches that skip rows another replica's pass holds (purge.ts).
+  const purgeRules = [...sharedPurgeRules, ...(wired.purge ?? [])];
+  const purgeTask = new PeriodicTask({
+    name: 'purge',
+    intervalMs: config.PURGE_INTERVAL_MS,
+    log,
+    run: async () => {
+      const deleted = await purge(pool, name, purgeRules, opts.clock ?? systemClock, metrics);
+      if (Object.values(deleted).some((n) => n > 0)) log.info({ deleted }, 'purged old rows');
+      return deleted;
+    },
+  });
+  purgeTask.start();
   const served = await serveEndpoints({
     nc,
     subjects,
@@ -84,9 +109,11 @@ export async function runService(opts: {
   log.info({ opsPort: ops.port, subjects: subjects.op(name, '>') }, `${name} ready`);
   return {
     opsPort: ops.port,
+    purgeNow: () => purgeTask.runNow(),
     async stop() {
       stopping = true;
       await served.stop();
+      await purgeTask.stop();
       await wired.stop?.();
       await outbox.stop();
       await nc.drain();

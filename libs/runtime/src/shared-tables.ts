@@ -45,4 +45,12 @@ CREATE TABLE IF NOT EXISTS processed_events (
 ALTER TABLE idempotency_keys ALTER COLUMN response TYPE text USING response::text;
 `,
   },
+  {
+    name: '1600000000002_purge_indexes',
+    sql: `
+-- The periodic purge (purge.ts) finds old rows by these columns instead of reading whole tables.
+CREATE INDEX IF NOT EXISTS idempotency_keys_created_at ON idempotency_keys (created_at);
+CREATE INDEX IF NOT EXISTS processed_events_processed_at ON processed_events (processed_at);
+`,
+  },
 ];

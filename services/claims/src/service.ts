@@ -38,6 +38,7 @@ export async function startClaims(config: ClaimsConfig, opts: ClaimsOptions = {}
     version: SERVICE_VERSION,
     config,
     log: opts.log,
+    clock: opts.clock,
     migrationsDir: packageDir(import.meta.url, '../migrations'),
     async setup({ pool, nc, subjects, log, outbox }) {
       const clock = opts.clock ?? systemClock;

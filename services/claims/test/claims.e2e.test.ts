@@ -253,6 +253,26 @@ describe('request claim OTP', () => {
     expect(r.body.error).toMatchObject({ code: 'otp_cooldown', retry_after_seconds: expect.any(Number) });
   });
 
+  it('shares the cooldown and the hourly cap with sign-in codes: one budget of mails per member', async () => {
+    const m = await member();
+    const signIn = () => api('POST', '/api/v1/auth/member/request-otp', { body: { email: m.email } });
+    const claimCode = () => api('POST', `${CLAIMS}/request-otp`, { body: { member_email: m.email, card_id: card } });
+    expect((await signIn()).status).toBe(200);
+    const early = await claimCode(); // another purpose, still within the cooldown
+    expect([early.status, early.body.error?.code]).toEqual([429, 'otp_cooldown']);
+    // Five codes an hour (OTP_HOURLY_LIMIT) over both purposes: alternating does not double them.
+    for (const next of [claimCode, signIn, claimCode, signIn]) {
+      sys.clock.advance(61_000);
+      const r = await next();
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+    }
+    for (const next of [claimCode, signIn]) {
+      sys.clock.advance(61_000);
+      const r = await next();
+      expect([r.status, r.body.error?.code]).toEqual([429, 'otp_hourly_limit']);
+    }
+  });
+
   it('needs the points_write scope', async () => {
     const readOnly = apiClient(sys.url, await sys.tenant({ scopes: ['points_read'] }));
     const r = await readOnly('POST', `${CLAIMS}/request-otp`, {
@@ -331,6 +351,26 @@ describe('create claim request', () => {
     });
     expect([r.status, r.body.error?.code]).toEqual([422, 'invalid_verification_code']);
     expect(r.body.error!.reason).toBe('otp_expired');
+  });
+
+  it('answers an unknown email exactly as a member without a code or with a wrong one (no member enumeration)', async () => {
+    const known = await member();
+    const withCode = await member();
+    const good = await code(withCode);
+    const wrong = good === '000000' ? '111111' : '000000';
+    const attempt = async (email: string, verification_code: string) => {
+      const r = await api('POST', CLAIMS, {
+        body: { member_email: email, card_id: card, reward_id: reward, verification_code },
+      });
+      return { status: r.status, error: r.body.error };
+    };
+    const unknown = await attempt(`nobody.${Date.now()}@example.com`, '123456');
+    expect(unknown).toEqual({
+      status: 422,
+      error: { code: 'invalid_verification_code', message: expect.any(String), reason: 'invalid_code' },
+    });
+    expect(await attempt(known.email, '123456')).toEqual(unknown); // a member who asked for no code
+    expect(await attempt(withCode.email, wrong)).toEqual(unknown); // wrong digits: no attempts_remaining either
   });
 
   it('refuses a missing code or a malformed one as a validation error', async () => {

@@ -4,6 +4,17 @@ import { isSandbox, mailCode, type MemberAuthDeps } from './member-auth.ts';
 import { checkOtp, issueOtp } from './otp.ts';
 import { findMemberBy } from './store/members.ts';
 
+/**
+ * The `reason` of a claim code that is not right: an unknown email, a member without a code, a
+ * used code and wrong digits all answer this same reason (and no `attempts_remaining`), so claim
+ * creation cannot tell a caller which emails are members. Only a code that was issued, i.e. after
+ * a request-otp that already answered for the member, can be `otp_expired` or
+ * `otp_attempts_exceeded`.
+ */
+const INVALID_CODE = 'invalid_code';
+const failureReason = (code: string) =>
+  code === 'otp_expired' || code === 'otp_attempts_exceeded' ? code : INVALID_CODE;
+
 /** Claim verification codes: the same one-time codes as sign-in, under their own purpose. */
 export function claimCodes(deps: MemberAuthDeps) {
   const email = (value: string) => {
@@ -55,9 +66,9 @@ export function claimCodes(deps: MemberAuthDeps) {
       // A wrong try is committed before the failure is answered.
       const outcome = await withTransaction(deps.pool, async (db) => {
         const member = await findMemberBy(db, meta.tenant_id, { email: email(d.member_email) });
-        if (!member) return { reason: 'no_code' };
+        if (!member) return { reason: INVALID_CODE };
         const check = await checkOtp(db, deps.otp, deps.clock, member.id, 'claim', d.code);
-        if (!check.ok) return { reason: check.error.code };
+        if (!check.ok) return { reason: failureReason(check.error.code) };
         const verified = { member_id: member.id, context: check.context };
         if (replay) await deps.replays.save(db, replay, verified);
         return verified;

@@ -7,8 +7,14 @@ export const IdentityConfig = z.object({
   OPS_PORT: z.coerce.number().int().min(0).max(65535).default(9101),
   /** SMTP server for members' mail, e.g. smtp://user:pass@mail.example.com:587 */
   SMTP_URL: z.string().default('smtp://127.0.0.1:1025'),
-  /** Sandbox tenants' mail goes here (a sink); defaults to SMTP_URL. */
-  SANDBOX_SMTP_URL: z.string().optional(),
+  /**
+   * Sandbox tenants' mail goes here (a sink). Unset (or empty): their mail is not sent at all,
+   * never to SMTP_URL (a sandbox's codes are in the API's answers anyway).
+   */
+  SANDBOX_SMTP_URL: z
+    .string()
+    .optional()
+    .transform((v) => v || undefined),
   MAIL_FROM: z.string().default('Loyalty <no-reply@loyalty.local>'),
   /** Notification mails sent at once per event type, over as many pooled SMTP connections. */
   MAIL_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),

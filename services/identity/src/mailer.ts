@@ -3,6 +3,7 @@ import nodemailer, { type Transporter } from 'nodemailer';
 import { parseConnectionUrl } from 'nodemailer/lib/shared/index.js';
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
 import type { Logger } from '@loyalty/runtime';
+import { MAIL_SUBJECT_MAX, mailText } from './domain/mail-text.ts';
 
 export interface Mail {
   to: string;
@@ -46,7 +47,10 @@ export function transportOptions(url: string, connections: number): SMTPPool.Opt
 export type MailKind = 'code' | 'notification';
 
 /**
- * Sends members' mail over SMTP; sandbox tenants' mail goes to the sandbox server (a sink).
+ * Sends members' mail over SMTP; sandbox tenants' mail goes to the sandbox server (a sink), and
+ * without one (`sandboxUrl` undefined) it is not sent at all, only logged without its body: a
+ * sandbox tenant's members are test data, often real people's addresses typed in while trying the
+ * API, and their codes are in the API's answers anyway. Never to the live server by default.
  * Codes and notifications go over pools of their own, so a code never queues behind a burst of
  * notifications (whose pace the notification consumers set: notifications.ts `notificationPace`).
  */
@@ -54,14 +58,13 @@ export class Mailer {
   private readonly transports = new Map<string, Transporter>();
   constructor(
     private readonly liveUrl: string,
-    private readonly sandboxUrl: string,
+    private readonly sandboxUrl: string | undefined,
     private readonly from: string,
     private readonly log: Logger,
     private readonly settings: { connections: number } = { connections: 4 },
   ) {}
 
-  private transport(sandbox: boolean, kind: MailKind): Transporter {
-    const url = sandbox ? this.sandboxUrl : this.liveUrl;
+  private transport(url: string, kind: MailKind): Transporter {
     const key = `${kind} ${url}`;
     let t = this.transports.get(key);
     if (!t) {
@@ -76,7 +79,15 @@ export class Mailer {
 
   /** `log` is the request's (or event's) logger, so the line carries its request id. */
   async send(mail: Mail, sandbox: boolean, log: Logger = this.log, kind: MailKind = 'code'): Promise<void> {
-    const info = await this.transport(sandbox, kind).sendMail({ from: this.from, ...mail });
+    const url = sandbox ? this.sandboxUrl : this.liveUrl;
+    if (url === undefined) {
+      log.info({ sandbox, kind }, 'sandbox mail not sent (no SANDBOX_SMTP_URL)');
+      return;
+    }
+    // A subject is one header line: no CR/LF that would start another (the templates keep
+    // member-supplied text out of subjects; this holds for any future one).
+    const subject = mailText(mail.subject, MAIL_SUBJECT_MAX);
+    const info = await this.transport(url, kind).sendMail({ from: this.from, ...mail, subject });
     log.info({ messageId: info.messageId, sandbox }, 'mail sent');
   }
 

@@ -8,6 +8,7 @@ import {
   type Queryable,
   type ReplayStore,
 } from '@loyalty/runtime';
+import { MAIL_NAME_MAX, mailText } from './domain/mail-text.ts';
 import { maskEmail, maskPhone } from './domain/masking.ts';
 import { matchesHash, newMemberToken, sha256 } from './domain/secrets.ts';
 import type { Mailer } from './mailer.ts';
@@ -66,7 +67,7 @@ export async function mailCode(
       {
         to: member.email,
         subject: `Your ${purpose} code`,
-        text: `Hello ${member.name},\n\nYour ${purpose} code is ${code}. It is valid for ${deps.otp.ttlMinutes} minutes and can be used once.\n`,
+        text: `Hello ${mailText(member.name, MAIL_NAME_MAX)},\n\nYour ${purpose} code is ${code}. It is valid for ${deps.otp.ttlMinutes} minutes and can be used once.\n`,
       },
       sandbox,
       log,

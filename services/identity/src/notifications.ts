@@ -1,6 +1,7 @@
 import pThrottle from 'p-throttle';
 import type { DomainEvent } from '@loyalty/contracts';
 import type { Logger, PoolClient } from '@loyalty/runtime';
+import { MAIL_NAME_MAX, MAIL_NOTE_MAX, MAIL_REWARD_MAX, mailText } from './domain/mail-text.ts';
 import type { Mailer } from './mailer.ts';
 import { membersByIds } from './member-directory.ts';
 import { findTenant } from './store/tenants.ts';
@@ -12,18 +13,25 @@ import { findTenant } from './store/tenants.ts';
  */
 type Template = (data: Record<string, unknown>, name: string) => { subject: string; text: string } | null;
 
+// Every value from an event or a member is flattened and bounded (mail-text.ts): names, notes and
+// reward names are typed by members and staff, and reach the member's inbox.
+const num = (v: unknown) => mailText(v ?? 0, 20);
+const rewardOf = (d: Record<string, unknown>) => mailText(d.reward_name ?? 'your reward', MAIL_REWARD_MAX);
+const staffNote = (d: Record<string, unknown>) =>
+  d.staff_note ? `\nNote from staff: ${mailText(d.staff_note, MAIL_NOTE_MAX)}` : '';
+
 export const templates: Record<string, Template> = {
   'ledger.points_earned': (d, name) => ({
-    subject: `You earned ${String(d.points)} points`,
-    text: `Hello ${name},\n\nYou earned ${String(d.points)} points. Your balance is now ${String(d.new_balance)} points.\n`,
+    subject: `You earned ${num(d.points)} points`,
+    text: `Hello ${name},\n\nYou earned ${num(d.points)} points. Your balance is now ${num(d.new_balance)} points.\n`,
   }),
   'claims.claim_approved': (d, name) => ({
     subject: 'Your reward claim was approved',
-    text: `Hello ${name},\n\nYour claim for "${String(d.reward_name ?? 'your reward')}" was approved; ${String(d.points_deducted ?? 0)} points were deducted.${d.staff_note ? `\nNote from staff: ${String(d.staff_note)}` : ''}\n`,
+    text: `Hello ${name},\n\nYour claim for "${rewardOf(d)}" was approved; ${num(d.points_deducted)} points were deducted.${staffNote(d)}\n`,
   }),
   'claims.claim_rejected': (d, name) => ({
     subject: 'Your reward claim was not approved',
-    text: `Hello ${name},\n\nYour claim for "${String(d.reward_name ?? 'your reward')}" was not approved, and your points were kept.${d.staff_note ? `\nNote from staff: ${String(d.staff_note)}` : ''}\n`,
+    text: `Hello ${name},\n\nYour claim for "${rewardOf(d)}" was not approved, and your points were kept.${staffNote(d)}\n`,
   }),
 };
 
@@ -34,7 +42,7 @@ export function notificationHandler(mailer: Mailer, log: Logger) {
     if (!template || !Number.isInteger(memberId)) return;
     const [member] = await membersByIds(db, event.tenant_id, [memberId]);
     if (!member?.email) return;
-    const mail = template(event.data, member.name);
+    const mail = template(event.data, mailText(member.name, MAIL_NAME_MAX));
     if (!mail) return;
     const tenant = await findTenant(db, event.tenant_id);
     await mailer.send(

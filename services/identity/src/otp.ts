@@ -13,7 +13,10 @@ export interface OtpPolicy {
 
 /**
  * Issue a one-time code to a member. The caller holds the member's row lock, so the cooldown
- * and the hourly cap cannot be raced. A new code supersedes earlier ones: only the newest verifies.
+ * and the hourly cap cannot be raced. A new code supersedes earlier ones of its purpose: only the
+ * newest verifies. The cooldown and the hourly cap count the member's codes of every purpose
+ * (sign-in and claim): each code is a mail to the member's inbox, and caps per purpose let a
+ * caller send twice the mails by alternating purposes.
  */
 export async function issueOtp(
   db: PoolClient,
@@ -22,7 +25,7 @@ export async function issueOtp(
   target: { tenantId: number; memberId: number; purpose: string; context?: Record<string, unknown> },
 ): Promise<{ code: string; expiresAt: Date }> {
   const now = clock.now();
-  const recent = await recentOtps(db, target.memberId, target.purpose, new Date(now.getTime() - 3_600_000));
+  const recent = await recentOtps(db, target.memberId, new Date(now.getTime() - 3_600_000));
   const last = recent[0];
   if (last) {
     const readyAt = last.created_at.getTime() + policy.cooldownSeconds * 1000;

@@ -31,9 +31,10 @@ export async function startIdentity(
     version: SERVICE_VERSION,
     config,
     log: opts.log,
+    clock: opts.clock,
     migrationsDir: packageDir(import.meta.url, '../migrations'),
     async setup({ pool, nc, subjects, log, metrics }) {
-      const mailer = new Mailer(config.SMTP_URL, config.SANDBOX_SMTP_URL ?? config.SMTP_URL, config.MAIL_FROM, log, {
+      const mailer = new Mailer(config.SMTP_URL, config.SANDBOX_SMTP_URL, config.MAIL_FROM, log, {
         connections: config.MAIL_CONCURRENCY,
       });
       const authDeps = {
@@ -77,6 +78,15 @@ export async function startIdentity(
       for (const c of consumers) await c.start();
       return {
         endpoints: identityEndpoints(auth, admin, memberDirectory(pool), claimCodes(authDeps)),
+        // Dead codes and sessions, a day after they stopped working (a day to look into a
+        // complaint); the hourly cap only reads the last hour's codes.
+        purge: [
+          { table: 'otps', expired: `expires_at < $1::timestamptz - interval '1 day'` },
+          {
+            table: 'member_sessions',
+            expired: `expires_at < $1::timestamptz - interval '1 day' OR revoked_at < $1::timestamptz - interval '1 day'`,
+          },
+        ],
         stop: async () => {
           for (const c of consumers) await c.stop();
           mailer.close();

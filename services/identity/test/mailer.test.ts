@@ -67,6 +67,44 @@ describe('Mailer', () => {
     }
   });
 
+  it('keeps a subject on one header line, bounded, whatever the caller put in it', async () => {
+    const mailer = new Mailer(url, url, 'Loyalty <no-reply@loyalty.local>', createLogger('mailer-test', 'silent'));
+    const before = sink.messages.length;
+    try {
+      await mailer.send(
+        {
+          to: 'subject@example.com',
+          subject: `Hi\r\nBcc: victim@example.com\r\n\r\nbody ${'s'.repeat(300)}`,
+          text: 'x',
+        },
+        false,
+      );
+    } finally {
+      mailer.close();
+    }
+    const got = sink.messages.slice(before);
+    expect(got.map((m) => m.to)).toEqual(['subject@example.com']);
+    expect(got[0]!.subject.startsWith('Hi Bcc: victim@example.com body sss')).toBe(true);
+    expect(Array.from(got[0]!.subject).length).toBeLessThanOrEqual(150);
+  });
+
+  it('sends no sandbox mail without a sandbox server, not even to the live one', async () => {
+    const mailer = new Mailer(
+      url,
+      undefined,
+      'Loyalty <no-reply@loyalty.local>',
+      createLogger('mailer-test', 'silent'),
+    );
+    const before = sink.messages.length;
+    try {
+      await mailer.send({ to: 'sandboxed@example.com', subject: 'sandbox', text: 'code 123456' }, true);
+      await mailer.send({ to: 'live@example.com', subject: 'live', text: 'code 654321' }, false);
+    } finally {
+      mailer.close();
+    }
+    expect(sink.messages.slice(before).map((m) => m.to)).toEqual(['live@example.com']);
+  });
+
   it('paces notifications evenly (notificationPace), or not at all with 0', async () => {
     expect(notificationPace(0)).toBeUndefined();
     const pace = notificationPace(20)!;

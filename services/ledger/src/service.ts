@@ -36,6 +36,7 @@ export async function startLedger(config: LedgerConfig, opts: LedgerOptions = {}
     version: SERVICE_VERSION,
     config,
     log: opts.log,
+    clock: opts.clock,
     migrationsDir: packageDir(import.meta.url, '../migrations'),
     async setup({ pool, nc, subjects, log, metrics, outbox }) {
       const clock = opts.clock ?? systemClock;

@@ -29,6 +29,7 @@ export async function startReferrals(
     version: SERVICE_VERSION,
     config,
     log: opts.log,
+    clock: opts.clock,
     migrationsDir: packageDir(import.meta.url, '../migrations'),
     async setup({ pool, nc, subjects, log, metrics, outbox }) {
       const clients = referralsClients(new ServiceClient(nc, subjects, { timeoutMs: config.REQUEST_TIMEOUT_MS, log }));

@@ -31,11 +31,11 @@ export async function insertOtp(
   return rows[0]!;
 }
 
-/** Codes issued to a member for a purpose since `since`, newest first (for cooldown and hourly cap). */
-export async function recentOtps(db: Queryable, memberId: number, purpose: string, since: Date): Promise<Otp[]> {
+/** Codes issued to a member for any purpose since `since`, newest first (for cooldown and hourly cap). */
+export async function recentOtps(db: Queryable, memberId: number, since: Date): Promise<Otp[]> {
   const { rows } = await db.query<Otp>(
-    `SELECT * FROM identity.otps WHERE member_id = $1 AND purpose = $2 AND created_at > $3 ORDER BY created_at DESC`,
-    [memberId, purpose, since],
+    `SELECT * FROM identity.otps WHERE member_id = $1 AND created_at > $2 ORDER BY created_at DESC`,
+    [memberId, since],
   );
   return rows;
 }
