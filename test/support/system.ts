@@ -193,7 +193,7 @@ export function apiClient(baseUrl: string, creds: { appId: string; apiKey: strin
 }
 
 /** Each test system's JetStream stream is its own; remove it so runs leave nothing behind. */
-async function deleteEventStream(root: string, natsUrl?: string): Promise<void> {
+export async function deleteEventStream(root: string, natsUrl?: string): Promise<void> {
   const nc = await connectAs('admin', { url: natsUrl });
   try {
     const jsm = await nc.jetstreamManager();

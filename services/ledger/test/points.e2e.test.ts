@@ -1,8 +1,6 @@
 import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ledgerOperations, Subjects, type InternalOperation } from '@loyalty/contracts';
-import { createLogger, ServiceClient } from '@loyalty/runtime';
-import type { z } from 'zod';
+import { Subjects } from '@loyalty/contracts';
 import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
 import { connectAs } from '../../../test/support/nats.ts';
 import {
@@ -18,7 +16,8 @@ import {
 
 /**
  * Interface section 4.3 end to end through the gateway, the points_earned mail through identity's
- * event consumer and the SMTP sink, and the ledger's operations for the claims and referrals services.
+ * event consumer and the SMTP sink. The ledger's operations for the claims and referrals services
+ * are tested on the ledger alone (ledger.service.test.ts).
  */
 let sys: TestSystem;
 let api: Api;
@@ -68,16 +67,6 @@ const phoneMember = async (purchase: number, extra: Record<string, unknown> = {}
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body.data!.member_id as number;
 };
-const internal = <O extends InternalOperation>(
-  op: O,
-  data: z.input<O['request']>,
-  meta: Record<string, unknown> = {},
-) =>
-  new ServiceClient(nc, subjects, { timeoutMs: 5_000, log: createLogger('test', 'silent') }).call(
-    op,
-    { request_id: 'test', tenant_id: tenantId, ...meta },
-    data,
-  );
 
 describe('earn', () => {
   it('awards floor(purchase x ratio), creates the member, and mails them', async () => {
@@ -358,82 +347,6 @@ describe('balance and history', () => {
     expect(foreignMember.body.error).toMatchObject({ code: 'member_not_found' });
     const readOnly = apiClient(sys.url, await sys.tenant({ scopes: ['cashback_read'] }));
     expect((await readOnly('GET', `${PTS}/balance?card_id=${card}&member_id=${m.id}`)).status).toBe(403);
-  });
-});
-
-describe('operations for other services', () => {
-  it('answers card and reward summaries within the tenant', async () => {
-    const c = await pointsCard(sys, tenantId, {
-      referrer_bonus: 100,
-      referee_bonus: 50,
-      referral_bonus_on_first_purchase: true,
-      claim_lifetime_hours: 2,
-    });
-    const r = await reward(sys, tenantId, c, 30, { name: 'Tea' });
-    expect(await internal(ledgerOperations.getCard, { card_id: c })).toEqual({
-      card: {
-        id: c,
-        name: 'Points card',
-        reward_system: 'points',
-        referrer_bonus: 100,
-        referee_bonus: 50,
-        referral_bonus_on_first_purchase: true,
-        claim_lifetime_hours: 2,
-      },
-    });
-    expect(await internal(ledgerOperations.getReward, { card_id: c, reward_id: r })).toEqual({
-      reward: { id: r, card_id: c, name: 'Tea', points_cost: 30, active: true },
-    });
-    await expect(internal(ledgerOperations.getReward, { card_id: card, reward_id: r })).rejects.toMatchObject({
-      code: 'reward_not_found',
-    });
-    await expect(
-      internal(ledgerOperations.getCard, { card_id: c }, { tenant_id: otherTenantId }),
-    ).rejects.toMatchObject({ code: 'card_not_found' });
-  });
-
-  it('debits and credits points under a deterministic key, replaying a retried step', async () => {
-    const memberId = await phoneMember(100);
-    const debit = { card_id: card, member_id: memberId, points: 60, event: 'reward_claimed' as const };
-    await expect(internal(ledgerOperations.debitPoints, debit)).rejects.toMatchObject({ code: 'validation_error' });
-    const first = await internal(ledgerOperations.debitPoints, debit, {
-      idempotency_key: 'claim:1',
-    });
-    expect(first).toEqual({ transaction_id: expect.any(Number), points: 60, previous_balance: 100, new_balance: 40 });
-    expect(await internal(ledgerOperations.debitPoints, debit, { idempotency_key: 'claim:1' })).toEqual(first);
-    // refused without touching the balance; the same key can succeed later
-    await expect(internal(ledgerOperations.debitPoints, debit, { idempotency_key: 'claim:2' })).rejects.toMatchObject({
-      code: 'insufficient_points',
-    });
-    expect(await balanceOf(memberId)).toBe(40);
-    const bonus = await internal(
-      ledgerOperations.creditPoints,
-      { ...debit, points: 25, event: 'referral_bonus' },
-      { idempotency_key: 'referral:1:referrer' },
-    );
-    expect(bonus).toMatchObject({ points: 25, previous_balance: 40, new_balance: 65 });
-    expect(await internal(ledgerOperations.debitPoints, debit, { idempotency_key: 'claim:2' })).toMatchObject({
-      new_balance: 5,
-    });
-    // an HTTP client's Idempotency-Key never collides with a service's key
-    const http = await refund({ member_id: memberId, refund_amount: 1 }, { 'idempotency-key': 'claim:1' });
-    expect(http.status).toBe(200);
-    const h = await api('GET', `${PTS}/history?card_id=${card}&member_id=${memberId}`);
-    expect((h.body.data!.transactions as { points: number; event: string }[]).map((t) => [t.points, t.event])).toEqual([
-      [-1, 'points_refunded'],
-      [-60, 'reward_claimed'],
-      [25, 'referral_bonus'],
-      [-60, 'reward_claimed'],
-      [100, 'staff_added_points'],
-    ]);
-    const cb = await cashbackCard(sys, tenantId);
-    await expect(
-      internal(
-        ledgerOperations.creditPoints,
-        { ...debit, card_id: cb, event: 'referral_bonus' },
-        { idempotency_key: 'x' },
-      ),
-    ).rejects.toMatchObject({ code: 'wrong_card_type' });
   });
 });
 

@@ -82,7 +82,7 @@ export async function signedIn(api: Api): Promise<{ id: number; email: string; t
  * checks that the account's entry count (a history's total) equals its number of journal rows.
  */
 export async function storedAndJournal(
-  sys: TestSystem,
+  sys: Pick<TestSystem, 'db'>,
   cardId: number,
   memberId: number,
 ): Promise<{ stored: number; journal: number }> {

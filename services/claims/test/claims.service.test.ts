@@ -1,0 +1,387 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  AppError,
+  claimsOperations,
+  identityOperations,
+  ledgerOperations,
+  type CardSummary,
+  type MemberSummary,
+  type RewardSummary,
+} from '@loyalty/contracts';
+import {
+  newTenantId,
+  publicMeta,
+  startService,
+  type Fake,
+  type ServiceRunner,
+} from '../../../test/support/service-runner.ts';
+
+/**
+ * The claims service alone (test/support/service-runner.ts): the approval saga, its crash safety,
+ * its races and the expiry sweeper, over real Postgres and NATS. The ledger and identity are
+ * fakes: the fake ledger keeps balances in memory and debits at most once per idempotency key (as
+ * the real one does), so a replayed saga step is visible in what it received.
+ */
+let claims: ServiceRunner<'claims'>;
+let debitPoints: Fake<typeof ledgerOperations.debitPoints>;
+let tenantId: number;
+let card: number;
+let reward: number; // costs 100 points
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const ops = claimsOperations;
+
+// ---- the fake ledger: cards, rewards, balances, debits once per key ----------------------------------
+
+const cards = new Map<number, { tenant: number; summary: CardSummary }>();
+const rewards = new Map<number, RewardSummary>();
+const balances = new Map<string, number>();
+/** Debits applied, by idempotency key: a repeated key answers the first reply and moves nothing. */
+const applied = new Map<
+  string,
+  { transaction_id: number; points: number; previous_balance: number; new_balance: number }
+>();
+let lastId = 0;
+
+function createCard(lifetimeHours = 72): number {
+  lastId += 1;
+  cards.set(lastId, {
+    tenant: tenantId,
+    summary: {
+      id: lastId,
+      name: `Points ${lastId}`,
+      reward_system: 'points',
+      referrer_bonus: 0,
+      referee_bonus: 0,
+      referral_bonus_on_first_purchase: false,
+      claim_lifetime_hours: lifetimeHours,
+    },
+  });
+  return lastId;
+}
+
+function createReward(cardId: number, pointsCost: number, name: string): number {
+  lastId += 1;
+  rewards.set(lastId, { id: lastId, card_id: cardId, name, points_cost: pointsCost, active: true });
+  return lastId;
+}
+
+const account = (cardId: number, memberId: number) => `${cardId}:${memberId}`;
+const balance = (cardId: number, memberId: number) => balances.get(account(cardId, memberId)) ?? 0;
+const earn = (cardId: number, memberId: number, points: number) =>
+  balances.set(account(cardId, memberId), balance(cardId, memberId) + points);
+/** The ledger debits the saga asked for, for one claim (every attempt, replays included). */
+const debitsOf = (claimId: number) => debitPoints.calls.filter((c) => c.data.reference === `claim:${claimId}`);
+
+// ---- the fake identity: members and claim codes --------------------------------------------------------
+
+const members = new Map<string, MemberSummary>();
+const codes = new Map<string, { code: string; memberId: number; context: Record<string, unknown> }>();
+
+let n = 0;
+/** A member with `points` on the card. */
+function member(points = 500, cardId = card): { email: string; id: number } {
+  n += 1;
+  const email = `claimer${n}@example.com`;
+  lastId += 1;
+  members.set(email, {
+    id: lastId,
+    name: `Member ${n}`,
+    email: 'c***@example.com',
+    phone: null,
+    has_email: true,
+    is_active: true,
+  });
+  earn(cardId, lastId, points);
+  return { email, id: lastId };
+}
+
+beforeAll(async () => {
+  // The sweeper's own timer is kept out of the way; tests sweep when they mean to.
+  claims = await startService('claims', { env: { CLAIM_SWEEP_INTERVAL_MS: String(HOUR) } });
+  tenantId = newTenantId();
+  const mine = <T extends { tenant: number }>(found: T | undefined, tenant: number) =>
+    found && found.tenant === tenant ? found : undefined;
+  await claims.fake(ledgerOperations.getCard, (d, meta) => {
+    const found = mine(cards.get(d.card_id), meta.tenant_id);
+    if (!found) throw new AppError('card_not_found');
+    return { card: found.summary };
+  });
+  await claims.fake(ledgerOperations.getReward, (d, meta) => {
+    const found = rewards.get(d.reward_id);
+    if (!mine(cards.get(d.card_id), meta.tenant_id) || !found || found.card_id !== d.card_id)
+      throw new AppError('reward_not_found');
+    return { reward: found };
+  });
+  debitPoints = await claims.fake(ledgerOperations.debitPoints, (d, meta) => {
+    if (!meta.idempotency_key) throw new AppError('validation_error', 'debit_points needs an idempotency key');
+    const replay = applied.get(meta.idempotency_key);
+    if (replay) return replay;
+    const previous = balance(d.card_id, d.member_id);
+    if (previous < d.points)
+      throw new AppError('insufficient_points', undefined, { points_balance: previous, points_required: d.points });
+    balances.set(account(d.card_id, d.member_id), previous - d.points);
+    lastId += 1;
+    const reply = {
+      transaction_id: lastId,
+      points: d.points,
+      previous_balance: previous,
+      new_balance: previous - d.points,
+    };
+    applied.set(meta.idempotency_key, reply);
+    return reply;
+  });
+  await claims.fake(identityOperations.issueClaimOtp, (d, meta) => {
+    const found = members.get(d.member_email);
+    if (!found) throw new AppError('member_not_found');
+    const code = String(100_000 + ((found.id * 7919 + codes.size) % 900_000));
+    codes.set(`${meta.tenant_id}:${d.member_email}`, { code, memberId: found.id, context: d.context });
+    return {
+      member_id: found.id,
+      expires_at: new Date(claims.clock.now().getTime() + 10 * MINUTE).toISOString(),
+      expires_in_minutes: 10,
+      otp_code: code,
+    };
+  });
+  await claims.fake(identityOperations.verifyClaimOtp, (d, meta) => {
+    const key = `${meta.tenant_id}:${d.member_email}`;
+    const issued = codes.get(key);
+    if (!issued || issued.code !== d.code) throw new AppError('invalid_verification_code');
+    codes.delete(key);
+    return { member_id: issued.memberId, context: issued.context };
+  });
+  await claims.fake(identityOperations.getMembers, (d) => ({
+    members: [...members.values()].filter((m) => d.ids.includes(m.id)),
+  }));
+  card = createCard();
+  reward = createReward(card, 100, 'Free coffee');
+});
+afterAll(async () => claims?.stop());
+
+// ---- claim helpers -----------------------------------------------------------------------------------
+
+/** A pending claim request of the member: the code through request-otp, then create, as the gateway sends them. */
+async function claim(m: { email: string }, cardId = card, rewardId = reward): Promise<number> {
+  const issued = await claims.request(ops['claims.request_otp'], publicMeta(tenantId), {
+    member_email: m.email,
+    card_id: cardId,
+    reward_id: rewardId,
+  });
+  const created = await claims.request(ops['claims.create'], publicMeta(tenantId), {
+    member_email: m.email,
+    card_id: cardId,
+    reward_id: rewardId,
+    verification_code: issued.otp_code!,
+  });
+  return created.claim_request.id;
+}
+
+const getClaim = async (id: number) =>
+  (await claims.request(ops['claims.get'], publicMeta(tenantId), { request_id: id })).claim_request;
+const approve = (id: number) => claims.call(ops['claims.approve'], publicMeta(tenantId), { request_id: id });
+const reject = (id: number) => claims.call(ops['claims.reject'], publicMeta(tenantId), { request_id: id });
+
+async function outboxEvents(type: string, claimId: number): Promise<unknown[]> {
+  const { rows } = await claims.db.query<{ payload: unknown }>(
+    `SELECT payload FROM claims.outbox WHERE payload->>'type' = $1 AND (payload->'data'->>'claim_request_id')::bigint = $2`,
+    [`claims.${type}`, claimId],
+  );
+  return rows.map((r) => r.payload);
+}
+
+const crashAfterDebit = () => {
+  throw new Error('simulated crash after the ledger debit');
+};
+
+describe('approve', () => {
+  it('debits through the ledger under the key claim:<id>', async () => {
+    const m = member(250);
+    const id = await claim(m);
+    const r = await approve(id);
+    expect(r).toMatchObject({ ok: true, data: { claim_request: { id, status: 'approved', points_deducted: 100 } } });
+    expect(debitsOf(id)).toEqual([
+      {
+        meta: expect.objectContaining({ tenant_id: tenantId, idempotency_key: `claim:${id}` }),
+        data: expect.objectContaining({ card_id: card, member_id: m.id, points: 100, event: 'reward_claimed' }),
+      },
+    ]);
+    expect(balance(card, m.id)).toBe(150);
+  });
+
+  it('answers insufficient_points and leaves the request pending; it can be approved once the points are there', async () => {
+    const m = member(60);
+    const id = await claim(m);
+    const r = await approve(id);
+    expect(r).toMatchObject({ ok: false, error: { code: 'insufficient_points' } });
+    expect(await getClaim(id)).toMatchObject({ status: 'pending', points_deducted: null, approved_at: null });
+    expect(balance(card, m.id)).toBe(60);
+    earn(card, m.id, 40);
+    const ok = await approve(id);
+    expect(ok.ok, JSON.stringify(ok)).toBe(true);
+    expect(balance(card, m.id)).toBe(0);
+    // Both attempts asked for the same debit, under the same key.
+    expect(debitsOf(id).map((c) => c.meta.idempotency_key)).toEqual([`claim:${id}`, `claim:${id}`]);
+  });
+
+  it('survives a crash between the ledger debit and the status change: the retry completes without a second debit', async () => {
+    const m = member(500);
+    const id = await claim(m);
+    let crashes = 0;
+    await claims.restart({
+      faults: {
+        afterLedgerDebit: () => {
+          crashes++;
+          crashAfterDebit();
+        },
+      },
+    });
+    const r = await approve(id);
+    expect(r).toMatchObject({ ok: false, error: { code: 'internal_error' } });
+    await claims.restart();
+    expect(crashes).toBe(1);
+    // The debit happened; the request is held by the unfinished approval, so reject cannot take it.
+    expect(balance(card, m.id)).toBe(400);
+    expect((await getClaim(id)).status).toBe('approving');
+    const rej = await reject(id);
+    expect(rej).toMatchObject({
+      ok: false,
+      error: { code: 'claim_request_not_pending', current_status: 'approving' },
+    });
+    // The retry replays the debit (same claim:<id> key) and finishes.
+    const retry = await approve(id);
+    expect(retry).toMatchObject({
+      ok: true,
+      data: { claim_request: { id, status: 'approved', points_deducted: 100 } },
+    });
+    expect(balance(card, m.id)).toBe(400);
+    expect(debitsOf(id).map((c) => c.meta.idempotency_key)).toEqual([`claim:${id}`, `claim:${id}`]);
+    expect(applied.get(`claim:${id}`)).toMatchObject({ previous_balance: 500, new_balance: 400 });
+    expect(await outboxEvents('claim_approved', id)).toHaveLength(1);
+  });
+
+  it('finishes an approval left half-done even when nobody retries: the sweeper resumes it', async () => {
+    const m = member(500);
+    const id = await claim(m);
+    await claims.restart({ faults: { afterLedgerDebit: crashAfterDebit } });
+    expect((await approve(id)).ok).toBe(false);
+    await claims.restart();
+    expect((await claims.service.sweep()).resumed).toBe(0); // too recent: it may still be running
+    claims.clock.advance(2 * MINUTE);
+    const swept = await claims.service.sweep();
+    expect(swept.resumed).toBeGreaterThanOrEqual(1);
+    expect(await getClaim(id)).toMatchObject({ status: 'approved', points_deducted: 100 });
+    expect(balance(card, m.id)).toBe(400);
+    expect(debitsOf(id).map((c) => c.meta.idempotency_key)).toEqual([`claim:${id}`, `claim:${id}`]);
+  });
+
+  it('lets exactly one of a concurrent approve and reject win', async () => {
+    const claimers = Array.from({ length: 6 }, () => member(500));
+    const ids = await Promise.all(claimers.map((m) => claim(m)));
+    const outcomes = await Promise.all(
+      ids.map(async (id, i) => {
+        const [a, r] =
+          i % 2 === 0
+            ? await Promise.all([approve(id), reject(id)])
+            : (await Promise.all([reject(id), approve(id)])).reverse();
+        return { id, a: a!, r: r! };
+      }),
+    );
+    for (const [i, { id, a, r }] of outcomes.entries()) {
+      expect([a.ok, r.ok].sort(), JSON.stringify({ a, r })).toEqual([false, true]);
+      const final = await getClaim(id);
+      const points = balance(card, claimers[i]!.id);
+      if (a.ok) {
+        expect(final.status).toBe('approved');
+        expect(r).toMatchObject({ ok: false, error: { code: 'claim_request_not_pending' } });
+        expect(['approving', 'approved']).toContain(!r.ok && r.error.current_status);
+        expect(points).toBe(400);
+      } else {
+        expect(final.status).toBe('rejected');
+        expect(a).toMatchObject({
+          ok: false,
+          error: { code: 'claim_request_not_pending', current_status: 'rejected' },
+        });
+        expect(points).toBe(500);
+        expect(debitsOf(id)).toEqual([]);
+      }
+    }
+  });
+
+  it('lets exactly one of three concurrent approvals deduct', async () => {
+    const m = member(500);
+    const id = await claim(m);
+    const results = await Promise.all([approve(id), approve(id), approve(id)]);
+    expect(results.filter((r) => r.ok)).toHaveLength(1);
+    expect(
+      results.filter((r) => !r.ok && r.error.code === 'claim_request_not_pending'),
+      JSON.stringify(results),
+    ).toHaveLength(2);
+    expect(balance(card, m.id)).toBe(400);
+    expect(new Set(debitsOf(id).map((c) => c.meta.idempotency_key))).toEqual(new Set([`claim:${id}`]));
+  });
+});
+
+// Last: these move the clock by hours and sweep every pending request of the file.
+describe('expiry', () => {
+  it('expires a pending request after the card lifetime; it can then be neither approved nor rejected', async () => {
+    const shortCard = createCard(2);
+    const shortReward = createReward(shortCard, 10, 'Pin badge');
+    const m = member(50, shortCard);
+    const id = await claim(m, shortCard, shortReward);
+    const record = await getClaim(id);
+    expect(Date.parse(record.expires_at) - Date.parse(record.created_at)).toBe(2 * HOUR);
+
+    claims.clock.advance(HOUR);
+    await claims.service.sweep();
+    expect((await getClaim(id)).status).toBe('pending');
+
+    claims.clock.advance(HOUR + 1_000);
+    expect((await claims.service.sweep()).expired).toBeGreaterThanOrEqual(1);
+    expect((await getClaim(id)).status).toBe('expired');
+    const a = await approve(id);
+    expect(a).toMatchObject({ ok: false, error: { code: 'claim_request_not_pending', current_status: 'expired' } });
+    const r = await reject(id);
+    expect(r).toMatchObject({ ok: false, error: { code: 'claim_request_not_pending', current_status: 'expired' } });
+    expect(balance(shortCard, m.id)).toBe(50);
+    expect(debitsOf(id)).toEqual([]);
+    expect(await outboxEvents('claim_expired', id)).toHaveLength(1);
+    const expired = await claims.request(ops['claims.list'], publicMeta(tenantId), {
+      card_id: shortCard,
+      status: 'expired',
+    });
+    expect(expired.claim_requests.map((x) => x.id)).toEqual([id]);
+  });
+
+  it('refuses to approve a request whose lifetime is over even before the sweeper ran', async () => {
+    const m = member(500);
+    const id = await claim(m); // default lifetime: 72 hours
+    claims.clock.advance(72 * HOUR + 1_000);
+    const a = await approve(id);
+    expect(a).toMatchObject({ ok: false, error: { code: 'claim_request_not_pending', current_status: 'expired' } });
+    expect((await getClaim(id)).status).toBe('expired');
+    expect(balance(card, m.id)).toBe(500);
+    expect(debitsOf(id)).toEqual([]);
+    expect(await outboxEvents('claim_expired', id)).toHaveLength(1);
+  });
+
+  it('is safe to sweep from several replicas at once: each request expires once', async () => {
+    const ids = await Promise.all(Array.from({ length: 8 }, async () => claim(member(200))));
+    claims.clock.advance(72 * HOUR + 1_000);
+    const replica = await claims.replica();
+    try {
+      const results = await Promise.all([
+        claims.service.sweep(),
+        replica.sweep(),
+        claims.service.sweep(),
+        replica.sweep(),
+      ]);
+      expect(results.reduce((s, r) => s + r.expired, 0)).toBeGreaterThanOrEqual(ids.length);
+    } finally {
+      await replica.stop();
+    }
+    for (const id of ids) {
+      expect((await getClaim(id)).status).toBe('expired');
+      expect(await outboxEvents('claim_expired', id)).toHaveLength(1);
+    }
+  });
+});
