@@ -84,7 +84,8 @@ export async function startTestSystem(
     SANDBOX_SMTP_URL: smtpUrl,
     OTP_SECRET: 'test-otp-secret-0123456789',
     OPERATOR_TOKEN,
-    REQUEST_TIMEOUT_MS: '1500',
+    // Long enough that a loaded machine does not turn slow answers into 503s; short enough for the hang test.
+    REQUEST_TIMEOUT_MS: '4000',
     NATS_URL: localNats().url,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...opts.env,
