@@ -33,7 +33,8 @@ export const Id = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 export const IdParam = z
   .union([z.string().regex(/^[0-9]{1,16}$/, 'must be a decimal integer (digits only)'), Id])
   .transform(Number)
-  .pipe(Id);
+  .pipe(Id)
+  .describe('decimal digits only, at most 9007199254740991');
 /** A non-negative count in a query string (`limit`, `offset`): plain decimal digits, as {@link IdParam}. */
 export function countParam(min: number, max: number) {
   return z
