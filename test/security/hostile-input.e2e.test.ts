@@ -34,7 +34,11 @@ const TABLES = [
 ];
 
 beforeAll(async () => {
-  sys = await startTestSystem({ services: ['identity', 'ledger', 'claims', 'referrals'] });
+  // A loaded machine (tests of several checkouts at once) can take more than the default 1.5 s to answer.
+  sys = await startTestSystem({
+    services: ['identity', 'ledger', 'claims', 'referrals'],
+    env: { REQUEST_TIMEOUT_MS: '10000' },
+  });
   creds = await sys.tenant();
   cashback = await cashbackCard(sys, creds.tenantId);
   points = await pointsCard(sys, creds.tenantId);
