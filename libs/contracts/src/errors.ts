@@ -6,6 +6,8 @@ export const errorCatalogue = {
   // 400: the request itself is wrong
   validation_error: { status: 400, message: 'The request is not valid.' },
   invalid_json: { status: 400, message: 'The request body is not valid JSON.' },
+  invalid_header: { status: 400, message: 'A request header is malformed (control characters or line folding).' },
+  malformed_request: { status: 400, message: 'The HTTP request is malformed.' },
   // 401: credentials and tokens
   missing_credentials: { status: 401, message: 'X-App-Id and X-Api-Key headers are required.' },
   invalid_credentials: { status: 401, message: 'The application credentials are not valid.' },
@@ -30,7 +32,9 @@ export const errorCatalogue = {
   referral_code_not_found: { status: 404, message: 'Referral code not found.' },
   // 405: method
   method_not_allowed: { status: 405, message: 'This method is not allowed on this route.' },
+  request_timeout: { status: 408, message: 'The request was not received in time.' },
   payload_too_large: { status: 413, message: 'The request body is too large.' },
+  uri_too_long: { status: 414, message: 'The request path is too long.' },
   unsupported_media_type: { status: 415, message: 'Send the body as application/json.' },
   // 409: conflict / state
   email_taken: { status: 409, message: 'A member with this email already exists.' },
@@ -41,6 +45,8 @@ export const errorCatalogue = {
   duplicate_reference: { status: 409, message: 'This reference was already used for an earn on this card.' },
   claim_request_not_pending: { status: 409, message: 'The claim request is not pending.' },
   referral_already_applied: { status: 409, message: 'This member already has a referral on this card.' },
+  // 431: headers
+  headers_too_large: { status: 431, message: 'The request headers are too large.' },
   // 422: business rules
   insufficient_balance: { status: 422, message: 'The cashback balance is not sufficient.' },
   insufficient_points: { status: 422, message: 'The points balance is not sufficient.' },

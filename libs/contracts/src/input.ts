@@ -22,6 +22,31 @@ export type OperationInputResult = { ok: true; data: Record<string, unknown> } |
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
+ * How deep a request body may nest. No operation needs more than a few levels (metadata allows 5);
+ * a body thousands of levels deep would overflow the stack of recursive code (validation, logging,
+ * serialisation), so it is refused before anything walks it recursively.
+ */
+export const MAX_INPUT_DEPTH = 32;
+
+/** Whether a parsed JSON value nests deeper than `max` levels (iterative: safe on any depth). */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: { v: unknown; depth: number }[] = [{ v: value, depth: 0 }];
+  while (stack.length > 0) {
+    const { v, depth } = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth + 1 > max) return true;
+    for (const item of Array.isArray(v) ? v : Object.values(v)) stack.push({ v: item, depth: depth + 1 });
+  }
+  return false;
+}
+
+/** The `validation_error` field of a body nesting beyond {@link MAX_INPUT_DEPTH}. */
+export const tooDeepIssue: InputIssue = {
+  field: '(body)',
+  message: `must be nested at most ${MAX_INPUT_DEPTH} levels deep`,
+};
+
+/**
  * The one place an operation's input is built: path parameters, query and body are validated by
  * their own schemas from the same merged object `{...params, ...query, ...body}` and their outputs
  * merged. A path parameter cannot be given again in the query or the body (it would otherwise
@@ -33,6 +58,8 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  */
 export function buildOperationInput(op: InputSchemas, parts: InputParts): OperationInputResult {
   const { params, query, body } = parts;
+  if (nestsDeeperThan(body, MAX_INPUT_DEPTH) || nestsDeeperThan(query, MAX_INPUT_DEPTH))
+    return { ok: false, fields: [tooDeepIssue] };
   const source: Record<string, unknown> = {
     ...(isRecord(params) ? params : undefined),
     ...(isRecord(query) ? query : undefined),
@@ -59,6 +86,10 @@ export function buildOperationInput(op: InputSchemas, parts: InputParts): Operat
  */
 export function operationInput<O extends InputSchemas>(op: O): z.ZodType<OperationInput<O>> {
   return z.unknown().transform((input, ctx) => {
+    if (nestsDeeperThan(input, MAX_INPUT_DEPTH)) {
+      ctx.addIssue({ code: 'custom', message: tooDeepIssue.message });
+      return z.NEVER;
+    }
     const issues: z.core.$ZodIssue[] = [];
     const data = parseParts(op, input && typeof input === 'object' ? input : {}, issues);
     if (issues.length > 0) ctx.issues.push(...(issues as never[]));

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Metadata, Text } from './common.ts';
 import { Meta } from './messages.ts';
 import { defineInternalOperations } from './ops/types.ts';
 
@@ -7,9 +8,9 @@ import { defineInternalOperations } from './ops/types.ts';
  * Each entry: the owning service, its operation name, and request/reply schemas.
  */
 export const AuthenticateRequest = z.object({
-  app_id: z.string(),
-  api_key: z.string(),
-  member_token: z.string().optional(),
+  app_id: Text,
+  api_key: Text,
+  member_token: Text.optional(),
 });
 /** Who is calling: the part of the request meta that authentication establishes. */
 export const AuthenticateReply = Meta.pick({
@@ -29,7 +30,7 @@ export const internalOperations = defineInternalOperations({
     operation: 'internal.authenticate',
     request: AuthenticateRequest,
     reply: AuthenticateReply,
-    meta: z.object({ request_id: z.string().min(1).max(128) }),
+    meta: z.object({ request_id: Text.min(1).max(128) }),
   },
 });
 
@@ -47,11 +48,11 @@ export type MemberSummary = z.infer<typeof MemberSummary>;
 export const ResolveMemberRequest = z
   .object({
     member_id: z.number().int().positive().optional(),
-    email: z.string().optional(),
-    phone: z.string().optional(),
+    email: Text.optional(),
+    phone: Text.optional(),
     /** Create the member when none matches (earn auto-creates members). Needs email or phone. */
     create_if_missing: z.boolean().default(false),
-    name: z.string().trim().min(1).max(200).optional(),
+    name: Text.trim().min(1).max(200).optional(),
   })
   .refine((r) => r.member_id !== undefined || r.email !== undefined || r.phone !== undefined, {
     message: 'member_id, email or phone is required',
@@ -63,8 +64,8 @@ export const GetMembersRequest = z.object({ ids: z.array(z.number().int().positi
 export const GetMembersReply = z.object({ members: z.array(MemberSummary) });
 
 export const IssueClaimOtpRequest = z.object({
-  member_email: z.string(),
-  context: z.record(z.string(), z.unknown()).default({}),
+  member_email: Text,
+  context: z.record(Text, z.unknown()).default({}),
 });
 export const IssueClaimOtpReply = z.object({
   member_id: z.number().int(),
@@ -73,7 +74,7 @@ export const IssueClaimOtpReply = z.object({
   otp_code: z.string().optional().describe('sandbox tenants only'),
 });
 
-export const VerifyClaimOtpRequest = z.object({ member_email: z.string(), code: z.string() });
+export const VerifyClaimOtpRequest = z.object({ member_email: Text, code: Text });
 export const VerifyClaimOtpReply = z.object({
   member_id: z.number().int(),
   context: z.record(z.string(), z.unknown()),
@@ -144,8 +145,8 @@ export const PointsMovementRequest = z.object({
   points: z.number().int().positive(),
   /** Journal label: `reward_claimed` (claim approval) or `referral_bonus`. */
   event: z.enum(['reward_claimed', 'referral_bonus']),
-  reference: z.string().max(255).optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  reference: Text.max(255).optional(),
+  metadata: Metadata.optional(),
 });
 export const PointsMovementReply = z.object({
   transaction_id: z.number().int(),

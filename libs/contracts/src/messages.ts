@@ -1,11 +1,12 @@
 import { z } from 'zod';
+import { Text } from './common.ts';
 import type { ErrorBody } from './errors.ts';
 
 export const scopes = ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read'] as const;
 export const Scope = z.enum(scopes);
 export type Scope = z.infer<typeof Scope>;
 
-const RequestId = z.string().min(1).max(128);
+const RequestId = Text.min(1).max(128);
 const TenantId = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 
 /**
@@ -16,13 +17,13 @@ const TenantId = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 export const Meta = z.object({
   request_id: RequestId,
   tenant_id: TenantId,
-  app_id: z.string().min(1).max(64),
+  app_id: Text.min(1).max(64),
   sandbox: z.boolean(),
   scopes: z.array(Scope),
   member_id: z.number().int().positive().optional(),
   /** The member session behind the presented member token (refresh and logout act on it). */
   session_id: z.number().int().positive().optional(),
-  idempotency_key: z.string().min(1).max(255).optional(),
+  idempotency_key: Text.min(1).max(255).optional(),
 });
 export type Meta = z.infer<typeof Meta>;
 
@@ -33,7 +34,7 @@ export type Meta = z.infer<typeof Meta>;
 export const ServiceMeta = z.object({
   request_id: RequestId,
   tenant_id: TenantId,
-  idempotency_key: z.string().min(1).max(300).optional(),
+  idempotency_key: Text.min(1).max(300).optional(),
 });
 export type ServiceMeta = z.infer<typeof ServiceMeta>;
 

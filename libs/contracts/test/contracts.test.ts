@@ -1,5 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { buildOpenApiDocument, errorCatalogue, operations, operatorOperations, Money } from '../src/index.ts';
+import type { z } from 'zod';
+import {
+  buildOpenApiDocument,
+  errorCatalogue,
+  Id,
+  identityOperations,
+  IdParam,
+  internalOperations,
+  ledgerOperations,
+  Metadata,
+  Money,
+  operations,
+  operatorOperations,
+  PositiveMoney,
+} from '../src/index.ts';
 
 describe('contract table', () => {
   it('has unique method + path and unique service operations', () => {
@@ -37,3 +51,82 @@ describe('money', () => {
     expect(Money.safeParse(-1).success).toBe(false);
   });
 });
+
+describe('hostile input', () => {
+  it('money: sub-cent values are not zero, positive amounts start at 0.01, at most 1,000,000,000', () => {
+    for (const v of [1e-9, 5e-324, 0.001, 1_000_000_000.01]) expect(Money.safeParse(v).success, String(v)).toBe(false);
+    expect(Money.safeParse(0).success).toBe(true);
+    for (const v of [0, 1e-9, 0.009]) expect(PositiveMoney.safeParse(v).success, String(v)).toBe(false);
+    expect(PositiveMoney.safeParse(0.01).success).toBe(true);
+    expect(PositiveMoney.safeParse(1_000_000_000).success).toBe(true);
+  });
+
+  it('ids: JSON integers in bodies, plain decimal digits in paths and queries', () => {
+    for (const v of [[7], '7', true, 7.5, 0, 2 ** 53]) expect(Id.safeParse(v).success, JSON.stringify(v)).toBe(false);
+    expect(Id.safeParse(7).success).toBe(true);
+    for (const v of ['1e3', '0x10', ' 7', '+7', '7.0', '-1', '9007199254740993', '', '\u0000'])
+      expect(IdParam.safeParse(v).success, v).toBe(false);
+    expect(IdParam.parse('007')).toBe(7);
+    expect(IdParam.parse(7)).toBe(7);
+  });
+
+  it('metadata: scalars, objects and arrays within depth, key, size and text bounds', () => {
+    const ok = { till: 3, tags: ['a', 'b'], nested: { a: { b: { c: null } } } };
+    expect(Metadata.safeParse(ok).success).toBe(true);
+    for (const bad of [
+      { a: { b: { c: { d: { e: { f: 1 } } } } } },
+      Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, i])),
+      { a: 'x'.repeat(4100) },
+      { ['k'.repeat(65)]: 1 },
+      { 'a\u0000': 1 },
+      { a: '\uD800' },
+    ])
+      expect(Metadata.safeParse(bad).success, JSON.stringify(bad).slice(0, 60)).toBe(false);
+  });
+
+  it('every string field of every contract input (public, operator, internal) refuses NUL and lone surrogates', () => {
+    const inputs: [string, z.ZodType][] = [];
+    for (const [id, op] of Object.entries({ ...operations, ...operatorOperations })) {
+      for (const part of [op.params, op.query, op.body]) if (part) inputs.push([id, part]);
+    }
+    for (const [id, op] of Object.entries({ ...internalOperations, ...identityOperations, ...ledgerOperations }))
+      inputs.push([id, op.request]);
+    let checked = 0;
+    for (const [id, schema] of inputs) {
+      for (const [name, field] of stringFields(schema)) {
+        for (const hostile of ['a\u0000b', '\uD800', 'x\uDC00']) {
+          expect(field.safeParse(hostile).success, `${id} ${name} ${JSON.stringify(hostile)}`).toBe(false);
+        }
+        checked += 1;
+      }
+    }
+    expect(checked).toBeGreaterThan(30);
+  });
+
+  it('the OpenAPI document states the metadata bounds', () => {
+    const doc = JSON.stringify(buildOpenApiDocument(operations));
+    expect(doc).toContain('nested at most 5 levels, at most 50 keys in all, keys at most 64 characters');
+  });
+});
+
+/** The string-typed fields of an object schema, nested objects included. */
+function stringFields(schema: z.ZodType, prefix = ''): [string, z.ZodType][] {
+  const shape = (unwrap(schema) as z.ZodObject).shape ?? {};
+  const out: [string, z.ZodType][] = [];
+  for (const [name, field] of Object.entries(shape)) {
+    const type = unwrap(field)._zod.def.type;
+    if (type === 'string') out.push([prefix + name, field]);
+    if (type === 'object') out.push(...stringFields(field, `${prefix}${name}.`));
+  }
+  return out;
+}
+
+function unwrap(s: z.ZodType): z.ZodType {
+  for (;;) {
+    const def = s._zod.def as { type: string; innerType?: z.ZodType; in?: z.ZodType };
+    if (['optional', 'nullable', 'default', 'prefault', 'readonly'].includes(def.type) && def.innerType)
+      s = def.innerType;
+    else if (def.type === 'pipe' && def.in) s = def.in;
+    else return s;
+  }
+}

@@ -7,12 +7,14 @@ import type { GatewayConfig } from './config.ts';
 import type { CredentialResolver } from './credentials.ts';
 import { credentials } from './plugins/credentials.ts';
 import { docs } from './plugins/docs.ts';
-import { envelope } from './plugins/envelope.ts';
+import { clientErrorHandler, envelope, frameworkErrors } from './plugins/envelope.ts';
 import { opsEndpoints } from './plugins/ops.ts';
 import { rateLimiting } from './plugins/rate-limit.ts';
 import { contractRoutes } from './plugins/routes.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** A body over the limit is read up to this many times the limit, so the client can read its 413. */
+const DRAIN_FACTOR = 64;
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -43,11 +45,15 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     bodyLimit: config.BODY_LIMIT_BYTES,
+    // `/earn/` is `/earn`: clients and proxies add trailing slashes.
+    routerOptions: { ignoreTrailingSlash: true },
+    frameworkErrors,
+    clientErrorHandler,
     return503OnClosing: true,
     forceCloseConnections: false,
   });
   const routes = [...Object.values(operations), ...Object.values(operatorOperations)];
-  await app.register(envelope, { metrics, routes });
+  await app.register(envelope, { metrics, routes, drainLimitBytes: DRAIN_FACTOR * config.BODY_LIMIT_BYTES });
   await app.register(credentials, { credentials: deps.credentials });
   await app.register(rateLimiting, { config, redis: deps.redis });
   await app.register(docs, { publicBaseUrl: config.PUBLIC_BASE_URL });

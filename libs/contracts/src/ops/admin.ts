@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, Timestamp } from '../common.ts';
+import { Id, IdParam, Text, Timestamp } from '../common.ts';
 import { Scope } from '../messages.ts';
 import { defineOperations } from './types.ts';
 
@@ -19,8 +19,8 @@ const App = z.object({
   revoked_at: Timestamp.nullable(),
 });
 const AppWithKey = App.extend({ api_key: z.string().describe('shown once; only a hash is stored') });
-const TenantParams = z.object({ tenant_id: Id });
-const AppParams = z.object({ app_id: z.string().min(1).max(64) });
+const TenantParams = z.object({ tenant_id: IdParam });
+const AppParams = z.object({ app_id: Text.min(1).max(64) });
 
 export const adminOperations = defineOperations({
   'admin.tenant.create': {
@@ -30,7 +30,7 @@ export const adminOperations = defineOperations({
     path: '/admin/v1/tenants',
     operation: 'admin.tenant.create',
     summary: 'Create a tenant (a merchant programme); sandbox tenants return OTP codes in responses',
-    body: z.object({ name: z.string().trim().min(1).max(200), sandbox: z.boolean().default(false) }),
+    body: z.object({ name: Text.trim().min(1).max(200), sandbox: z.boolean().default(false) }),
     response: z.object({ tenant: Tenant }),
     errors: ['invalid_operator_token'],
   },
@@ -52,7 +52,7 @@ export const adminOperations = defineOperations({
     operation: 'admin.app.create',
     summary: 'Create an app with scopes; its API key is shown once',
     params: TenantParams,
-    body: z.object({ name: z.string().trim().min(1).max(200), scopes: z.array(Scope).default([]) }),
+    body: z.object({ name: Text.trim().min(1).max(200), scopes: z.array(Scope).default([]) }),
     response: z.object({ app: AppWithKey }),
     errors: ['invalid_operator_token', 'tenant_not_found'],
   },

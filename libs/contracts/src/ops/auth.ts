@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Email, Id, MaskedMember, Phone, Timestamp } from '../common.ts';
+import { Email, Id, MaskedMember, Phone, Text, Timestamp } from '../common.ts';
 import { defineOperations } from './types.ts';
 
 const base = { service: 'identity', scope: null, tag: 'Member authentication' } as const;
@@ -12,7 +12,7 @@ export const CheckMemberBody = z
   });
 
 export const RegisterBody = z.object({
-  name: z.string().trim().min(1).max(200),
+  name: Text.trim().min(1).max(200),
   email: Email,
   phone: Phone,
   accepts_emails: z.boolean().optional(),
@@ -21,10 +21,7 @@ export const RegisterBody = z.object({
 export const RequestOtpBody = z.object({ email: Email });
 export const VerifyOtpBody = z.object({
   email: Email,
-  code: z
-    .string()
-    .trim()
-    .regex(/^[0-9]{6}$/, 'must be the 6-digit code'),
+  code: Text.trim().regex(/^[0-9]{6}$/, 'must be the 6-digit code'),
 });
 
 const MemberToken = z.object({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Email, Id, Pagination, Timestamp, pageQuery } from '../common.ts';
+import { Email, Id, IdParam, Pagination, Text, Timestamp, pageQuery } from '../common.ts';
 import { defineOperations } from './types.ts';
 
 /**
@@ -18,8 +18,8 @@ export const claimStatuses = ['pending', 'approving', 'approved', 'rejected', 'e
 export const ClaimStatus = z.enum(claimStatuses);
 export type ClaimStatus = z.infer<typeof ClaimStatus>;
 
-const Note = z.string().trim().max(1000, 'must be at most 1000 characters');
-const RequestParams = z.object({ request_id: Id });
+const Note = Text.trim().max(1000, 'must be at most 1000 characters');
+const RequestParams = z.object({ request_id: IdParam });
 const StaffBody = z.object({ staff_note: Note.optional() });
 
 export const ClaimRequestRecord = z.object({
@@ -77,10 +77,7 @@ export const claimsOperations = defineOperations({
       member_email: Email,
       card_id: Id,
       reward_id: Id,
-      verification_code: z
-        .string()
-        .trim()
-        .regex(/^[0-9]{6}$/, 'must be the 6-digit code'),
+      verification_code: Text.trim().regex(/^[0-9]{6}$/, 'must be the 6-digit code'),
       member_note: Note.optional(),
     }),
     response: z.object({ claim_request: z.object({ id: Id, status: z.literal('pending'), created_at: Timestamp }) }),
@@ -94,7 +91,7 @@ export const claimsOperations = defineOperations({
     scope: 'points_read',
     idempotent: false,
     summary: 'List the claim requests of a card, newest first',
-    query: z.object({ card_id: Id, status: ClaimStatus.optional(), ...pageQuery(20, 100) }),
+    query: z.object({ card_id: IdParam, status: ClaimStatus.optional(), ...pageQuery(20, 100) }),
     response: z.object({ card_id: Id, claim_requests: z.array(ClaimRequestRecord), pagination: Pagination }),
     errors: ['card_not_found'],
   },

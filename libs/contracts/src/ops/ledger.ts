@@ -1,5 +1,18 @@
 import { z } from 'zod';
-import { Email, Id, Money, Pagination, Phone, Timestamp, pageQuery } from '../common.ts';
+import {
+  decimalNumber,
+  Email,
+  Id,
+  IdParam,
+  Metadata,
+  Money,
+  Pagination,
+  Phone,
+  PositiveMoney,
+  Text,
+  Timestamp,
+  pageQuery,
+} from '../common.ts';
 import { defineOperations } from './types.ts';
 
 /**
@@ -10,12 +23,7 @@ import { defineOperations } from './types.ts';
 const cashback = { service: 'ledger', tag: 'Cashback' } as const;
 const points = { service: 'ledger', tag: 'Points' } as const;
 
-/** A positive amount of money (a purchase, a refund, a redemption). */
-const PositiveMoney = Money.refine((v) => v > 0, 'must be greater than 0');
-const Reference = z.string().trim().min(1).max(255);
-const Metadata = z
-  .record(z.string(), z.unknown())
-  .refine((m) => JSON.stringify(m).length <= 4096, 'must be at most 4096 characters as JSON');
+const Reference = Text.trim().min(1).max(255);
 
 /** The member of an earn or refund: by id, email or phone (at least one; member_id wins). */
 const memberFields = { member_id: Id.optional(), email: Email.optional(), phone: Phone.optional() };
@@ -23,8 +31,8 @@ const needsMember = (b: { member_id?: number; email?: string; phone?: string }) 
   b.member_id !== undefined || b.email !== undefined || b.phone !== undefined;
 const memberRule = { message: 'member_id, email or phone is required', path: ['member_id'] };
 
-const AccountQuery = z.object({ card_id: Id, member_id: Id });
-const HistoryQuery = z.object({ card_id: Id, member_id: Id, ...pageQuery(20, 100) });
+const AccountQuery = z.object({ card_id: IdParam, member_id: IdParam });
+const HistoryQuery = z.object({ card_id: IdParam, member_id: IdParam, ...pageQuery(20, 100) });
 
 /** What is left uncovered when a refund deducts more than the balance holds (never a negative balance). */
 const BalanceWarning = z
@@ -85,7 +93,7 @@ export const cashbackOperations = defineOperations({
       .object({
         card_id: Id,
         ...memberFields,
-        member_name: z.string().trim().min(1).max(200).optional(),
+        member_name: Text.trim().min(1).max(200).optional(),
         purchase_amount: PositiveMoney,
         reference: Reference.optional(),
         metadata: Metadata.optional(),
@@ -117,9 +125,7 @@ export const cashbackOperations = defineOperations({
     body: z.object({
       card_id: Id,
       amount: PositiveMoney,
-      pin: z
-        .string()
-        .trim()
+      pin: Text.trim()
         .regex(/^[0-9]{4,6}$/, 'must be 4 to 6 digits')
         .optional(),
       reference: Reference.optional(),
@@ -244,7 +250,7 @@ export const pointsOperations = defineOperations({
       .object({
         card_id: Id,
         ...memberFields,
-        member_name: z.string().trim().min(1).max(200).optional(),
+        member_name: Text.trim().min(1).max(200).optional(),
         purchase_amount: PositiveMoney,
         reference: Reference.optional(),
         metadata: Metadata.optional(),
@@ -384,13 +390,8 @@ export const memberPinOperations = defineOperations({
     summary:
       'Set (or change, with current_pin) the PIN that cashback redemption asks for on cards with allows_pin_redemption',
     body: z.object({
-      pin: z
-        .string()
-        .trim()
-        .regex(/^[0-9]{4,6}$/, 'must be 4 to 6 digits'),
-      current_pin: z
-        .string()
-        .trim()
+      pin: Text.trim().regex(/^[0-9]{4,6}$/, 'must be 4 to 6 digits'),
+      current_pin: Text.trim()
         .regex(/^[0-9]{4,6}$/, 'must be 4 to 6 digits')
         .optional()
         .describe('required to change an existing PIN'),
@@ -411,17 +412,9 @@ const admin = {
 } as const;
 
 /** A percentage with at most four decimals, e.g. 5 or 2.5. */
-const Percentage = z
-  .number()
-  .min(0)
-  .max(100)
-  .refine((v) => Math.abs(Math.round(v * 10_000) - v * 10_000) < 1e-6, 'must have at most four decimals');
+const Percentage = decimalNumber(4).pipe(z.number().min(0).max(100));
 /** Points per unit of currency, with at most six decimals (0.1 = one point per 10 spent). */
-const PointsRatio = z
-  .number()
-  .positive()
-  .max(1_000_000)
-  .refine((v) => Math.abs(Math.round(v * 1_000_000) - v * 1_000_000) < 1e-6, 'must have at most six decimals');
+const PointsRatio = decimalNumber(6).pipe(z.number().min(0.000001, 'must be at least 0.000001').max(1_000_000));
 const BonusPoints = z.number().int().min(0).max(1_000_000_000);
 
 const CashbackConfigInput = z.object({
@@ -472,13 +465,10 @@ export const RewardRecord = z.object({
   updated_at: Timestamp,
 });
 
-const TenantParams = z.object({ tenant_id: Id });
-const CardParams = z.object({ tenant_id: Id, card_id: Id });
-const RewardParams = z.object({ tenant_id: Id, card_id: Id, reward_id: Id });
-const Identifier = z
-  .string()
-  .trim()
-  .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - only, at most 64');
+const TenantParams = z.object({ tenant_id: IdParam });
+const CardParams = z.object({ tenant_id: IdParam, card_id: IdParam });
+const RewardParams = z.object({ tenant_id: IdParam, card_id: IdParam, reward_id: IdParam });
+const Identifier = Text.trim().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - only, at most 64');
 
 export const ledgerAdminOperations = defineOperations({
   'admin.card.create': {
@@ -491,13 +481,11 @@ export const ledgerAdminOperations = defineOperations({
     params: TenantParams,
     body: z
       .object({
-        name: z.string().trim().min(1).max(200),
-        description: z.string().trim().max(2000).default(''),
+        name: Text.trim().min(1).max(200),
+        description: Text.trim().max(2000).default(''),
         unique_identifier: Identifier.optional().describe('generated when absent; unique per tenant'),
         reward_system: z.enum(['cashback', 'points']),
-        currency: z
-          .string()
-          .trim()
+        currency: Text.trim()
           .toUpperCase()
           .regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code')
           .default('USD'),
@@ -535,11 +523,9 @@ export const ledgerAdminOperations = defineOperations({
     summary: 'Change some settings of a card (fields left out keep their value; the reward system cannot change)',
     params: CardParams,
     body: z.object({
-      name: z.string().trim().min(1).max(200).optional(),
-      description: z.string().trim().max(2000).optional(),
-      currency: z
-        .string()
-        .trim()
+      name: Text.trim().min(1).max(200).optional(),
+      description: Text.trim().max(2000).optional(),
+      currency: Text.trim()
         .toUpperCase()
         .regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code')
         .optional(),
@@ -581,8 +567,8 @@ export const ledgerAdminOperations = defineOperations({
     summary: 'Add a reward to a points card',
     params: CardParams,
     body: z.object({
-      name: z.string().trim().min(1).max(200),
-      description: z.string().trim().max(2000).default(''),
+      name: Text.trim().min(1).max(200),
+      description: Text.trim().max(2000).default(''),
       points_cost: z.number().int().positive().max(1_000_000_000),
       active: z.boolean().default(true),
     }),
@@ -597,8 +583,8 @@ export const ledgerAdminOperations = defineOperations({
     summary: 'Change a reward (e.g. active: false withdraws it from redemption and claims)',
     params: RewardParams,
     body: z.object({
-      name: z.string().trim().min(1).max(200).optional(),
-      description: z.string().trim().max(2000).optional(),
+      name: Text.trim().min(1).max(200).optional(),
+      description: Text.trim().max(2000).optional(),
       points_cost: z.number().int().positive().max(1_000_000_000).optional(),
       active: z.boolean().optional(),
     }),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, Timestamp, pageQuery } from '../common.ts';
+import { countParam, Id, IdParam, Text, Timestamp, pageQuery } from '../common.ts';
 import { defineOperations } from './types.ts';
 
 /**
@@ -14,15 +14,13 @@ export const ReferralPeriod = z.enum(referralPeriods);
 export type ReferralPeriod = z.infer<typeof ReferralPeriod>;
 
 /** Codes are compared case-insensitively; spaces and hyphens typed by people are ignored. */
-export const ReferralCodeInput = z
-  .string()
-  .trim()
+export const ReferralCodeInput = Text.trim()
   .min(1)
   .max(32)
   .transform((v) => v.replace(/[\s-]/g, '').toUpperCase());
 
-const CardParams = z.object({ card_id: Id });
-const CardMemberParams = z.object({ card_id: Id, member_id: Id });
+const CardParams = z.object({ card_id: IdParam });
+const CardMemberParams = z.object({ card_id: IdParam, member_id: IdParam });
 const PeriodQuery = z.object({ period: ReferralPeriod.default('all') });
 
 export const ReferralStats = z.object({
@@ -94,7 +92,7 @@ export const referralOperations = defineOperations({
     idempotent: false,
     summary: 'Top referrers of a card, by successful referrals, then total, then member id',
     params: CardParams,
-    query: PeriodQuery.extend({ limit: z.coerce.number().int().min(1).max(100).default(10) }),
+    query: PeriodQuery.extend({ limit: countParam(1, 100).default(10) }),
     response: z.object({
       referrers: z.array(TopReferrer),
       total: z.number().int().describe('referrers with at least one referral in the period'),

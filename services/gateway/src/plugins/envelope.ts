@@ -1,6 +1,16 @@
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { AppError, type Operation } from '@loyalty/contracts';
+import {
+  AppError,
+  type ErrorCode,
+  errorCatalogue,
+  MAX_INPUT_DEPTH,
+  nestsDeeperThan,
+  type Operation,
+  tooDeepIssue,
+} from '@loyalty/contracts';
 import type { Metrics } from '@loyalty/runtime';
 import { sendFailure } from '../envelope.ts';
 
@@ -8,15 +18,19 @@ export interface EnvelopeOptions {
   metrics: Metrics;
   /** The routes of the API, to tell an unsupported method (405) from an unknown route (404). */
   routes: Iterable<Pick<Operation, 'method' | 'path'>>;
+  /** How much of a too large body is read (and discarded) before the 413 is sent. */
+  drainLimitBytes: number;
 }
 
 /**
  * Every answer in the envelope: the error handler and the not-found/405 handler map failures to
  * `{ success: false, error }`, the JSON parser turns a bad body into `invalid_json`. Also the
  * request id header and the HTTP metrics (duration of every request, count of every failure).
+ * Failures Fastify and Node answer before a route runs are in {@link frameworkErrors} and
+ * {@link clientErrorHandler}, given to Fastify's constructor.
  */
 export const envelope = fp<EnvelopeOptions>(
-  async (app, { metrics, routes }) => {
+  async (app, { metrics, routes, drainLimitBytes }) => {
     app.addHook('onRequest', async (req, reply) => {
       reply.header('X-Request-Id', req.id);
     });
@@ -35,61 +49,159 @@ export const envelope = fp<EnvelopeOptions>(
       return payload;
     });
     addJsonParser(app);
-    app.setErrorHandler(mapError);
+    app.setErrorHandler(errorMapper(drainLimitBytes));
     app.setNotFoundHandler(notFound(routes));
   },
   { name: 'gateway-envelope', fastify: '5.x' },
 );
 
-/** An empty body on a POST is an empty object, not a parse error. */
+/**
+ * An empty body on a POST is an empty object, not a parse error. A body nesting deeper than any
+ * operation needs is refused here, before validation or logging walk it recursively.
+ */
 function addJsonParser(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = String(body);
     if (text.trim() === '') return done(null, {});
+    let parsed: unknown;
     try {
-      done(null, JSON.parse(text));
+      parsed = JSON.parse(text);
     } catch {
-      done(new AppError('invalid_json'), undefined);
+      return done(new AppError('invalid_json'), undefined);
     }
+    if (nestsDeeperThan(parsed, MAX_INPUT_DEPTH))
+      return done(new AppError('validation_error', 'Invalid request: (body).', { fields: [tooDeepIssue] }), undefined);
+    done(null, parsed);
   });
 }
 
-function mapError(err: Error & { statusCode?: number; code?: string }, req: FastifyRequest, reply: FastifyReply) {
-  if (err instanceof AppError) return sendFailure(reply, err);
-  if (err.statusCode === 429)
-    return sendFailure(
-      reply,
-      new AppError('rate_limited', undefined, { retry_after_seconds: Number(reply.getHeader('retry-after') ?? 1) }),
-    );
-  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendFailure(reply, new AppError('payload_too_large'));
-  if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return sendFailure(reply, new AppError('unsupported_media_type'));
-  if (err.code?.startsWith('FST_ERR_CTP') || err.statusCode === 400)
-    return sendFailure(reply, new AppError('invalid_json'));
-  req.log.error({ err }, 'unhandled gateway error');
-  return sendFailure(reply, new AppError('internal_error'));
+function errorMapper(drainLimitBytes: number) {
+  return async (err: Error & { statusCode?: number; code?: string }, req: FastifyRequest, reply: FastifyReply) => {
+    if (err instanceof AppError) return sendFailure(reply, err);
+    if (err.statusCode === 429)
+      return sendFailure(
+        reply,
+        new AppError('rate_limited', undefined, { retry_after_seconds: Number(reply.getHeader('retry-after') ?? 1) }),
+      );
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      // Answering while the client is still sending makes Node close the socket under it: most
+      // clients (fetch among them) then see a reset instead of the 413. Reading the rest first (up
+      // to a bound) lets them read the answer; the connection is closed after it.
+      await drain(req.raw, drainLimitBytes);
+      reply.header('Connection', 'close');
+      return sendFailure(reply, new AppError('payload_too_large'));
+    }
+    if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
+      return sendFailure(reply, new AppError('unsupported_media_type'));
+    if (err.code?.startsWith('FST_ERR_CTP') || err.statusCode === 400)
+      return sendFailure(reply, new AppError('invalid_json'));
+    req.log.error({ err }, 'unhandled gateway error');
+    return sendFailure(reply, new AppError('internal_error'));
+  };
 }
 
-/** Unknown route or unsupported method: both in the failure envelope. */
+/** Reads and discards what is left of a request body: until its end, `limit` bytes, an error or 10 s. */
+function drain(stream: IncomingMessage, limit: number): Promise<void> {
+  if (stream.complete || stream.readableEnded || stream.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    let seen = 0;
+    const finish = () => {
+      clearTimeout(timer);
+      stream.off('data', onData);
+      stream.off('end', finish);
+      stream.off('error', finish);
+      stream.off('close', finish);
+      resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen > limit) finish();
+    };
+    const timer = setTimeout(finish, 10_000);
+    stream.on('data', onData);
+    stream.on('end', finish);
+    stream.on('error', finish);
+    stream.on('close', finish);
+    stream.resume();
+  });
+}
+
+/**
+ * Fastify's router failures before any route runs (Fastify's `frameworkErrors`): a path parameter
+ * over the length limit and a path that does not decode, in the envelope instead of Fastify's own body.
+ */
+export function frameworkErrors(err: Error & { code?: string }, _req: FastifyRequest, reply: FastifyReply): void {
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') sendFailure(reply, new AppError('uri_too_long'));
+  else if (err.code === 'FST_ERR_BAD_URL')
+    sendFailure(reply, new AppError('malformed_request', 'The request path is not a valid URL.'));
+  else sendFailure(reply, new AppError('malformed_request'));
+}
+
+/**
+ * Requests Node's HTTP parser refuses (Fastify's `clientErrorHandler`, Node's `clientError`): no
+ * route runs, so the envelope is written on the socket by hand, then the connection is closed.
+ */
+export function clientErrorHandler(err: Error & { code?: string }, socket: Socket): void {
+  // A reset connection has nobody to answer.
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const code = clientErrorCode(err.code);
+  const status = errorCatalogue[code].status;
+  const body = JSON.stringify({ success: false, error: { code, message: errorCatalogue[code].message } });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
+
+function clientErrorCode(code: string | undefined): ErrorCode {
+  switch (code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return 'headers_too_large';
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+    case 'ERR_HTTP_HEADERS_TIMEOUT':
+      return 'request_timeout';
+    case 'HPE_INVALID_HEADER_TOKEN':
+    case 'HPE_LF_EXPECTED':
+    case 'HPE_CR_EXPECTED':
+    case 'HPE_UNEXPECTED_SPACE':
+      return 'invalid_header';
+    default:
+      return 'malformed_request';
+  }
+}
+
+/**
+ * Unknown route or unsupported method, both in the failure envelope. 405 only when the path is a
+ * route and the method is not one of its methods; anything else is 404 (a 405 naming the method
+ * that was used would contradict itself).
+ */
 function notFound(routes: Iterable<Pick<Operation, 'method' | 'path'>>) {
   const knownPaths = new Map<string, Set<string>>();
   for (const r of routes) knownPaths.set(r.path, new Set([...(knownPaths.get(r.path) ?? []), r.method]));
   return (req: FastifyRequest, reply: FastifyReply) => {
     const path = req.url.split('?')[0] ?? '';
+    const allowed = new Set<string>();
     for (const [pattern, methods] of knownPaths) {
-      if (matchPath(pattern, path)) {
-        reply.header('Allow', [...methods].join(', '));
-        return sendFailure(
-          reply,
-          new AppError('method_not_allowed', `${req.method} is not allowed here; use ${[...methods].join(' or ')}.`),
-        );
-      }
+      if (matchPath(pattern, path)) for (const m of methods) allowed.add(m);
+    }
+    if (allowed.size > 0 && !allowed.has(req.method) && !(req.method === 'HEAD' && allowed.has('GET'))) {
+      const list = [...allowed];
+      reply.header('Allow', list.join(', '));
+      return sendFailure(
+        reply,
+        new AppError('method_not_allowed', `${req.method} is not allowed here; use ${list.join(' or ')}.`),
+      );
     }
     return sendFailure(reply, new AppError('route_not_found', `No route ${req.method} ${path}.`));
   };
 }
 
+/** Whether `path` matches a route pattern, as the router does (one trailing slash ignored). */
 function matchPath(pattern: string, path: string): boolean {
   const a = pattern.split('/');
-  const b = path.replace(/\/+$/, '').split('/');
-  return a.length === b.length && a.every((seg, i) => seg.startsWith(':') || seg === b[i]);
+  const b = (path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path).split('/');
+  return a.length === b.length && a.every((seg, i) => (seg.startsWith(':') ? b[i] !== '' : seg === b[i]));
 }
