@@ -384,6 +384,49 @@ describe('PIN', () => {
     );
   });
 
+  it('doubles each lock in a row and forgets the escalation only after the right PIN', async () => {
+    const pinCard = await cashbackCard(sys, tenantId, { allows_pin_redemption: true, cashback_min_amount: 0 });
+    const m = await signedIn(api);
+    await api('POST', `${CB}/earn`, { body: { card_id: pinCard, member_id: m.id, purchase_amount: 400 } }); // 20.00
+    expect((await api('POST', '/api/v1/auth/member/pin', { body: { pin: '2468' }, token: m.token })).status).toBe(200);
+    let token = m.token;
+    const redeem = (pin: string) => api('POST', `${CB}/redeem`, { body: { card_id: pinCard, amount: 1, pin }, token });
+    /** Sign in again: the clock moves past a member token's 60 minutes here. */
+    const signInAgain = async () => {
+      const otp = await api('POST', '/api/v1/auth/member/request-otp', { body: { email: m.email } });
+      expect(otp.status, JSON.stringify(otp.body)).toBe(200);
+      const v = await api('POST', '/api/v1/auth/member/verify-otp', {
+        body: { email: m.email, code: otp.body.data!.otp_code },
+      });
+      expect(v.status, JSON.stringify(v.body)).toBe(200);
+      token = v.body.data!.member_token as string;
+    };
+    /** Five wrong PINs; answers how long (minutes) the lock of the fifth lasts. */
+    const lockAfterFiveWrong = async (): Promise<number> => {
+      for (let i = 1; i <= 4; i++) expect((await redeem('1111')).body.error).toMatchObject({ code: 'invalid_pin' });
+      const fifth = await redeem('1111');
+      expect(fifth.status).toBe(423);
+      const until = Date.parse((fifth.body.error as { locked_until: string }).locked_until);
+      // the clock runs on from real time too: whole minutes are what the test means
+      return Math.round((until - sys.clock.now().getTime()) / MINUTE);
+    };
+
+    expect(await lockAfterFiveWrong()).toBe(15);
+    sys.clock.advance(15 * MINUTE);
+    expect(await lockAfterFiveWrong()).toBe(30);
+    // 15 minutes into the second lock it still holds, even for the right PIN
+    sys.clock.advance(15 * MINUTE);
+    expect((await redeem('2468')).status).toBe(423);
+    sys.clock.advance(15 * MINUTE);
+    expect(await lockAfterFiveWrong()).toBe(60);
+    sys.clock.advance(60 * MINUTE);
+    await signInAgain();
+    expect(await balanceOf(m.id, pinCard)).toBe(20);
+    // the right PIN redeems and resets the escalation: the next lock is 15 minutes again
+    expect((await redeem('2468')).body.data).toMatchObject({ new_balance: 19 });
+    expect(await lockAfterFiveWrong()).toBe(15);
+  });
+
   it('changes a PIN only with the current one', async () => {
     const m = await signedIn(api);
     const pin = (body: Record<string, unknown>) => api('POST', '/api/v1/auth/member/pin', { body, token: m.token });
