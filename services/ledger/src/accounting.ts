@@ -17,6 +17,7 @@ import type { PostingBatcher } from './posting-batcher.ts';
 import {
   appendJournal,
   earnByReference,
+  earnedOnOtherCard,
   findBalance,
   journalPage,
   lockAccount,
@@ -163,20 +164,38 @@ export function accounting(deps: LedgerDeps) {
     },
 
     /**
-     * A refund's deduction, decided under the account's row lock: capped by what the purchase named
-     * by `reference` earned minus what refunds on it already deducted, and by the balance.
+     * A refund's deduction, decided under the account's row lock. A `reference` names the refunded
+     * purchase: one of this member on this card caps the deduction by what it earned minus what
+     * refunds on it already deducted; one of another member or on another card is refused with
+     * refund_reference_mismatch (it would take from the wrong account; nothing is written); an
+     * unknown one earned nothing, so it deducts nothing unless the amount is `explicit`
+     * (cashback_to_deduct / points_to_deduct). The balance caps every deduction.
      */
     async refund(
       db: Queryable,
       k: AccountKey,
-      e: { event: JournalEvent; requested: number; refundCents: number; reference?: string; at: Date },
+      e: {
+        event: JournalEvent;
+        requested: number;
+        /** `requested` was given by the caller, not computed from the refund amount. */
+        explicit: boolean;
+        refundCents: number;
+        reference?: string;
+        at: Date;
+      },
     ): Promise<BalanceChange & { deducted: number; warning: BalanceWarningFigures | null }> {
       const previous = await lockAccount(db, k, e.at);
       let cap: number | null = null;
       if (e.reference !== undefined) {
         const purchase = await earnByReference(db, k.cardId, e.reference);
-        if (purchase && purchase.member_id === k.memberId)
+        if (purchase) {
+          if (purchase.member_id !== k.memberId) throw new AppError('refund_reference_mismatch');
           cap = purchase.amount - (await refundedOnReference(db, k, e.reference));
+        } else if (await earnedOnOtherCard(db, k.tenantId, k.cardId, e.reference)) {
+          throw new AppError('refund_reference_mismatch');
+        } else if (!e.explicit) {
+          cap = 0;
+        }
       }
       const { deducted, warning } = refundDeduction(e.requested, cap, previous);
       const balance = previous - deducted;

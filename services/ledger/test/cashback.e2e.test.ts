@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
-import { cashbackCard, email, pointsCard, signedIn, storedAndJournal, type Api } from './support.ts';
+import { cashbackCard, email, journalOf, pointsCard, signedIn, storedAndJournal, type Api } from './support.ts';
 
 /**
  * Interface section 4.2 end to end through the gateway: identity, the ledger and the gateway over
@@ -505,6 +505,65 @@ describe('refund', () => {
     const { stored, journal } = await storedAndJournal(sys, card, memberId);
     expect(stored).toBe(0);
     expect(journal).toBe(0);
+  });
+
+  it("refuses a reference of another member's purchase or of a purchase on another card, changing nothing", async () => {
+    const owner = await newMember(200, { reference: 'order-owner' }); // 10.00
+    const memberId = await newMember(400); // 20.00
+    const otherCard = await cashbackCard(sys, tenantId, { cashback_min_amount: 0 });
+    await earn({ card_id: otherCard, member_id: memberId, purchase_amount: 100, reference: 'order-elsewhere' }); // 5.00
+    const before = await journalOf(sys, card, memberId);
+    const ownerBefore = await journalOf(sys, card, owner);
+
+    for (const body of [
+      { member_id: memberId, refund_amount: 200, reference: 'order-owner' },
+      { member_id: memberId, refund_amount: 200, cashback_to_deduct: 4, reference: 'order-owner' },
+      { member_id: memberId, refund_amount: 100, reference: 'order-elsewhere' },
+    ]) {
+      const r = await refund(body, {
+        'idempotency-key': `mismatch-${body.reference}-${body.refund_amount}-${memberId}`,
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(422);
+      expect(r.body.error).toMatchObject({ code: 'refund_reference_mismatch', message: expect.any(String) });
+    }
+    expect(await balanceOf(memberId)).toBe(20);
+    expect(await balanceOf(owner)).toBe(10);
+    expect(await balanceOf(memberId, otherCard)).toBe(5);
+    expect(await journalOf(sys, card, memberId)).toEqual(before);
+    expect(await journalOf(sys, card, owner)).toEqual(ownerBefore);
+    // the owner's own refund of it still works, on its card
+    const own = await refund({ member_id: owner, refund_amount: 200, reference: 'order-owner' });
+    expect(own.body.data).toMatchObject({ cashback_deducted: 10, new_balance: 0 });
+  });
+
+  it('deducts nothing for an unknown reference unless cashback_to_deduct is given', async () => {
+    const memberId = await newMember(400); // 20.00
+    const unknown = await refund({ member_id: memberId, refund_amount: 200, reference: 'order-never-earned' });
+    expect(unknown.status, JSON.stringify(unknown.body)).toBe(200);
+    expect(unknown.body.data).toMatchObject({
+      cashback_deducted: 0,
+      previous_balance: 20,
+      new_balance: 20,
+      reference: 'order-never-earned',
+      balance_warning: null,
+    });
+    const explicit = await refund({
+      member_id: memberId,
+      refund_amount: 200,
+      cashback_to_deduct: 3.5,
+      reference: 'order-never-earned',
+    });
+    expect(explicit.body.data).toMatchObject({ cashback_deducted: 3.5, previous_balance: 20, new_balance: 16.5 });
+    // without a reference the formula still applies: 5% of 20.00
+    const formula = await refund({ member_id: memberId, refund_amount: 20 });
+    expect(formula.body.data).toMatchObject({ cashback_deducted: 1, new_balance: 15.5 });
+    expect(await journalOf(sys, card, memberId)).toEqual([
+      { event: 'cashback_earned', amount: 2000, reference: null },
+      { event: 'cashback_refunded', amount: 0, reference: 'order-never-earned' },
+      { event: 'cashback_refunded', amount: -350, reference: 'order-never-earned' },
+      { event: 'cashback_refunded', amount: -100, reference: null },
+    ]);
+    expect(await storedAndJournal(sys, card, memberId)).toEqual({ stored: 1550, journal: 1550 });
   });
 
   it('refuses an unknown member and replays under its Idempotency-Key', async () => {

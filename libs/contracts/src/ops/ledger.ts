@@ -103,7 +103,14 @@ export const cashbackOperations = defineOperations({
       reference: z.string().nullable(),
       earned_at: Timestamp,
     }),
-    errors: ['card_not_found', 'member_not_found', 'wrong_card_type', 'duplicate_reference', 'idempotency_key_reused'],
+    errors: [
+      'card_not_found',
+      'member_not_found',
+      'wrong_card_type',
+      'duplicate_reference',
+      'balance_limit_exceeded',
+      'idempotency_key_reused',
+    ],
   },
   'cashback.redeem': {
     ...cashback,
@@ -214,7 +221,13 @@ export const cashbackOperations = defineOperations({
       balance_warning: BalanceWarning,
       refunded_at: Timestamp,
     }),
-    errors: ['card_not_found', 'member_not_found', 'wrong_card_type', 'idempotency_key_reused'],
+    errors: [
+      'card_not_found',
+      'member_not_found',
+      'wrong_card_type',
+      'refund_reference_mismatch',
+      'idempotency_key_reused',
+    ],
   },
   'cashback.cards': {
     ...cashback,
@@ -264,7 +277,14 @@ export const pointsOperations = defineOperations({
       reference: z.string().nullable(),
       earned_at: Timestamp,
     }),
-    errors: ['card_not_found', 'member_not_found', 'wrong_card_type', 'duplicate_reference', 'idempotency_key_reused'],
+    errors: [
+      'card_not_found',
+      'member_not_found',
+      'wrong_card_type',
+      'duplicate_reference',
+      'balance_limit_exceeded',
+      'idempotency_key_reused',
+    ],
   },
   'points.redeem': {
     ...points,
@@ -327,7 +347,13 @@ export const pointsOperations = defineOperations({
       balance_warning: BalanceWarning,
       refunded_at: Timestamp,
     }),
-    errors: ['card_not_found', 'member_not_found', 'wrong_card_type', 'idempotency_key_reused'],
+    errors: [
+      'card_not_found',
+      'member_not_found',
+      'wrong_card_type',
+      'refund_reference_mismatch',
+      'idempotency_key_reused',
+    ],
   },
   'points.balance': {
     ...points,

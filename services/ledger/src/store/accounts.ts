@@ -234,6 +234,28 @@ export async function earnByReference(
   return rows[0];
 }
 
+/**
+ * Whether `reference` names an earn on another card of the tenant (references are unique per card
+ * only, so this is asked only when the card itself has no earn with it).
+ */
+export async function earnedOnOtherCard(
+  db: Queryable,
+  tenantId: number,
+  cardId: number,
+  reference: string,
+): Promise<boolean> {
+  // Per card of the tenant, each an index lookup on journal_earn_reference.
+  const { rows } = await db.query(
+    `SELECT 1 FROM ledger.cards c
+      WHERE c.tenant_id = $1 AND c.id <> $2
+        AND EXISTS (SELECT 1 FROM ledger.journal j WHERE j.card_id = c.id AND j.reference = $3
+                       AND j.event IN ('cashback_earned', 'staff_added_points'))
+      LIMIT 1`,
+    [tenantId, cardId, reference],
+  );
+  return rows.length > 0;
+}
+
 /** What refunds naming `reference` have already deducted from the member on the card (positive). */
 export async function refundedOnReference(db: Queryable, k: AccountKey, reference: string): Promise<number> {
   const { rows } = await db.query<{ total: number }>(
