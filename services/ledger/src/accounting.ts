@@ -10,6 +10,7 @@ import {
 } from '@loyalty/runtime';
 import { refundDeduction, type BalanceWarningFigures } from './domain/formulas.ts';
 import type { JournalEvent } from './domain/journal.ts';
+import { fromCents, MAX_BALANCE } from './domain/money.ts';
 import type { CardCache } from './card-cache.ts';
 import type { CallerMeta, MemberDirectory } from './clients.ts';
 import type { MemberPins } from './member-pins.ts';
@@ -96,9 +97,26 @@ function change(entry: PostedEntry | undefined): BalanceChange | undefined {
 export function accounting(deps: LedgerDeps) {
   const { pool } = deps;
 
+  /**
+   * A credit that would take the balance past MAX_BALANCE (money.ts). One larger than the maximum
+   * by itself is refused before it reaches the database (it could not even be an int8 there).
+   */
+  function balanceLimit(p: Posting): AppError {
+    return new AppError('balance_limit_exceeded', undefined, {
+      max_balance: p.e.unit === 'cents' ? fromCents(MAX_BALANCE) : MAX_BALANCE,
+    });
+  }
+
+  /** The posting's change; a credit the statement did not write was refused by the balance limit. */
+  function postedOrRefused(p: Posting & { direction: Direction }, entry: PostedEntry | undefined) {
+    if (entry === undefined && p.direction === 'credit') throw balanceLimit(p);
+    return change(entry);
+  }
+
   /** A posting outside any transaction, group-committed with others (posting-batcher.ts). */
   async function postAlone(p: Posting & { direction: Direction }): Promise<BalanceChange | undefined> {
-    const posted = change(await deps.postings.post(p.direction, p));
+    if (p.direction === 'credit' && p.m.amount > MAX_BALANCE) throw balanceLimit(p);
+    const posted = postedOrRefused(p, await deps.postings.post(p.direction, p));
     if (posted) deps.outbox.written(pool);
     return posted;
   }
@@ -108,7 +126,8 @@ export function accounting(deps: LedgerDeps) {
     db: PoolClient,
     p: Posting & { direction: Direction },
   ): Promise<BalanceChange | undefined> {
-    const posted = change((await postMany(db, p.direction, [p]))[0]);
+    if (p.direction === 'credit' && p.m.amount > MAX_BALANCE) throw balanceLimit(p);
+    const posted = postedOrRefused(p, (await postMany(db, p.direction, [p]))[0]);
     if (posted) deps.outbox.written(db);
     return posted;
   }
@@ -135,7 +154,8 @@ export function accounting(deps: LedgerDeps) {
      * transaction and shares a group-committed statement with the postings of the same moment.
      * With a key it is posted inside the transaction that holds the key's record, and the reply is
      * stored there (a retry replays it). `reply` gets undefined for a debit the balance did not
-     * cover (nothing was written) and reads, if it must, with the `db` it is given.
+     * cover (nothing was written) and reads, if it must, with the `db` it is given. A credit past
+     * MAX_BALANCE writes nothing and throws balance_limit_exceeded.
      */
     async posting<T>(
       meta: LedgerMeta,
