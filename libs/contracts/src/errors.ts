@@ -55,6 +55,11 @@ export const errorCatalogue = {
   invalid_verification_code: { status: 422, message: 'The verification code is missing, wrong, used or expired.' },
   self_referral: { status: 422, message: 'A member cannot refer themself.' },
   member_inactive: { status: 422, message: 'The member is not active.' },
+  refund_reference_mismatch: {
+    status: 422,
+    message: 'The reference names a purchase of another member or on another card; nothing was refunded.',
+  },
+  balance_limit_exceeded: { status: 422, message: 'The credit would take the balance past its maximum.' },
   pin_locked: { status: 423, message: 'PIN redemption is locked after repeated wrong PINs; try again later.' },
   // 429: limits
   rate_limited: { status: 429, message: 'Too many requests; slow down.' },

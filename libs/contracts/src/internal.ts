@@ -162,7 +162,7 @@ export const PointsMovementReply = z.object({
  * - get_card: `card_not_found` for a missing or foreign card.
  * - get_reward: `reward_not_found` unless the reward belongs to the card.
  * - debit_points: `insufficient_points` (422) leaves the balance untouched; `wrong_card_type` on a cashback card.
- * - credit_points: `wrong_card_type` on a cashback card.
+ * - credit_points: `wrong_card_type` on a cashback card; `balance_limit_exceeded` (422) past the maximum balance, nothing written.
  */
 export const ledgerOperations = defineInternalOperations({
   getCard: {

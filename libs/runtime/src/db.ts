@@ -13,9 +13,20 @@ export type PoolClient = pg.PoolClient;
 /** Anything that can run a query: the pool or a client inside a transaction. */
 export type Queryable = Pick<pg.Pool, 'query'>;
 
-// int8 (bigint) columns hold money in minor units and ids; they fit in a JS number up to 2^53,
-// which the schema's checks keep them under. count(*) is int8 too.
-pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+/**
+ * An int8 (bigint) value as a JS number, refused unless exact. int8 columns hold money in minor
+ * units, points and ids (count(*) is int8 too); a number is exact only up to 2^53 - 1, and the
+ * schemas keep their values below that (the ledger caps every balance at 10^15, MAX_BALANCE in
+ * services/ledger/src/domain/money.ts). Should one ever pass it, the query fails with this error
+ * instead of answering a silently rounded amount.
+ */
+export function parseInt8(text: string): number {
+  const n = Number(text);
+  if (!Number.isSafeInteger(n))
+    throw new RangeError(`int8 value ${text} is outside the exact range of a JS number (±(2^53 - 1))`);
+  return n;
+}
+pg.types.setTypeParser(pg.types.builtins.INT8, parseInt8);
 
 /**
  * A pool that survives a Postgres restart: without an `error` listener an idle client's

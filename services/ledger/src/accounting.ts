@@ -10,6 +10,7 @@ import {
 } from '@loyalty/runtime';
 import { refundDeduction, type BalanceWarningFigures } from './domain/formulas.ts';
 import type { JournalEvent } from './domain/journal.ts';
+import { fromCents, MAX_BALANCE } from './domain/money.ts';
 import type { CardCache } from './card-cache.ts';
 import type { MemberDirectory } from './clients.ts';
 import type { MemberPins } from './member-pins.ts';
@@ -17,6 +18,7 @@ import type { PostingBatcher } from './posting-batcher.ts';
 import {
   appendJournal,
   earnByReference,
+  earnedOnOtherCard,
   findBalance,
   journalPage,
   lockAccount,
@@ -95,9 +97,26 @@ function change(entry: PostedEntry | undefined): BalanceChange | undefined {
 export function accounting(deps: LedgerDeps) {
   const { pool } = deps;
 
+  /**
+   * A credit that would take the balance past MAX_BALANCE (money.ts). One larger than the maximum
+   * by itself is refused before it reaches the database (it could not even be an int8 there).
+   */
+  function balanceLimit(p: Posting): AppError {
+    return new AppError('balance_limit_exceeded', undefined, {
+      max_balance: p.e.unit === 'cents' ? fromCents(MAX_BALANCE) : MAX_BALANCE,
+    });
+  }
+
+  /** The posting's change; a credit the statement did not write was refused by the balance limit. */
+  function postedOrRefused(p: Posting & { direction: Direction }, entry: PostedEntry | undefined) {
+    if (entry === undefined && p.direction === 'credit') throw balanceLimit(p);
+    return change(entry);
+  }
+
   /** A posting outside any transaction, group-committed with others (posting-batcher.ts). */
   async function postAlone(p: Posting & { direction: Direction }): Promise<BalanceChange | undefined> {
-    const posted = change(await deps.postings.post(p.direction, p));
+    if (p.direction === 'credit' && p.m.amount > MAX_BALANCE) throw balanceLimit(p);
+    const posted = postedOrRefused(p, await deps.postings.post(p.direction, p));
     if (posted) deps.outbox.written(pool);
     return posted;
   }
@@ -107,7 +126,8 @@ export function accounting(deps: LedgerDeps) {
     db: PoolClient,
     p: Posting & { direction: Direction },
   ): Promise<BalanceChange | undefined> {
-    const posted = change((await postMany(db, p.direction, [p]))[0]);
+    if (p.direction === 'credit' && p.m.amount > MAX_BALANCE) throw balanceLimit(p);
+    const posted = postedOrRefused(p, (await postMany(db, p.direction, [p]))[0]);
     if (posted) deps.outbox.written(db);
     return posted;
   }
@@ -134,7 +154,8 @@ export function accounting(deps: LedgerDeps) {
      * transaction and shares a group-committed statement with the postings of the same moment.
      * With a key it is posted inside the transaction that holds the key's record, and the reply is
      * stored there (a retry replays it). `reply` gets undefined for a debit the balance did not
-     * cover (nothing was written) and reads, if it must, with the `db` it is given.
+     * cover (nothing was written) and reads, if it must, with the `db` it is given. A credit past
+     * MAX_BALANCE writes nothing and throws balance_limit_exceeded.
      */
     async posting<T>(
       meta: LedgerMeta,
@@ -163,20 +184,38 @@ export function accounting(deps: LedgerDeps) {
     },
 
     /**
-     * A refund's deduction, decided under the account's row lock: capped by what the purchase named
-     * by `reference` earned minus what refunds on it already deducted, and by the balance.
+     * A refund's deduction, decided under the account's row lock. A `reference` names the refunded
+     * purchase: one of this member on this card caps the deduction by what it earned minus what
+     * refunds on it already deducted; one of another member or on another card is refused with
+     * refund_reference_mismatch (it would take from the wrong account; nothing is written); an
+     * unknown one earned nothing, so it deducts nothing unless the amount is `explicit`
+     * (cashback_to_deduct / points_to_deduct). The balance caps every deduction.
      */
     async refund(
       db: Queryable,
       k: AccountKey,
-      e: { event: JournalEvent; requested: number; refundCents: number; reference?: string; at: Date },
+      e: {
+        event: JournalEvent;
+        requested: number;
+        /** `requested` was given by the caller, not computed from the refund amount. */
+        explicit: boolean;
+        refundCents: number;
+        reference?: string;
+        at: Date;
+      },
     ): Promise<BalanceChange & { deducted: number; warning: BalanceWarningFigures | null }> {
       const previous = await lockAccount(db, k, e.at);
       let cap: number | null = null;
       if (e.reference !== undefined) {
         const purchase = await earnByReference(db, k.cardId, e.reference);
-        if (purchase && purchase.member_id === k.memberId)
+        if (purchase) {
+          if (purchase.member_id !== k.memberId) throw new AppError('refund_reference_mismatch');
           cap = purchase.amount - (await refundedOnReference(db, k, e.reference));
+        } else if (await earnedOnOtherCard(db, k.tenantId, k.cardId, e.reference)) {
+          throw new AppError('refund_reference_mismatch');
+        } else if (!e.explicit) {
+          cap = 0;
+        }
       }
       const { deducted, warning } = refundDeduction(e.requested, cap, previous);
       const balance = previous - deducted;

@@ -146,6 +146,7 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
         const r = await books.refund(db, k, {
           event: 'cashback_refunded',
           requested,
+          explicit: d.cashback_to_deduct !== undefined,
           refundCents,
           reference: d.reference,
           at,

@@ -18,8 +18,14 @@ export const LedgerConfig = z.object({
   POSTING_STATEMENTS: z.coerce.number().int().positive().default(2),
   /** Wrong PINs in a row that lock a member's PIN redemption. */
   PIN_MAX_ATTEMPTS: z.coerce.number().int().positive().default(5),
-  /** How long PIN redemption stays locked after too many wrong PINs. */
+  /** How long PIN redemption stays locked after too many wrong PINs; each further lock before a right PIN doubles it. */
   PIN_LOCK_MINUTES: z.coerce.number().int().positive().default(15),
+  /** The longest a doubled PIN lock lasts. */
+  PIN_MAX_LOCK_MINUTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(24 * 60),
 });
 export type LedgerConfig = z.infer<typeof LedgerConfig>;
 

@@ -7,7 +7,8 @@ import { findPin, savePin, savePinAttempts } from './store/pins.ts';
 /**
  * A member's redemption PIN. On a card with allows_pin_redemption, a member who has set a PIN
  * must give it to redeem; `policy.maxAttempts` wrong PINs in a row lock PIN redemption for
- * `policy.lockMs`. A wrong attempt is committed on its own, before the refusal is answered.
+ * `policy.lockMs`, each further lock before a right PIN twice as long (up to `policy.maxLockMs`;
+ * domain/pin.ts). A wrong attempt is committed on its own, before the refusal is answered.
  */
 export function memberPins(deps: { pool: Pool; clock: Clock; policy: PinPolicy }) {
   const { pool, clock, policy } = deps;
@@ -31,17 +32,21 @@ export function memberPins(deps: { pool: Pool; clock: Clock; policy: PinPolicy }
       const stored = await findPin(db, tenantId, memberId, true);
       if (!stored) return { ok: true as const };
       const now = clock.now();
-      const state = { failedAttempts: stored.failed_attempts, lockedUntil: stored.locked_until };
+      const state = {
+        failedAttempts: stored.failed_attempts,
+        lockedUntil: stored.locked_until,
+        consecutiveLocks: stored.consecutive_locks,
+      };
       if (isLocked(state, now)) return { ok: false as const, error: lockedError(state.lockedUntil!) };
       if (pin === undefined) return { ok: false as const, error: new AppError('pin_required', missingMessage) };
       if (await pinMatches(pin, stored.pin_hash)) {
         const reset = afterRightPin();
-        if (state.failedAttempts > 0 || state.lockedUntil)
-          await savePinAttempts(db, tenantId, memberId, reset.failedAttempts, reset.lockedUntil, now);
+        if (state.failedAttempts > 0 || state.lockedUntil || state.consecutiveLocks > 0)
+          await savePinAttempts(db, tenantId, memberId, reset, now);
         return { ok: true as const };
       }
       const next = afterWrongPin(state, now, policy);
-      await savePinAttempts(db, tenantId, memberId, next.failedAttempts, next.lockedUntil, now);
+      await savePinAttempts(db, tenantId, memberId, next, now);
       if (next.locked) return { ok: false as const, error: lockedError(next.lockedUntil!) };
       return {
         ok: false as const,

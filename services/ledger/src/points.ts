@@ -150,6 +150,7 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
         const r = await books.refund(db, k, {
           event: 'points_refunded',
           requested,
+          explicit: d.points_to_deduct !== undefined,
           refundCents,
           reference: d.reference,
           at,

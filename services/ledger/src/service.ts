@@ -63,7 +63,11 @@ export async function startLedger(config: LedgerConfig, opts: LedgerOptions = {}
       const pins = memberPins({
         pool,
         clock,
-        policy: { maxAttempts: config.PIN_MAX_ATTEMPTS, lockMs: config.PIN_LOCK_MINUTES * 60_000 },
+        policy: {
+          maxAttempts: config.PIN_MAX_ATTEMPTS,
+          lockMs: config.PIN_LOCK_MINUTES * 60_000,
+          maxLockMs: config.PIN_MAX_LOCK_MINUTES * 60_000,
+        },
       });
       const client = new ServiceClient(nc, subjects, { timeoutMs: config.REQUEST_TIMEOUT_MS, log });
       const deps = {

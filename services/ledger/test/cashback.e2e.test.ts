@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
-import { cashbackCard, email, pointsCard, signedIn, storedAndJournal, type Api } from './support.ts';
+import { cashbackCard, email, journalOf, pointsCard, signedIn, storedAndJournal, type Api } from './support.ts';
 
 /**
  * Interface section 4.2 end to end through the gateway: identity, the ledger and the gateway over
@@ -384,6 +384,49 @@ describe('PIN', () => {
     );
   });
 
+  it('doubles each lock in a row and forgets the escalation only after the right PIN', async () => {
+    const pinCard = await cashbackCard(sys, tenantId, { allows_pin_redemption: true, cashback_min_amount: 0 });
+    const m = await signedIn(api);
+    await api('POST', `${CB}/earn`, { body: { card_id: pinCard, member_id: m.id, purchase_amount: 400 } }); // 20.00
+    expect((await api('POST', '/api/v1/auth/member/pin', { body: { pin: '2468' }, token: m.token })).status).toBe(200);
+    let token = m.token;
+    const redeem = (pin: string) => api('POST', `${CB}/redeem`, { body: { card_id: pinCard, amount: 1, pin }, token });
+    /** Sign in again: the clock moves past a member token's 60 minutes here. */
+    const signInAgain = async () => {
+      const otp = await api('POST', '/api/v1/auth/member/request-otp', { body: { email: m.email } });
+      expect(otp.status, JSON.stringify(otp.body)).toBe(200);
+      const v = await api('POST', '/api/v1/auth/member/verify-otp', {
+        body: { email: m.email, code: otp.body.data!.otp_code },
+      });
+      expect(v.status, JSON.stringify(v.body)).toBe(200);
+      token = v.body.data!.member_token as string;
+    };
+    /** Five wrong PINs; answers how long (minutes) the lock of the fifth lasts. */
+    const lockAfterFiveWrong = async (): Promise<number> => {
+      for (let i = 1; i <= 4; i++) expect((await redeem('1111')).body.error).toMatchObject({ code: 'invalid_pin' });
+      const fifth = await redeem('1111');
+      expect(fifth.status).toBe(423);
+      const until = Date.parse((fifth.body.error as { locked_until: string }).locked_until);
+      // the clock runs on from real time too: whole minutes are what the test means
+      return Math.round((until - sys.clock.now().getTime()) / MINUTE);
+    };
+
+    expect(await lockAfterFiveWrong()).toBe(15);
+    sys.clock.advance(15 * MINUTE);
+    expect(await lockAfterFiveWrong()).toBe(30);
+    // 15 minutes into the second lock it still holds, even for the right PIN
+    sys.clock.advance(15 * MINUTE);
+    expect((await redeem('2468')).status).toBe(423);
+    sys.clock.advance(15 * MINUTE);
+    expect(await lockAfterFiveWrong()).toBe(60);
+    sys.clock.advance(60 * MINUTE);
+    await signInAgain();
+    expect(await balanceOf(m.id, pinCard)).toBe(20);
+    // the right PIN redeems and resets the escalation: the next lock is 15 minutes again
+    expect((await redeem('2468')).body.data).toMatchObject({ new_balance: 19 });
+    expect(await lockAfterFiveWrong()).toBe(15);
+  });
+
   it('changes a PIN only with the current one', async () => {
     const m = await signedIn(api);
     const pin = (body: Record<string, unknown>) => api('POST', '/api/v1/auth/member/pin', { body, token: m.token });
@@ -462,6 +505,65 @@ describe('refund', () => {
     const { stored, journal } = await storedAndJournal(sys, card, memberId);
     expect(stored).toBe(0);
     expect(journal).toBe(0);
+  });
+
+  it("refuses a reference of another member's purchase or of a purchase on another card, changing nothing", async () => {
+    const owner = await newMember(200, { reference: 'order-owner' }); // 10.00
+    const memberId = await newMember(400); // 20.00
+    const otherCard = await cashbackCard(sys, tenantId, { cashback_min_amount: 0 });
+    await earn({ card_id: otherCard, member_id: memberId, purchase_amount: 100, reference: 'order-elsewhere' }); // 5.00
+    const before = await journalOf(sys, card, memberId);
+    const ownerBefore = await journalOf(sys, card, owner);
+
+    for (const body of [
+      { member_id: memberId, refund_amount: 200, reference: 'order-owner' },
+      { member_id: memberId, refund_amount: 200, cashback_to_deduct: 4, reference: 'order-owner' },
+      { member_id: memberId, refund_amount: 100, reference: 'order-elsewhere' },
+    ]) {
+      const r = await refund(body, {
+        'idempotency-key': `mismatch-${body.reference}-${body.refund_amount}-${memberId}`,
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(422);
+      expect(r.body.error).toMatchObject({ code: 'refund_reference_mismatch', message: expect.any(String) });
+    }
+    expect(await balanceOf(memberId)).toBe(20);
+    expect(await balanceOf(owner)).toBe(10);
+    expect(await balanceOf(memberId, otherCard)).toBe(5);
+    expect(await journalOf(sys, card, memberId)).toEqual(before);
+    expect(await journalOf(sys, card, owner)).toEqual(ownerBefore);
+    // the owner's own refund of it still works, on its card
+    const own = await refund({ member_id: owner, refund_amount: 200, reference: 'order-owner' });
+    expect(own.body.data).toMatchObject({ cashback_deducted: 10, new_balance: 0 });
+  });
+
+  it('deducts nothing for an unknown reference unless cashback_to_deduct is given', async () => {
+    const memberId = await newMember(400); // 20.00
+    const unknown = await refund({ member_id: memberId, refund_amount: 200, reference: 'order-never-earned' });
+    expect(unknown.status, JSON.stringify(unknown.body)).toBe(200);
+    expect(unknown.body.data).toMatchObject({
+      cashback_deducted: 0,
+      previous_balance: 20,
+      new_balance: 20,
+      reference: 'order-never-earned',
+      balance_warning: null,
+    });
+    const explicit = await refund({
+      member_id: memberId,
+      refund_amount: 200,
+      cashback_to_deduct: 3.5,
+      reference: 'order-never-earned',
+    });
+    expect(explicit.body.data).toMatchObject({ cashback_deducted: 3.5, previous_balance: 20, new_balance: 16.5 });
+    // without a reference the formula still applies: 5% of 20.00
+    const formula = await refund({ member_id: memberId, refund_amount: 20 });
+    expect(formula.body.data).toMatchObject({ cashback_deducted: 1, new_balance: 15.5 });
+    expect(await journalOf(sys, card, memberId)).toEqual([
+      { event: 'cashback_earned', amount: 2000, reference: null },
+      { event: 'cashback_refunded', amount: 0, reference: 'order-never-earned' },
+      { event: 'cashback_refunded', amount: -350, reference: 'order-never-earned' },
+      { event: 'cashback_refunded', amount: -100, reference: null },
+    ]);
+    expect(await storedAndJournal(sys, card, memberId)).toEqual({ stored: 1550, journal: 1550 });
   });
 
   it('refuses an unknown member and replays under its Idempotency-Key', async () => {

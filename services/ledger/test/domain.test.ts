@@ -3,7 +3,7 @@ import { cashbackFor, pointsFor, refundDeduction } from '../src/domain/formulas.
 import { cashbackEntryType, domainEventName } from '../src/domain/journal.ts';
 import { decimal, decimalText, fromCents, parseDecimal, toCents } from '../src/domain/money.ts';
 import { hashPin, pinMatches } from '../src/domain/pin-hash.ts';
-import { afterRightPin, afterWrongPin, isLocked } from '../src/domain/pin.ts';
+import { afterRightPin, afterWrongPin, isLocked, lockDuration, type PinState } from '../src/domain/pin.ts';
 
 describe('money', () => {
   it('converts JSON numbers to cents and back exactly', () => {
@@ -102,11 +102,20 @@ describe('journal labels', () => {
 });
 
 describe('PIN lock', () => {
-  const policy = { maxAttempts: 5, lockMs: 15 * 60_000 };
+  const MINUTE = 60_000;
+  const policy = { maxAttempts: 5, lockMs: 15 * MINUTE, maxLockMs: 24 * 60 * MINUTE };
+  const fresh: PinState = { failedAttempts: 0, lockedUntil: null, consecutiveLocks: 0 };
+  /** Wrong PINs at `at` until they lock (five from a fresh count): the state after the lock. */
+  const fiveWrong = (s: PinState, at: Date) => {
+    let next = afterWrongPin(s, at, policy);
+    while (!next.locked && next.failedAttempts > 0) next = afterWrongPin(next, at, policy);
+    expect(next.locked).toBe(true);
+    return next;
+  };
   const t0 = new Date('2030-01-01T00:00:00Z');
 
   it('locks on the fifth wrong PIN in a row, for the lock period', () => {
-    let s = { failedAttempts: 0, lockedUntil: null as Date | null };
+    let s = fresh;
     for (let i = 1; i <= 4; i++) {
       const next = afterWrongPin(s, t0, policy);
       expect(next.locked).toBe(false);
@@ -119,11 +128,39 @@ describe('PIN lock', () => {
     expect(isLocked(locked, new Date(t0.getTime() + 15 * 60_000))).toBe(false);
     // after the lock ran out a wrong PIN starts a fresh count
     const after = afterWrongPin(locked, new Date(t0.getTime() + 16 * 60_000), policy);
-    expect(after).toEqual({ failedAttempts: 1, lockedUntil: null, locked: false });
+    expect(after).toEqual({ failedAttempts: 1, lockedUntil: null, consecutiveLocks: 1, locked: false });
   });
 
-  it('starts again after the right PIN', () => {
-    expect(afterRightPin()).toEqual({ failedAttempts: 0, lockedUntil: null });
+  it('doubles each lock in a row (15, 30, 60 minutes, ...) up to 24 hours', () => {
+    let s = fresh;
+    let now = t0;
+    const minutes: number[] = [];
+    for (let lock = 1; lock <= 10; lock++) {
+      s = fiveWrong(s, now);
+      expect(s.consecutiveLocks).toBe(lock);
+      const ms = s.lockedUntil!.getTime() - now.getTime();
+      minutes.push(ms / MINUTE);
+      // still locked a moment before it ends: another wrong PIN there changes nothing
+      expect(isLocked(s, new Date(now.getTime() + ms - 1))).toBe(true);
+      now = s.lockedUntil!;
+      expect(isLocked(s, now)).toBe(false);
+    }
+    expect(minutes).toEqual([15, 30, 60, 120, 240, 480, 960, 1440, 1440, 1440]);
+    // so after the first day a guesser gets 5 tries a day, not 480
+    expect(lockDuration(1_000_000, policy)).toBe(24 * 60 * MINUTE);
+  });
+
+  it('forgets the escalation only after the right PIN', () => {
+    let s = fiveWrong(fresh, t0);
+    s = fiveWrong(s, s.lockedUntil!);
+    expect(s.consecutiveLocks).toBe(2);
+    // wrong PINs below the limit after a lock ran out keep the escalation
+    const later = new Date(s.lockedUntil!.getTime() + 48 * 60 * MINUTE);
+    const oneWrong = afterWrongPin(s, later, policy);
+    expect(oneWrong).toMatchObject({ failedAttempts: 1, lockedUntil: null, consecutiveLocks: 2, locked: false });
+    expect(fiveWrong(oneWrong, later).lockedUntil!.getTime() - later.getTime()).toBe(60 * MINUTE);
+    expect(afterRightPin()).toEqual({ failedAttempts: 0, lockedUntil: null, consecutiveLocks: 0 });
+    expect(fiveWrong(afterRightPin(), later).lockedUntil!.getTime() - later.getTime()).toBe(15 * MINUTE);
   });
 
   it('stores PINs as salted scrypt hashes', async () => {

@@ -6,6 +6,7 @@ import { connectAs } from '../../../test/support/nats.ts';
 import {
   cashbackCard,
   email,
+  journalOf,
   notificationsSettled,
   pointsCard,
   reward,
@@ -302,6 +303,50 @@ describe('refund', () => {
       balance_warning: { code: 'insufficient_balance', requested: 80, deducted: 50, uncovered: 30 },
     });
     expect(await storedAndJournal(sys, card, memberId)).toEqual({ stored: 0, journal: 0 });
+  });
+});
+
+describe('refund references', () => {
+  it("refuses another member's purchase or one on another card, and deducts nothing for an unknown one unless points_to_deduct is given", async () => {
+    const owner = await phoneMember(100, { reference: 'p-owner' }); // 100
+    const memberId = await phoneMember(200); // 200
+    const otherCard = await pointsCard(sys, tenantId);
+    await earn({ card_id: otherCard, member_id: memberId, purchase_amount: 30, reference: 'p-elsewhere' });
+    for (const body of [
+      { member_id: memberId, refund_amount: 100, reference: 'p-owner' },
+      { member_id: memberId, refund_amount: 100, points_to_deduct: 7, reference: 'p-owner' },
+      { member_id: memberId, refund_amount: 30, reference: 'p-elsewhere' },
+    ]) {
+      const r = await refund(body);
+      expect(r.status, JSON.stringify(r.body)).toBe(422);
+      expect(r.body.error).toMatchObject({ code: 'refund_reference_mismatch' });
+    }
+    expect(await balanceOf(memberId)).toBe(200);
+    expect(await balanceOf(owner)).toBe(100);
+    expect(await balanceOf(memberId, otherCard)).toBe(30);
+    expect(await journalOf(sys, card, memberId)).toEqual([
+      { event: 'staff_added_points', amount: 200, reference: null },
+    ]);
+    expect(await journalOf(sys, card, owner)).toEqual([
+      { event: 'staff_added_points', amount: 100, reference: 'p-owner' },
+    ]);
+
+    const unknown = await refund({ member_id: memberId, refund_amount: 100, reference: 'p-unknown' });
+    expect(unknown.status, JSON.stringify(unknown.body)).toBe(200);
+    expect(unknown.body.data).toMatchObject({ points_deducted: 0, previous_balance: 200, new_balance: 200 });
+    const explicit = await refund({
+      member_id: memberId,
+      refund_amount: 100,
+      points_to_deduct: 7,
+      reference: 'p-unknown',
+    });
+    expect(explicit.body.data).toMatchObject({ points_deducted: 7, new_balance: 193 });
+    expect(await journalOf(sys, card, memberId)).toEqual([
+      { event: 'staff_added_points', amount: 200, reference: null },
+      { event: 'points_refunded', amount: 0, reference: 'p-unknown' },
+      { event: 'points_refunded', amount: -7, reference: 'p-unknown' },
+    ]);
+    expect(await storedAndJournal(sys, card, memberId)).toEqual({ stored: 193, journal: 193 });
   });
 });
 

@@ -114,3 +114,16 @@ export async function notificationsSettled(sys: TestSystem, timeoutMs = 10_000):
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** An account's journal rows, oldest first, straight from the ledger's table. */
+export async function journalOf(
+  sys: TestSystem,
+  cardId: number,
+  memberId: number,
+): Promise<{ event: string; amount: number; reference: string | null }[]> {
+  const { rows } = await sys.db.query<{ event: string; amount: string; reference: string | null }>(
+    'SELECT event, amount::text, reference FROM ledger.journal WHERE card_id = $1 AND member_id = $2 ORDER BY id',
+    [cardId, memberId],
+  );
+  return rows.map((r) => ({ event: r.event, amount: Number(r.amount), reference: r.reference }));
+}

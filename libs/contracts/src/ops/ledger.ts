@@ -111,7 +111,14 @@ export const cashbackOperations = defineOperations({
       reference: z.string().nullable(),
       earned_at: Timestamp,
     }),
-    errors: ['card_not_found', 'member_not_found', 'wrong_card_type', 'duplicate_reference', 'idempotency_key_reused'],
+    errors: [
+      'card_not_found',
+      'member_not_found',
+      'wrong_card_type',
+      'duplicate_reference',
+      'balance_limit_exceeded',
+      'idempotency_key_reused',
+    ],
   },
   'cashback.redeem': {
     ...cashback,
@@ -220,7 +227,13 @@ export const cashbackOperations = defineOperations({
       balance_warning: BalanceWarning,
       refunded_at: Timestamp,
     }),
-    errors: ['card_not_found', 'member_not_found', 'wrong_card_type', 'idempotency_key_reused'],
+    errors: [
+      'card_not_found',
+      'member_not_found',
+      'wrong_card_type',
+      'refund_reference_mismatch',
+      'idempotency_key_reused',
+    ],
   },
   'cashback.cards': {
     ...cashback,
@@ -270,7 +283,14 @@ export const pointsOperations = defineOperations({
       reference: z.string().nullable(),
       earned_at: Timestamp,
     }),
-    errors: ['card_not_found', 'member_not_found', 'wrong_card_type', 'duplicate_reference', 'idempotency_key_reused'],
+    errors: [
+      'card_not_found',
+      'member_not_found',
+      'wrong_card_type',
+      'duplicate_reference',
+      'balance_limit_exceeded',
+      'idempotency_key_reused',
+    ],
   },
   'points.redeem': {
     ...points,
@@ -333,7 +353,13 @@ export const pointsOperations = defineOperations({
       balance_warning: BalanceWarning,
       refunded_at: Timestamp,
     }),
-    errors: ['card_not_found', 'member_not_found', 'wrong_card_type', 'idempotency_key_reused'],
+    errors: [
+      'card_not_found',
+      'member_not_found',
+      'wrong_card_type',
+      'refund_reference_mismatch',
+      'idempotency_key_reused',
+    ],
   },
   'points.balance': {
     ...points,

@@ -46,6 +46,15 @@ export function decimalNumber(d: Decimal): number {
   return Number(decimalText(d));
 }
 
+/**
+ * The largest balance an account may hold (cents on a cashback card, points on a points card):
+ * 10^15, i.e. 10 trillion in currency units. Balances and journal amounts are int8 in Postgres
+ * but numbers in JS, exact only up to 2^53 - 1 (~9.007 x 10^15); keeping every balance (and so
+ * every credit) at most 10^15 keeps them all exact, and a sum of two never overflows int8. A
+ * credit that would pass it is refused (balance_limit_exceeded) in the posting statement itself.
+ */
+export const MAX_BALANCE = 1_000_000_000_000_000;
+
 /** Money as a JSON number -> integer cents. */
 export function toCents(amount: number): number {
   const cents = decimal(amount, 2).units;

@@ -1,5 +1,6 @@
 import type { OutboxEvent, Queryable } from '@loyalty/runtime';
 import type { JournalEvent } from '../domain/journal.ts';
+import { MAX_BALANCE } from '../domain/money.ts';
 
 /**
  * Accounts (one stored balance per member x card) and their append-only journal. Every balance
@@ -59,11 +60,15 @@ const INPUT = `input AS (
     WITH ORDINALITY AS i(card_id, member_id, tenant_id, amount, at, event, purchase_cents, reference, reward_id, metadata, event_id, subject, envelope, cents, n)
 )`;
 
-// A credit opens the account on first use.
+// A credit opens the account on first use. Check and credit are one condition on the row, as for a
+// debit: a credit that would take the balance past MAX_BALANCE matches no row (concurrent credits
+// serialize on the row, so none can slip past it together), and nothing at all is written for it.
+// Both terms are at most MAX_BALANCE, so the sum cannot overflow int8.
 const CREDIT = `account AS (
   INSERT INTO ledger.accounts AS a (card_id, member_id, tenant_id, balance, entries, created_at, updated_at)
-  SELECT card_id, member_id, tenant_id, amount, 1, at, at FROM input ORDER BY n
+  SELECT card_id, member_id, tenant_id, amount, 1, at, at FROM input WHERE amount <= ${MAX_BALANCE} ORDER BY n
   ON CONFLICT (card_id, member_id) DO UPDATE SET balance = a.balance + EXCLUDED.balance, entries = a.entries + 1, updated_at = EXCLUDED.updated_at
+   WHERE a.balance + EXCLUDED.balance <= ${MAX_BALANCE}
   RETURNING card_id, member_id, balance
 )`;
 
@@ -126,7 +131,7 @@ function postingValues(postings: Posting[]): unknown[][] {
  * Credit (opening accounts as needed) or debit (only where the balance covers it) accounts,
  * each with its journal row and outbox event, in one statement, alone (autocommit) or inside the
  * caller's transaction. Answers in the order of `postings`; undefined: a debit its balance did not
- * cover, for which nothing was written. No account may appear twice. `statement`: another text
+ * cover or a credit that would pass MAX_BALANCE, for which nothing was written. No account may appear twice. `statement`: another text
  * of `postingStatement` (with its own prepared-statement name).
  */
 export async function postMany(
@@ -232,6 +237,28 @@ export async function earnByReference(
     [cardId, reference],
   );
   return rows[0];
+}
+
+/**
+ * Whether `reference` names an earn on another card of the tenant (references are unique per card
+ * only, so this is asked only when the card itself has no earn with it).
+ */
+export async function earnedOnOtherCard(
+  db: Queryable,
+  tenantId: number,
+  cardId: number,
+  reference: string,
+): Promise<boolean> {
+  // Per card of the tenant, each an index lookup on journal_earn_reference.
+  const { rows } = await db.query(
+    `SELECT 1 FROM ledger.cards c
+      WHERE c.tenant_id = $1 AND c.id <> $2
+        AND EXISTS (SELECT 1 FROM ledger.journal j WHERE j.card_id = c.id AND j.reference = $3
+                       AND j.event IN ('cashback_earned', 'staff_added_points'))
+      LIMIT 1`,
+    [tenantId, cardId, reference],
+  );
+  return rows.length > 0;
 }
 
 /** What refunds naming `reference` have already deducted from the member on the card (positive). */

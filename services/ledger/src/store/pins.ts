@@ -4,6 +4,7 @@ export interface MemberPin {
   pin_hash: string;
   failed_attempts: number;
   locked_until: Date | null;
+  consecutive_locks: number;
 }
 
 export async function findPin(
@@ -13,7 +14,7 @@ export async function findPin(
   forUpdate = false,
 ): Promise<MemberPin | undefined> {
   const { rows } = await db.query<MemberPin>(
-    `SELECT pin_hash, failed_attempts, locked_until FROM ledger.member_pins WHERE tenant_id = $1 AND member_id = $2${forUpdate ? ' FOR UPDATE' : ''}`,
+    `SELECT pin_hash, failed_attempts, locked_until, consecutive_locks FROM ledger.member_pins WHERE tenant_id = $1 AND member_id = $2${forUpdate ? ' FOR UPDATE' : ''}`,
     [tenantId, memberId],
   );
   return rows[0];
@@ -28,7 +29,7 @@ export async function savePin(
 ): Promise<void> {
   await db.query(
     `INSERT INTO ledger.member_pins (tenant_id, member_id, pin_hash, failed_attempts, locked_until, updated_at) VALUES ($1, $2, $3, 0, NULL, $4)
-     ON CONFLICT (tenant_id, member_id) DO UPDATE SET pin_hash = EXCLUDED.pin_hash, failed_attempts = 0, locked_until = NULL, updated_at = EXCLUDED.updated_at`,
+     ON CONFLICT (tenant_id, member_id) DO UPDATE SET pin_hash = EXCLUDED.pin_hash, failed_attempts = 0, locked_until = NULL, consecutive_locks = 0, updated_at = EXCLUDED.updated_at`,
     [tenantId, memberId, pinHash, now],
   );
 }
@@ -37,12 +38,11 @@ export async function savePinAttempts(
   db: Queryable,
   tenantId: number,
   memberId: number,
-  failedAttempts: number,
-  lockedUntil: Date | null,
+  state: { failedAttempts: number; lockedUntil: Date | null; consecutiveLocks: number },
   now: Date,
 ): Promise<void> {
   await db.query(
-    'UPDATE ledger.member_pins SET failed_attempts = $3, locked_until = $4, updated_at = $5 WHERE tenant_id = $1 AND member_id = $2',
-    [tenantId, memberId, failedAttempts, lockedUntil, now],
+    'UPDATE ledger.member_pins SET failed_attempts = $3, locked_until = $4, consecutive_locks = $5, updated_at = $6 WHERE tenant_id = $1 AND member_id = $2',
+    [tenantId, memberId, state.failedAttempts, state.lockedUntil, state.consecutiveLocks, now],
   );
 }
