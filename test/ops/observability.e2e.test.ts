@@ -29,6 +29,21 @@ it('answers /healthz, /readyz and /metrics on every ops port', async () => {
   }
 });
 
+it('serves /metrics on the ops port only: the public port answers 404 unless PUBLIC_METRICS=true', async () => {
+  const hidden = await fetch(`${sys.url}/metrics`);
+  expect(hidden.status).toBe(404);
+  expect(await hidden.json()).toMatchObject({ success: false, error: { code: 'route_not_found' } });
+  expect((await fetch(`${sys.url}/healthz`)).status).toBe(200);
+  const open = await startTestSystem({ env: { PUBLIC_METRICS: 'true' } });
+  try {
+    const metrics = await fetch(`${open.url}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toContain('service="gateway"');
+  } finally {
+    await open.stop();
+  }
+});
+
 it('counts HTTP routes, NATS operations, error codes, outbox backlog and consumer lag', async () => {
   const t = await sys.tenant();
   const api = apiClient(sys.url, t);
