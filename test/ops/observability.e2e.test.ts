@@ -1,5 +1,6 @@
 import { createInbox } from 'nats';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { readGatewayConfig, startGateway } from '@loyalty/gateway';
 import { apiClient, startTestSystem, type TestSystem } from '../support/system.ts';
 import { connectAs } from '../support/nats.ts';
 
@@ -34,7 +35,7 @@ it('serves /metrics on the ops port only: the public port answers 404 unless PUB
   expect(hidden.status).toBe(404);
   expect(await hidden.json()).toMatchObject({ success: false, error: { code: 'route_not_found' } });
   expect((await fetch(`${sys.url}/healthz`)).status).toBe(200);
-  const open = await startTestSystem({ env: { PUBLIC_METRICS: 'true' } });
+  const open = await startGateway(readGatewayConfig({ ...sys.envFor('gateway'), PUBLIC_METRICS: 'true' }));
   try {
     const metrics = await fetch(`${open.url}/metrics`);
     expect(metrics.status).toBe(200);

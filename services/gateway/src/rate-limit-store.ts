@@ -42,10 +42,9 @@ interface RedisWithAdd extends Redis {
  * not seen yet, so N replicas can together admit up to (N - 1) x their rate x `syncMs` beyond the
  * limit. One replica is exact. While Redis is unreachable every replica goes on counting on its
  * own (no request is refused for Redis's sake) and syncs again when it is back. The limit is per
- * app across all routes (the store has one key space; `child` returns it).
+ * app across all routes (the store has one key space; `child` returns it); the per-address limits
+ * of plugins/rate-limit.ts count in the same key space through `hit`/`peek`, under prefixed keys.
  */
-export type SharedRateLimitStore = ReturnType<typeof sharedRateLimitStore>;
-
 export function sharedRateLimitStore(redis: Redis, prefix: string, syncMs: number) {
   const windows = new Map<string, Window>();
   const client = redis as RedisWithAdd;
