@@ -1,5 +1,6 @@
 import { createInbox } from 'nats';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { readGatewayConfig, startGateway } from '@loyalty/gateway';
 import { apiClient, startTestSystem, type TestSystem } from '../support/system.ts';
 import { connectAs } from '../support/nats.ts';
 
@@ -26,6 +27,21 @@ it('answers /healthz, /readyz and /metrics on every ops port', async () => {
     const metrics = await (await ops(port, '/metrics')).text();
     expect(metrics, name).toContain(`service="${name}"`);
     expect(metrics, name).toContain('process_resident_memory_bytes');
+  }
+});
+
+it('serves /metrics on the ops port only: the public port answers 404 unless PUBLIC_METRICS=true', async () => {
+  const hidden = await fetch(`${sys.url}/metrics`);
+  expect(hidden.status).toBe(404);
+  expect(await hidden.json()).toMatchObject({ success: false, error: { code: 'route_not_found' } });
+  expect((await fetch(`${sys.url}/healthz`)).status).toBe(200);
+  const open = await startGateway(readGatewayConfig({ ...sys.envFor('gateway'), PUBLIC_METRICS: 'true' }));
+  try {
+    const metrics = await fetch(`${open.url}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toContain('service="gateway"');
+  } finally {
+    await open.stop();
   }
 });
 

@@ -49,15 +49,17 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     routerOptions: { ignoreTrailingSlash: true },
     frameworkErrors,
     clientErrorHandler,
+    // The client address the per-address limits count against (rate-limit.ts); see TRUST_PROXY.
+    trustProxy: config.TRUST_PROXY,
     return503OnClosing: true,
     forceCloseConnections: false,
   });
   const routes = [...Object.values(operations), ...Object.values(operatorOperations)];
   await app.register(envelope, { metrics, routes, drainLimitBytes: DRAIN_FACTOR * config.BODY_LIMIT_BYTES });
   await app.register(credentials, { credentials: deps.credentials });
-  await app.register(rateLimiting, { config, redis: deps.redis });
+  await app.register(rateLimiting, { config, redis: deps.redis, credentials: deps.credentials });
   await app.register(docs, { publicBaseUrl: config.PUBLIC_BASE_URL });
-  await app.register(opsEndpoints, { metrics });
-  await app.register(contractRoutes, { config, nc: deps.nc, subjects: deps.subjects });
+  await app.register(opsEndpoints, { metrics, publicMetrics: config.PUBLIC_METRICS });
+  await app.register(contractRoutes, { config, nc: deps.nc, subjects: deps.subjects, redis: deps.redis });
   return app;
 }

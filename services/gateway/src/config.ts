@@ -5,19 +5,48 @@ export const GatewayConfig = z.object({
   ...commonEnv,
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default('0.0.0.0'),
-  /** The ops port (/healthz, /readyz, /metrics); the main port answers them too. */
+  /** The ops port (/healthz, /readyz, /metrics); the main port answers /healthz (and /metrics with PUBLIC_METRICS). */
   OPS_PORT: z.coerce.number().int().min(0).max(65535).default(9100),
   REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
-  /** Prefix of every Redis key this gateway writes (rate-limit counters). */
+  /** Prefix of every Redis key this gateway writes (rate-limit counters, Idempotency-Key claims). */
   REDIS_KEY_PREFIX: z.string().default('loyalty:'),
   /** Requests allowed per app per window. */
   RATE_LIMIT_MAX: z.coerce.number().int().positive().default(6000),
   RATE_LIMIT_WINDOW_MS: z.coerce.number().int().positive().default(60_000),
+  /**
+   * Failed authentications (401 missing/invalid app credentials or operator token) allowed per
+   * client address per AUTH_FAILURE_WINDOW_MS; past it the address gets 429 before identity is asked.
+   */
+  AUTH_FAILURE_LIMIT: z.coerce.number().int().positive().default(20),
+  AUTH_FAILURE_WINDOW_MS: z.coerce.number().int().positive().default(60_000),
+  /** Operator API (/admin/v1) requests allowed per client address per RATE_LIMIT_WINDOW_MS. */
+  OPERATOR_RATE_LIMIT_MAX: z.coerce.number().int().positive().default(1_200),
+  /** Requests per client address per RATE_LIMIT_WINDOW_MS outside both APIs (unknown routes, docs, health). */
+  IP_RATE_LIMIT_MAX: z.coerce.number().int().positive().default(600),
+  /**
+   * Fastify's `trustProxy`: unset, the client address is the TCP peer and X-Forwarded-For is ignored.
+   * `true` trusts every hop; otherwise a comma-separated list of the proxies' addresses/CIDRs. Set it
+   * only behind a proxy that overwrites X-Forwarded-For, or any client picks the address it is
+   * counted against by the per-address limits.
+   */
+  TRUST_PROXY: z
+    .string()
+    .optional()
+    .transform((v): boolean | string => (v === undefined || v === '' || v === 'false' ? false : v === 'true' || v)),
+  /** Serve /metrics on the public port too (it is always on the ops port). */
+  PUBLIC_METRICS: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
   /** How often each replica adds its counted requests to the shared counters in Redis (see rate-limit-store.ts). */
   RATE_LIMIT_SYNC_MS: z.coerce.number().int().positive().default(100),
   /** How long to wait for the owning service before answering 503 service_unavailable. */
   REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
-  /** How long a verified app key is trusted without asking identity again (rotation/revocation evict at once). */
+  /**
+   * How long a verified app key is trusted without asking identity again: the hard bound on how long
+   * a revoked or rotated key can still work on a replica that missed the eviction broadcast
+   * (broadcasts normally evict it at once; see credentials.ts).
+   */
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
   /** Bearer token of the operator (provisioning) API under /admin/v1. Unset: the admin API refuses every call. */
   OPERATOR_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),

@@ -22,6 +22,12 @@ interface Window {
   windowMs: number;
 }
 
+export interface Count {
+  current: number;
+  /** Milliseconds until the window ends. */
+  ttl: number;
+}
+
 interface RedisWithAdd extends Redis {
   loyaltyRateAdd(key: string, n: number, windowMs: number): Promise<[number, number]>;
 }
@@ -36,7 +42,8 @@ interface RedisWithAdd extends Redis {
  * not seen yet, so N replicas can together admit up to (N - 1) x their rate x `syncMs` beyond the
  * limit. One replica is exact. While Redis is unreachable every replica goes on counting on its
  * own (no request is refused for Redis's sake) and syncs again when it is back. The limit is per
- * app across all routes (the store has one key space; `child` returns it).
+ * app across all routes (the store has one key space; `child` returns it); the per-address limits
+ * of plugins/rate-limit.ts count in the same key space through `hit`/`peek`, under prefixed keys.
  */
 export function sharedRateLimitStore(redis: Redis, prefix: string, syncMs: number) {
   const windows = new Map<string, Window>();
@@ -57,18 +64,20 @@ export function sharedRateLimitStore(redis: Redis, prefix: string, syncMs: numbe
     if (await syncWindows(redis, prefix, windows)) schedule(syncMs);
   }
 
+  function hit(key: string, windowMs: number): Count {
+    const now = Date.now();
+    let w = windows.get(key);
+    if (!w || (w.resetAt <= now && w.sending === 0)) {
+      w = { shared: 0, pending: 0, sending: 0, resetAt: now + windowMs, windowMs };
+      windows.set(key, w);
+    }
+    w.pending += 1;
+    schedule(syncMs);
+    return { current: w.shared + w.sending + w.pending, ttl: Math.max(0, w.resetAt - now) };
+  }
+
   class SharedStore implements FastifyRateLimitStore {
-    incr: FastifyRateLimitStore['incr'] = (key, cb, timeWindow) => {
-      const now = Date.now();
-      let w = windows.get(key);
-      if (!w || (w.resetAt <= now && w.sending === 0)) {
-        w = { shared: 0, pending: 0, sending: 0, resetAt: now + timeWindow, windowMs: timeWindow };
-        windows.set(key, w);
-      }
-      w.pending += 1;
-      schedule(syncMs);
-      cb(null, { current: w.shared + w.sending + w.pending, ttl: Math.max(0, w.resetAt - now) });
-    };
+    incr: FastifyRateLimitStore['incr'] = (key, cb, timeWindow) => cb(null, hit(key, timeWindow));
 
     child(): FastifyRateLimitStore {
       return this;
@@ -77,6 +86,19 @@ export function sharedRateLimitStore(redis: Redis, prefix: string, syncMs: numbe
 
   return {
     Store: SharedStore,
+    /** Count one request against `key` (the same counters as `Store`; callers prefix their keys). */
+    hit,
+    /**
+     * The count of `key`'s current window without adding to it: what this replica counted plus
+     * the other replicas' requests as of the last sync. A key this replica has not counted yet
+     * reads 0 until it counts one (the first failure from an address is always let through).
+     */
+    peek(key: string): Count {
+      const now = Date.now();
+      const w = windows.get(key);
+      if (!w || w.resetAt <= now) return { current: 0, ttl: 0 };
+      return { current: w.shared + w.sending + w.pending, ttl: w.resetAt - now };
+    },
     /** Send what is counted now (tests; shutdown). */
     flush: async () => {
       if (timer) clearTimeout(timer);

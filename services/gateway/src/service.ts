@@ -3,7 +3,7 @@ import { Subjects } from '@loyalty/contracts';
 import { connectNats, createLogger, Metrics, natsReady, startOpsServer, type Logger } from '@loyalty/runtime';
 import { buildGateway } from './app.ts';
 import type { GatewayConfig } from './config.ts';
-import { CredentialResolver } from './credentials.ts';
+import { CredentialResolver, watchCredentialChanges } from './credentials.ts';
 
 export interface RunningGateway {
   url: string;
@@ -25,16 +25,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger }
   redis.on('error', (err) => log.warn({ err: err.message }, 'redis error'));
   const metrics = new Metrics('gateway');
   const credentials = new CredentialResolver(nc, subjects, config.AUTH_CACHE_TTL_MS, config.REQUEST_TIMEOUT_MS);
-  // Every replica hears every rotation/revocation (no queue group) and forgets that app's key.
-  const invalidations = nc.subscribe(subjects.credentialsChanged(), {
-    callback: (_err, msg) => {
-      try {
-        credentials.forget((msg.json() as { app_id: string }).app_id);
-      } catch {
-        /* a malformed broadcast changes nothing */
-      }
-    },
-  });
+  const invalidations = watchCredentialChanges(nc, subjects, credentials);
   const app = await buildGateway({ config, nc, redis, subjects, log, metrics, credentials });
   let stopping = false;
   const ops = await startOpsServer({

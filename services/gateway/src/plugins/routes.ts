@@ -10,14 +10,18 @@ import {
   type Subjects,
 } from '@loyalty/contracts';
 import { callService, type NatsConnection } from '@loyalty/runtime';
+import type { Redis } from 'ioredis';
 import type { GatewayConfig } from '../config.ts';
 import { sendFailure, sendReply } from '../envelope.ts';
 import { header } from '../headers.ts';
+import { claimIdempotencyKey } from '../idempotency.ts';
 
 export interface RoutesOptions {
-  config: Pick<GatewayConfig, 'OPERATOR_TOKEN' | 'REQUEST_TIMEOUT_MS'>;
+  config: Pick<GatewayConfig, 'OPERATOR_TOKEN' | 'REQUEST_TIMEOUT_MS' | 'REDIS_KEY_PREFIX'>;
   nc: NatsConnection;
   subjects: Subjects;
+  /** Where a tenant's Idempotency-Keys are bound to the operation they were first used on. */
+  redis: Redis;
 }
 
 /**
@@ -27,10 +31,10 @@ export interface RoutesOptions {
  * its answer in the envelope.
  */
 export const contractRoutes = fp<RoutesOptions>(
-  async (app, { config, nc, subjects }) => {
+  async (app, { config, nc, subjects, redis }) => {
     const forwarder = (op: Operation) => {
       const subject = subjects.op(op.service, op.operation);
-      return async (req: FastifyRequest, reply: FastifyReply, meta: unknown) => {
+      return async (req: FastifyRequest, reply: FastifyReply, meta: unknown, beforeSend?: () => Promise<void>) => {
         const input = buildOperationInput(op, { params: req.params, query: req.query, body: req.body });
         if (!input.ok) {
           const names = [...new Set(input.fields.map((f) => f.field))].join(', ');
@@ -39,6 +43,7 @@ export const contractRoutes = fp<RoutesOptions>(
             new AppError('validation_error', `Invalid request: ${names}.`, { fields: input.fields }),
           );
         }
+        await beforeSend?.();
         const message = await callService(nc, subject, { meta, data: input.data }, req.id, config.REQUEST_TIMEOUT_MS);
         return sendReply(reply, message);
       };
@@ -51,7 +56,22 @@ export const contractRoutes = fp<RoutesOptions>(
         url: op.path,
         config: { rateLimit: {} },
         preValidation: app.authenticate(op),
-        handler: async (req, reply) => forward(req, reply, req.meta),
+        handler: async (req, reply) => {
+          const meta = req.meta;
+          const key = meta?.idempotency_key;
+          // A valid request carrying a key binds it to this operation (idempotency.ts) before it is sent.
+          const claim =
+            meta && key !== undefined
+              ? () =>
+                  claimIdempotencyKey(
+                    redis,
+                    config.REDIS_KEY_PREFIX,
+                    { tenantId: meta.tenant_id, key, operation: op.operation },
+                    config.REQUEST_TIMEOUT_MS,
+                  )
+              : undefined;
+          return forward(req, reply, meta, claim);
+        },
       });
     }
 

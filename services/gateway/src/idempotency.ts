@@ -1,0 +1,37 @@
+import type { Redis } from 'ioredis';
+import { AppError } from '@loyalty/contracts';
+
+/** How long an Idempotency-Key stays bound to the first operation it was used on. */
+export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Binds a tenant's Idempotency-Key to the operation it is first used on, for 24 hours, in Redis
+ * (`<prefix>idem:<tenant>:<key>`, one atomic SET NX GET). The owning service keeps its own record
+ * per operation (replay, or `idempotency_key_reused` for other parameters); what only the gateway
+ * sees is the key reused on another operation, which it refuses with 409 here. Without Redis the
+ * guarantee cannot be checked, so a keyed request is refused with 503 rather than let through.
+ */
+export async function claimIdempotencyKey(
+  redis: Redis,
+  prefix: string,
+  claim: { tenantId: number; key: string; operation: string },
+  timeoutMs: number,
+): Promise<void> {
+  const redisKey = `${prefix}idem:${claim.tenantId}:${claim.key}`;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const previous = await Promise.race([
+    redis.set(redisKey, claim.operation, 'PX', IDEMPOTENCY_KEY_TTL_MS, 'NX', 'GET'),
+    new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new Error('redis timeout')), timeoutMs);
+    }),
+  ])
+    .catch(() => {
+      throw new AppError('service_unavailable', 'The Idempotency-Key cannot be checked right now; try again.');
+    })
+    .finally(() => clearTimeout(timer));
+  if (previous !== null && previous !== claim.operation)
+    throw new AppError(
+      'idempotency_key_reused',
+      'This Idempotency-Key was already used on another operation; use a new key for each operation.',
+    );
+}

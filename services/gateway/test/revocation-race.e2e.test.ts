@@ -1,0 +1,114 @@
+import type { Msg, NatsConnection } from 'nats';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Subjects } from '@loyalty/contracts';
+import { readGatewayConfig, startGateway, type RunningGateway } from '@loyalty/gateway';
+import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
+import { connectAs } from '../../../test/support/nats.ts';
+import { CredentialResolver, watchCredentialChanges } from '../src/credentials.ts';
+
+/**
+ * A revoked key stops working on every replica, whatever the timing: a lookup already in flight
+ * when the revocation is broadcast must not put the old answer back in the cache, and a replica
+ * whose NATS connection was cut forgets what it cached (it may have missed broadcasts).
+ */
+let sys: TestSystem;
+let second: RunningGateway;
+let subjects: Subjects;
+const CHECK = '/api/v1/auth/member/check';
+const body = { email: 'someone@example.com' };
+
+beforeAll(async () => {
+  // Long enough for a lookup to be held while identity restarts and the revocation is made.
+  sys = await startTestSystem({ env: { REQUEST_TIMEOUT_MS: '20000', AUTH_CACHE_TTL_MS: '600000' } });
+  second = await startGateway(readGatewayConfig(sys.envFor('gateway')));
+  subjects = new Subjects(sys.env.SUBJECT_ROOT);
+});
+afterAll(async () => {
+  await second?.stop();
+  await sys?.stop();
+});
+
+async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('revocation racing a key lookup', () => {
+  it('does not cache an answer from before the revocation, on either replica', async () => {
+    const t = await sys.tenant();
+    const authenticate = subjects.op('identity', 'internal.authenticate');
+    const gatewayNc = await connectAs('gateway', { url: sys.env.NATS_URL });
+    const identityNc = await connectAs('identity', { url: sys.env.NATS_URL });
+    let fake: ReturnType<NatsConnection['subscribe']> | undefined;
+    try {
+      // Identity's genuine answer for the key while it is valid: what a slow lookup brings back.
+      const genuine = await gatewayNc.request(
+        authenticate,
+        JSON.stringify({ meta: { request_id: 'race' }, data: { app_id: t.appId, api_key: t.apiKey } }),
+        { timeout: 5_000 },
+      );
+      expect(genuine.json<{ ok: boolean }>().ok).toBe(true);
+      const api2 = apiClient(second.url, t);
+      expect((await api2('POST', CHECK, { body })).status).toBe(200); // the second replica caches the key
+
+      // Identity is slow: the first gateway's lookup is held here.
+      await sys.stopService('identity');
+      let held: Msg | undefined;
+      fake = identityNc.subscribe(authenticate, { callback: (_e, m) => void (held ??= m) });
+      await identityNc.flush();
+      const inFlight = apiClient(sys.url, t)('POST', CHECK, { body });
+      await until(() => held !== undefined);
+
+      // The revocation happens and is broadcast while that lookup is in flight.
+      await sys.startService('identity');
+      const broadcasts = await gatewayNc.subscribe(subjects.credentialsChanged(), { max: 1 });
+      await gatewayNc.flush();
+      await sys.admin('POST', `/admin/v1/apps/${t.appId}/revoke`);
+      for await (const _m of broadcasts) break;
+      await Promise.all([sys.gateway, second].map((g) => fetch(`${g.url}/healthz`))); // both have read their sockets
+
+      // Then the held answer (from before the revocation) arrives.
+      held!.respond(genuine.data);
+      expect((await inFlight).status).toBe(200); // the request it answers was made before the revocation
+      fake.unsubscribe();
+      fake = undefined;
+
+      for (const url of [sys.url, second.url]) {
+        const r = await apiClient(url, t)('POST', CHECK, { body });
+        expect(r.status, url).toBe(401);
+        expect(r.body.error).toMatchObject({ code: 'invalid_credentials' });
+      }
+    } finally {
+      fake?.unsubscribe();
+      await gatewayNc.close();
+      await identityNc.close();
+    }
+  });
+});
+
+describe('NATS reconnect', () => {
+  it('forgets every cached key when the connection drops and comes back', async () => {
+    const t = await sys.tenant();
+    const nc = await connectAs('gateway', { url: sys.env.NATS_URL, reconnectTimeWait: 50 });
+    const resolver = new CredentialResolver(nc, subjects, 600_000, 5_000);
+    const sub = watchCredentialChanges(nc, subjects, resolver);
+    try {
+      await resolver.resolve(t.appId, t.apiKey, undefined, 'reconnect-1');
+      expect(resolver.isCached(t.appId, t.apiKey)).toBe(true);
+      await nc.reconnect();
+      await until(() => !resolver.isCached(t.appId, t.apiKey));
+      // Served again once reconnected: identity is asked once more and the key cached anew (a
+      // lookup that overlapped the reconnect is not cached, so this may take a few tries).
+      await until(async () => {
+        await resolver.resolve(t.appId, t.apiKey, undefined, 'reconnect-2').catch(() => undefined);
+        return resolver.isCached(t.appId, t.apiKey);
+      });
+    } finally {
+      sub.unsubscribe();
+      await nc.close();
+    }
+  });
+});
