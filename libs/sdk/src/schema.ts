@@ -597,6 +597,8 @@ export interface components {
         code:
           | 'validation_error'
           | 'invalid_json'
+          | 'invalid_header'
+          | 'malformed_request'
           | 'missing_credentials'
           | 'invalid_credentials'
           | 'member_token_required'
@@ -617,7 +619,9 @@ export interface components {
           | 'claim_request_not_found'
           | 'referral_code_not_found'
           | 'method_not_allowed'
+          | 'request_timeout'
           | 'payload_too_large'
+          | 'uri_too_long'
           | 'unsupported_media_type'
           | 'email_taken'
           | 'phone_taken'
@@ -627,6 +631,7 @@ export interface components {
           | 'duplicate_reference'
           | 'claim_request_not_pending'
           | 'referral_already_applied'
+          | 'headers_too_large'
           | 'insufficient_balance'
           | 'insufficient_points'
           | 'wrong_card_type'
@@ -634,6 +639,8 @@ export interface components {
           | 'invalid_verification_code'
           | 'self_referral'
           | 'member_inactive'
+          | 'refund_reference_mismatch'
+          | 'balance_limit_exceeded'
           | 'pin_locked'
           | 'rate_limited'
           | 'otp_cooldown'
@@ -1300,8 +1307,8 @@ export interface operations {
   'cashback.balance': {
     parameters: {
       query: {
-        card_id: number;
-        member_id: number;
+        card_id: string | number;
+        member_id: string | number;
       };
       header?: never;
       path?: never;
@@ -1414,10 +1421,12 @@ export interface operations {
           email?: string;
           member_id?: number;
           member_name?: string;
+          /** @description JSON object of strings, numbers, booleans, null, objects and arrays: nested at most 5 levels, at most 50 keys in all, keys at most 64 characters, at most 4096 bytes as JSON; no NUL characters or unpaired surrogates */
           metadata?: {
             [key: string]: unknown;
           };
           phone?: string;
+          /** @description at least 0.01, at most two decimals, at most 1000000000 */
           purchase_amount: number;
           reference?: string;
         };
@@ -1494,7 +1503,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'];
         };
       };
-      /** @description `wrong_card_type` */
+      /** @description `wrong_card_type`, `balance_limit_exceeded` */
       422: {
         headers: {
           [name: string]: unknown;
@@ -1526,10 +1535,10 @@ export interface operations {
   'cashback.history': {
     parameters: {
       query: {
-        card_id: number;
-        limit?: number;
-        member_id: number;
-        offset?: number;
+        card_id: string | number;
+        limit?: string | number;
+        member_id: string | number;
+        offset?: string | number;
       };
       header?: never;
       path?: never;
@@ -1652,6 +1661,7 @@ export interface operations {
     requestBody: {
       content: {
         'application/json': {
+          /** @description at least 0.01, at most two decimals, at most 1000000000 */
           amount: number;
           card_id: number;
           pin?: string;
@@ -1779,11 +1789,13 @@ export interface operations {
       content: {
         'application/json': {
           card_id: number;
+          /** @description at most two decimals, at most 1000000000 */
           cashback_to_deduct?: number;
           email?: string;
           member_id?: number;
           phone?: string;
           reference?: string;
+          /** @description at least 0.01, at most two decimals, at most 1000000000 */
           refund_amount: number;
         };
       };
@@ -1870,7 +1882,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'];
         };
       };
-      /** @description `wrong_card_type` */
+      /** @description `wrong_card_type`, `refund_reference_mismatch` */
       422: {
         headers: {
           [name: string]: unknown;
@@ -1904,8 +1916,8 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        card_id: number;
-        member_id: number;
+        card_id: string | number;
+        member_id: string | number;
       };
       cookie?: never;
     };
@@ -2000,7 +2012,7 @@ export interface operations {
       };
       header?: never;
       path: {
-        card_id: number;
+        card_id: string | number;
       };
       cookie?: never;
     };
@@ -2097,12 +2109,12 @@ export interface operations {
   'referrals.top_referrers': {
     parameters: {
       query?: {
-        limit?: number;
+        limit?: string | number;
         period?: '7d' | '30d' | '90d' | 'all';
       };
       header?: never;
       path: {
-        card_id: number;
+        card_id: string | number;
       };
       cookie?: never;
     };
@@ -2200,13 +2212,13 @@ export interface operations {
   'referrals.of_referrer': {
     parameters: {
       query?: {
-        limit?: number;
-        offset?: number;
+        limit?: string | number;
+        offset?: string | number;
       };
       header?: never;
       path: {
-        card_id: number;
-        member_id: number;
+        card_id: string | number;
+        member_id: string | number;
       };
       cookie?: never;
     };
@@ -2307,9 +2319,9 @@ export interface operations {
   'claims.list': {
     parameters: {
       query: {
-        card_id: number;
-        limit?: number;
-        offset?: number;
+        card_id: string | number;
+        limit?: string | number;
+        offset?: string | number;
         status?: 'pending' | 'approving' | 'approved' | 'rejected' | 'expired';
       };
       header?: never;
@@ -2544,7 +2556,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        request_id: number;
+        request_id: string | number;
       };
       cookie?: never;
     };
@@ -2655,7 +2667,7 @@ export interface operations {
         'Idempotency-Key'?: string;
       };
       path: {
-        request_id: number;
+        request_id: string | number;
       };
       cookie?: never;
     };
@@ -2771,7 +2783,7 @@ export interface operations {
         'Idempotency-Key'?: string;
       };
       path: {
-        request_id: number;
+        request_id: string | number;
       };
       cookie?: never;
     };
@@ -2974,8 +2986,8 @@ export interface operations {
   'points.balance': {
     parameters: {
       query: {
-        card_id: number;
-        member_id: number;
+        card_id: string | number;
+        member_id: string | number;
       };
       header?: never;
       path?: never;
@@ -3086,10 +3098,12 @@ export interface operations {
           email?: string;
           member_id?: number;
           member_name?: string;
+          /** @description JSON object of strings, numbers, booleans, null, objects and arrays: nested at most 5 levels, at most 50 keys in all, keys at most 64 characters, at most 4096 bytes as JSON; no NUL characters or unpaired surrogates */
           metadata?: {
             [key: string]: unknown;
           };
           phone?: string;
+          /** @description at least 0.01, at most two decimals, at most 1000000000 */
           purchase_amount: number;
           reference?: string;
         };
@@ -3166,7 +3180,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'];
         };
       };
-      /** @description `wrong_card_type` */
+      /** @description `wrong_card_type`, `balance_limit_exceeded` */
       422: {
         headers: {
           [name: string]: unknown;
@@ -3198,10 +3212,10 @@ export interface operations {
   'points.history': {
     parameters: {
       query: {
-        card_id: number;
-        limit?: number;
-        member_id: number;
-        offset?: number;
+        card_id: string | number;
+        limit?: string | number;
+        member_id: string | number;
+        offset?: string | number;
       };
       header?: never;
       path?: never;
@@ -3441,6 +3455,7 @@ export interface operations {
           phone?: string;
           points_to_deduct?: number;
           reference?: string;
+          /** @description at least 0.01, at most two decimals, at most 1000000000 */
           refund_amount: number;
         };
       };
@@ -3526,7 +3541,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'];
         };
       };
-      /** @description `wrong_card_type` */
+      /** @description `wrong_card_type`, `refund_reference_mismatch` */
       422: {
         headers: {
           [name: string]: unknown;
