@@ -443,6 +443,8 @@ function natsExchange(port, host, login) {
     };
     s.setTimeout(2000, () => done(null));
     s.once('error', () => done(null));
+    // Closed without an answer: e.g. Docker's port proxy before the server in the container listens.
+    s.once('close', () => done(null));
     s.on('data', (chunk) => {
       buffer += chunk.toString('utf8');
       let nl;
