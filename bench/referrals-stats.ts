@@ -11,7 +11,8 @@ import type { ReferralPeriod } from '@loyalty/contracts';
 import { periodStart } from '../services/referrals/src/domain/stats.ts';
 import { countReferrals, topReferrers } from '../services/referrals/src/store/referrals.ts';
 
-const ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const ADMIN_URL =
+  process.env.BENCH_POSTGRES_URL || process.env.LOYALTY_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 const REFERRALS = Number(process.env.BENCH_REFERRALS ?? 100_000);
 const REFERRERS = Number(process.env.BENCH_REFERRERS ?? 5_000);
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 50);

@@ -33,7 +33,7 @@ export interface BenchSystem {
 }
 
 const PG_ADMIN_URL =
-  process.env.BENCH_POSTGRES_URL ?? process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  process.env.BENCH_POSTGRES_URL || process.env.LOYALTY_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 const SERVICES = ['identity', 'ledger', 'claims', 'referrals'] as const;
 
 /**
@@ -102,7 +102,7 @@ export async function startBenchSystem(opts: {
   const env: Record<string, string> = {
     DATABASE_URL: databaseUrl,
     NATS_URL: natsUrl,
-    REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    REDIS_URL: process.env.LOYALTY_REDIS_URL || 'redis://127.0.0.1:6379',
     SUBJECT_ROOT: root,
     REDIS_KEY_PREFIX: `${root}:`,
     SMTP_URL: mail.url,

@@ -5,3 +5,21 @@ export declare const natsServerFile: string;
 export declare function ensureAuthenticatedNats(): Promise<{ url: string; passwords: Record<string, string> }>;
 export declare function natsInfo(port: number, host?: string): Promise<{ auth_required?: boolean } | null>;
 export declare function natsLogin(port: number, user: string, pass: string, host?: string): Promise<boolean>;
+export declare function has(command: string): boolean;
+export declare function reachable(port: number, host?: string, timeoutMs?: number): Promise<boolean>;
+export declare function serverAddresses(env?: Record<string, string | undefined>): {
+  postgres: string;
+  redis: string;
+  nats: string | null;
+};
+export declare function containerImages(env?: Record<string, string | undefined>): {
+  postgres: string;
+  nats: string;
+  redis: string;
+};
+export declare function addressOf(url: string, kind: 'postgres' | 'nats' | 'redis'): { host: string; port: number };
+export declare function ensureSecrets(): { nats: Record<string, string>; otp_secret: string; operator_token: string };
+export declare function missingServersMessage(
+  missing: { kind: 'postgres' | 'nats' | 'redis'; where: string }[],
+): string;
+export declare function missingWhere(kind: 'postgres' | 'nats' | 'redis', url: string | null): string;

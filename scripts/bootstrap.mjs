@@ -30,7 +30,7 @@ export function fail(message) {
   process.exit(1);
 }
 
-function has(command) {
+export function has(command) {
   return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;
 }
 
@@ -86,6 +86,7 @@ function tryRun(command) {
 const servers = [
   {
     name: 'PostgreSQL',
+    kind: 'postgres',
     port: 5432,
     binary: 'pg_ctlcluster',
     package: 'postgresql',
@@ -97,6 +98,7 @@ const servers = [
   },
   {
     name: 'NATS (JetStream)',
+    kind: 'nats',
     port: 4222,
     binary: 'nats-server',
     package: 'nats-server',
@@ -115,6 +117,7 @@ const servers = [
   },
   {
     name: 'Redis',
+    kind: 'redis',
     port: 6379,
     binary: 'redis-server',
     package: 'redis-server',
@@ -128,24 +131,266 @@ const servers = [
   },
 ];
 
-/** Make sure PostgreSQL, NATS with JetStream and Redis answer; start the installed ones that do not. */
-export async function ensureInfrastructure() {
+// --- Where the servers are ----------------------------------------------------------------
+// `npm start` and `npm test` use the same variables. A server answering on its configured address
+// is used as it is ("local"); an installed one that is stopped on its default address is started;
+// otherwise, when a Docker engine answers, a container runs it (npm start: named containers with
+// named volumes, published on the configured address; npm test: testcontainers); otherwise the
+// message says what to install.
+
+/** The configured addresses (LOYALTY_NATS_URL unset: this checkout's own authenticated nats-server). */
+export function serverAddresses(env = process.env) {
+  return {
+    postgres: env.LOYALTY_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
+    redis: env.LOYALTY_REDIS_URL || 'redis://127.0.0.1:6379',
+    nats: env.LOYALTY_NATS_URL || null,
+  };
+}
+
+/** The images of the containers (the official ones by default; compose uses the same tags). */
+export function containerImages(env = process.env) {
+  return {
+    postgres: env.LOYALTY_POSTGRES_IMAGE || 'postgres:16',
+    nats: env.LOYALTY_NATS_IMAGE || 'nats:2.10-alpine',
+    redis: env.LOYALTY_REDIS_IMAGE || 'redis:7',
+  };
+}
+
+const defaultPorts = { postgres: 5432, redis: 6379, nats: 4222 };
+
+/** Host and port of a server URL. */
+export function addressOf(url, kind) {
+  const u = new URL(url);
+  return { host: u.hostname.replace(/^\[|\]$/g, '') || '127.0.0.1', port: Number(u.port || defaultPorts[kind]) };
+}
+
+const loopback = (host) => ['127.0.0.1', 'localhost', '::1'].includes(host);
+
+/** Whether a Docker engine answers (the docker CLI talks to it). */
+export function dockerAnswers() {
+  return (
+    spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { stdio: 'ignore', timeout: 20_000 }).status === 0
+  );
+}
+
+const installHints = {
+  postgres: {
+    name: 'PostgreSQL',
+    debian: 'sudo apt-get install postgresql',
+    macos: 'brew install postgresql@16 && brew services start postgresql@16',
+  },
+  nats: { name: 'NATS', debian: 'sudo apt-get install nats-server', macos: 'brew install nats-server' },
+  redis: {
+    name: 'Redis',
+    debian: 'sudo apt-get install redis-server',
+    macos: 'brew install redis && brew services start redis',
+  },
+};
+
+/**
+ * What to install, per missing server (three lines each: what is missing, Debian/Ubuntu, macOS),
+ * and the alternative that covers all of them: a running Docker engine.
+ * `missing`: [{ kind: 'postgres' | 'nats' | 'redis', where: 'nothing answers on ...' }].
+ */
+export function missingServersMessage(missing) {
+  const lines = ['these servers are missing and no Docker engine answers (with Docker, they run as containers):'];
+  for (const { kind, where } of missing) {
+    const h = installHints[kind];
+    lines.push(`  ${h.name}: ${where}`, `    Debian/Ubuntu: ${h.debian}`, `    macOS:         ${h.macos}`);
+  }
+  lines.push(
+    '  Or install Docker instead of all of them: https://docs.docker.com/engine/install/ (Linux), Docker Desktop (macOS), and start it.',
+  );
+  return lines.join('\n');
+}
+
+/** Where a server is missing, in the words of the message above. */
+export function missingWhere(kind, url) {
+  if (kind === 'nats' && !url) return '`nats-server` is not installed (the platform runs its own authenticated one)';
+  const { host, port } = addressOf(url, kind);
+  const variable = { postgres: 'LOYALTY_POSTGRES_URL', redis: 'LOYALTY_REDIS_URL', nats: 'LOYALTY_NATS_URL' }[kind];
+  return `nothing answers on ${host}:${port} (${variable})`;
+}
+
+/** Start the installed servers that are stopped on their default addresses; never fails. */
+async function startInstalled(addresses) {
   mkdirSync(path.join(root, 'var'), { recursive: true });
-  const missing = [];
   for (const s of servers) {
+    const configured = {
+      PostgreSQL: addresses.postgres,
+      Redis: addresses.redis,
+      'NATS (JetStream)': 'nats://127.0.0.1:4222',
+    }[s.name];
+    const { host, port } = addressOf(configured, s.kind);
+    if (!loopback(host) || port !== s.port) continue; // configured elsewhere: not ours to start
     if (await reachable(s.port)) continue;
-    if (!has(s.binary)) {
-      missing.push(
-        `${s.name}: not running on 127.0.0.1:${s.port} and \`${s.binary}\` is not installed (apt-get install ${s.package})`,
-      );
-      continue;
-    }
+    if (!has(s.binary)) continue;
     step(`starting ${s.name} on 127.0.0.1:${s.port}`);
     s.start();
-    if (!(await waitForPort(s.port, 20))) missing.push(`${s.name}: started but not answering on 127.0.0.1:${s.port}`);
+    await waitForPort(s.port, 20);
   }
-  if (missing.length > 0) fail(`these servers are needed:\n  ${missing.join('\n  ')}`);
-  return { nats: await ensureAuthenticatedNats() };
+}
+
+/** `npm test`: start what is installed; the test suite's global set-up decides about the rest. */
+export async function startLocalServers() {
+  await startInstalled(serverAddresses());
+}
+
+/**
+ * `npm start`: PostgreSQL, Redis and the authenticated NATS, each local or (when a Docker engine
+ * answers) a container; fails with what to install otherwise. `reset` removes the containers'
+ * volumes first. Returns each server's URL, whether it is local, and the containers started.
+ */
+export async function ensureInfrastructure({ reset = false } = {}) {
+  const addresses = serverAddresses();
+  await startInstalled(addresses);
+  const secrets = ensureSecrets();
+  const result = { started: [] };
+  const missing = [];
+  let docker;
+  const dockerOk = () => (docker ??= dockerAnswers());
+  if (reset && has('docker') && dockerOk()) resetDevContainers();
+  for (const kind of ['postgres', 'redis']) {
+    const url = addresses[kind];
+    const { host, port } = addressOf(url, kind);
+    if (await reachable(port, host)) result[kind] = { url, where: 'local' };
+    else if (loopback(host) && dockerOk()) {
+      result[kind] = await devContainer(kind, url, port, secrets);
+      result.started.push(...(result[kind].started ? [result[kind].container] : []));
+    } else missing.push({ kind, where: missingWhere(kind, url) });
+  }
+  if (addresses.nats) {
+    const { host, port } = addressOf(addresses.nats, 'nats');
+    if (await reachable(port, host)) result.nats = { url: addresses.nats, where: 'local', passwords: secrets.nats };
+    else if (loopback(host) && dockerOk()) result.nats = await devContainer('nats', addresses.nats, port, secrets);
+    else missing.push({ kind: 'nats', where: missingWhere('nats', addresses.nats) });
+  } else if (has('nats-server')) {
+    result.nats = { ...(await ensureAuthenticatedNats()), where: 'local' };
+  } else if (dockerOk()) {
+    const port = Number(process.env.LOYALTY_NATS_PORT ?? 4223);
+    result.nats = await devContainer('nats', `nats://127.0.0.1:${port}`, port, secrets);
+  } else missing.push({ kind: 'nats', where: missingWhere('nats', null) });
+  if (result.nats?.started) result.started.push(result.nats.container);
+  if (missing.length > 0) fail(missingServersMessage(missing));
+  if (result.nats) writeFileSync(natsServerFile, `${JSON.stringify({ url: result.nats.url }, null, 2)}\n`);
+  return result;
+}
+
+// --- npm start's containers: stable names, data in named volumes ---------------------------
+export const devContainerNames = {
+  postgres: 'loyalty-dev-postgres',
+  redis: 'loyalty-dev-redis',
+  nats: 'loyalty-dev-nats',
+};
+/** The password of the PostgreSQL container (published on 127.0.0.1 only). */
+const DEV_POSTGRES_PASSWORD = 'loyalty-dev';
+
+function docker(args, opts = {}) {
+  return spawnSync('docker', args, { encoding: 'utf8', cwd: root, ...opts });
+}
+
+function dockerOrFail(args) {
+  const r = docker(args);
+  if (r.status !== 0) fail(`\`docker ${args.join(' ')}\` failed: ${(r.stderr || r.stdout).trim()}`);
+  return r.stdout.trim();
+}
+
+/** Remove npm start's containers and their volumes (npm start -- --reset). */
+export function resetDevContainers() {
+  step('--reset: removing the containers and volumes of earlier runs (loyalty-dev-*)');
+  for (const name of Object.values(devContainerNames)) {
+    docker(['rm', '-f', name], { stdio: 'ignore' });
+    docker(['volume', 'rm', name], { stdio: 'ignore' });
+  }
+}
+
+/** Stop the containers this run started (their volumes keep the data). */
+export function stopDevContainers(names) {
+  if (names.length > 0) docker(['stop', ...names], { stdio: 'ignore' });
+}
+
+/**
+ * The container of one server, published on 127.0.0.1:<port>: reused when it exists with the
+ * same image and port (started if stopped), otherwise (re)created on the same named volume.
+ */
+async function devContainer(kind, url, port, secrets) {
+  const name = devContainerNames[kind];
+  const image = containerImages()[kind];
+  const want = `${image} ${port}`;
+  const inspect = docker([
+    'inspect',
+    '--format',
+    '{{.State.Running}} {{index .Config.Labels "org.loyalty.dev"}}',
+    name,
+  ]);
+  let running = false;
+  if (inspect.status === 0) {
+    const [state, ...label] = inspect.stdout.trim().split(' ');
+    if (label.join(' ') === want) running = state === 'true';
+    else dockerOrFail(['rm', '-f', name]); // another image or port: a new container, same volume
+  }
+  const exists = docker(['inspect', name], { stdio: 'ignore' }).status === 0;
+  const u = new URL(url);
+  if (!exists) {
+    step(`creating container ${name} (${image}, 127.0.0.1:${port}, volume ${name})`);
+    const args = [
+      'create',
+      '--name',
+      name,
+      '--label',
+      `org.loyalty.dev=${want}`,
+      '-p',
+      `127.0.0.1:${port}:${defaultPorts[kind]}`,
+    ];
+    if (kind === 'postgres') {
+      args.push('-v', `${name}:/var/lib/postgresql/data`);
+      args.push('-e', `POSTGRES_USER=${decodeURIComponent(u.username) || 'postgres'}`);
+      args.push('-e', `POSTGRES_PASSWORD=${decodeURIComponent(u.password) || DEV_POSTGRES_PASSWORD}`, image);
+    } else if (kind === 'redis') {
+      args.push('-v', `${name}:/data`, image, 'redis-server', '--protected-mode', 'no', '--appendonly', 'yes');
+    } else {
+      args.push('-v', `${name}:/data`, image, '-c', '/etc/nats/loyalty.conf');
+    }
+    dockerOrFail(args);
+  }
+  if (kind === 'nats' && !running) {
+    // The same users and permissions as the local one (root `*`, this checkout's passwords).
+    const config = generateNatsConfig({
+      host: '0.0.0.0',
+      port: 4222,
+      storeDir: '/data',
+      out: path.join(natsDir, 'container.conf'),
+    });
+    dockerOrFail(['cp', config, `${name}:/etc/nats/loyalty.conf`]);
+  }
+  if (!running) {
+    step(`starting container ${name}`);
+    dockerOrFail(['start', name]);
+  }
+  const ready = await waitContainerReady(kind, name, port, secrets);
+  if (!ready) fail(`container ${name} did not become ready; see \`docker logs ${name}\``);
+  if (kind === 'postgres' && !u.password) u.password = DEV_POSTGRES_PASSWORD;
+  return {
+    url: kind === 'nats' ? `nats://127.0.0.1:${port}` : u.toString(),
+    where: 'container',
+    container: name,
+    started: !running,
+    ...(kind === 'nats' ? { passwords: secrets.nats } : {}),
+  };
+}
+
+async function waitContainerReady(kind, name, port, secrets) {
+  for (let i = 0; i < 240; i++) {
+    if (kind === 'postgres') {
+      // 127.0.0.1 inside the container: the official image's first start initialises the data
+      // directory with a server on the Unix socket only.
+      if (docker(['exec', name, 'pg_isready', '-q', '-h', '127.0.0.1'], { stdio: 'ignore' }).status === 0) return true;
+    } else if (kind === 'redis') {
+      if (docker(['exec', name, 'redis-cli', 'ping'], { stdio: 'ignore' }).status === 0) return true;
+    } else if (await natsLogin(port, 'admin', secrets.nats.admin)) return true;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return false;
 }
 
 // --- NATS with authentication -------------------------------------------------------------
@@ -200,6 +445,8 @@ function natsExchange(port, host, login) {
     };
     s.setTimeout(2000, () => done(null));
     s.once('error', () => done(null));
+    // Closed without an answer: e.g. Docker's port proxy before the server in the container listens.
+    s.once('close', () => done(null));
     s.on('data', (chunk) => {
       buffer += chunk.toString('utf8');
       let nl;
@@ -222,20 +469,20 @@ function natsExchange(port, host, login) {
 /** The generated config without its bcrypt hashes (they change with every generation). */
 const withoutHashes = (text) => text.replace(/"\$2[aby]\$[^"]*"/g, '"<hash>"');
 
-function generateNatsConfig(port) {
+/** The generated configuration (root `*`, this checkout's users), written to `out`. */
+function generateNatsConfig({ host = '127.0.0.1', port, storeDir = natsDir, pidFile, out = `${natsConfig}.next` }) {
   mkdirSync(natsDir, { recursive: true });
-  const next = `${natsConfig}.next`;
   const r = spawnSync(
     process.execPath,
     [
       ...['--import', 'tsx', path.join(root, 'scripts', 'nats-config.ts'), '--root', '*', '--admin'],
-      ...['--passwords', secretsFile, '--host', '127.0.0.1', '--port', String(port)],
-      ...['--store-dir', natsDir, '--pid-file', natsPidFile, '--out', next],
+      ...['--passwords', secretsFile, '--host', host, '--port', String(port)],
+      ...['--store-dir', storeDir, ...(pidFile ? ['--pid-file', pidFile] : []), '--out', out],
     ],
     { cwd: root, stdio: 'inherit' },
   );
   if (r.status !== 0) fail('generating the NATS configuration (scripts/nats-config.ts) failed');
-  return next;
+  return out;
 }
 
 /**
@@ -251,7 +498,7 @@ async function ownNats(admin) {
     const ours = running?.auth_required === true && (await natsLogin(port, 'admin', admin));
     if (running && !ours) continue; // another checkout's server, or one without authentication
     if (!running && (await reachable(port))) continue; // something else listens there
-    const next = generateNatsConfig(port);
+    const next = generateNatsConfig({ port, pidFile: natsPidFile });
     const changed =
       !existsSync(natsConfig) ||
       withoutHashes(readFileSync(natsConfig, 'utf8')) !== withoutHashes(readFileSync(next, 'utf8'));

@@ -1,9 +1,11 @@
 // `npm start`: the whole system on this machine, in its production form (compiled JavaScript).
-// Installs dependencies, makes sure PostgreSQL, NATS (JetStream) and Redis answer, builds,
-// starts a local mail sink, every service (each runs its migrations) and the gateway, seeds the
-// demo idempotently, and prints where everything is. Ctrl-C stops it all gracefully.
+// Installs dependencies, makes sure PostgreSQL, NATS (JetStream) and Redis answer (local servers,
+// or containers when only Docker is there), builds, starts a local mail sink, every service (each
+// runs its migrations) and the gateway, seeds the demo idempotently, and prints where everything
+// is. Ctrl-C stops it all gracefully (the containers too; their volumes keep the data).
+// `npm start -- --reset` starts from empty: the database, the event stream, the containers' volumes.
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, createWriteStream, existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, createWriteStream, existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { serviceNodeOptions } from './node-flags.mjs';
 import {
@@ -17,21 +19,43 @@ import {
   root,
   run,
   step,
+  stopDevContainers,
 } from './bootstrap.mjs';
 
 const PORT = Number(process.env.PORT ?? 3000);
 const DATABASE = process.env.LOYALTY_DATABASE ?? 'loyalty';
-const PG_ADMIN_URL = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const MAIL_PORT = Number(process.env.MAIL_SINK_PORT ?? 1025);
+const args = process.argv.slice(2);
+const RESET = args.includes('--reset');
+const unknown = args.filter((a) => a !== '--reset');
+if (unknown.length > 0) fail(`unknown argument ${unknown.join(' ')} (npm start [-- --reset])`);
 
 checkNode();
 if (await reachable(PORT))
   fail(`something already listens on port ${PORT} (is the system already running? stop it or set PORT).`);
 ensurePnpm();
 installDependencies();
-// Also the authenticated NATS (the machine's when it requires authentication, otherwise a
-// project-owned one on 127.0.0.1:4223 with var/nats/nats-server.conf).
-const { nats } = await ensureInfrastructure();
+// PostgreSQL, Redis and the authenticated NATS (the machine's when it requires authentication,
+// otherwise a project-owned one with var/nats/nats-server.conf): local servers where they answer
+// on the configured addresses (LOYALTY_POSTGRES_URL, LOYALTY_REDIS_URL, LOYALTY_NATS_URL), else
+// containers when a Docker engine answers (scripts/bootstrap.mjs).
+const infra = await ensureInfrastructure({ reset: RESET });
+const { nats } = infra;
+for (const [label, s] of [
+  ['PostgreSQL', infra.postgres],
+  ['Redis', infra.redis],
+  ['NATS', nats],
+])
+  step(
+    `${label.padEnd(10)} ${s.where === 'local' ? 'local    ' : 'container'} ${redact(s.url)}${s.container ? ` (${s.container}, volume ${s.container})` : ''}`,
+  );
+
+/** A URL without its password, for printing. */
+function redact(url) {
+  const u = new URL(url);
+  if (u.password) u.password = '***';
+  return u.toString();
+}
 
 // Secrets of this local installation, made once and kept in var/ (git-ignored, mode 0600): the
 // OTP secret, the operator token and each NATS user's password (scripts/bootstrap.mjs).
@@ -41,10 +65,22 @@ mkdirSync(path.join(var_, 'log'), { recursive: true, mode: 0o700 });
 chmodSync(path.join(var_, 'log'), 0o700);
 const secrets = ensureSecrets();
 
-step(`making sure database "${DATABASE}" exists`);
 const { default: pg } = await import('pg');
-const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+const admin = new pg.Client({ connectionString: infra.postgres.url });
 await admin.connect();
+if (RESET) {
+  step(`--reset: dropping database "${DATABASE}" and the event stream`);
+  await admin.query(`DROP DATABASE IF EXISTS "${DATABASE}" WITH (FORCE)`);
+  const { connect } = await import('nats');
+  const nc = await connect({ servers: nats.url, user: 'admin', pass: secrets.nats.admin });
+  const jsm = await nc.jetstreamManager();
+  // The stream of subject root `loyalty` (libs/contracts Subjects.streamName): a new database
+  // numbers its outbox from 1 again, and the stream's duplicate window would drop those ids.
+  await jsm.streams.delete('LOYALTY_EVENTS').catch(() => undefined);
+  await nc.close();
+  rmSync(path.join(var_, 'demo-credentials.json'), { force: true });
+}
+step(`making sure database "${DATABASE}" exists`);
 const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
 if (exists.rowCount === 0) await admin.query(`CREATE DATABASE "${DATABASE}"`);
 await admin.end();
@@ -54,9 +90,9 @@ run('node scripts/build.mjs');
 
 const env = {
   ...process.env,
-  DATABASE_URL: process.env.DATABASE_URL ?? `postgres://postgres@127.0.0.1:5432/${DATABASE}`,
-  NATS_URL: process.env.NATS_URL ?? nats.url,
-  REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+  DATABASE_URL: infra.postgres.url.replace(/\/[^/?]*(\?|$)/, `/${DATABASE}$1`),
+  NATS_URL: nats.url,
+  REDIS_URL: infra.redis.url,
   SMTP_URL: process.env.SMTP_URL ?? `smtp://127.0.0.1:${MAIL_PORT}`,
   // Sandbox tenants' mail is sent only to a sandbox server (otherwise not at all): here the sink.
   SANDBOX_SMTP_URL: process.env.SANDBOX_SMTP_URL ?? `smtp://127.0.0.1:${MAIL_PORT}`,
@@ -98,14 +134,22 @@ function shutdown(code) {
   shuttingDown = true;
   console.log('\nstopping...');
   for (const { child } of children) child.kill('SIGTERM');
+  // The containers this run started stop after the services (their volumes keep the data).
+  const exit = () => {
+    if (infra.started.length > 0) {
+      console.log(`stopping containers ${infra.started.join(', ')} (data kept; npm start -- --reset empties it)`);
+      stopDevContainers(infra.started);
+    }
+    process.exit(code);
+  };
   let left = children.length;
-  if (left === 0) process.exit(code);
+  if (left === 0) exit();
   for (const { child } of children) {
     child.once('exit', () => {
-      if (--left === 0) process.exit(code);
+      if (--left === 0) exit();
     });
   }
-  setTimeout(() => process.exit(code), 15_000).unref();
+  setTimeout(exit, 15_000).unref();
 }
 process.on('SIGINT', () => shutdown(0));
 process.on('SIGTERM', () => shutdown(0));
@@ -170,7 +214,7 @@ console.log(`
   Operator      token in var/secrets.json (operator_token), e.g.
                 OPERATOR_TOKEN=$(node -p "require('./var/secrets.json').operator_token") node scripts/dist/admin-cli.js tenant:list
   Mail          every message is logged below and in var/mail.log
-  NATS          ${env.NATS_URL} (each service its own user; config var/nats/nats-server.conf)
+  NATS          ${env.NATS_URL} (each service its own user; config var/nats/${nats.where === 'local' ? 'nats-server.conf' : 'container.conf'})
   Logs          var/log/<service>.log
 Press Ctrl-C to stop.
 `);

@@ -6,9 +6,11 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
+import bcrypt from 'bcryptjs';
 import composeverter from 'composeverter';
 import { describe, expect, it } from 'vitest';
 import { parseDocument } from 'yaml';
+import { natsPermissions, natsServerConfig, natsUsers, type NatsUser } from '@loyalty/runtime';
 import {
   configProblems,
   databaseServices,
@@ -120,7 +122,7 @@ describe('deploy/compose.yaml', () => {
     expect(compose.services.redis!.image).toBe('redis:7');
     const nats = compose.services.nats!;
     expect(nats.image).toMatch(/^nats:2\.10(-|$)/);
-    expect(nats.command).toEqual(['--config', '/etc/nats/loyalty/dev.conf']);
+    expect(nats.command).toEqual(['--config', '/etc/nats/loyalty/auth.conf', '-m', '8222']);
     expect(nats.volumes).toContain('./nats:/etc/nats/loyalty:ro');
     expect(nats.volumes).toContain('nats-data:/data');
     expect(compose.volumes).toHaveProperty('nats-data');
@@ -222,29 +224,73 @@ describe('deploy/compose.yaml with Compose 1.29 and v2', () => {
 
 describe('the NATS server of compose (deploy/nats)', () => {
   const natsDir = path.join(root, 'deploy', 'nats');
-  const dev = readFileSync(path.join(natsDir, 'dev.conf'), 'utf8');
   const auth = readFileSync(path.join(natsDir, 'auth.conf'), 'utf8');
+  const passwords = JSON.parse(readFileSync(path.join(natsDir, 'compose-passwords.json'), 'utf8')) as Record<
+    NatsUser,
+    string
+  >;
+  const users = parseUsers(auth);
 
-  it('runs JetStream on the nats-data volume with the health endpoint on 8222, without authentication', () => {
-    expect(dev).toMatch(/^\s*store_dir:\s*\/data\s*$/m);
-    expect(dev).toMatch(/^http_port:\s*8222\s*$/m);
-    expect(dev).not.toMatch(/authorization|accounts/);
+  it('reads the generated auth.conf, runs JetStream on the nats-data volume, health endpoint on 8222', () => {
+    expect(compose.services.nats!.command).toEqual(['--config', '/etc/nats/loyalty/auth.conf', '-m', '8222']);
+    expect(auth).toMatch(/^jetstream: \{ store_dir: "\/data" \}$/m);
+    expect(auth).toMatch(/^listen: "0\.0\.0\.0:4222"$/m);
     expect(compose.services.nats!.healthcheck!.test.join(' ')).toContain('127.0.0.1:8222/healthz');
   });
 
-  it('can switch to a user per service whose passwords are the ones each service is given', () => {
-    expect(auth).toMatch(/^include dev\.conf$/m);
-    const env = compose.services.nats!.environment!;
-    for (const name of serviceNames) {
-      const variable = `${name.toUpperCase()}_NATS_PASSWORD`;
-      expect(auth, name).toMatch(new RegExp(`user: ${name},\\s+password: \\$${variable},`));
-      const service = compose.services[name]!.environment!;
-      expect(service.NATS_USER).toBe(name);
-      expect(service.NATS_PASSWORD, name).toBe(env[variable]);
+  it('is what the generator makes for root `loyalty` (same users, same permissions)', () => {
+    const generated = parseUsers(
+      natsServerConfig({ root: 'loyalty', passwords, host: '0.0.0.0', port: 4222, storeDir: '/data', bcryptCost: 4 }),
+    );
+    const withoutHash = (u: ParsedUser[]) => u.map(({ hash: _hash, ...rest }) => rest);
+    expect(withoutHash(users)).toEqual(withoutHash(generated));
+    expect(users.map((u) => u.user)).toEqual([...natsUsers]);
+    for (const u of users) {
+      const p = natsPermissions('loyalty', u.user as NatsUser);
+      expect(u.publish, u.user).toEqual(p.publish);
+      expect(u.subscribe, u.user).toEqual(p.subscribe);
+      expect(u.allowResponses, u.user).toBe(p.allowResponses);
     }
-    expect(text).toContain('${NATS_CONFIG:-dev.conf}');
+  });
+
+  it("gives each service a NATS user whose default password verifies against that user's hash", () => {
+    expect(serviceNames).toEqual([...natsUsers].sort());
+    for (const name of serviceNames) {
+      const env = compose.services[name]!.environment!;
+      expect(env.NATS_USER).toBe(name);
+      const hash = users.find((u) => u.user === name)!.hash;
+      expect(bcrypt.compareSync(env.NATS_PASSWORD!, hash), name).toBe(true);
+      expect(env.NATS_PASSWORD, name).toBe(passwords[name as NatsUser]);
+      // Another user's password must not open this account (the hashes are not all one).
+      const other = serviceNames.find((s) => s !== name)!;
+      expect(bcrypt.compareSync(compose.services[other]!.environment!.NATS_PASSWORD!, hash), name).toBe(false);
+    }
   });
 });
+
+interface ParsedUser {
+  user: string;
+  hash: string;
+  publish: string[];
+  subscribe: string[];
+  allowResponses: boolean;
+}
+
+/** The users of a configuration written by natsServerConfig (its layout, one field a line). */
+function parseUsers(config: string): ParsedUser[] {
+  return [...config.matchAll(/\{\n\s+user: "([^"]+)"\n\s+password: "([^"]+)"\n([\s\S]*?)\n {4}\}/g)].map((m) => {
+    const body = m[3]!;
+    const list = (kind: string): string[] =>
+      JSON.parse(new RegExp(`${kind}: \\{ allow: (\\[.*\\]) \\}`).exec(body)?.[1] ?? '[]') as string[];
+    return {
+      user: m[1]!,
+      hash: m[2]!,
+      publish: list('publish'),
+      subscribe: list('subscribe'),
+      allowResponses: /allow_responses: true/.test(body),
+    };
+  });
+}
 
 describe('the Compose validation rejects what is broken', () => {
   const minimal = 'services:\n  api:\n    image: example\n';

@@ -34,20 +34,12 @@ export function schemaOf(service: string): z.ZodObject {
   return schema;
 }
 
-/**
- * Variables the deployment files already pass although no service reads them yet: the NATS
- * credentials of the NATS authentication change (each service its own NATS user). Until a config
- * schema reads them the services ignore them (and the dev NATS server needs none); once one does,
- * they are checked like every other variable of that service.
- */
-export const pendingVariables: string[] = ['NATS_USER', 'NATS_PASSWORD'];
-
 /** Variables Node itself reads: the production overlay trusts the NATS server's CA through it. */
 export const nodeRuntimeVariables: string[] = ['NODE_EXTRA_CA_CERTS'];
 
-/** Names of the environment variables a service reads (or is about to read, see above). */
+/** Names of the environment variables a service reads. */
 export const variablesOf = (service: string): string[] => [
-  ...new Set([...Object.keys(schemaOf(service).shape), ...pendingVariables, ...nodeRuntimeVariables]),
+  ...new Set([...Object.keys(schemaOf(service).shape), ...nodeRuntimeVariables]),
 ];
 
 /** Variables without a default: the service does not start without them. */

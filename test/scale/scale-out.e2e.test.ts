@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Cluster } from '../support/cluster.ts';
 import { localNats } from '../support/nats.ts';
 import { PrivateNats, PrivatePostgres } from '../support/private-servers.ts';
-import { createTestDatabase, OPERATOR_TOKEN } from '../support/system.ts';
+import { createTestDatabase, OPERATOR_TOKEN, REDIS_URL } from '../support/system.ts';
 import { drive, plan, provision, verifyExactlyOnce } from './load.ts';
 
 /**
@@ -23,6 +23,7 @@ function baseEnv(databaseUrl: string, natsUrl = localNats().url): Record<string,
     DATABASE_URL: databaseUrl,
     DATABASE_POOL_SIZE: '4',
     NATS_URL: natsUrl,
+    REDIS_URL,
     SUBJECT_ROOT: root,
     REDIS_KEY_PREFIX: `${root}:`,
     OTP_SECRET: 'scale-otp-secret-0123456789',

@@ -5,8 +5,9 @@ import { connect, type ConnectionOptions, type NatsConnection } from 'nats';
 import { natsInboxPrefix, type NatsUser } from '@loyalty/runtime';
 
 /**
- * The authenticated NATS server of this machine's runs (scripts/bootstrap.mjs starts it; the
- * test suite's global set-up makes sure of it) and its users' passwords from var/secrets.json.
+ * The authenticated NATS server of this run (LOYALTY_NATS_URL, which the test suite's global
+ * set-up sets: this checkout's own nats-server, or a container) and its users' passwords from
+ * var/secrets.json.
  */
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -18,9 +19,9 @@ export interface LocalNats {
 export function localNats(): LocalNats {
   const serverFile = path.join(repoRoot, 'var', 'nats', 'server.json');
   const secretsFile = path.join(repoRoot, 'var', 'secrets.json');
-  if (!existsSync(serverFile) || !existsSync(secretsFile))
+  if (!existsSync(secretsFile) || (!process.env.LOYALTY_NATS_URL && !existsSync(serverFile)))
     throw new Error('no local NATS credentials (var/secrets.json); run `npm test` or `npm start` once');
-  const { url } = JSON.parse(readFileSync(serverFile, 'utf8')) as { url: string };
+  const url = process.env.LOYALTY_NATS_URL ?? (JSON.parse(readFileSync(serverFile, 'utf8')) as { url: string }).url;
   const { nats } = JSON.parse(readFileSync(secretsFile, 'utf8')) as { nats: LocalNats['passwords'] };
   return { url, passwords: nats };
 }

@@ -3,12 +3,18 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import type { StartedTestContainer } from 'testcontainers';
 import { natsServerConfig } from '@loyalty/runtime';
+import { has } from '../../scripts/bootstrap.mjs';
+import type { ServerKind } from './containers.ts';
 import { localNats } from './nats.ts';
 
 /**
  * Private PostgreSQL, NATS and Redis servers for tests that stop, kill or restart them: each has
- * its own data directory and port, so the machine's shared servers stay up for everything else.
+ * its own data and port, so the run's shared servers stay up for everything else. One interface,
+ * two backends: the machine's server binaries when they are installed, otherwise a container
+ * (testcontainers) on a fixed host port, stopped and started again in place.
+ * LOYALTY_PRIVATE_SERVERS=containers (or =local) chooses the backend for all three.
  */
 
 export async function freePort(): Promise<number> {
@@ -36,11 +42,23 @@ async function waitPort(port: number, up: boolean, timeoutMs = 20_000): Promise<
   }
 }
 
-function pgBin(name: string): string {
+function pgBinDir(): string | undefined {
   const base = '/usr/lib/postgresql';
   const version = existsSync(base) ? readdirSync(base).sort().at(-1) : undefined;
-  if (!version) throw new Error('PostgreSQL server binaries not found under /usr/lib/postgresql');
-  return path.join(base, version, 'bin', name);
+  if (version) return path.join(base, version, 'bin');
+  // Elsewhere (macOS with Homebrew, other distributions): initdb and pg_ctl on PATH.
+  return has('initdb') && has('pg_ctl') ? '' : undefined;
+}
+
+const pgBin = (name: string): string => path.join(pgBinDir() ?? '', name);
+
+/** Whether the machine has the server binaries of `kind` (the local backend). */
+function localBinaries(kind: ServerKind): boolean {
+  const forced = process.env.LOYALTY_PRIVATE_SERVERS;
+  if (forced === 'containers') return false;
+  if (forced === 'local') return true;
+  if (kind === 'postgres') return pgBinDir() !== undefined && (process.getuid?.() !== 0 || has('runuser'));
+  return has(kind === 'nats' ? 'nats-server' : 'redis-server');
 }
 
 /** Run as the postgres user when we are root (initdb and postgres refuse to run as root). */
@@ -53,51 +71,93 @@ function run(args: string[]): void {
   if (r.status !== 0) throw new Error(`${args.join(' ')} failed: ${r.stderr || r.stdout}`);
 }
 
-export class PrivatePostgres {
-  readonly dir = mkdtempSync(path.join(os.tmpdir(), 'loyalty-pg-'));
-  port = 0;
-  get adminUrl(): string {
-    return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
+/** How a server runs: started (again), stopped (gracefully or not), removed with its data. */
+interface Backend {
+  start(port: number): Promise<void>;
+  stop(graceful: boolean): Promise<void>;
+  destroy(): Promise<void>;
+}
+
+/** A container of the server on a fixed host port; stop and start keep the container and its data. */
+class ContainerBackend implements Backend {
+  private container: StartedTestContainer | undefined;
+  private stopped = false;
+  constructor(private readonly kind: ServerKind) {}
+
+  async start(port: number): Promise<void> {
+    const { startServerContainer, urlOf, waitReady } = await import('./containers.ts');
+    const nats = this.kind === 'nats' ? { passwords: localNats().passwords } : undefined;
+    if (!this.container) {
+      this.container = await startServerContainer(this.kind, { hostPort: port, nats });
+      return;
+    }
+    if (this.stopped) {
+      const client = await runtime();
+      await client.container.start(client.container.getById(this.container.getId()));
+      this.stopped = false;
+    }
+    await waitReady(this.kind, urlOf(this.kind, this.container), nats);
   }
 
-  async start(): Promise<void> {
-    if (this.port === 0) {
-      this.port = await freePort();
+  async stop(graceful: boolean): Promise<void> {
+    if (!this.container || this.stopped) return;
+    const client = await runtime();
+    const c = client.container.getById(this.container.getId());
+    // docker stop sends the image's stop signal (PostgreSQL: SIGINT, a fast shutdown); kill is a crash.
+    if (graceful) await client.container.stop(c, { timeout: 20 });
+    else {
+      await c.kill({ signal: 'SIGKILL' });
+      await c.wait();
+    }
+    this.stopped = true;
+  }
+
+  async destroy(): Promise<void> {
+    await this.container?.stop({ remove: true, removeVolumes: true, timeout: 0 }).catch(() => undefined);
+    this.container = undefined;
+  }
+}
+
+async function runtime() {
+  const { getContainerRuntimeClient } = await import('testcontainers');
+  return getContainerRuntimeClient();
+}
+
+/** PostgreSQL from the machine's binaries: initdb in a temporary directory, pg_ctl start and stop. */
+class LocalPostgres implements Backend {
+  private readonly dir = mkdtempSync(path.join(os.tmpdir(), 'loyalty-pg-'));
+  private initialised = false;
+
+  async start(port: number): Promise<void> {
+    if (!this.initialised) {
       chmodSync(this.dir, 0o777);
       if (process.getuid?.() === 0) run(['chown', 'postgres', this.dir]);
-      run(
-        asPostgres([
-          pgBin('initdb'),
-          '-D',
-          path.join(this.dir, 'data'),
-          '-U',
-          'postgres',
-          '--auth=trust',
-          '-E',
-          'UTF8',
-          '--no-sync',
-        ]),
-      );
+      const data = path.join(this.dir, 'data');
+      run(asPostgres([pgBin('initdb'), '-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']));
+      this.initialised = true;
     }
+    run(
+      asPostgres([
+        pgBin('pg_ctl'),
+        ...['-D', path.join(this.dir, 'data'), '-l', path.join(this.dir, 'log'), '-w', '-o'],
+        `-p ${port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
+        'start',
+      ]),
+    );
+  }
+
+  async stop(graceful: boolean): Promise<void> {
     run(
       asPostgres([
         pgBin('pg_ctl'),
         '-D',
         path.join(this.dir, 'data'),
-        '-l',
-        path.join(this.dir, 'log'),
+        '-m',
+        graceful ? 'fast' : 'immediate',
         '-w',
-        '-o',
-        `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
-        'start',
+        'stop',
       ]),
     );
-    await waitPort(this.port, true);
-  }
-
-  async stop(mode: 'fast' | 'immediate' = 'fast'): Promise<void> {
-    run(asPostgres([pgBin('pg_ctl'), '-D', path.join(this.dir, 'data'), '-m', mode, '-w', 'stop']));
-    await waitPort(this.port, false);
   }
 
   async destroy(): Promise<void> {
@@ -115,44 +175,22 @@ export class PrivatePostgres {
   }
 }
 
-abstract class PrivateProcess {
-  port = 0;
-  protected child: ChildProcess | undefined;
-  protected abstract command(): [string, string[]];
+/** nats-server or redis-server from the machine's binaries, as a child process. */
+class LocalProcess implements Backend {
+  private child: ChildProcess | undefined;
+  private readonly dir = mkdtempSync(path.join(os.tmpdir(), 'loyalty-srv-'));
+  constructor(private readonly kind: 'nats' | 'redis') {}
 
-  async start(): Promise<void> {
-    if (this.port === 0) this.port = await freePort();
-    const [cmd, args] = this.command();
+  async start(port: number): Promise<void> {
+    const [cmd, args] = this.kind === 'nats' ? this.natsCommand(port) : this.redisCommand(port);
     this.child = spawn(cmd, args, { stdio: 'ignore' });
-    await waitPort(this.port, true);
   }
 
-  /** SIGTERM (graceful) or SIGKILL (crash). */
-  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill(signal);
-    await exited;
-    await waitPort(this.port, false);
-  }
-
-  async destroy(): Promise<void> {
-    await this.stop('SIGKILL');
-  }
-}
-
-export class PrivateNats extends PrivateProcess {
-  readonly dir = mkdtempSync(path.join(os.tmpdir(), 'loyalty-nats-'));
-  get url(): string {
-    return `nats://127.0.0.1:${this.port}`;
-  }
   /** With the platform's users and permissions (root `*`) and the local passwords, like the shared one. */
-  protected command(): [string, string[]] {
+  private natsCommand(port: number): [string, string[]] {
     const config = path.join(this.dir, 'nats-server.conf');
     if (!existsSync(config)) {
-      const { passwords } = localNats();
-      const { admin, ...users } = passwords;
+      const { admin, ...users } = localNats().passwords;
       writeFileSync(
         config,
         natsServerConfig({
@@ -160,7 +198,7 @@ export class PrivateNats extends PrivateProcess {
           passwords: users,
           adminPassword: admin,
           host: '127.0.0.1',
-          port: this.port,
+          port,
           storeDir: this.dir,
           bcryptCost: 6,
         }),
@@ -168,17 +206,109 @@ export class PrivateNats extends PrivateProcess {
     }
     return ['nats-server', ['-c', config]];
   }
-  override async destroy(): Promise<void> {
-    await super.destroy();
+
+  private redisCommand(port: number): [string, string[]] {
+    return ['redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']];
+  }
+
+  async stop(graceful: boolean): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill(graceful ? 'SIGTERM' : 'SIGKILL');
+    await exited;
+  }
+
+  async destroy(): Promise<void> {
+    await this.stop(false);
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
 
-export class PrivateRedis extends PrivateProcess {
+/** One private server: the same start/stop/destroy whichever backend runs it. */
+abstract class PrivateServer {
+  port = 0;
+  protected abstract readonly kind: ServerKind;
+  private backendInstance: Backend | undefined;
+  protected abstract localBackend(): Backend;
+
+  protected get backend(): Backend {
+    this.backendInstance ??= localBinaries(this.kind) ? this.localBackend() : new ContainerBackend(this.kind);
+    return this.backendInstance;
+  }
+
+  async start(): Promise<void> {
+    if (this.port === 0) this.port = await freePort();
+    await this.backend.start(this.port);
+    await waitPort(this.port, true);
+    const { waitReady } = await import('./containers.ts');
+    await waitReady(
+      this.kind,
+      this.readyUrl(),
+      this.kind === 'nats' ? { passwords: localNats().passwords } : undefined,
+    );
+  }
+
+  protected abstract readyUrl(): string;
+
+  protected async stopWith(graceful: boolean): Promise<void> {
+    await this.backend.stop(graceful);
+    await waitPort(this.port, false);
+  }
+
+  async destroy(): Promise<void> {
+    await this.backendInstance?.destroy();
+  }
+}
+
+export class PrivatePostgres extends PrivateServer {
+  protected readonly kind = 'postgres';
+  /** The container's password (trust authentication on the local backend ignores it). */
+  get adminUrl(): string {
+    return `postgres://postgres:loyalty-test@127.0.0.1:${this.port}/postgres`;
+  }
+  protected readyUrl(): string {
+    return this.adminUrl;
+  }
+  protected localBackend(): Backend {
+    return new LocalPostgres();
+  }
+  /** `fast`: a clean shutdown; `immediate`: no checkpoint, as after a crash. */
+  async stop(mode: 'fast' | 'immediate' = 'fast'): Promise<void> {
+    await this.stopWith(mode === 'fast');
+  }
+}
+
+export class PrivateNats extends PrivateServer {
+  protected readonly kind = 'nats';
+  get url(): string {
+    return `nats://127.0.0.1:${this.port}`;
+  }
+  protected readyUrl(): string {
+    return this.url;
+  }
+  protected localBackend(): Backend {
+    return new LocalProcess('nats');
+  }
+  /** SIGTERM (graceful) or SIGKILL (crash). */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    await this.stopWith(signal !== 'SIGKILL');
+  }
+}
+
+export class PrivateRedis extends PrivateServer {
+  protected readonly kind = 'redis';
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
   }
-  protected command(): [string, string[]] {
-    return ['redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']];
+  protected readyUrl(): string {
+    return this.url;
+  }
+  protected localBackend(): Backend {
+    return new LocalProcess('redis');
+  }
+  /** SIGTERM (graceful) or SIGKILL (crash). */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    await this.stopWith(signal !== 'SIGKILL');
   }
 }

@@ -10,7 +10,9 @@ import { readReferralsConfig, startReferrals } from '@loyalty/referrals';
 import { MailSink } from './mail-sink.ts';
 import { connectAs, localNats, natsUserEnv } from './nats.ts';
 
-const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+/** The servers of this run (test/support/global-setup.ts sets them: local ones, or containers). */
+const ADMIN_URL = process.env.LOYALTY_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+export const REDIS_URL = process.env.LOYALTY_REDIS_URL || 'redis://127.0.0.1:6379';
 export const OPERATOR_TOKEN = 'test-operator-token-0123456789';
 
 /** A database of its own for one test file, dropped at the end: files run in parallel and twice in a row. */
@@ -87,6 +89,7 @@ export async function startTestSystem(
     // Long enough that a loaded machine does not turn slow answers into 503s; short enough for the hang test.
     REQUEST_TIMEOUT_MS: '4000',
     NATS_URL: localNats().url,
+    REDIS_URL,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...opts.env,
   };

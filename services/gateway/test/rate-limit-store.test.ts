@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { sharedRateLimitStore } from '../src/rate-limit-store.ts';
 
 /** Against the real Redis: two stores on one prefix stand for two gateway replicas. */
-const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
+const redis = new Redis(process.env.LOYALTY_REDIS_URL || 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
 afterAll(() => redis.disconnect());
 
 const incr = (store: FastifyRateLimitStore, key: string, windowMs = 60_000) =>
