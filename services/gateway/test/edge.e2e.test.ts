@@ -127,11 +127,33 @@ describe('rate limit', () => {
   it('answers 429 rate_limited with Retry-After once an app passes its limit, per app', async () => {
     const a = apiClient(sys.url, await sys.tenant());
     const b = apiClient(sys.url, await sys.tenant());
-    for (let i = 0; i < 5; i++) expect((await a('POST', CHECK, { body })).status).toBe(200);
+    for (let i = 0; i < 5; i++) {
+      const r = await a('POST', CHECK, { body });
+      expect(r.status).toBe(200);
+      // The IETF draft's fields (policy: 5 per 60 s; state: requests left, seconds to the reset)
+      // next to the X-RateLimit-* ones, with the same values.
+      expect(r.headers.get('ratelimit-policy')).toBe('"default";q=5;w=60');
+      const reset = Number(r.headers.get('x-ratelimit-reset'));
+      expect(reset).toBeGreaterThan(0);
+      expect(reset).toBeLessThanOrEqual(60);
+      expect(r.headers.get('ratelimit')).toBe(`"default";r=${4 - i};t=${reset}`);
+      expect(r.headers.get('x-ratelimit-limit')).toBe('5');
+      expect(r.headers.get('x-ratelimit-remaining')).toBe(String(4 - i));
+    }
     const limited = await a('POST', CHECK, { body });
     expect(limited.status).toBe(429);
-    expect(limited.body.error).toMatchObject({ code: 'rate_limited' });
-    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    const retryAfter = Number(limited.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    // The window is the configured one (not the time left), the wait is the time left.
+    expect(limited.body.error).toEqual({
+      code: 'rate_limited',
+      message: `Rate limit of 5 requests per 60 seconds reached; retry after ${retryAfter} second${retryAfter === 1 ? '' : 's'}.`,
+      retry_after_seconds: retryAfter,
+    });
+    expect(limited.headers.get('ratelimit-policy')).toBe('"default";q=5;w=60');
+    expect(limited.headers.get('ratelimit')).toBe(`"default";r=0;t=${limited.headers.get('x-ratelimit-reset')}`);
+    expect(limited.headers.get('x-ratelimit-remaining')).toBe('0');
     expect((await b('POST', CHECK, { body })).status).toBe(200);
   });
 });
