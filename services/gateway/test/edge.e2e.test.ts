@@ -123,6 +123,27 @@ describe('envelope and routing', () => {
   });
 });
 
+describe('caching', () => {
+  it('sends Cache-Control: no-store on every answer of both APIs, failures included', async () => {
+    const t = await sys.tenant();
+    const api = apiClient(sys.url, t);
+    const answers: [string, Response | Awaited<ReturnType<typeof api>>][] = [
+      ['success', await api('POST', CHECK, { body })],
+      ['401', await fetch(`${sys.url}${CHECK}`, { method: 'POST' })],
+      ['400', await api('POST', CHECK, { rawBody: '{' })],
+      ['404', await fetch(`${sys.url}/api/v1/nothing-here`)],
+      ['405', await fetch(`${sys.url}${CHECK}`, { method: 'DELETE' })],
+      ['414', await fetch(`${sys.url}/api/v1/loyalty/claims/${'1'.repeat(200)}`)],
+      ['admin', await fetch(`${sys.url}/admin/v1/tenants`, { headers: { authorization: `Bearer ${OPERATOR_TOKEN}` } })],
+      ['admin 401', await fetch(`${sys.url}/admin/v1/tenants`)],
+    ];
+    for (const [what, res] of answers) expect([what, res.headers.get('cache-control')]).toEqual([what, 'no-store']);
+    expect(answers.map(([, r]) => r.status)).toEqual([200, 401, 400, 404, 405, 414, 200, 401]);
+    // Not the health check: only the APIs' answers.
+    expect((await fetch(`${sys.url}/healthz`)).headers.get('cache-control')).toBeNull();
+  });
+});
+
 describe('rate limit', () => {
   it('answers 429 rate_limited with Retry-After once an app passes its limit, per app', async () => {
     const a = apiClient(sys.url, await sys.tenant());
@@ -154,6 +175,7 @@ describe('rate limit', () => {
     expect(limited.headers.get('ratelimit-policy')).toBe('"default";q=5;w=60');
     expect(limited.headers.get('ratelimit')).toBe(`"default";r=0;t=${limited.headers.get('x-ratelimit-reset')}`);
     expect(limited.headers.get('x-ratelimit-remaining')).toBe('0');
+    expect(limited.headers.get('cache-control')).toBe('no-store');
     expect((await b('POST', CHECK, { body })).status).toBe(200);
   });
 });
