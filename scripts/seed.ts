@@ -7,7 +7,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const file = path.join(root, 'var', 'demo-credentials.json');
+// LOYALTY_DEMO: another file (the README walkthrough's test seeds a system of its own).
+const file = process.env.LOYALTY_DEMO
+  ? path.resolve(process.env.LOYALTY_DEMO)
+  : path.join(root, 'var', 'demo-credentials.json');
 const baseUrl = (process.env.LOYALTY_URL ?? 'http://127.0.0.1:3000').replace(/\/$/, '');
 const token = process.env.OPERATOR_TOKEN;
 if (!token) throw new Error('OPERATOR_TOKEN is not set');

@@ -5,6 +5,7 @@ import { operations, operatorOperations, type Subjects } from '@loyalty/contract
 import type { Logger, Metrics, NatsConnection } from '@loyalty/runtime';
 import type { GatewayConfig } from './config.ts';
 import type { CredentialResolver } from './credentials.ts';
+import { cors } from './plugins/cors.ts';
 import { credentials } from './plugins/credentials.ts';
 import { docs } from './plugins/docs.ts';
 import { clientErrorHandler, envelope, frameworkErrors } from './plugins/envelope.ts';
@@ -56,6 +57,9 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   });
   const routes = [...Object.values(operations), ...Object.values(operatorOperations)];
   await app.register(envelope, { metrics, routes, drainLimitBytes: DRAIN_FACTOR * config.BODY_LIMIT_BYTES });
+  // Before the limits and the routes: a browser can read a 429 or a 401 only with the CORS headers.
+  if (config.CORS_ORIGINS.length > 0)
+    await app.register(cors, { origins: config.CORS_ORIGINS, methods: [...new Set(routes.map((r) => r.method))] });
   await app.register(credentials, { credentials: deps.credentials });
   await app.register(rateLimiting, { config, redis: deps.redis, credentials: deps.credentials });
   await app.register(docs, { publicBaseUrl: config.PUBLIC_BASE_URL });

@@ -60,9 +60,33 @@ export const GatewayConfig = z.object({
     .int()
     .positive()
     .default(64 * 1024),
+  /**
+   * Origins (comma-separated, exact: `https://shop.example.com`) whose browser apps may call the
+   * APIs directly (CORS, plugins/cors.ts). Unset: no CORS headers, and browsers refuse cross-origin calls.
+   */
+  CORS_ORIGINS: z
+    .string()
+    .optional()
+    .transform((v) =>
+      (v ?? '')
+        .split(',')
+        .map((o) => o.trim())
+        .filter((o) => o !== ''),
+    )
+    .pipe(z.array(z.string().refine(isOrigin, 'each origin must be exact, e.g. https://shop.example.com'))),
   /** Base URL written into the OpenAPI document's servers list. */
   PUBLIC_BASE_URL: z.string().default('/'),
 });
+/** `scheme://host[:port]` and nothing else (no path, no wildcard), as a browser sends it in `Origin`. */
+function isOrigin(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === value && !value.includes('*');
+  } catch {
+    return false;
+  }
+}
+
 export type GatewayConfig = z.infer<typeof GatewayConfig>;
 
 export const readConfig = (env: Record<string, string | undefined> = process.env) => loadConfig(GatewayConfig, env);

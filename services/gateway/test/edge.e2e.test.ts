@@ -123,15 +123,59 @@ describe('envelope and routing', () => {
   });
 });
 
+describe('caching', () => {
+  it('sends Cache-Control: no-store on every answer of both APIs, failures included', async () => {
+    const t = await sys.tenant();
+    const api = apiClient(sys.url, t);
+    const answers: [string, Response | Awaited<ReturnType<typeof api>>][] = [
+      ['success', await api('POST', CHECK, { body })],
+      ['401', await fetch(`${sys.url}${CHECK}`, { method: 'POST' })],
+      ['400', await api('POST', CHECK, { rawBody: '{' })],
+      ['404', await fetch(`${sys.url}/api/v1/nothing-here`)],
+      ['405', await fetch(`${sys.url}${CHECK}`, { method: 'DELETE' })],
+      ['414', await fetch(`${sys.url}/api/v1/loyalty/claims/${'1'.repeat(200)}`)],
+      ['admin', await fetch(`${sys.url}/admin/v1/tenants`, { headers: { authorization: `Bearer ${OPERATOR_TOKEN}` } })],
+      ['admin 401', await fetch(`${sys.url}/admin/v1/tenants`)],
+    ];
+    for (const [what, res] of answers) expect([what, res.headers.get('cache-control')]).toEqual([what, 'no-store']);
+    expect(answers.map(([, r]) => r.status)).toEqual([200, 401, 400, 404, 405, 414, 200, 401]);
+    // Not the health check: only the APIs' answers.
+    expect((await fetch(`${sys.url}/healthz`)).headers.get('cache-control')).toBeNull();
+  });
+});
+
 describe('rate limit', () => {
   it('answers 429 rate_limited with Retry-After once an app passes its limit, per app', async () => {
     const a = apiClient(sys.url, await sys.tenant());
     const b = apiClient(sys.url, await sys.tenant());
-    for (let i = 0; i < 5; i++) expect((await a('POST', CHECK, { body })).status).toBe(200);
+    for (let i = 0; i < 5; i++) {
+      const r = await a('POST', CHECK, { body });
+      expect(r.status).toBe(200);
+      // The IETF draft's fields (policy: 5 per 60 s; state: requests left, seconds to the reset)
+      // next to the X-RateLimit-* ones, with the same values.
+      expect(r.headers.get('ratelimit-policy')).toBe('"default";q=5;w=60');
+      const reset = Number(r.headers.get('x-ratelimit-reset'));
+      expect(reset).toBeGreaterThan(0);
+      expect(reset).toBeLessThanOrEqual(60);
+      expect(r.headers.get('ratelimit')).toBe(`"default";r=${4 - i};t=${reset}`);
+      expect(r.headers.get('x-ratelimit-limit')).toBe('5');
+      expect(r.headers.get('x-ratelimit-remaining')).toBe(String(4 - i));
+    }
     const limited = await a('POST', CHECK, { body });
     expect(limited.status).toBe(429);
-    expect(limited.body.error).toMatchObject({ code: 'rate_limited' });
-    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    const retryAfter = Number(limited.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    // The window is the configured one (not the time left), the wait is the time left.
+    expect(limited.body.error).toEqual({
+      code: 'rate_limited',
+      message: `Rate limit of 5 requests per 60 seconds reached; retry after ${retryAfter} second${retryAfter === 1 ? '' : 's'}.`,
+      retry_after_seconds: retryAfter,
+    });
+    expect(limited.headers.get('ratelimit-policy')).toBe('"default";q=5;w=60');
+    expect(limited.headers.get('ratelimit')).toBe(`"default";r=0;t=${limited.headers.get('x-ratelimit-reset')}`);
+    expect(limited.headers.get('x-ratelimit-remaining')).toBe('0');
+    expect(limited.headers.get('cache-control')).toBe('no-store');
     expect((await b('POST', CHECK, { body })).status).toBe(200);
   });
 });

@@ -22,6 +22,9 @@ export interface EnvelopeOptions {
   drainLimitBytes: number;
 }
 
+/** Both APIs' paths (the merchant and the operator API), not the docs or health endpoints. */
+const API_PATH = /^\/(api|admin)\/v1(\/|\?|$)/;
+
 /**
  * Every answer in the envelope: the error handler and the not-found/405 handler map failures to
  * `{ success: false, error }`, the JSON parser turns a bad body into `invalid_json`. Also the
@@ -42,6 +45,9 @@ export const envelope = fp<EnvelopeOptions>(
       );
     });
     app.addHook('onSend', async (req, reply, payload) => {
+      // Member data, balances, one-time codes and tokens: no cache (browser, proxy) may keep an
+      // API answer, failures included.
+      if (API_PATH.test(req.url)) reply.header('Cache-Control', 'no-store');
       if (reply.statusCode >= 400 && typeof payload === 'string' && payload.startsWith('{"success":false')) {
         const code = /"code":"([a-z_]+)"/.exec(payload)?.[1] ?? 'unknown';
         metrics.httpErrors.inc({ route: req.routeOptions.url ?? 'unmatched', code });
@@ -130,7 +136,9 @@ function drain(stream: IncomingMessage, limit: number): Promise<void> {
  * Fastify's router failures before any route runs (Fastify's `frameworkErrors`): a path parameter
  * over the length limit and a path that does not decode, in the envelope instead of Fastify's own body.
  */
-export function frameworkErrors(err: Error & { code?: string }, _req: FastifyRequest, reply: FastifyReply): void {
+export function frameworkErrors(err: Error & { code?: string }, req: FastifyRequest, reply: FastifyReply): void {
+  // These answers skip the hooks (onSend's Cache-Control among them).
+  if (API_PATH.test(req.url)) reply.header('Cache-Control', 'no-store');
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') sendFailure(reply, new AppError('uri_too_long'));
   else if (err.code === 'FST_ERR_BAD_URL')
     sendFailure(reply, new AppError('malformed_request', 'The request path is not a valid URL.'));
@@ -150,7 +158,7 @@ export function clientErrorHandler(err: Error & { code?: string }, socket: Socke
   if (socket.writable) {
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy();

@@ -30,6 +30,15 @@ const AUTH_FAILURES = new Set<ErrorCode>(['missing_credentials', 'invalid_creden
 const isApi = (url: string) => url.startsWith('/api/v1/');
 const isOperatorApi = (url: string) => url.startsWith('/admin/v1/');
 
+/** The name of the per-app quota policy in the RateLimit and RateLimit-Policy fields. */
+const RATE_POLICY = 'default';
+
+/** `ms` as whole seconds for a message ("60 seconds", "1 second"); `up` rounds a wait up, not down. */
+function seconds(ms: number, up = false): string {
+  const n = up ? Math.max(1, Math.ceil(ms / 1000)) : Math.max(1, Math.round(ms / 1000));
+  return n === 1 ? '1 second' : `${n} seconds`;
+}
+
 function limited(message: string, ttlMs: number): AppError {
   return new AppError('rate_limited', message, { retry_after_seconds: Math.max(1, Math.ceil(ttlMs / 1000)) });
 }
@@ -91,13 +100,26 @@ export const rateLimiting = fp<RateLimitOptions>(
       keyGenerator: (req) => req.auth?.app_id ?? `ip:${req.ip}`,
       errorResponseBuilder: (_req, ctx) =>
         Object.assign(
-          new AppError('rate_limited', `Rate limit of ${ctx.max} requests per ${ctx.after} reached.`, {
-            retry_after_seconds: Math.ceil(ctx.ttl / 1000),
-          }),
-          {
-            statusCode: 429,
-          },
+          new AppError(
+            'rate_limited',
+            `Rate limit of ${ctx.max} requests per ${seconds(window)} reached; retry after ${seconds(ctx.ttl, true)}.`,
+            { retry_after_seconds: Math.max(1, Math.ceil(ctx.ttl / 1000)) },
+          ),
+          { statusCode: 429 },
         ),
+    });
+
+    // The per-app limit in the IETF draft's fields too (draft-ietf-httpapi-ratelimit-headers:
+    // a Structured Fields list of quota policies and their current state), next to the
+    // X-RateLimit-* fields @fastify/rate-limit writes on the responses it counted, 429 included.
+    const policy = `"${RATE_POLICY}";q=${config.RATE_LIMIT_MAX};w=${Math.max(1, Math.ceil(window / 1000))}`;
+    app.addHook('onSend', async (_req, reply, payload) => {
+      const remaining = reply.getHeader('x-ratelimit-remaining');
+      const reset = reply.getHeader('x-ratelimit-reset');
+      if (remaining === undefined || reset === undefined) return payload;
+      reply.header('RateLimit-Policy', policy);
+      reply.header('RateLimit', `"${RATE_POLICY}";r=${Number(remaining)};t=${Number(reset)}`);
+      return payload;
     });
   },
   { name: 'gateway-rate-limit', fastify: '5.x', dependencies: ['gateway-credentials'] },
