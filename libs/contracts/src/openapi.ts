@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { errorCatalogue } from './errors.ts';
+import { errorCatalogue, type ErrorCode } from './errors.ts';
 import type { Operation } from './ops/types.ts';
 
 type JsonSchema = Record<string, unknown>;
@@ -10,32 +10,86 @@ function schemaOf(type: z.ZodType, io: 'input' | 'output'): JsonSchema {
   return s;
 }
 
-const commonErrors = [
+/**
+ * Failures any operation can answer: the edge refuses the request before it reaches the
+ * operation (body, headers, limits) or the owning service fails.
+ */
+const everyOperationErrors: ErrorCode[] = [
   'validation_error',
-  'missing_credentials',
-  'invalid_credentials',
+  'invalid_json',
+  'invalid_header',
+  'payload_too_large',
+  'unsupported_media_type',
   'rate_limited',
+  'internal_error',
   'service_unavailable',
-] as const;
+];
 
-function failureResponses(op: Operation): Record<string, unknown> {
-  const codes = new Set<string>([...commonErrors, ...op.errors]);
+/** The two audiences of the API, each with its own document. */
+type Audience = 'merchant' | 'operator';
+
+/** Every failure code `op` can answer in the document of `audience`. */
+export function errorCodesOf(op: Operation, audience: Audience = 'merchant'): ErrorCode[] {
+  const codes = new Set<ErrorCode>(everyOperationErrors);
+  if (audience === 'operator') codes.add('invalid_operator_token');
+  else {
+    codes.add('missing_credentials');
+    codes.add('invalid_credentials');
+  }
   if (op.scope) codes.add('insufficient_scope');
   if (op.memberToken) {
     codes.add('member_token_required');
     codes.add('invalid_member_token');
   }
-  if (op.idempotent) codes.add('idempotency_key_reused');
-  const byStatus = new Map<number, string[]>();
-  for (const code of codes) {
-    const status = errorCatalogue[code as keyof typeof errorCatalogue].status;
+  if (op.idempotent) {
+    codes.add('idempotency_key_reused');
+    codes.add('idempotency_in_progress');
+  }
+  for (const code of op.errors) codes.add(code);
+  return [...codes];
+}
+
+const ref = (kind: 'schemas' | 'headers' | 'responses', name: string) => ({ $ref: `#/components/${kind}/${name}` });
+
+/** Headers of every response of `audience`'s operations; `Retry-After` on 429 and 503. */
+function responseHeaders(audience: Audience, status: number, op: Operation): Record<string, unknown> {
+  const headers: Record<string, unknown> = { 'X-Request-Id': ref('headers', 'XRequestId') };
+  if (audience === 'merchant') {
+    for (const name of [
+      'X-RateLimit-Limit',
+      'X-RateLimit-Remaining',
+      'X-RateLimit-Reset',
+      'RateLimit-Policy',
+      'RateLimit',
+    ])
+      headers[name] = ref('headers', name.replace(/-/g, ''));
+  }
+  if (status === 429 || status === 503) headers['Retry-After'] = ref('headers', 'RetryAfter');
+  if (status === 200 && op.idempotent) headers['Idempotent-Replayed'] = ref('headers', 'IdempotentReplayed');
+  return headers;
+}
+
+function failureResponses(op: Operation, audience: Audience): Record<string, unknown> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of errorCodesOf(op, audience)) {
+    const status = errorCatalogue[code].status;
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
   const out: Record<string, unknown> = {};
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
     out[String(status)] = {
       description: list.map((c) => `\`${c}\``).join(', '),
-      content: { 'application/json': { schema: { $ref: '#/components/schemas/Failure' } } },
+      headers: responseHeaders(audience, status, op),
+      content: {
+        'application/json': {
+          schema: {
+            allOf: [
+              ref('schemas', 'Failure'),
+              { type: 'object', properties: { error: { type: 'object', properties: { code: { enum: list } } } } },
+            ],
+          },
+        },
+      },
     };
   }
   return out;
@@ -71,14 +125,55 @@ function parametersOf(op: Operation): unknown[] {
   return params;
 }
 
-/** OpenAPI 3.1 document generated from the contract table. */
-export function buildOpenApiDocument(ops: Record<string, Operation>, serverUrl = '/'): Record<string, unknown> {
+const integerHeader = (description: string) => ({ description, schema: { type: 'integer', minimum: 0 } });
+
+const headerComponents: Record<string, unknown> = {
+  XRequestId: {
+    description: 'The request id: the `X-Request-Id` the client sent when it is valid, otherwise a generated UUID.',
+    schema: { type: 'string' },
+  },
+  RetryAfter: integerHeader('Seconds to wait before trying again.'),
+  IdempotentReplayed: {
+    description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key.',
+    schema: { type: 'string', enum: ['true'] },
+  },
+  XRateLimitLimit: integerHeader('Requests the app may make per window.'),
+  XRateLimitRemaining: integerHeader('Requests the app has left in the current window.'),
+  XRateLimitReset: integerHeader('Seconds until the current window ends.'),
+  RateLimitPolicy: {
+    description: 'The app\'s quota policy (IETF RateLimit header fields), e.g. `"default";q=100;w=60`.',
+    schema: { type: 'string' },
+  },
+  RateLimit: {
+    description: 'The app\'s remaining quota (IETF RateLimit header fields), e.g. `"default";r=99;t=60`.',
+    schema: { type: 'string' },
+  },
+};
+
+function failureSchema(): JsonSchema {
+  return {
+    type: 'object',
+    required: ['success', 'error'],
+    properties: {
+      success: { const: false },
+      error: {
+        type: 'object',
+        required: ['code', 'message'],
+        properties: { code: { type: 'string', enum: Object.keys(errorCatalogue) }, message: { type: 'string' } },
+        additionalProperties: true,
+      },
+    },
+  };
+}
+
+function build(ops: Record<string, Operation>, serverUrl: string, audience: Audience): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const [id, op] of Object.entries(ops)) {
     const path = op.path.replace(/:([a-z_]+)/g, '{$1}');
-    const security: Record<string, string[]>[] = [
-      op.memberToken ? { AppId: [], ApiKey: [], MemberToken: [] } : { AppId: [], ApiKey: [] },
-    ];
+    const security: Record<string, string[]>[] =
+      audience === 'operator'
+        ? [{ OperatorToken: [] }]
+        : [op.memberToken ? { AppId: [], ApiKey: [], MemberToken: [] } : { AppId: [], ApiKey: [] }];
     const success: JsonSchema = {
       type: 'object',
       required: ['success', 'data'],
@@ -94,7 +189,11 @@ export function buildOpenApiDocument(ops: Record<string, Operation>, serverUrl =
       summary: op.summary,
       tags: [op.tag],
       description: [
-        op.scope ? `Scope: \`${op.scope}\`.` : 'No scope required.',
+        audience === 'operator'
+          ? 'Requires `Authorization: Bearer <operator token>`.'
+          : op.scope
+            ? `Scope: \`${op.scope}\`.`
+            : 'No scope required.',
         op.memberToken ? 'Requires `X-Member-Token`.' : '',
       ]
         .filter(Boolean)
@@ -105,42 +204,61 @@ export function buildOpenApiDocument(ops: Record<string, Operation>, serverUrl =
         ? { requestBody: { required: true, content: { 'application/json': { schema: schemaOf(op.body, 'input') } } } }
         : {}),
       responses: {
-        '200': { description: 'Success', content: { 'application/json': { schema: success } } },
-        ...failureResponses(op),
+        '200': {
+          description: 'Success',
+          headers: responseHeaders(audience, 200, op),
+          content: { 'application/json': { schema: success } },
+        },
+        ...failureResponses(op, audience),
       },
     };
   }
+  const securitySchemes: Record<string, unknown> =
+    audience === 'operator'
+      ? {
+          OperatorToken: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'The operator token (`OPERATOR_TOKEN` of the gateway).',
+          },
+        }
+      : {
+          AppId: { type: 'apiKey', in: 'header', name: 'X-App-Id' },
+          ApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
+          MemberToken: { type: 'apiKey', in: 'header', name: 'X-Member-Token' },
+        };
   return {
     openapi: '3.1.0',
-    info: {
-      title: 'Loyalty platform API',
-      version: '1.0.0',
-      description:
-        'Membership with one-time codes, cashback, points, reward claims and referrals. Every call sends `X-App-Id` and `X-Api-Key`. Failures use `{ success: false, error: { code, message, ... } }`.',
-    },
+    info:
+      audience === 'operator'
+        ? {
+            title: 'Loyalty platform operator API',
+            version: '1.0.0',
+            description:
+              'Provisioning of tenants, apps and card programmes, for the platform operator. Every call sends `Authorization: Bearer <operator token>`. Failures use `{ success: false, error: { code, message, ... } }`.',
+          }
+        : {
+            title: 'Loyalty platform API',
+            version: '1.0.0',
+            description:
+              'Membership with one-time codes, cashback, points, reward claims and referrals. Every call sends `X-App-Id` and `X-Api-Key`. Failures use `{ success: false, error: { code, message, ... } }`.',
+          },
     servers: [{ url: serverUrl }],
     paths,
     components: {
-      securitySchemes: {
-        AppId: { type: 'apiKey', in: 'header', name: 'X-App-Id' },
-        ApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
-        MemberToken: { type: 'apiKey', in: 'header', name: 'X-Member-Token' },
-      },
-      schemas: {
-        Failure: {
-          type: 'object',
-          required: ['success', 'error'],
-          properties: {
-            success: { const: false },
-            error: {
-              type: 'object',
-              required: ['code', 'message'],
-              properties: { code: { type: 'string', enum: Object.keys(errorCatalogue) }, message: { type: 'string' } },
-              additionalProperties: true,
-            },
-          },
-        },
-      },
+      securitySchemes,
+      headers: headerComponents,
+      schemas: { Failure: failureSchema() },
     },
   };
+}
+
+/** OpenAPI 3.1 document of the merchant API (`/api/v1`), generated from the contract table. */
+export function buildOpenApiDocument(ops: Record<string, Operation>, serverUrl = '/'): Record<string, unknown> {
+  return build(ops, serverUrl, 'merchant');
+}
+
+/** OpenAPI 3.1 document of the operator API (`/admin/v1`, bearer operator token), generated from its table. */
+export function buildOperatorOpenApiDocument(ops: Record<string, Operation>, serverUrl = '/'): Record<string, unknown> {
+  return build(ops, serverUrl, 'operator');
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import {
   buildOpenApiDocument,
+  buildOperatorOpenApiDocument,
   errorCatalogue,
   Id,
   identityOperations,
@@ -40,6 +41,42 @@ describe('contract table', () => {
       const path = op.path.replace(/:([a-z_]+)/g, '{$1}');
       expect(doc.paths[path]?.[op.method.toLowerCase()]?.operationId).toBe(id);
     }
+  });
+});
+
+type Doc = {
+  paths: Record<string, Record<string, Op>>;
+  components: { securitySchemes: Record<string, unknown> };
+};
+type Op = {
+  operationId: string;
+  security: unknown;
+  responses: Record<string, { content?: Record<string, { schema: { allOf?: FailureCodes[] } }> }>;
+};
+type FailureCodes = { properties: { error: { properties: { code: { enum: string[] } } } } };
+const codesOf = (op: Op, status: string): unknown =>
+  op.responses[status]?.content?.['application/json']?.schema.allOf?.[1]?.properties.error.properties.code.enum;
+
+describe('operator document', () => {
+  it('documents the operator API with bearer security only, apart from the merchant document', () => {
+    const doc = buildOperatorOpenApiDocument(operatorOperations) as Doc;
+    expect(Object.keys(doc.components.securitySchemes)).toEqual(['OperatorToken']);
+    for (const [id, op] of Object.entries(operatorOperations)) {
+      const documented = doc.paths[op.path.replace(/:([a-z_]+)/g, '{$1}')]![op.method.toLowerCase()]!;
+      expect(documented.operationId).toBe(id);
+      expect(documented.security).toEqual([{ OperatorToken: [] }]);
+      expect(codesOf(documented, '401')).toEqual(['invalid_operator_token']);
+    }
+    const merchant = buildOpenApiDocument(operations) as Doc;
+    expect(Object.keys(merchant.paths).filter((p) => p.startsWith('/admin/'))).toEqual([]);
+  });
+
+  it('lists exactly the codes of each status per operation', () => {
+    const merchant = buildOpenApiDocument(operations) as Doc;
+    const earn = merchant.paths['/api/v1/cashback/cashback/earn']!.post!;
+    expect(codesOf(earn, '401')).toEqual(expect.arrayContaining(['missing_credentials', 'invalid_credentials']));
+    expect(codesOf(earn, '400')).toEqual(expect.arrayContaining(['invalid_json', 'validation_error']));
+    expect(codesOf(earn, '401')).not.toContain('invalid_operator_token');
   });
 });
 
