@@ -128,14 +128,16 @@ export const Metadata = z
     `JSON object of strings, numbers, booleans, null, objects and arrays: nested at most ${METADATA_LIMITS.depth} levels, at most ${METADATA_LIMITS.keys} keys in all, keys at most ${METADATA_LIMITS.keyLength} characters, at most ${METADATA_LIMITS.bytes} bytes as JSON; no NUL characters or unpaired surrogates`,
   );
 
-export const MaskedMember = z.object({ email: z.string(), phone: z.string().nullable() });
+export const MaskedMember = z.object({ email: z.string(), phone: z.string().nullable() }).meta({ id: 'MaskedMember' });
 
-export const Pagination = z.object({
-  limit: z.number().int(),
-  offset: z.number().int(),
-  total: z.number().int(),
-  has_more: z.boolean(),
-});
+export const Pagination = z
+  .object({
+    limit: z.number().int(),
+    offset: z.number().int(),
+    total: z.number().int(),
+    has_more: z.boolean(),
+  })
+  .meta({ id: 'Pagination' });
 
 /** `limit`/`offset` query parameters. */
 export function pageQuery(defaultLimit: number, maxLimit: number) {

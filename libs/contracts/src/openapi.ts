@@ -4,10 +4,49 @@ import type { Operation } from './ops/types.ts';
 
 type JsonSchema = Record<string, unknown>;
 
-function schemaOf(type: z.ZodType, io: 'input' | 'output'): JsonSchema {
-  const s = z.toJSONSchema(type, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
-  delete s.$schema;
-  return s;
+/**
+ * Named schemas (`.meta({ id })` on a resource schema) go to `components.schemas` and are referenced;
+ * the same id must describe one schema in a document (an input and an output form that differ get
+ * an `Input` suffix for the input form).
+ */
+class SchemaCollector {
+  readonly schemas: Record<string, JsonSchema> = { Failure: failureSchema() };
+
+  schemaOf(type: z.ZodType, io: 'input' | 'output'): JsonSchema {
+    const s = z.toJSONSchema(type, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+    delete s.$schema;
+    const defs = (s.$defs ?? {}) as Record<string, JsonSchema>;
+    delete s.$defs;
+    const rewrite = (v: unknown, rename: (id: string) => string): unknown => {
+      if (Array.isArray(v)) return v.map((item) => rewrite(item, rename));
+      if (v === null || typeof v !== 'object') return v;
+      const out: Record<string, unknown> = {};
+      for (const [k, item] of Object.entries(v)) {
+        if (k === '$ref' && typeof item === 'string' && item.startsWith('#/$defs/'))
+          out[k] = `#/components/schemas/${rename(item.slice('#/$defs/'.length))}`;
+        else out[k] = rewrite(item, rename);
+      }
+      return out;
+    };
+    const same = (id: string) =>
+      this.schemas[id] === undefined ||
+      JSON.stringify(this.schemas[id]) === JSON.stringify(rewrite(defs[id], (x) => x));
+    const names = new Map<string, string>();
+    for (const id of Object.keys(defs)) {
+      if (same(id)) names.set(id, id);
+      else if (io === 'input') names.set(id, `${id}Input`);
+      else throw new Error(`two different schemas are named ${id}`);
+    }
+    const rename = (id: string) => names.get(id) ?? id;
+    for (const [id, def] of Object.entries(defs)) {
+      const rewritten = rewrite(def, rename) as JsonSchema;
+      const name = rename(id);
+      if (this.schemas[name] !== undefined && JSON.stringify(this.schemas[name]) !== JSON.stringify(rewritten))
+        throw new Error(`two different schemas are named ${name}`);
+      this.schemas[name] = rewritten;
+    }
+    return rewrite(s, rename) as JsonSchema;
+  }
 }
 
 /**
@@ -95,14 +134,14 @@ function failureResponses(op: Operation, audience: Audience): Record<string, unk
   return out;
 }
 
-function parametersOf(op: Operation): unknown[] {
+function parametersOf(op: Operation, schemas: SchemaCollector): unknown[] {
   const params: unknown[] = [];
   for (const [where, schema] of [
     ['path', op.params],
     ['query', op.query],
   ] as const) {
     if (!schema) continue;
-    const json = schemaOf(schema, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
+    const json = schemas.schemaOf(schema, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
     for (const [name, prop] of Object.entries(json.properties ?? {})) {
       params.push({
         name,
@@ -168,6 +207,7 @@ function failureSchema(): JsonSchema {
 
 function build(ops: Record<string, Operation>, serverUrl: string, audience: Audience): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
+  const schemas = new SchemaCollector();
   for (const [id, op] of Object.entries(ops)) {
     const path = op.path.replace(/:([a-z_]+)/g, '{$1}');
     const security: Record<string, string[]>[] =
@@ -179,7 +219,7 @@ function build(ops: Record<string, Operation>, serverUrl: string, audience: Audi
       required: ['success', 'data'],
       properties: {
         success: { const: true },
-        data: schemaOf(op.response, 'output'),
+        data: schemas.schemaOf(op.response, 'output'),
         ...(op.topLevelMessage ? { message: { type: 'string' } } : {}),
       },
     };
@@ -199,9 +239,14 @@ function build(ops: Record<string, Operation>, serverUrl: string, audience: Audi
         .filter(Boolean)
         .join(' '),
       security,
-      parameters: parametersOf(op),
+      parameters: parametersOf(op, schemas),
       ...(op.body
-        ? { requestBody: { required: true, content: { 'application/json': { schema: schemaOf(op.body, 'input') } } } }
+        ? {
+            requestBody: {
+              required: true,
+              content: { 'application/json': { schema: schemas.schemaOf(op.body, 'input') } },
+            },
+          }
         : {}),
       responses: {
         '200': {
@@ -248,7 +293,7 @@ function build(ops: Record<string, Operation>, serverUrl: string, audience: Audi
     components: {
       securitySchemes,
       headers: headerComponents,
-      schemas: { Failure: failureSchema() },
+      schemas: schemas.schemas,
     },
   };
 }

@@ -80,6 +80,37 @@ describe('operator document', () => {
   });
 });
 
+describe('named schemas', () => {
+  it('puts the resource schemas in components.schemas and references them', () => {
+    const merchant = buildOpenApiDocument(operations) as Doc & { components: { schemas: Record<string, unknown> } };
+    const operator = buildOperatorOpenApiDocument(operatorOperations) as typeof merchant;
+    const names = [...Object.keys(merchant.components.schemas), ...Object.keys(operator.components.schemas)];
+    for (const name of [
+      'Member',
+      'MaskedMember',
+      'CashbackCard',
+      'Card',
+      'CashbackConfig',
+      'Reward',
+      'CashbackTransaction',
+      'PointsTransaction',
+      'Pagination',
+      'ClaimRequest',
+      'Referral',
+      'ReferralStats',
+      'TopReferrer',
+      'BalanceWarning',
+      'Failure',
+    ])
+      expect(names).toContain(name);
+    const text = JSON.stringify([merchant, operator]);
+    expect(text).not.toContain('#/$defs/');
+    for (const [, name] of text.matchAll(/"#\/components\/schemas\/([A-Za-z]+)"/g))
+      expect(names, `${name} is referenced`).toContain(name);
+    expect(text).toContain('"#/components/schemas/ClaimRequest"');
+  });
+});
+
 describe('money', () => {
   it('accepts at most two decimals', () => {
     expect(Money.safeParse(19.99).success).toBe(true);

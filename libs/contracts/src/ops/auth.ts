@@ -24,11 +24,18 @@ export const VerifyOtpBody = z.object({
   code: Text.trim().regex(/^[0-9]{6}$/, 'must be the 6-digit code'),
 });
 
-const MemberToken = z.object({
-  member_token: z.string(),
-  expires_at: Timestamp,
-  expires_in_minutes: z.number().int(),
-});
+const MemberToken = z
+  .object({
+    member_token: z.string(),
+    expires_at: Timestamp,
+    expires_in_minutes: z.number().int(),
+  })
+  .meta({ id: 'MemberToken' });
+
+/** A member as registration and sign-in show it (unmasked: the member proved who they are or was just registered). */
+const Member = z
+  .object({ id: Id, name: z.string(), email: z.string(), phone: z.string().nullable() })
+  .meta({ id: 'Member' });
 
 export const authOperations = defineOperations({
   'member.check': {
@@ -57,7 +64,7 @@ export const authOperations = defineOperations({
     body: RegisterBody,
     response: z.object({
       message: z.string(),
-      member: z.object({ id: Id, name: z.string(), email: z.string(), phone: z.string().nullable() }),
+      member: Member,
       otp_expires_in_minutes: z.number().int(),
       otp_code: z.string().optional().describe('sandbox tenants only'),
     }),
@@ -89,9 +96,7 @@ export const authOperations = defineOperations({
     idempotent: false,
     summary: 'Verify a one-time code and issue a member token',
     body: VerifyOtpBody,
-    response: MemberToken.extend({
-      member: z.object({ id: Id, email: z.string(), phone: z.string().nullable(), name: z.string() }),
-    }),
+    response: z.object({ ...MemberToken.shape, member: Member }),
     errors: ['invalid_otp', 'otp_expired', 'otp_attempts_exceeded', 'member_not_found'],
   },
   'member.refresh': {

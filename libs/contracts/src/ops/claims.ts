@@ -22,20 +22,22 @@ const Note = Text.trim().max(1000, 'must be at most 1000 characters');
 const RequestParams = z.object({ request_id: IdParam });
 const StaffBody = z.object({ staff_note: Note.optional() });
 
-export const ClaimRequestRecord = z.object({
-  id: Id,
-  status: ClaimStatus,
-  member: z.object({ id: Id, name: z.string().nullable(), email: z.string().nullable().describe('masked') }),
-  card_id: Id,
-  reward: z.object({ id: Id, name: z.string(), points_cost: z.number().int() }),
-  member_note: z.string().nullable(),
-  staff_note: z.string().nullable(),
-  points_deducted: z.number().int().nullable().describe('set on approval'),
-  created_at: Timestamp,
-  approved_at: Timestamp.nullable(),
-  rejected_at: Timestamp.nullable(),
-  expires_at: Timestamp.describe('a pending request expires at this time'),
-});
+export const ClaimRequestRecord = z
+  .object({
+    id: Id,
+    status: ClaimStatus,
+    member: z.object({ id: Id, name: z.string().nullable(), email: z.string().nullable().describe('masked') }),
+    card_id: Id,
+    reward: z.object({ id: Id, name: z.string(), points_cost: z.number().int() }),
+    member_note: z.string().nullable(),
+    staff_note: z.string().nullable(),
+    points_deducted: z.number().int().nullable().describe('set on approval'),
+    created_at: Timestamp,
+    approved_at: Timestamp.nullable(),
+    rejected_at: Timestamp.nullable(),
+    expires_at: Timestamp.describe('a pending request expires at this time'),
+  })
+  .meta({ id: 'ClaimRequest' });
 export type ClaimRequestRecord = z.infer<typeof ClaimRequestRecord>;
 
 export const claimsOperations = defineOperations({
