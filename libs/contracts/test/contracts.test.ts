@@ -111,6 +111,70 @@ describe('named schemas', () => {
   });
 });
 
+describe('document says what the server does', () => {
+  const doc = buildOpenApiDocument(operations) as Record<string, unknown>;
+  const at = (...path: string[]): unknown =>
+    path.reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], doc);
+  const body = (path: string) => at('paths', path, 'post', 'requestBody', 'content', 'application/json', 'schema');
+
+  it('expresses "member_id, email or phone" and "email or phone" as anyOf of required lists', () => {
+    const byMember = [{ required: ['member_id'] }, { required: ['email'] }, { required: ['phone'] }];
+    for (const path of [
+      '/api/v1/cashback/cashback/earn',
+      '/api/v1/cashback/cashback/refund',
+      '/api/v1/loyalty/points/earn',
+      '/api/v1/loyalty/points/refund',
+    ])
+      expect(body(path), path).toMatchObject({ anyOf: byMember });
+    expect(body('/api/v1/auth/member/check')).toMatchObject({
+      anyOf: [{ required: ['email'] }, { required: ['phone'] }],
+    });
+  });
+
+  it('bounds money (0.01 up, two decimals) and makes ids integers', () => {
+    const earn = body('/api/v1/cashback/cashback/earn') as { properties: Record<string, Record<string, unknown>> };
+    expect(earn.properties.purchase_amount).toMatchObject({ type: 'number', minimum: 0.01, multipleOf: 0.01 });
+    expect(earn.properties.card_id).toMatchObject({ type: 'integer' });
+    expect(earn.properties.member_id).toMatchObject({ type: 'integer' });
+  });
+
+  it('declares absent contact data as null and only the four public claim statuses', () => {
+    expect(at('components', 'schemas', 'MaskedMember', 'properties', 'email', 'type')).toEqual(['string', 'null']);
+    expect(at('components', 'schemas', 'ClaimRequest', 'properties', 'status', 'enum')).toEqual([
+      'pending',
+      'approved',
+      'rejected',
+      'expired',
+    ]);
+  });
+
+  it('lists the edge failures on every operation and documents the response headers', () => {
+    for (const [id, op] of Object.entries(operations)) {
+      const documented = at('paths', op.path.replace(/:([a-z_]+)/g, '{$1}'), op.method.toLowerCase()) as Op & {
+        responses: Record<string, { headers: Record<string, unknown> }>;
+      };
+      expect(codesOf(documented, '400'), id).toEqual(expect.arrayContaining(['invalid_json', 'validation_error']));
+      expect(codesOf(documented, '413'), id).toEqual(['payload_too_large']);
+      expect(codesOf(documented, '415'), id).toEqual(['unsupported_media_type']);
+      expect(codesOf(documented, '500'), id).toEqual(['internal_error']);
+      expect(Object.keys(documented.responses['429']!.headers), id).toContain('Retry-After');
+      expect(Object.keys(documented.responses['200']!.headers), id).toEqual(
+        expect.arrayContaining(['X-Request-Id', 'X-RateLimit-Limit', 'RateLimit-Policy', 'RateLimit']),
+      );
+      if (op.idempotent) {
+        expect(Object.keys(documented.responses['200']!.headers), id).toContain('Idempotent-Replayed');
+        expect(codesOf(documented, '409'), id).toEqual(
+          expect.arrayContaining(['idempotency_key_reused', 'idempotency_in_progress']),
+        );
+      }
+    }
+    const earn = at('paths', '/api/v1/loyalty/points/earn', 'post') as Op;
+    expect(codesOf(earn, '422')).toEqual(expect.arrayContaining(['member_inactive', 'balance_limit_exceeded']));
+    const refund = at('paths', '/api/v1/cashback/cashback/refund', 'post') as Op;
+    expect(codesOf(refund, '422')).toContain('refund_reference_mismatch');
+  });
+});
+
 describe('money', () => {
   it('accepts at most two decimals', () => {
     expect(Money.safeParse(19.99).success).toBe(true);

@@ -9,7 +9,8 @@ export const CheckMemberBody = z
   .refine((b) => b.email !== undefined || b.phone !== undefined, {
     message: 'email or phone is required',
     path: ['email'],
-  });
+  })
+  .meta({ anyOf: [{ required: ['email'] }, { required: ['phone'] }] });
 
 export const RegisterBody = z.object({
   name: Text.trim().min(1).max(200),
@@ -32,9 +33,14 @@ const MemberToken = z
   })
   .meta({ id: 'MemberToken' });
 
-/** A member as registration and sign-in show it (unmasked: the member proved who they are or was just registered). */
+/** A member as registration and sign-in show it; contact data masked, `null` when absent. */
 const Member = z
-  .object({ id: Id, name: z.string(), email: z.string(), phone: z.string().nullable() })
+  .object({
+    id: Id,
+    name: z.string(),
+    email: z.string().nullable().describe('masked; null when the member has no email'),
+    phone: z.string().nullable().describe('masked; null when the member has no phone'),
+  })
   .meta({ id: 'Member' });
 
 export const authOperations = defineOperations({
@@ -68,7 +74,14 @@ export const authOperations = defineOperations({
       otp_expires_in_minutes: z.number().int(),
       otp_code: z.string().optional().describe('sandbox tenants only'),
     }),
-    errors: ['email_taken', 'phone_taken', 'otp_cooldown', 'otp_hourly_limit', 'email_delivery_failed'],
+    errors: [
+      'email_taken',
+      'phone_taken',
+      'otp_cooldown',
+      'otp_hourly_limit',
+      'email_delivery_failed',
+      'tenant_not_found',
+    ],
   },
   'member.request_otp': {
     ...base,
@@ -85,7 +98,14 @@ export const authOperations = defineOperations({
       member: MaskedMember,
       otp_code: z.string().optional().describe('sandbox tenants only'),
     }),
-    errors: ['member_not_found', 'otp_cooldown', 'otp_hourly_limit', 'email_delivery_failed'],
+    errors: [
+      'member_not_found',
+      'otp_cooldown',
+      'otp_hourly_limit',
+      'email_delivery_failed',
+      'tenant_not_found',
+      'member_inactive',
+    ],
   },
   'member.verify_otp': {
     ...base,

@@ -10,11 +10,11 @@ import { defineOperations } from './types.ts';
 const base = { service: 'claims', memberToken: false, tag: 'Reward claims' } as const;
 
 /**
- * Statuses a request can have. `approving` is transient: an approval has started (the request is
- * locked against reject and expiry) and is waiting for the ledger's debit; it ends as `approved`
- * or, when the debit is refused, back in `pending`.
+ * Statuses a request shows clients (the interface's four). The claims service also keeps a
+ * transient `approving` internally (an approval waiting for the ledger's debit); clients see such a
+ * request as `pending`, which it still is until the debit is applied.
  */
-export const claimStatuses = ['pending', 'approving', 'approved', 'rejected', 'expired'] as const;
+export const claimStatuses = ['pending', 'approved', 'rejected', 'expired'] as const;
 export const ClaimStatus = z.enum(claimStatuses);
 export type ClaimStatus = z.infer<typeof ClaimStatus>;
 
@@ -65,6 +65,7 @@ export const claimsOperations = defineOperations({
       'otp_cooldown',
       'otp_hourly_limit',
       'email_delivery_failed',
+      'tenant_not_found',
     ],
   },
   'claims.create': {

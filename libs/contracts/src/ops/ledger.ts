@@ -30,6 +30,8 @@ const memberFields = { member_id: Id.optional(), email: Email.optional(), phone:
 const needsMember = (b: { member_id?: number; email?: string; phone?: string }) =>
   b.member_id !== undefined || b.email !== undefined || b.phone !== undefined;
 const memberRule = { message: 'member_id, email or phone is required', path: ['member_id'] };
+/** The same rule for the reference (a refine is invisible to JSON Schema). */
+const memberRequired = [{ required: ['member_id'] }, { required: ['email'] }, { required: ['phone'] }];
 
 const AccountQuery = z.object({ card_id: IdParam, member_id: IdParam });
 const HistoryQuery = z.object({ card_id: IdParam, member_id: IdParam, ...pageQuery(20, 100) });
@@ -106,7 +108,8 @@ export const cashbackOperations = defineOperations({
         reference: Reference.optional(),
         metadata: Metadata.optional(),
       })
-      .refine(needsMember, memberRule),
+      .refine(needsMember, memberRule)
+      .meta({ anyOf: memberRequired }),
     response: z.object({
       transaction_id: Id,
       purchase_amount: z.number(),
@@ -126,6 +129,7 @@ export const cashbackOperations = defineOperations({
       'duplicate_reference',
       'balance_limit_exceeded',
       'idempotency_key_reused',
+      'member_inactive',
     ],
   },
   'cashback.redeem': {
@@ -221,7 +225,8 @@ export const cashbackOperations = defineOperations({
         cashback_to_deduct: Money.optional(),
         reference: Reference.optional(),
       })
-      .refine(needsMember, memberRule),
+      .refine(needsMember, memberRule)
+      .meta({ anyOf: memberRequired }),
     response: z.object({
       transaction_id: Id,
       cashback_deducted: z.number(),
@@ -276,7 +281,8 @@ export const pointsOperations = defineOperations({
         reference: Reference.optional(),
         metadata: Metadata.optional(),
       })
-      .refine(needsMember, memberRule),
+      .refine(needsMember, memberRule)
+      .meta({ anyOf: memberRequired }),
     response: z.object({
       transaction_id: Id,
       points_earned: z.number().int(),
@@ -298,6 +304,7 @@ export const pointsOperations = defineOperations({
       'duplicate_reference',
       'balance_limit_exceeded',
       'idempotency_key_reused',
+      'member_inactive',
     ],
   },
   'points.redeem': {
@@ -348,7 +355,8 @@ export const pointsOperations = defineOperations({
         points_to_deduct: z.number().int().min(0).max(1_000_000_000).optional(),
         reference: Reference.optional(),
       })
-      .refine(needsMember, memberRule),
+      .refine(needsMember, memberRule)
+      .meta({ anyOf: memberRequired }),
     response: z.object({
       transaction_id: Id,
       points_deducted: z.number().int(),
