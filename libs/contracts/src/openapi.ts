@@ -244,7 +244,12 @@ function build(ops: Record<string, Operation>, serverUrl: string, audience: Audi
         ? {
             requestBody: {
               required: true,
-              content: { 'application/json': { schema: schemas.schemaOf(op.body, 'input') } },
+              content: {
+                'application/json': {
+                  schema: schemas.schemaOf(op.body, 'input'),
+                  ...(op.example?.request !== undefined ? { example: op.example.request } : {}),
+                },
+              },
             },
           }
         : {}),
@@ -252,7 +257,20 @@ function build(ops: Record<string, Operation>, serverUrl: string, audience: Audi
         '200': {
           description: 'Success',
           headers: responseHeaders(audience, 200, op),
-          content: { 'application/json': { schema: success } },
+          content: {
+            'application/json': {
+              schema: success,
+              ...(op.example
+                ? {
+                    example: {
+                      success: true,
+                      data: op.example.response,
+                      ...(op.example.message !== undefined ? { message: op.example.message } : {}),
+                    },
+                  }
+                : {}),
+            },
+          },
         },
         ...failureResponses(op, audience),
       },
