@@ -205,6 +205,20 @@ function failureSchema(): JsonSchema {
   };
 }
 
+/** What each tag of the contract table groups, for the reference's sections. */
+const tagDescriptions: Record<string, string> = {
+  'Member authentication':
+    'Members sign up and sign in with one-time codes mailed to them; member tokens; the redemption PIN.',
+  Cashback: 'Cashback cards: earn a percentage of purchases, redeem and refund it.',
+  Points: 'Points cards: earn points for purchases, redeem them for rewards, refund them.',
+  'Reward claims': 'Members claim rewards with a mailed code; staff approve (points are deducted) or reject.',
+  Referrals: "Referral codes, their application and the programme's statistics.",
+  'Provisioning (operator)': 'Tenants, apps and their keys, cards and rewards, for the platform operator.',
+};
+
+/** The platform is not published under an open licence (package.json: private). */
+const license = { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' };
+
 function build(ops: Record<string, Operation>, serverUrl: string, audience: Audience): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   const schemas = new SchemaCollector();
@@ -297,20 +311,31 @@ function build(ops: Record<string, Operation>, serverUrl: string, audience: Audi
         ? {
             title: 'Loyalty platform operator API',
             version: '1.0.0',
+            license,
             description:
               'Provisioning of tenants, apps and card programmes, for the platform operator. Every call sends `Authorization: Bearer <operator token>`. Failures use `{ success: false, error: { code, message, ... } }`.',
           }
         : {
             title: 'Loyalty platform API',
             version: '1.0.0',
+            license,
             description:
               'Membership with one-time codes, cashback, points, reward claims and referrals. Every call sends `X-App-Id` and `X-Api-Key`. Failures use `{ success: false, error: { code, message, ... } }`.',
           },
     servers: [{ url: serverUrl }],
+    tags: [...new Set(Object.values(ops).map((op) => op.tag))].map((name) => ({
+      name,
+      description: tagDescriptions[name] ?? name,
+    })),
     paths,
     components: {
       securitySchemes,
-      headers: headerComponents,
+      // Only the headers this document's responses use (the operator API has no per-app limits).
+      headers: Object.fromEntries(
+        Object.entries(headerComponents).filter(([name]) =>
+          JSON.stringify(paths).includes(`"#/components/headers/${name}"`),
+        ),
+      ),
       schemas: schemas.schemas,
     },
   };
