@@ -7,6 +7,7 @@ import { readGatewayConfig, startGateway, type RunningGateway } from '@loyalty/g
 import { readLedgerConfig, startLedger } from '@loyalty/ledger';
 import { readClaimsConfig, startClaims } from '@loyalty/claims';
 import { readReferralsConfig, startReferrals } from '@loyalty/referrals';
+import { checkResponse } from './contract.ts';
 import { MailSink } from './mail-sink.ts';
 import { connectAs, localNats, natsUserEnv } from './nats.ts';
 
@@ -121,6 +122,7 @@ export async function startTestSystem(
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const json = (await res.json()) as { success: boolean; data: T };
+    checkResponse(method, path, res.status, json);
     if (!json.success) throw new Error(`admin ${method} ${path} failed: ${JSON.stringify(json)}`);
     return json.data;
   };
@@ -192,7 +194,9 @@ export function apiClient(baseUrl: string, creds: { appId: string; apiKey: strin
       headers,
       body: opts.rawBody ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body)),
     });
-    return { status: res.status, body: (await res.json()) as never, headers: res.headers };
+    const json: unknown = await res.json();
+    checkResponse(method, path, res.status, json);
+    return { status: res.status, body: json as never, headers: res.headers };
   };
 }
 

@@ -64,6 +64,7 @@ export const Money = z
   .nonnegative()
   .max(MONEY_MAX)
   .refine((v) => hasDecimals(v, 2), 'must have at most two decimals')
+  .meta({ multipleOf: 0.01 })
   .describe('at most two decimals, at most 1000000000');
 /** A positive amount of money (a purchase, a refund, a redemption): at least 0.01. */
 export const PositiveMoney = z
@@ -71,6 +72,7 @@ export const PositiveMoney = z
   .min(0.01, 'must be at least 0.01')
   .max(MONEY_MAX)
   .refine((v) => hasDecimals(v, 2), 'must have at most two decimals')
+  .meta({ multipleOf: 0.01 })
   .describe('at least 0.01, at most two decimals, at most 1000000000');
 /** A number with at most `decimals` decimals (percentages, ratios). */
 export function decimalNumber(decimals: number) {
@@ -128,14 +130,21 @@ export const Metadata = z
     `JSON object of strings, numbers, booleans, null, objects and arrays: nested at most ${METADATA_LIMITS.depth} levels, at most ${METADATA_LIMITS.keys} keys in all, keys at most ${METADATA_LIMITS.keyLength} characters, at most ${METADATA_LIMITS.bytes} bytes as JSON; no NUL characters or unpaired surrogates`,
   );
 
-export const MaskedMember = z.object({ email: z.string(), phone: z.string().nullable() });
+export const MaskedMember = z
+  .object({
+    email: z.string().nullable().describe('masked; null when the member has no email'),
+    phone: z.string().nullable().describe('masked; null when the member has no phone'),
+  })
+  .meta({ id: 'MaskedMember' });
 
-export const Pagination = z.object({
-  limit: z.number().int(),
-  offset: z.number().int(),
-  total: z.number().int(),
-  has_more: z.boolean(),
-});
+export const Pagination = z
+  .object({
+    limit: z.number().int(),
+    offset: z.number().int(),
+    total: z.number().int(),
+    has_more: z.boolean(),
+  })
+  .meta({ id: 'Pagination' });
 
 /** `limit`/`offset` query parameters. */
 export function pageQuery(defaultLimit: number, maxLimit: number) {

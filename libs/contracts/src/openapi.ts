@@ -1,54 +1,147 @@
 import { z } from 'zod';
-import { errorCatalogue } from './errors.ts';
+import { errorCatalogue, type ErrorCode } from './errors.ts';
 import type { Operation } from './ops/types.ts';
 
 type JsonSchema = Record<string, unknown>;
 
-function schemaOf(type: z.ZodType, io: 'input' | 'output'): JsonSchema {
-  const s = z.toJSONSchema(type, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
-  delete s.$schema;
-  return s;
+/**
+ * Named schemas (`.meta({ id })` on a resource schema) go to `components.schemas` and are referenced;
+ * the same id must describe one schema in a document (an input and an output form that differ get
+ * an `Input` suffix for the input form).
+ */
+class SchemaCollector {
+  readonly schemas: Record<string, JsonSchema> = { Failure: failureSchema() };
+
+  schemaOf(type: z.ZodType, io: 'input' | 'output'): JsonSchema {
+    const s = z.toJSONSchema(type, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+    delete s.$schema;
+    const defs = (s.$defs ?? {}) as Record<string, JsonSchema>;
+    delete s.$defs;
+    const rewrite = (v: unknown, rename: (id: string) => string): unknown => {
+      if (Array.isArray(v)) return v.map((item) => rewrite(item, rename));
+      if (v === null || typeof v !== 'object') return v;
+      const out: Record<string, unknown> = {};
+      for (const [k, item] of Object.entries(v)) {
+        if (k === '$ref' && typeof item === 'string' && item.startsWith('#/$defs/'))
+          out[k] = `#/components/schemas/${rename(item.slice('#/$defs/'.length))}`;
+        else out[k] = rewrite(item, rename);
+      }
+      return out;
+    };
+    const same = (id: string) =>
+      this.schemas[id] === undefined ||
+      JSON.stringify(this.schemas[id]) === JSON.stringify(rewrite(defs[id], (x) => x));
+    const names = new Map<string, string>();
+    for (const id of Object.keys(defs)) {
+      if (same(id)) names.set(id, id);
+      else if (io === 'input') names.set(id, `${id}Input`);
+      else throw new Error(`two different schemas are named ${id}`);
+    }
+    const rename = (id: string) => names.get(id) ?? id;
+    for (const [id, def] of Object.entries(defs)) {
+      const rewritten = rewrite(def, rename) as JsonSchema;
+      const name = rename(id);
+      if (this.schemas[name] !== undefined && JSON.stringify(this.schemas[name]) !== JSON.stringify(rewritten))
+        throw new Error(`two different schemas are named ${name}`);
+      this.schemas[name] = rewritten;
+    }
+    return rewrite(s, rename) as JsonSchema;
+  }
 }
 
-const commonErrors = [
+/**
+ * Failures any operation can answer: the edge refuses the request before it reaches the
+ * operation (body, headers, limits) or the owning service fails.
+ */
+const everyOperationErrors: ErrorCode[] = [
   'validation_error',
-  'missing_credentials',
-  'invalid_credentials',
+  'invalid_json',
+  'invalid_header',
+  'payload_too_large',
+  'unsupported_media_type',
   'rate_limited',
+  'internal_error',
   'service_unavailable',
-] as const;
+];
 
-function failureResponses(op: Operation): Record<string, unknown> {
-  const codes = new Set<string>([...commonErrors, ...op.errors]);
+/** The two audiences of the API, each with its own document. */
+type Audience = 'merchant' | 'operator';
+
+/** Every failure code `op` can answer in the document of `audience`. */
+export function errorCodesOf(op: Operation, audience: Audience = 'merchant'): ErrorCode[] {
+  const codes = new Set<ErrorCode>(everyOperationErrors);
+  if (audience === 'operator') codes.add('invalid_operator_token');
+  else {
+    codes.add('missing_credentials');
+    codes.add('invalid_credentials');
+  }
   if (op.scope) codes.add('insufficient_scope');
   if (op.memberToken) {
     codes.add('member_token_required');
     codes.add('invalid_member_token');
   }
-  if (op.idempotent) codes.add('idempotency_key_reused');
-  const byStatus = new Map<number, string[]>();
-  for (const code of codes) {
-    const status = errorCatalogue[code as keyof typeof errorCatalogue].status;
+  if (op.idempotent) {
+    codes.add('idempotency_key_reused');
+    codes.add('idempotency_in_progress');
+  }
+  for (const code of op.errors) codes.add(code);
+  return [...codes];
+}
+
+const ref = (kind: 'schemas' | 'headers' | 'responses', name: string) => ({ $ref: `#/components/${kind}/${name}` });
+
+/** Headers of every response of `audience`'s operations; `Retry-After` on 429 and 503. */
+function responseHeaders(audience: Audience, status: number, op: Operation): Record<string, unknown> {
+  const headers: Record<string, unknown> = { 'X-Request-Id': ref('headers', 'XRequestId') };
+  if (audience === 'merchant') {
+    for (const name of [
+      'X-RateLimit-Limit',
+      'X-RateLimit-Remaining',
+      'X-RateLimit-Reset',
+      'RateLimit-Policy',
+      'RateLimit',
+    ])
+      headers[name] = ref('headers', name.replace(/-/g, ''));
+  }
+  if (status === 429 || status === 503) headers['Retry-After'] = ref('headers', 'RetryAfter');
+  if (status === 200 && op.idempotent) headers['Idempotent-Replayed'] = ref('headers', 'IdempotentReplayed');
+  return headers;
+}
+
+function failureResponses(op: Operation, audience: Audience): Record<string, unknown> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of errorCodesOf(op, audience)) {
+    const status = errorCatalogue[code].status;
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
   const out: Record<string, unknown> = {};
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
     out[String(status)] = {
       description: list.map((c) => `\`${c}\``).join(', '),
-      content: { 'application/json': { schema: { $ref: '#/components/schemas/Failure' } } },
+      headers: responseHeaders(audience, status, op),
+      content: {
+        'application/json': {
+          schema: {
+            allOf: [
+              ref('schemas', 'Failure'),
+              { type: 'object', properties: { error: { type: 'object', properties: { code: { enum: list } } } } },
+            ],
+          },
+        },
+      },
     };
   }
   return out;
 }
 
-function parametersOf(op: Operation): unknown[] {
+function parametersOf(op: Operation, schemas: SchemaCollector): unknown[] {
   const params: unknown[] = [];
   for (const [where, schema] of [
     ['path', op.params],
     ['query', op.query],
   ] as const) {
     if (!schema) continue;
-    const json = schemaOf(schema, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
+    const json = schemas.schemaOf(schema, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
     for (const [name, prop] of Object.entries(json.properties ?? {})) {
       params.push({
         name,
@@ -71,20 +164,76 @@ function parametersOf(op: Operation): unknown[] {
   return params;
 }
 
-/** OpenAPI 3.1 document generated from the contract table. */
-export function buildOpenApiDocument(ops: Record<string, Operation>, serverUrl = '/'): Record<string, unknown> {
+const integerHeader = (description: string) => ({ description, schema: { type: 'integer', minimum: 0 } });
+
+const headerComponents: Record<string, unknown> = {
+  XRequestId: {
+    description: 'The request id: the `X-Request-Id` the client sent when it is valid, otherwise a generated UUID.',
+    schema: { type: 'string' },
+  },
+  RetryAfter: integerHeader('Seconds to wait before trying again.'),
+  IdempotentReplayed: {
+    description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key.',
+    schema: { type: 'string', enum: ['true'] },
+  },
+  XRateLimitLimit: integerHeader('Requests the app may make per window.'),
+  XRateLimitRemaining: integerHeader('Requests the app has left in the current window.'),
+  XRateLimitReset: integerHeader('Seconds until the current window ends.'),
+  RateLimitPolicy: {
+    description: 'The app\'s quota policy (IETF RateLimit header fields), e.g. `"default";q=100;w=60`.',
+    schema: { type: 'string' },
+  },
+  RateLimit: {
+    description: 'The app\'s remaining quota (IETF RateLimit header fields), e.g. `"default";r=99;t=60`.',
+    schema: { type: 'string' },
+  },
+};
+
+function failureSchema(): JsonSchema {
+  return {
+    type: 'object',
+    required: ['success', 'error'],
+    properties: {
+      success: { const: false },
+      error: {
+        type: 'object',
+        required: ['code', 'message'],
+        properties: { code: { type: 'string', enum: Object.keys(errorCatalogue) }, message: { type: 'string' } },
+        additionalProperties: true,
+      },
+    },
+  };
+}
+
+/** What each tag of the contract table groups, for the reference's sections. */
+const tagDescriptions: Record<string, string> = {
+  'Member authentication':
+    'Members sign up and sign in with one-time codes mailed to them; member tokens; the redemption PIN.',
+  Cashback: 'Cashback cards: earn a percentage of purchases, redeem and refund it.',
+  Points: 'Points cards: earn points for purchases, redeem them for rewards, refund them.',
+  'Reward claims': 'Members claim rewards with a mailed code; staff approve (points are deducted) or reject.',
+  Referrals: "Referral codes, their application and the programme's statistics.",
+  'Provisioning (operator)': 'Tenants, apps and their keys, cards and rewards, for the platform operator.',
+};
+
+/** The platform is not published under an open licence (package.json: private). */
+const license = { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' };
+
+function build(ops: Record<string, Operation>, serverUrl: string, audience: Audience): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
+  const schemas = new SchemaCollector();
   for (const [id, op] of Object.entries(ops)) {
     const path = op.path.replace(/:([a-z_]+)/g, '{$1}');
-    const security: Record<string, string[]>[] = [
-      op.memberToken ? { AppId: [], ApiKey: [], MemberToken: [] } : { AppId: [], ApiKey: [] },
-    ];
+    const security: Record<string, string[]>[] =
+      audience === 'operator'
+        ? [{ OperatorToken: [] }]
+        : [op.memberToken ? { AppId: [], ApiKey: [], MemberToken: [] } : { AppId: [], ApiKey: [] }];
     const success: JsonSchema = {
       type: 'object',
       required: ['success', 'data'],
       properties: {
         success: { const: true },
-        data: schemaOf(op.response, 'output'),
+        data: schemas.schemaOf(op.response, 'output'),
         ...(op.topLevelMessage ? { message: { type: 'string' } } : {}),
       },
     };
@@ -94,53 +243,110 @@ export function buildOpenApiDocument(ops: Record<string, Operation>, serverUrl =
       summary: op.summary,
       tags: [op.tag],
       description: [
-        op.scope ? `Scope: \`${op.scope}\`.` : 'No scope required.',
+        audience === 'operator'
+          ? 'Requires `Authorization: Bearer <operator token>`.'
+          : op.scope
+            ? `Scope: \`${op.scope}\`.`
+            : 'No scope required.',
         op.memberToken ? 'Requires `X-Member-Token`.' : '',
       ]
         .filter(Boolean)
         .join(' '),
       security,
-      parameters: parametersOf(op),
+      parameters: parametersOf(op, schemas),
       ...(op.body
-        ? { requestBody: { required: true, content: { 'application/json': { schema: schemaOf(op.body, 'input') } } } }
+        ? {
+            requestBody: {
+              required: true,
+              content: {
+                'application/json': {
+                  schema: schemas.schemaOf(op.body, 'input'),
+                  ...(op.example?.request !== undefined ? { example: op.example.request } : {}),
+                },
+              },
+            },
+          }
         : {}),
       responses: {
-        '200': { description: 'Success', content: { 'application/json': { schema: success } } },
-        ...failureResponses(op),
-      },
-    };
-  }
-  return {
-    openapi: '3.1.0',
-    info: {
-      title: 'Loyalty platform API',
-      version: '1.0.0',
-      description:
-        'Membership with one-time codes, cashback, points, reward claims and referrals. Every call sends `X-App-Id` and `X-Api-Key`. Failures use `{ success: false, error: { code, message, ... } }`.',
-    },
-    servers: [{ url: serverUrl }],
-    paths,
-    components: {
-      securitySchemes: {
-        AppId: { type: 'apiKey', in: 'header', name: 'X-App-Id' },
-        ApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
-        MemberToken: { type: 'apiKey', in: 'header', name: 'X-Member-Token' },
-      },
-      schemas: {
-        Failure: {
-          type: 'object',
-          required: ['success', 'error'],
-          properties: {
-            success: { const: false },
-            error: {
-              type: 'object',
-              required: ['code', 'message'],
-              properties: { code: { type: 'string', enum: Object.keys(errorCatalogue) }, message: { type: 'string' } },
-              additionalProperties: true,
+        '200': {
+          description: 'Success',
+          headers: responseHeaders(audience, 200, op),
+          content: {
+            'application/json': {
+              schema: success,
+              ...(op.example
+                ? {
+                    example: {
+                      success: true,
+                      data: op.example.response,
+                      ...(op.example.message !== undefined ? { message: op.example.message } : {}),
+                    },
+                  }
+                : {}),
             },
           },
         },
+        ...failureResponses(op, audience),
       },
+    };
+  }
+  const securitySchemes: Record<string, unknown> =
+    audience === 'operator'
+      ? {
+          OperatorToken: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'The operator token (`OPERATOR_TOKEN` of the gateway).',
+          },
+        }
+      : {
+          AppId: { type: 'apiKey', in: 'header', name: 'X-App-Id' },
+          ApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
+          MemberToken: { type: 'apiKey', in: 'header', name: 'X-Member-Token' },
+        };
+  return {
+    openapi: '3.1.0',
+    info:
+      audience === 'operator'
+        ? {
+            title: 'Loyalty platform operator API',
+            version: '1.0.0',
+            license,
+            description:
+              'Provisioning of tenants, apps and card programmes, for the platform operator. Every call sends `Authorization: Bearer <operator token>`. Failures use `{ success: false, error: { code, message, ... } }`.',
+          }
+        : {
+            title: 'Loyalty platform API',
+            version: '1.0.0',
+            license,
+            description:
+              'Membership with one-time codes, cashback, points, reward claims and referrals. Every call sends `X-App-Id` and `X-Api-Key`. Failures use `{ success: false, error: { code, message, ... } }`.',
+          },
+    servers: [{ url: serverUrl }],
+    tags: [...new Set(Object.values(ops).map((op) => op.tag))].map((name) => ({
+      name,
+      description: tagDescriptions[name] ?? name,
+    })),
+    paths,
+    components: {
+      securitySchemes,
+      // Only the headers this document's responses use (the operator API has no per-app limits).
+      headers: Object.fromEntries(
+        Object.entries(headerComponents).filter(([name]) =>
+          JSON.stringify(paths).includes(`"#/components/headers/${name}"`),
+        ),
+      ),
+      schemas: schemas.schemas,
     },
   };
+}
+
+/** OpenAPI 3.1 document of the merchant API (`/api/v1`), generated from the contract table. */
+export function buildOpenApiDocument(ops: Record<string, Operation>, serverUrl = '/'): Record<string, unknown> {
+  return build(ops, serverUrl, 'merchant');
+}
+
+/** OpenAPI 3.1 document of the operator API (`/admin/v1`, bearer operator token), generated from its table. */
+export function buildOperatorOpenApiDocument(ops: Record<string, Operation>, serverUrl = '/'): Record<string, unknown> {
+  return build(ops, serverUrl, 'operator');
 }

@@ -3,24 +3,30 @@ import { authOperations } from './ops/auth.ts';
 import { claimsOperations } from './ops/claims.ts';
 import { cashbackOperations, ledgerAdminOperations, memberPinOperations, pointsOperations } from './ops/ledger.ts';
 import { referralOperations } from './ops/referrals.ts';
+import { operationExamples } from './ops/examples.ts';
 import type { Operation } from './ops/types.ts';
+
+/** The table with each operation's example (ops/examples.ts) attached. */
+function withExamples(ops: Record<string, Operation>): Record<string, Operation> {
+  return Object.fromEntries(Object.entries(ops).map(([id, op]) => [id, { ...op, example: operationExamples[id] }]));
+}
 
 /**
  * The contract table: every HTTP operation of `/api/v1`. The gateway registers its routes from
  * this table in one loop and the OpenAPI document is generated from it.
  * Adding an endpoint = one entry here + one handler in the owning service.
  */
-export const operations: Record<string, Operation> = {
+export const operations: Record<string, Operation> = withExamples({
   ...authOperations,
   ...claimsOperations,
   ...referralOperations,
   ...cashbackOperations,
   ...pointsOperations,
   ...memberPinOperations,
-};
+});
 
 /** The operator (provisioning) table, served under /admin/v1 behind the operator token. */
-export const operatorOperations: Record<string, Operation> = {
+export const operatorOperations: Record<string, Operation> = withExamples({
   ...adminOperations,
   ...ledgerAdminOperations,
-};
+});

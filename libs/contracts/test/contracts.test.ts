@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import {
   buildOpenApiDocument,
+  buildOperatorOpenApiDocument,
   errorCatalogue,
   Id,
   identityOperations,
@@ -40,6 +41,137 @@ describe('contract table', () => {
       const path = op.path.replace(/:([a-z_]+)/g, '{$1}');
       expect(doc.paths[path]?.[op.method.toLowerCase()]?.operationId).toBe(id);
     }
+  });
+});
+
+type Doc = {
+  paths: Record<string, Record<string, Op>>;
+  components: { securitySchemes: Record<string, unknown> };
+};
+type Op = {
+  operationId: string;
+  security: unknown;
+  responses: Record<string, { content?: Record<string, { schema: { allOf?: FailureCodes[] } }> }>;
+};
+type FailureCodes = { properties: { error: { properties: { code: { enum: string[] } } } } };
+const codesOf = (op: Op, status: string): unknown =>
+  op.responses[status]?.content?.['application/json']?.schema.allOf?.[1]?.properties.error.properties.code.enum;
+
+describe('operator document', () => {
+  it('documents the operator API with bearer security only, apart from the merchant document', () => {
+    const doc = buildOperatorOpenApiDocument(operatorOperations) as Doc;
+    expect(Object.keys(doc.components.securitySchemes)).toEqual(['OperatorToken']);
+    for (const [id, op] of Object.entries(operatorOperations)) {
+      const documented = doc.paths[op.path.replace(/:([a-z_]+)/g, '{$1}')]![op.method.toLowerCase()]!;
+      expect(documented.operationId).toBe(id);
+      expect(documented.security).toEqual([{ OperatorToken: [] }]);
+      expect(codesOf(documented, '401')).toEqual(['invalid_operator_token']);
+    }
+    const merchant = buildOpenApiDocument(operations) as Doc;
+    expect(Object.keys(merchant.paths).filter((p) => p.startsWith('/admin/'))).toEqual([]);
+  });
+
+  it('lists exactly the codes of each status per operation', () => {
+    const merchant = buildOpenApiDocument(operations) as Doc;
+    const earn = merchant.paths['/api/v1/cashback/cashback/earn']!.post!;
+    expect(codesOf(earn, '401')).toEqual(expect.arrayContaining(['missing_credentials', 'invalid_credentials']));
+    expect(codesOf(earn, '400')).toEqual(expect.arrayContaining(['invalid_json', 'validation_error']));
+    expect(codesOf(earn, '401')).not.toContain('invalid_operator_token');
+  });
+});
+
+describe('named schemas', () => {
+  it('puts the resource schemas in components.schemas and references them', () => {
+    const merchant = buildOpenApiDocument(operations) as Doc & { components: { schemas: Record<string, unknown> } };
+    const operator = buildOperatorOpenApiDocument(operatorOperations) as typeof merchant;
+    const names = [...Object.keys(merchant.components.schemas), ...Object.keys(operator.components.schemas)];
+    for (const name of [
+      'Member',
+      'MaskedMember',
+      'CashbackCard',
+      'Card',
+      'CashbackConfig',
+      'Reward',
+      'CashbackTransaction',
+      'PointsTransaction',
+      'Pagination',
+      'ClaimRequest',
+      'Referral',
+      'ReferralStats',
+      'TopReferrer',
+      'BalanceWarning',
+      'Failure',
+    ])
+      expect(names).toContain(name);
+    const text = JSON.stringify([merchant, operator]);
+    expect(text).not.toContain('#/$defs/');
+    for (const [, name] of text.matchAll(/"#\/components\/schemas\/([A-Za-z]+)"/g))
+      expect(names, `${name} is referenced`).toContain(name);
+    expect(text).toContain('"#/components/schemas/ClaimRequest"');
+  });
+});
+
+describe('document says what the server does', () => {
+  const doc = buildOpenApiDocument(operations) as Record<string, unknown>;
+  const at = (...path: string[]): unknown =>
+    path.reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], doc);
+  const body = (path: string) => at('paths', path, 'post', 'requestBody', 'content', 'application/json', 'schema');
+
+  it('expresses "member_id, email or phone" and "email or phone" as anyOf of required lists', () => {
+    const byMember = [{ required: ['member_id'] }, { required: ['email'] }, { required: ['phone'] }];
+    for (const path of [
+      '/api/v1/cashback/cashback/earn',
+      '/api/v1/cashback/cashback/refund',
+      '/api/v1/loyalty/points/earn',
+      '/api/v1/loyalty/points/refund',
+    ])
+      expect(body(path), path).toMatchObject({ anyOf: byMember });
+    expect(body('/api/v1/auth/member/check')).toMatchObject({
+      anyOf: [{ required: ['email'] }, { required: ['phone'] }],
+    });
+  });
+
+  it('bounds money (0.01 up, two decimals) and makes ids integers', () => {
+    const earn = body('/api/v1/cashback/cashback/earn') as { properties: Record<string, Record<string, unknown>> };
+    expect(earn.properties.purchase_amount).toMatchObject({ type: 'number', minimum: 0.01, multipleOf: 0.01 });
+    expect(earn.properties.card_id).toMatchObject({ type: 'integer' });
+    expect(earn.properties.member_id).toMatchObject({ type: 'integer' });
+  });
+
+  it('declares absent contact data as null and only the four public claim statuses', () => {
+    expect(at('components', 'schemas', 'MaskedMember', 'properties', 'email', 'type')).toEqual(['string', 'null']);
+    expect(at('components', 'schemas', 'ClaimRequest', 'properties', 'status', 'enum')).toEqual([
+      'pending',
+      'approved',
+      'rejected',
+      'expired',
+    ]);
+  });
+
+  it('lists the edge failures on every operation and documents the response headers', () => {
+    for (const [id, op] of Object.entries(operations)) {
+      const documented = at('paths', op.path.replace(/:([a-z_]+)/g, '{$1}'), op.method.toLowerCase()) as Op & {
+        responses: Record<string, { headers: Record<string, unknown> }>;
+      };
+      expect(codesOf(documented, '400'), id).toEqual(expect.arrayContaining(['invalid_json', 'validation_error']));
+      expect(codesOf(documented, '413'), id).toEqual(['payload_too_large']);
+      expect(codesOf(documented, '415'), id).toEqual(['unsupported_media_type']);
+      expect(codesOf(documented, '500'), id).toEqual(['internal_error']);
+      expect(Object.keys(documented.responses['429']!.headers), id).toContain('Retry-After');
+      expect(Object.keys(documented.responses['200']!.headers), id).toEqual(
+        expect.arrayContaining(['X-Request-Id', 'X-RateLimit-Limit', 'RateLimit-Policy', 'RateLimit']),
+      );
+      if (op.idempotent) {
+        expect(Object.keys(documented.responses['200']!.headers), id).toContain('Idempotent-Replayed');
+        expect(codesOf(documented, '409'), id).toEqual(
+          expect.arrayContaining(['idempotency_key_reused', 'idempotency_in_progress']),
+        );
+      }
+    }
+    const earn = at('paths', '/api/v1/loyalty/points/earn', 'post') as Op;
+    expect(codesOf(earn, '422')).toEqual(expect.arrayContaining(['member_inactive', 'balance_limit_exceeded']));
+    const refund = at('paths', '/api/v1/cashback/cashback/refund', 'post') as Op;
+    expect(codesOf(refund, '422')).toContain('refund_reference_mismatch');
   });
 });
 

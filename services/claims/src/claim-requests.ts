@@ -1,6 +1,6 @@
-import { AppError, type ClaimStatus, type Meta } from '@loyalty/contracts';
+import { AppError, type ClaimStatus as PublicClaimStatus, type Meta } from '@loyalty/contracts';
 import { WithMessage, type Clock, type Outbox, type Pool, type ReplayStore } from '@loyalty/runtime';
-import { decide, expiryOf, pagination } from './domain/claim-request.ts';
+import { decide, expiryOf, pagination, publicStatus, type ClaimStatus } from './domain/claim-request.ts';
 import { claimRecord } from './domain/record.ts';
 import { recordClaimEvent } from './events.ts';
 import type { ClaimsClients } from './clients.ts';
@@ -21,7 +21,7 @@ export function notPending(status: ClaimStatus): AppError {
     status === 'approving'
       ? 'An approval of this claim request is in progress.'
       : `The claim request is ${status}, not pending.`;
-  return new AppError('claim_request_not_pending', message, { current_status: status });
+  return new AppError('claim_request_not_pending', message, { current_status: publicStatus(status) });
 }
 
 /** The card must be a points card of this tenant; the reward must belong to it and be active. */
@@ -106,7 +106,7 @@ export function claimRequests(deps: ClaimDeps) {
       );
     },
 
-    async list(d: { card_id: number; status?: ClaimStatus; limit: number; offset: number }, meta: Meta) {
+    async list(d: { card_id: number; status?: PublicClaimStatus; limit: number; offset: number }, meta: Meta) {
       await clients.card(meta, d.card_id); // a missing or foreign card is card_not_found, not an empty list
       const { rows, total } = await listClaimRequests(pool, {
         tenantId: meta.tenant_id,

@@ -241,11 +241,21 @@ describe('approve', () => {
     expect(crashes).toBe(1);
     // The debit happened; the request is held by the unfinished approval, so reject cannot take it.
     expect(balance(card, m.id)).toBe(400);
-    expect((await getClaim(id)).status).toBe('approving');
+    // Clients see the request being approved as pending (approving is internal).
+    expect((await getClaim(id)).status).toBe('pending');
+    const pending = await claims.request(ops['claims.list'], publicMeta(tenantId), {
+      card_id: card,
+      status: 'pending',
+    });
+    expect(pending.claim_requests.find((x) => x.id === id)?.status).toBe('pending');
     const rej = await reject(id);
     expect(rej).toMatchObject({
       ok: false,
-      error: { code: 'claim_request_not_pending', current_status: 'approving' },
+      error: {
+        code: 'claim_request_not_pending',
+        current_status: 'pending',
+        message: 'An approval of this claim request is in progress.',
+      },
     });
     // The retry replays the debit (same claim:<id> key) and finishes.
     const retry = await approve(id);
@@ -293,7 +303,7 @@ describe('approve', () => {
       if (a.ok) {
         expect(final.status).toBe('approved');
         expect(r).toMatchObject({ ok: false, error: { code: 'claim_request_not_pending' } });
-        expect(['approving', 'approved']).toContain(!r.ok && r.error.current_status);
+        expect(['pending', 'approved']).toContain(!r.ok && r.error.current_status);
         expect(points).toBe(400);
       } else {
         expect(final.status).toBe('rejected');

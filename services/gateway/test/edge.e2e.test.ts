@@ -112,6 +112,37 @@ describe('envelope and routing', () => {
     const docs = await fetch(`${sys.url}/docs/`);
     expect(docs.status).toBe(200);
     expect(await docs.text()).toContain('swagger');
+    expect(Object.keys(doc.paths).filter((p) => p.startsWith('/admin/'))).toEqual([]);
+  });
+
+  it('serves the operator API in its own document with bearer security', async () => {
+    const doc = (await (await fetch(`${sys.url}/admin/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { security: unknown }>>;
+      components: { securitySchemes: Record<string, unknown> };
+    };
+    expect(doc.paths['/admin/v1/tenants']?.post?.security).toEqual([{ OperatorToken: [] }]);
+    expect(doc.components.securitySchemes).toEqual({
+      OperatorToken: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
+    });
+    expect(Object.keys(doc.paths).every((p) => p.startsWith('/admin/v1/'))).toBe(true);
+    const ui = await fetch(`${sys.url}/admin/docs/`);
+    expect(ui.status).toBe(200);
+    expect(await ui.text()).toContain('swagger');
+  });
+
+  it('tags both documents with a strong ETag and answers 304 to If-None-Match', async () => {
+    for (const path of ['/openapi.json', '/admin/openapi.json']) {
+      const first = await fetch(`${sys.url}${path}`);
+      const etag = first.headers.get('etag');
+      expect(etag).toMatch(/^"[A-Za-z0-9_-]+"$/);
+      const again = await fetch(`${sys.url}${path}`, { headers: { 'if-none-match': etag! } });
+      expect(again.status).toBe(304);
+      const other = await fetch(`${sys.url}${path}`, { headers: { 'if-none-match': '"stale"' } });
+      expect(other.status).toBe(200);
+    }
+    expect((await fetch(`${sys.url}/openapi.json`)).headers.get('etag')).not.toBe(
+      (await fetch(`${sys.url}/admin/openapi.json`)).headers.get('etag'),
+    );
   });
 
   it('protects the operator API with the operator token', async () => {

@@ -29,7 +29,8 @@ export interface MemberAuthDeps {
   tokenTtlMinutes: number;
 }
 
-const masked = (m: Member) => ({ email: maskEmail(m.email) ?? '', phone: maskPhone(m.phone) });
+/** Absent contact data is `null` (never `""`): a member created by phone only has no email. */
+const masked = (m: Member) => ({ email: maskEmail(m.email) ?? null, phone: maskPhone(m.phone) });
 
 function memberNotFound(): AppError {
   return new AppError('member_not_found', undefined, {

@@ -107,6 +107,9 @@ describe('earn', () => {
       body: { card_id: tenth, phone: '+15550001111', purchase_amount: 0.3 + 99.7 },
     });
     expect(r2.body.data).toMatchObject({ points_earned: 10, new_balance: 20 });
+    // A member created by phone only has no email: null, never "".
+    const check = await api('POST', '/api/v1/auth/member/check', { body: { phone: '+15550001111' } });
+    expect(check.body.data).toMatchObject({ exists: true, member: { email: null, phone: expect.any(String) } });
   });
 
   it('publishes the points_earned event to JetStream through the outbox', async () => {

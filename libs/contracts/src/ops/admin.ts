@@ -9,16 +9,22 @@ import { defineOperations } from './types.ts';
  */
 const base = { scope: null, memberToken: false, idempotent: false, tag: 'Provisioning (operator)' } as const;
 
-const Tenant = z.object({ id: Id, name: z.string(), sandbox: z.boolean(), created_at: Timestamp });
-const App = z.object({
-  app_id: z.string(),
-  tenant_id: Id,
-  name: z.string(),
-  scopes: z.array(Scope),
-  created_at: Timestamp,
-  revoked_at: Timestamp.nullable(),
-});
-const AppWithKey = App.extend({ api_key: z.string().describe('shown once; only a hash is stored') });
+const Tenant = z
+  .object({ id: Id, name: z.string(), sandbox: z.boolean(), created_at: Timestamp })
+  .meta({ id: 'Tenant' });
+const App = z
+  .object({
+    app_id: z.string(),
+    tenant_id: Id,
+    name: z.string(),
+    scopes: z.array(Scope),
+    created_at: Timestamp,
+    revoked_at: Timestamp.nullable(),
+  })
+  .meta({ id: 'App' });
+const AppWithKey = z
+  .object({ ...App.shape, api_key: z.string().describe('shown once; only a hash is stored') })
+  .meta({ id: 'AppWithKey' });
 const TenantParams = z.object({ tenant_id: IdParam });
 const AppParams = z.object({ app_id: Text.min(1).max(64) });
 

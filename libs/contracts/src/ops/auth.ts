@@ -9,7 +9,8 @@ export const CheckMemberBody = z
   .refine((b) => b.email !== undefined || b.phone !== undefined, {
     message: 'email or phone is required',
     path: ['email'],
-  });
+  })
+  .meta({ anyOf: [{ required: ['email'] }, { required: ['phone'] }] });
 
 export const RegisterBody = z.object({
   name: Text.trim().min(1).max(200),
@@ -24,11 +25,23 @@ export const VerifyOtpBody = z.object({
   code: Text.trim().regex(/^[0-9]{6}$/, 'must be the 6-digit code'),
 });
 
-const MemberToken = z.object({
-  member_token: z.string(),
-  expires_at: Timestamp,
-  expires_in_minutes: z.number().int(),
-});
+const MemberToken = z
+  .object({
+    member_token: z.string(),
+    expires_at: Timestamp,
+    expires_in_minutes: z.number().int(),
+  })
+  .meta({ id: 'MemberToken' });
+
+/** A member as registration and sign-in show it; contact data masked, `null` when absent. */
+const Member = z
+  .object({
+    id: Id,
+    name: z.string(),
+    email: z.string().nullable().describe('masked; null when the member has no email'),
+    phone: z.string().nullable().describe('masked; null when the member has no phone'),
+  })
+  .meta({ id: 'Member' });
 
 export const authOperations = defineOperations({
   'member.check': {
@@ -57,11 +70,18 @@ export const authOperations = defineOperations({
     body: RegisterBody,
     response: z.object({
       message: z.string(),
-      member: z.object({ id: Id, name: z.string(), email: z.string(), phone: z.string().nullable() }),
+      member: Member,
       otp_expires_in_minutes: z.number().int(),
       otp_code: z.string().optional().describe('sandbox tenants only'),
     }),
-    errors: ['email_taken', 'phone_taken', 'otp_cooldown', 'otp_hourly_limit', 'email_delivery_failed'],
+    errors: [
+      'email_taken',
+      'phone_taken',
+      'otp_cooldown',
+      'otp_hourly_limit',
+      'email_delivery_failed',
+      'tenant_not_found',
+    ],
   },
   'member.request_otp': {
     ...base,
@@ -78,7 +98,14 @@ export const authOperations = defineOperations({
       member: MaskedMember,
       otp_code: z.string().optional().describe('sandbox tenants only'),
     }),
-    errors: ['member_not_found', 'otp_cooldown', 'otp_hourly_limit', 'email_delivery_failed'],
+    errors: [
+      'member_not_found',
+      'otp_cooldown',
+      'otp_hourly_limit',
+      'email_delivery_failed',
+      'tenant_not_found',
+      'member_inactive',
+    ],
   },
   'member.verify_otp': {
     ...base,
@@ -89,9 +116,7 @@ export const authOperations = defineOperations({
     idempotent: false,
     summary: 'Verify a one-time code and issue a member token',
     body: VerifyOtpBody,
-    response: MemberToken.extend({
-      member: z.object({ id: Id, email: z.string(), phone: z.string().nullable(), name: z.string() }),
-    }),
+    response: z.object({ ...MemberToken.shape, member: Member }),
     errors: ['invalid_otp', 'otp_expired', 'otp_attempts_exceeded', 'member_not_found'],
   },
   'member.refresh': {

@@ -10,11 +10,11 @@ import { defineOperations } from './types.ts';
 const base = { service: 'claims', memberToken: false, tag: 'Reward claims' } as const;
 
 /**
- * Statuses a request can have. `approving` is transient: an approval has started (the request is
- * locked against reject and expiry) and is waiting for the ledger's debit; it ends as `approved`
- * or, when the debit is refused, back in `pending`.
+ * Statuses a request shows clients (the interface's four). The claims service also keeps a
+ * transient `approving` internally (an approval waiting for the ledger's debit); clients see such a
+ * request as `pending`, which it still is until the debit is applied.
  */
-export const claimStatuses = ['pending', 'approving', 'approved', 'rejected', 'expired'] as const;
+export const claimStatuses = ['pending', 'approved', 'rejected', 'expired'] as const;
 export const ClaimStatus = z.enum(claimStatuses);
 export type ClaimStatus = z.infer<typeof ClaimStatus>;
 
@@ -22,20 +22,22 @@ const Note = Text.trim().max(1000, 'must be at most 1000 characters');
 const RequestParams = z.object({ request_id: IdParam });
 const StaffBody = z.object({ staff_note: Note.optional() });
 
-export const ClaimRequestRecord = z.object({
-  id: Id,
-  status: ClaimStatus,
-  member: z.object({ id: Id, name: z.string().nullable(), email: z.string().nullable().describe('masked') }),
-  card_id: Id,
-  reward: z.object({ id: Id, name: z.string(), points_cost: z.number().int() }),
-  member_note: z.string().nullable(),
-  staff_note: z.string().nullable(),
-  points_deducted: z.number().int().nullable().describe('set on approval'),
-  created_at: Timestamp,
-  approved_at: Timestamp.nullable(),
-  rejected_at: Timestamp.nullable(),
-  expires_at: Timestamp.describe('a pending request expires at this time'),
-});
+export const ClaimRequestRecord = z
+  .object({
+    id: Id,
+    status: ClaimStatus,
+    member: z.object({ id: Id, name: z.string().nullable(), email: z.string().nullable().describe('masked') }),
+    card_id: Id,
+    reward: z.object({ id: Id, name: z.string(), points_cost: z.number().int() }),
+    member_note: z.string().nullable(),
+    staff_note: z.string().nullable(),
+    points_deducted: z.number().int().nullable().describe('set on approval'),
+    created_at: Timestamp,
+    approved_at: Timestamp.nullable(),
+    rejected_at: Timestamp.nullable(),
+    expires_at: Timestamp.describe('a pending request expires at this time'),
+  })
+  .meta({ id: 'ClaimRequest' });
 export type ClaimRequestRecord = z.infer<typeof ClaimRequestRecord>;
 
 export const claimsOperations = defineOperations({
@@ -63,6 +65,7 @@ export const claimsOperations = defineOperations({
       'otp_cooldown',
       'otp_hourly_limit',
       'email_delivery_failed',
+      'tenant_not_found',
     ],
   },
   'claims.create': {

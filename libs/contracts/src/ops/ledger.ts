@@ -30,6 +30,8 @@ const memberFields = { member_id: Id.optional(), email: Email.optional(), phone:
 const needsMember = (b: { member_id?: number; email?: string; phone?: string }) =>
   b.member_id !== undefined || b.email !== undefined || b.phone !== undefined;
 const memberRule = { message: 'member_id, email or phone is required', path: ['member_id'] };
+/** The same rule for the reference (a refine is invisible to JSON Schema). */
+const memberRequired = [{ required: ['member_id'] }, { required: ['email'] }, { required: ['phone'] }];
 
 const AccountQuery = z.object({ card_id: IdParam, member_id: IdParam });
 const HistoryQuery = z.object({ card_id: IdParam, member_id: IdParam, ...pageQuery(20, 100) });
@@ -43,40 +45,48 @@ const BalanceWarning = z
     deducted: z.number().describe('what was actually deducted: the whole balance'),
     uncovered: z.number().describe('requested minus deducted'),
   })
-  .nullable();
+  .meta({ id: 'BalanceWarning' });
 
-export const CashbackConfig = z.object({
-  cashback_percentage: z.number(),
-  cashback_min_amount: z.number(),
-  cashback_max_amount: z.number().nullable().describe('null: no cap'),
-  allows_pin_redemption: z.boolean(),
-});
+export const CashbackConfig = z
+  .object({
+    cashback_percentage: z.number(),
+    cashback_min_amount: z.number(),
+    cashback_max_amount: z.number().nullable().describe('null: no cap'),
+    allows_pin_redemption: z.boolean(),
+  })
+  .meta({ id: 'CashbackConfig' });
 
-export const CashbackCard = z.object({
-  id: Id,
-  unique_identifier: z.string(),
-  name: z.string(),
-  description: z.string(),
-  reward_system: z.literal('cashback'),
-  currency: z.string(),
-  cashback_config: CashbackConfig,
-});
+export const CashbackCard = z
+  .object({
+    id: Id,
+    unique_identifier: z.string(),
+    name: z.string(),
+    description: z.string(),
+    reward_system: z.literal('cashback'),
+    currency: z.string(),
+    cashback_config: CashbackConfig,
+  })
+  .meta({ id: 'CashbackCard' });
 
-export const CashbackHistoryEntry = z.object({
-  id: Id,
-  type: z.enum(['earning', 'redemption']).describe('redemption for every deduction (redeem and refund)'),
-  amount: z.number().describe('negative for a deduction'),
-  points: z.literal(0),
-  event: z.string(),
-  created_at: Timestamp,
-});
+export const CashbackHistoryEntry = z
+  .object({
+    id: Id,
+    type: z.enum(['earning', 'redemption']).describe('redemption for every deduction (redeem and refund)'),
+    amount: z.number().describe('negative for a deduction'),
+    points: z.literal(0),
+    event: z.string(),
+    created_at: Timestamp,
+  })
+  .meta({ id: 'CashbackTransaction' });
 
-export const PointsHistoryEntry = z.object({
-  id: Id,
-  points: z.number().int().describe('negative for a deduction'),
-  event: z.string(),
-  created_at: Timestamp,
-});
+export const PointsHistoryEntry = z
+  .object({
+    id: Id,
+    points: z.number().int().describe('negative for a deduction'),
+    event: z.string(),
+    created_at: Timestamp,
+  })
+  .meta({ id: 'PointsTransaction' });
 
 export const cashbackOperations = defineOperations({
   'cashback.earn': {
@@ -98,7 +108,8 @@ export const cashbackOperations = defineOperations({
         reference: Reference.optional(),
         metadata: Metadata.optional(),
       })
-      .refine(needsMember, memberRule),
+      .refine(needsMember, memberRule)
+      .meta({ anyOf: memberRequired }),
     response: z.object({
       transaction_id: Id,
       purchase_amount: z.number(),
@@ -118,6 +129,7 @@ export const cashbackOperations = defineOperations({
       'duplicate_reference',
       'balance_limit_exceeded',
       'idempotency_key_reused',
+      'member_inactive',
     ],
   },
   'cashback.redeem': {
@@ -213,7 +225,8 @@ export const cashbackOperations = defineOperations({
         cashback_to_deduct: Money.optional(),
         reference: Reference.optional(),
       })
-      .refine(needsMember, memberRule),
+      .refine(needsMember, memberRule)
+      .meta({ anyOf: memberRequired }),
     response: z.object({
       transaction_id: Id,
       cashback_deducted: z.number(),
@@ -224,7 +237,7 @@ export const cashbackOperations = defineOperations({
       member_id: Id,
       card_id: Id,
       reference: z.string().nullable(),
-      balance_warning: BalanceWarning,
+      balance_warning: BalanceWarning.nullable(),
       refunded_at: Timestamp,
     }),
     errors: [
@@ -268,7 +281,8 @@ export const pointsOperations = defineOperations({
         reference: Reference.optional(),
         metadata: Metadata.optional(),
       })
-      .refine(needsMember, memberRule),
+      .refine(needsMember, memberRule)
+      .meta({ anyOf: memberRequired }),
     response: z.object({
       transaction_id: Id,
       points_earned: z.number().int(),
@@ -290,6 +304,7 @@ export const pointsOperations = defineOperations({
       'duplicate_reference',
       'balance_limit_exceeded',
       'idempotency_key_reused',
+      'member_inactive',
     ],
   },
   'points.redeem': {
@@ -340,7 +355,8 @@ export const pointsOperations = defineOperations({
         points_to_deduct: z.number().int().min(0).max(1_000_000_000).optional(),
         reference: Reference.optional(),
       })
-      .refine(needsMember, memberRule),
+      .refine(needsMember, memberRule)
+      .meta({ anyOf: memberRequired }),
     response: z.object({
       transaction_id: Id,
       points_deducted: z.number().int(),
@@ -350,7 +366,7 @@ export const pointsOperations = defineOperations({
       member_id: Id,
       card_id: Id,
       reference: z.string().nullable(),
-      balance_warning: BalanceWarning,
+      balance_warning: BalanceWarning.nullable(),
       refunded_at: Timestamp,
     }),
     errors: [
@@ -462,34 +478,38 @@ const cardSettings = {
     .max(24 * 365),
 };
 
-export const CardRecord = z.object({
-  id: Id,
-  tenant_id: Id,
-  unique_identifier: z.string(),
-  name: z.string(),
-  description: z.string(),
-  reward_system: z.enum(['cashback', 'points']),
-  currency: z.string(),
-  cashback_config: CashbackConfig.nullable().describe('cashback cards only'),
-  points_ratio: z.number().nullable().describe('points cards only'),
-  referrer_bonus: z.number().int(),
-  referee_bonus: z.number().int(),
-  referral_bonus_on_first_purchase: z.boolean(),
-  claim_lifetime_hours: z.number().int(),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
+export const CardRecord = z
+  .object({
+    id: Id,
+    tenant_id: Id,
+    unique_identifier: z.string(),
+    name: z.string(),
+    description: z.string(),
+    reward_system: z.enum(['cashback', 'points']),
+    currency: z.string(),
+    cashback_config: CashbackConfig.nullable().describe('cashback cards only'),
+    points_ratio: z.number().nullable().describe('points cards only'),
+    referrer_bonus: z.number().int(),
+    referee_bonus: z.number().int(),
+    referral_bonus_on_first_purchase: z.boolean(),
+    claim_lifetime_hours: z.number().int(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .meta({ id: 'Card' });
 
-export const RewardRecord = z.object({
-  id: Id,
-  card_id: Id,
-  name: z.string(),
-  description: z.string(),
-  points_cost: z.number().int(),
-  active: z.boolean(),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
+export const RewardRecord = z
+  .object({
+    id: Id,
+    card_id: Id,
+    name: z.string(),
+    description: z.string(),
+    points_cost: z.number().int(),
+    active: z.boolean(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .meta({ id: 'Reward' });
 
 const TenantParams = z.object({ tenant_id: IdParam });
 const CardParams = z.object({ tenant_id: IdParam, card_id: IdParam });

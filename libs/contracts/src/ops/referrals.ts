@@ -23,39 +23,49 @@ const CardParams = z.object({ card_id: IdParam });
 const CardMemberParams = z.object({ card_id: IdParam, member_id: IdParam });
 const PeriodQuery = z.object({ period: ReferralPeriod.default('all') });
 
-export const ReferralStats = z.object({
-  total_referrals: z.number().int(),
-  successful_referrals: z.number().int(),
-  pending_referrals: z.number().int(),
-  conversion_rate: z.number().describe('successful / total x 100, two decimals; 0 when there are none'),
-});
+export const ReferralStats = z
+  .object({
+    total_referrals: z.number().int(),
+    successful_referrals: z.number().int(),
+    pending_referrals: z.number().int(),
+    conversion_rate: z.number().describe('successful / total x 100, two decimals; 0 when there are none'),
+  })
+  .meta({ id: 'ReferralStats' });
 
-export const AppliedReferral = z.object({
-  id: Id,
-  referrer_id: Id,
-  referee_id: Id,
-  referrer_bonus: z.number().int(),
-  referee_bonus: z.number().int(),
-  status: z.enum(['pending', 'completed']).describe("pending while the bonuses wait for the referee's first purchase"),
-  created_at: Timestamp,
-});
+export const AppliedReferral = z
+  .object({
+    id: Id,
+    referrer_id: Id,
+    referee_id: Id,
+    referrer_bonus: z.number().int(),
+    referee_bonus: z.number().int(),
+    status: z
+      .enum(['pending', 'completed'])
+      .describe("pending while the bonuses wait for the referee's first purchase"),
+    created_at: Timestamp,
+  })
+  .meta({ id: 'Referral' });
 
-export const ReferralOfReferrer = z.object({
-  id: Id,
-  referee_name: z.string(),
-  referee_email: z.string().nullable().describe('masked; null when the member has no email'),
-  status: z.enum(['pending', 'completed']),
-  bonus_points: z.number().int().describe("the referrer's bonus for this referral"),
-  created_at: Timestamp,
-});
+export const ReferralOfReferrer = z
+  .object({
+    id: Id,
+    referee_name: z.string(),
+    referee_email: z.string().nullable().describe('masked; null when the member has no email'),
+    status: z.enum(['pending', 'completed']),
+    bonus_points: z.number().int().describe("the referrer's bonus for this referral"),
+    created_at: Timestamp,
+  })
+  .meta({ id: 'ReferralOfReferrer' });
 
-export const TopReferrer = z.object({
-  member_id: Id,
-  name: z.string(),
-  email: z.string().nullable().describe('masked; null when the member has no email'),
-  total_referrals: z.number().int(),
-  successful_referrals: z.number().int(),
-});
+export const TopReferrer = z
+  .object({
+    member_id: Id,
+    name: z.string(),
+    email: z.string().nullable().describe('masked; null when the member has no email'),
+    total_referrals: z.number().int(),
+    successful_referrals: z.number().int(),
+  })
+  .meta({ id: 'TopReferrer' });
 
 export const referralOperations = defineOperations({
   'referrals.code.get': {

@@ -35,6 +35,15 @@ export interface Operation<
   topLevelMessage?: boolean;
   /** Failure codes this operation can answer beyond the common ones, for the reference. */
   errors: ErrorCode[];
+  /** Shown in the reference; validated against the schemas by the contract tests. */
+  example?: OperationExample;
+}
+
+/** A request body (when the operation has one) and the `data` (and top-level `message`) of a success. */
+export interface OperationExample {
+  request?: unknown;
+  response: unknown;
+  message?: string;
 }
 
 /** An operation one service offers other services over NATS (not an HTTP route). */

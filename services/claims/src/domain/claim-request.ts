@@ -1,4 +1,14 @@
-import type { ClaimStatus } from '@loyalty/contracts';
+import type { ClaimStatus as PublicClaimStatus } from '@loyalty/contracts';
+
+/**
+ * A stored request's status: the public ones plus the transient `approving` (below), which never
+ * leaves this service: clients see it as `pending` ({@link publicStatus}).
+ */
+export type ClaimStatus = PublicClaimStatus | 'approving';
+
+export function publicStatus(status: ClaimStatus): PublicClaimStatus {
+  return status === 'approving' ? 'pending' : status;
+}
 
 /**
  * The claim request state machine (pure). Only a pending request moves, and only once:

@@ -1,5 +1,6 @@
 import type { ClaimRequestRecord, MemberSummary } from '@loyalty/contracts';
 import type { ClaimRequest } from '../store/claim-requests.ts';
+import { publicStatus } from './claim-request.ts';
 
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());
 
@@ -7,7 +8,7 @@ const iso = (d: Date | null) => (d === null ? null : d.toISOString());
 export function claimRecord(c: ClaimRequest, member: MemberSummary | undefined): ClaimRequestRecord {
   return {
     id: c.id,
-    status: c.status,
+    status: publicStatus(c.status),
     member: { id: c.member_id, name: member?.name ?? null, email: member?.email ?? null },
     card_id: c.card_id,
     reward: { id: c.reward_id, name: c.reward_name, points_cost: c.points_cost },

@@ -1,4 +1,5 @@
-import type { ClaimStatus } from '@loyalty/contracts';
+import type { ClaimStatus as PublicClaimStatus } from '@loyalty/contracts';
+import type { ClaimStatus } from '../domain/claim-request.ts';
 import type { Queryable } from '@loyalty/runtime';
 
 export interface ClaimRequest {
@@ -63,10 +64,12 @@ export async function findClaimRequest(
 
 export async function listClaimRequests(
   db: Queryable,
-  q: { tenantId: number; cardId: number; status?: ClaimStatus; limit: number; offset: number },
+  q: { tenantId: number; cardId: number; status?: PublicClaimStatus; limit: number; offset: number },
 ): Promise<{ rows: ClaimRequest[]; total: number }> {
-  const where = `tenant_id = $1 AND card_id = $2${q.status ? ' AND status = $3' : ''}`;
-  const args: unknown[] = [q.tenantId, q.cardId, ...(q.status ? [q.status] : [])];
+  // A request being approved is still pending to clients (domain/claim-request.ts).
+  const statuses = q.status === 'pending' ? ['pending', 'approving'] : q.status ? [q.status] : [];
+  const where = `tenant_id = $1 AND card_id = $2${q.status ? ' AND status = ANY($3::text[])' : ''}`;
+  const args: unknown[] = [q.tenantId, q.cardId, ...(q.status ? [statuses] : [])];
   const [page, count] = await Promise.all([
     db.query<ClaimRequest>(
       `SELECT * FROM ${T} WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ${q.limit} OFFSET ${q.offset}`,

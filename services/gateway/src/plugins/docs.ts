@@ -1,17 +1,51 @@
-import type { FastifyPluginAsync } from 'fastify';
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { buildOpenApiDocument, operations, operatorOperations } from '@loyalty/contracts';
+import { buildOpenApiDocument, buildOperatorOpenApiDocument, operations, operatorOperations } from '@loyalty/contracts';
 
 export interface DocsOptions {
-  /** Base URL written into the document's servers list. */
+  /** Base URL written into the documents' servers lists. */
   publicBaseUrl: string;
 }
 
-/** The OpenAPI document generated from the contract tables, at /openapi.json and browsable at /docs. */
+/**
+ * Serve one document at `jsonPath`, serialised once, with a strong ETag (a hash of the body) so
+ * a client or the SDK generator asks again cheaply: `If-None-Match` with that tag answers 304.
+ * Swagger UI at `uiPrefix`, in its own scope (each UI shows its own document).
+ */
+async function serveDocument(
+  app: FastifyInstance,
+  document: Record<string, unknown>,
+  jsonPath: string,
+  uiPrefix: string,
+): Promise<void> {
+  const body = JSON.stringify(document);
+  const etag = `"${createHash('sha256').update(body).digest('base64url')}"`;
+  await app.register(async (scope) => {
+    await scope.register(swagger, { mode: 'static', specification: { document: document as never } });
+    await scope.register(swaggerUi, { routePrefix: uiPrefix });
+  });
+  app.get(jsonPath, { logLevel: 'warn' }, async (req, reply) => {
+    reply.header('ETag', etag);
+    const given = req.headers['if-none-match'];
+    if (typeof given === 'string' && given.split(',').some((t) => t.trim() === etag || t.trim() === '*'))
+      return reply.code(304).send();
+    return reply.type('application/json; charset=utf-8').send(body);
+  });
+}
+
+/**
+ * The OpenAPI documents generated from the contract tables: the merchant API at /openapi.json
+ * (browsable at /docs), the operator API in its own document at /admin/openapi.json (/admin/docs),
+ * so the operator's bearer-token API is not on the merchants' reference.
+ */
 export const docs: FastifyPluginAsync<DocsOptions> = async (app, { publicBaseUrl }) => {
-  const document = buildOpenApiDocument({ ...operations, ...operatorOperations }, publicBaseUrl);
-  await app.register(swagger, { mode: 'static', specification: { document: document as never } });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
-  app.get('/openapi.json', { logLevel: 'warn' }, async () => document);
+  await serveDocument(app, buildOpenApiDocument(operations, publicBaseUrl), '/openapi.json', '/docs');
+  await serveDocument(
+    app,
+    buildOperatorOpenApiDocument(operatorOperations, publicBaseUrl),
+    '/admin/openapi.json',
+    '/admin/docs',
+  );
 };
