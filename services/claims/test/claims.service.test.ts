@@ -374,6 +374,23 @@ describe('expiry', () => {
     expect(await outboxEvents('claim_expired', id)).toHaveLength(1);
   });
 
+  it("another tenant's approve or reject of an overdue request finds nothing and expires nothing", async () => {
+    const m = member(500);
+    const id = await claim(m);
+    claims.clock.advance(72 * HOUR + 1_000);
+    const other = publicMeta(newTenantId());
+    for (const op of [ops['claims.approve'], ops['claims.reject']]) {
+      const r = await claims.call(op, other, { request_id: id });
+      expect(r).toMatchObject({ ok: false, error: { code: 'claim_request_not_found' } });
+    }
+    const { rows } = await claims.db.query<{ status: string }>(
+      'SELECT status FROM claims.claim_requests WHERE id = $1',
+      [id],
+    );
+    expect(rows[0]!.status).toBe('pending'); // still the owner's to expire (or the sweeper's)
+    expect(await outboxEvents('claim_expired', id)).toHaveLength(0);
+  });
+
   it('is safe to sweep from several replicas at once: each request expires once', async () => {
     const ids = await Promise.all(Array.from({ length: 8 }, async () => claim(member(200))));
     claims.clock.advance(72 * HOUR + 1_000);
