@@ -845,8 +845,8 @@ export interface operations {
               email?: string;
               phone?: string;
             }
-          | unknown
-          | unknown;
+          | Record<string, never>
+          | Record<string, never>;
       };
     };
     responses: {
@@ -2865,9 +2865,9 @@ export interface operations {
               purchase_amount: number;
               reference?: string;
             }
-          | unknown
-          | unknown
-          | unknown;
+          | Record<string, never>
+          | Record<string, never>
+          | Record<string, never>;
       };
     };
     responses: {
@@ -3765,9 +3765,9 @@ export interface operations {
               /** @description at least 0.01, at most two decimals, at most 1000000000 */
               refund_amount: number;
             }
-          | unknown
-          | unknown
-          | unknown;
+          | Record<string, never>
+          | Record<string, never>
+          | Record<string, never>;
       };
     };
     responses: {
@@ -6981,9 +6981,9 @@ export interface operations {
               purchase_amount: number;
               reference?: string;
             }
-          | unknown
-          | unknown
-          | unknown;
+          | Record<string, never>
+          | Record<string, never>
+          | Record<string, never>;
       };
     };
     responses: {
@@ -7853,9 +7853,9 @@ export interface operations {
               /** @description at least 0.01, at most two decimals, at most 1000000000 */
               refund_amount: number;
             }
-          | unknown
-          | unknown
-          | unknown;
+          | Record<string, never>
+          | Record<string, never>
+          | Record<string, never>;
       };
     };
     responses: {

@@ -10,7 +10,12 @@ export const CheckMemberBody = z
     message: 'email or phone is required',
     path: ['email'],
   })
-  .meta({ anyOf: [{ required: ['email'] }, { required: ['phone'] }] });
+  .meta({
+    anyOf: [
+      { type: 'object', required: ['email'] },
+      { type: 'object', required: ['phone'] },
+    ],
+  });
 
 export const RegisterBody = z.object({
   name: Text.trim().min(1).max(200),

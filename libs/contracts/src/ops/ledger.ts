@@ -31,7 +31,12 @@ const needsMember = (b: { member_id?: number; email?: string; phone?: string }) 
   b.member_id !== undefined || b.email !== undefined || b.phone !== undefined;
 const memberRule = { message: 'member_id, email or phone is required', path: ['member_id'] };
 /** The same rule for the reference (a refine is invisible to JSON Schema). */
-const memberRequired = [{ required: ['member_id'] }, { required: ['email'] }, { required: ['phone'] }];
+// Typed objects, so that a generated client keeps the body's own type (an untyped `required` alone reads as `unknown`).
+const memberRequired = [
+  { type: 'object', required: ['member_id'] },
+  { type: 'object', required: ['email'] },
+  { type: 'object', required: ['phone'] },
+];
 
 const AccountQuery = z.object({ card_id: IdParam, member_id: IdParam });
 const HistoryQuery = z.object({ card_id: IdParam, member_id: IdParam, ...pageQuery(20, 100) });
