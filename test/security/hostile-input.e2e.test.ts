@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import { operations, operatorOperations, type Operation } from '@loyalty/contracts';
 import { cashbackCard, pointsCard, reward, signedIn } from '../../services/ledger/test/support.ts';
 import { apiClient, OPERATOR_TOKEN, startTestSystem, type TestSystem } from '../support/system.ts';
+import { unwrap } from '../support/zod-schema.ts';
 
 /**
  * No input answers 5xx: every operation of both contract tables gets hostile values in each of
@@ -70,16 +71,6 @@ interface Field {
   kind: Kind;
   required: boolean;
   schema: z.ZodType;
-}
-
-function unwrap(s: z.ZodType): z.ZodType {
-  for (;;) {
-    const def = s._zod.def as { type: string; innerType?: z.ZodType; in?: z.ZodType };
-    if (['optional', 'nullable', 'default', 'prefault', 'readonly'].includes(def.type) && def.innerType)
-      s = def.innerType;
-    else if (def.type === 'pipe' && def.in) s = def.in;
-    else return s;
-  }
 }
 
 function kindOf(s: z.ZodType): Kind {

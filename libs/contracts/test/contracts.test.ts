@@ -15,6 +15,7 @@ import {
   operatorOperations,
   PositiveMoney,
 } from '../src/index.ts';
+import { unwrap } from '../../../test/support/zod-schema.ts';
 
 describe('contract table', () => {
   it('has unique method + path and unique service operations', () => {
@@ -251,14 +252,4 @@ function stringFields(schema: z.ZodType, prefix = ''): [string, z.ZodType][] {
     if (type === 'object') out.push(...stringFields(field, `${prefix}${name}.`));
   }
   return out;
-}
-
-function unwrap(s: z.ZodType): z.ZodType {
-  for (;;) {
-    const def = s._zod.def as { type: string; innerType?: z.ZodType; in?: z.ZodType };
-    if (['optional', 'nullable', 'default', 'prefault', 'readonly'].includes(def.type) && def.innerType)
-      s = def.innerType;
-    else if (def.type === 'pipe' && def.in) s = def.in;
-    else return s;
-  }
 }
