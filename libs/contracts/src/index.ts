@@ -7,6 +7,7 @@ export * from './ops/auth.ts';
 export * from './ops/claims.ts';
 export * from './ops/referrals.ts';
 export * from './ops/ledger.ts';
+export * from './ops/quotes.ts';
 export * from './operations.ts';
 export * from './openapi.ts';
 export * from './internal.ts';

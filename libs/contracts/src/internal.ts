@@ -155,13 +155,42 @@ export const PointsMovementReply = z.object({
   new_balance: z.number().int(),
 });
 
+export const HoldRequest = z.object({
+  card_id: z.number().int().positive(),
+  member_id: z.number().int().positive(),
+  points: z.number().int().positive(),
+  /** The ledger releases the hold itself if it is still held then (the claim's expiry and a margin). */
+  expires_at: z.iso.datetime(),
+});
+export const HoldStatus = z.enum(['held', 'captured', 'released']);
+export const HoldReply = z.object({
+  hold_id: z.number().int(),
+  status: HoldStatus,
+  points: z.number().int(),
+  new_balance: z.number().int().describe('spendable points after the hold'),
+});
+export const ReleaseHoldRequest = z.object({
+  card_id: z.number().int().positive(),
+  member_id: z.number().int().positive(),
+});
+export const ReleaseHoldReply = z.object({
+  released: z.boolean().describe('false: no hold under the key, or it was already captured or released'),
+  status: HoldStatus.nullable(),
+});
+
 /**
  * Ledger's operations for other services. Points movements require `meta.idempotency_key`
  * (deterministic, e.g. `claim:<id>` or `referral:<id>:referrer`): a retried saga step replays the
  * first reply and never moves points twice.
  * - get_card: `card_not_found` for a missing or foreign card.
  * - get_reward: `reward_not_found` unless the reward belongs to the card.
- * - debit_points: `insufficient_points` (422) leaves the balance untouched; `wrong_card_type` on a cashback card.
+ * - debit_points: captures the hold placed under the same key if it is held (the claim's approval);
+ *   otherwise debits the spendable balance: `insufficient_points` (422) leaves it untouched;
+ *   `wrong_card_type` on a cashback card.
+ * - hold_points: reserves spendable points under the key (a claim request); `insufficient_points`
+ *   (422) and nothing held when the spendable balance does not cover it; the same key answers the
+ *   same hold.
+ * - release_hold: gives a held hold's points back (a rejected or expired claim); idempotent.
  * - credit_points: `wrong_card_type` on a cashback card; `balance_limit_exceeded` (422) past the maximum balance, nothing written.
  */
 export const ledgerOperations = defineInternalOperations({
@@ -188,5 +217,17 @@ export const ledgerOperations = defineInternalOperations({
     operation: 'internal.points.credit',
     request: PointsMovementRequest,
     reply: PointsMovementReply,
+  },
+  holdPoints: {
+    service: 'ledger',
+    operation: 'internal.points.hold',
+    request: HoldRequest,
+    reply: HoldReply,
+  },
+  releaseHold: {
+    service: 'ledger',
+    operation: 'internal.points.release_hold',
+    request: ReleaseHoldRequest,
+    reply: ReleaseHoldReply,
   },
 });

@@ -2,6 +2,7 @@ import { adminOperations } from './ops/admin.ts';
 import { authOperations } from './ops/auth.ts';
 import { claimsOperations } from './ops/claims.ts';
 import { cashbackOperations, ledgerAdminOperations, memberPinOperations, pointsOperations } from './ops/ledger.ts';
+import { quoteOperations } from './ops/quotes.ts';
 import { referralOperations } from './ops/referrals.ts';
 import { operationExamples } from './ops/examples.ts';
 import type { Operation } from './ops/types.ts';
@@ -22,6 +23,7 @@ export const operations: Record<string, Operation> = withExamples({
   ...referralOperations,
   ...cashbackOperations,
   ...pointsOperations,
+  ...quoteOperations,
   ...memberPinOperations,
 });
 

@@ -63,6 +63,11 @@ export class Metrics {
     return new Histogram({ name, help, buckets: histogramBuckets, registers: [this.registry] });
   }
 
+  /** A counter of this process's registry (no labels). */
+  counter(name: string, help: string): Counter {
+    return new Counter({ name, help, registers: [this.registry] });
+  }
+
   private readonly labelled = new Map<string, Map<string, () => Promise<number> | number>>();
 
   /**

@@ -41,6 +41,8 @@ const calls: Record<ServiceName, { service: ServiceName; operation: string }[]> 
     ledgerOperations.getCard,
     ledgerOperations.getReward,
     ledgerOperations.debitPoints,
+    ledgerOperations.holdPoints,
+    ledgerOperations.releaseHold,
   ],
   referrals: [
     ledgerOperations.getCard,

@@ -50,6 +50,8 @@ describe('natsPermissions', () => {
         'loyalty.ledger.internal.card.get',
         'loyalty.ledger.internal.reward.get',
         'loyalty.ledger.internal.points.debit',
+        'loyalty.ledger.internal.points.hold',
+        'loyalty.ledger.internal.points.release_hold',
         'loyalty.events.claims.>',
         ...js,
       ],

@@ -223,6 +223,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/cashback/cashback/quote': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * What an earn, a redemption or a refund would do now (cashback, new balances, warnings), changing nothing; the PIN is not checked
+     * @description Scope: `cashback_read`.
+     */
+    post: operations['cashback.quote'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/cashback/cashback/redeem': {
     parameters: {
       query?: never;
@@ -357,7 +377,7 @@ export interface paths {
     get: operations['claims.list'];
     put?: never;
     /**
-     * Create a claim request with the verification code the member received
+     * Create a claim request with the verification code the member received; the reward's points are held (not spendable) until staff decide
      * @description Scope: `points_write`.
      */
     post: operations['claims.create'];
@@ -507,6 +527,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/loyalty/points/quote': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * What an earn, a redemption or a refund would do now (points, new balances, warnings), changing nothing
+     * @description Scope: `points_read`.
+     */
+    post: operations['points.quote'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/loyalty/points/redeem': {
     parameters: {
       query?: never;
@@ -618,6 +658,39 @@ export interface components {
       cashback_max_amount: number | null;
       cashback_min_amount: number;
       cashback_percentage: number;
+    };
+    CashbackExpiry: {
+      amount: number;
+      /** @description ISO 8601 UTC timestamp */
+      expires_at: string;
+    };
+    CashbackQuote: {
+      /** @description cashback the operation would earn, redeem or deduct */
+      amount: number;
+      /** @description earn: when the credit would become spendable */
+      available_at: string | null;
+      card_id: number;
+      /** @description spendable now */
+      cashback_balance: number;
+      /** @description earn */
+      cashback_percentage?: number;
+      currency: string;
+      /** @description earn: when the credit would expire (null: never) */
+      expires_at: string | null;
+      is_new_member: boolean;
+      /** @description null: an earn for a member who does not exist yet (the earn would create it) */
+      member_id: number | null;
+      /** @description spendable after the operation */
+      new_balance: number;
+      /** @description pending after the operation */
+      new_pending_cashback: number;
+      /** @enum {string} */
+      operation: 'earn' | 'redeem' | 'refund';
+      /** @description pending now */
+      pending_cashback: number;
+      warnings: components['schemas']['QuoteWarning'][];
+      /** @description false: a warning names the rule that would refuse the operation */
+      would_succeed: boolean;
     };
     CashbackTransaction: {
       /** @description negative for a deduction */
@@ -751,6 +824,40 @@ export interface components {
       offset: number;
       total: number;
     };
+    PointsExpiry: {
+      /** @description ISO 8601 UTC timestamp */
+      expires_at: string;
+      points: number;
+    };
+    PointsQuote: {
+      /** @description earn: when the credit would become spendable */
+      available_at: string | null;
+      card_id: number;
+      /** @description earn: when the credit would expire (null: never) */
+      expires_at: string | null;
+      is_new_member: boolean;
+      /** @description null: an earn for a member who does not exist yet (the earn would create it) */
+      member_id: number | null;
+      /** @description spendable after the operation */
+      new_balance: number;
+      /** @description pending after the operation */
+      new_pending_points: number;
+      /** @enum {string} */
+      operation: 'earn' | 'redeem' | 'refund';
+      /** @description pending now */
+      pending_points: number;
+      /** @description points the operation would earn, redeem or deduct */
+      points: number;
+      /** @description spendable now */
+      points_balance: number;
+      /** @description redeem */
+      reward_id?: number;
+      /** @description redeem */
+      reward_name?: string;
+      warnings: components['schemas']['QuoteWarning'][];
+      /** @description false: a warning names the rule that would refuse the operation */
+      would_succeed: boolean;
+    };
     PointsTransaction: {
       /** @description ISO 8601 UTC timestamp */
       created_at: string;
@@ -758,6 +865,25 @@ export interface components {
       id: number;
       /** @description negative for a deduction */
       points: number;
+    };
+    QuoteWarning: {
+      /** @enum {string} */
+      code:
+        | 'insufficient_points'
+        | 'insufficient_balance'
+        | 'reward_inactive'
+        | 'member_inactive'
+        | 'duplicate_reference'
+        | 'refund_reference_mismatch'
+        | 'balance_limit_exceeded'
+        | 'pin_required';
+      /** @description insufficient_balance: what the balance covers */
+      deducted?: number;
+      message: string;
+      /** @description insufficient_balance: the deduction asked for */
+      requested?: number;
+      /** @description insufficient_balance: requested minus deducted */
+      uncovered?: number;
     };
     Referral: {
       /** @description ISO 8601 UTC timestamp */
@@ -2602,6 +2728,14 @@ export interface operations {
            *         "card_id": 3,
            *         "member_id": 42,
            *         "cashback_balance": 12.74,
+           *         "pending_cashback": 2.49,
+           *         "held_cashback": 0,
+           *         "next_expiries": [
+           *           {
+           *             "amount": 4.1,
+           *             "expires_at": "2027-03-31T09:30:00.000Z"
+           *           }
+           *         ],
            *         "cashback_percentage": 5,
            *         "currency": "EUR",
            *         "reward_system": "cashback",
@@ -2612,10 +2746,17 @@ export interface operations {
           'application/json': {
             data: {
               card_id: number;
+              /** @description spendable: available cashback minus what holds reserve */
               cashback_balance: number;
               cashback_percentage: number;
               currency: string;
+              /** @description reserved by holds */
+              held_cashback: number;
               member_id: number;
+              /** @description the next (at most three) expiries of spendable cashback */
+              next_expiries: components['schemas']['CashbackExpiry'][];
+              /** @description earned, not spendable before its available_at (the return window) */
+              pending_cashback: number;
               /** @description ISO 8601 UTC timestamp */
               queried_at: string;
               /** @constant */
@@ -2903,14 +3044,20 @@ export interface operations {
            */
           'application/json': {
             data: {
+              /** @description when the pending amount becomes spendable; only when it is pending */
+              available_at?: string;
               card_id: number;
               cashback_earned: number;
               cashback_percentage: number;
               /** @description ISO 8601 UTC timestamp */
               earned_at: string;
+              /** @description when the credit expires; only on cards with expiry_days */
+              expires_at?: string;
               is_new_member: boolean;
               member_id: number;
               new_balance: number;
+              /** @description the cashback earned is pending (the card's pending_days); only then */
+              pending_cashback?: number;
               purchase_amount: number;
               reference: string | null;
               transaction_id: number;
@@ -3202,6 +3349,331 @@ export interface operations {
               pagination: components['schemas']['Pagination'];
               transactions: components['schemas']['CashbackTransaction'][];
             };
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `card_not_found`, `member_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'card_not_found' | 'member_not_found';
+            };
+          };
+        };
+      };
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `wrong_card_type` */
+      422: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'wrong_card_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'cashback.quote': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "operation": "redeem",
+         *       "card_id": 3,
+         *       "member_id": 42,
+         *       "amount": 20
+         *     }
+         */
+        'application/json':
+          | (
+              | {
+                  card_id: number;
+                  email?: string;
+                  member_id?: number;
+                  member_name?: string;
+                  /** @description JSON object of strings, numbers, booleans, null, objects and arrays: nested at most 5 levels, at most 50 keys in all, keys at most 64 characters, at most 4096 bytes as JSON; no NUL characters or unpaired surrogates */
+                  metadata?: {
+                    [key: string]: unknown;
+                  };
+                  /** @constant */
+                  operation: 'earn';
+                  phone?: string;
+                  /** @description at least 0.01, at most two decimals, at most 1000000000 */
+                  purchase_amount: number;
+                  reference?: string;
+                }
+              | Record<string, never>
+              | Record<string, never>
+              | Record<string, never>
+            )
+          | (
+              | {
+                  /** @description at least 0.01, at most two decimals, at most 1000000000 */
+                  amount: number;
+                  card_id: number;
+                  email?: string;
+                  member_id?: number;
+                  /** @constant */
+                  operation: 'redeem';
+                  phone?: string;
+                  reference?: string;
+                }
+              | Record<string, never>
+              | Record<string, never>
+              | Record<string, never>
+            )
+          | (
+              | {
+                  card_id: number;
+                  /** @description at most two decimals, at most 1000000000 */
+                  cashback_to_deduct?: number;
+                  email?: string;
+                  member_id?: number;
+                  /** @constant */
+                  operation: 'refund';
+                  phone?: string;
+                  reference?: string;
+                  /** @description at least 0.01, at most two decimals, at most 1000000000 */
+                  refund_amount: number;
+                }
+              | Record<string, never>
+              | Record<string, never>
+              | Record<string, never>
+            );
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "operation": "redeem",
+           *         "card_id": 3,
+           *         "member_id": 42,
+           *         "is_new_member": false,
+           *         "would_succeed": false,
+           *         "available_at": null,
+           *         "expires_at": null,
+           *         "warnings": [
+           *           {
+           *             "code": "insufficient_balance",
+           *             "message": "The spendable balance does not cover the redemption."
+           *           }
+           *         ],
+           *         "amount": 20,
+           *         "cashback_balance": 12.74,
+           *         "new_balance": 12.74,
+           *         "pending_cashback": 2.49,
+           *         "new_pending_cashback": 2.49,
+           *         "currency": "EUR"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['CashbackQuote'];
             /** @constant */
             success: true;
           };
@@ -3810,6 +4282,8 @@ export interface operations {
               currency: string;
               member_id: number;
               new_balance: number;
+              /** @description part of cashback_deducted taken from the purchase's pending cashback; only when not 0 */
+              pending_cashback_deducted?: number;
               previous_balance: number;
               reference: string | null;
               refund_amount: number;
@@ -5536,7 +6010,7 @@ export interface operations {
           };
         };
       };
-      /** @description `invalid_verification_code`, `reward_inactive`, `wrong_card_type` */
+      /** @description `invalid_verification_code`, `reward_inactive`, `wrong_card_type`, `insufficient_points` */
       422: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -5551,7 +6025,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'invalid_verification_code' | 'reward_inactive' | 'wrong_card_type';
+              code?: 'invalid_verification_code' | 'reward_inactive' | 'wrong_card_type' | 'insufficient_points';
             };
           };
         };
@@ -6721,6 +7195,18 @@ export interface operations {
            *         "card_id": 2,
            *         "member_id": 42,
            *         "points_balance": 123,
+           *         "pending_points": 23,
+           *         "held_points": 100,
+           *         "next_expiries": [
+           *           {
+           *             "points": 40,
+           *             "expires_at": "2027-01-31T09:30:00.000Z"
+           *           },
+           *           {
+           *             "points": 83,
+           *             "expires_at": "2027-03-02T14:05:00.000Z"
+           *           }
+           *         ],
            *         "reward_system": "points",
            *         "queried_at": "2026-03-14T09:26:53.000Z"
            *       }
@@ -6729,7 +7215,14 @@ export interface operations {
           'application/json': {
             data: {
               card_id: number;
+              /** @description reserved by pending claim requests */
+              held_points: number;
               member_id: number;
+              /** @description the next (at most three) expiries of spendable points */
+              next_expiries: components['schemas']['PointsExpiry'][];
+              /** @description earned, not spendable before their available_at (the return window) */
+              pending_points: number;
+              /** @description spendable: available points minus what holds reserve */
               points_balance: number;
               /** @description ISO 8601 UTC timestamp */
               queried_at: string;
@@ -7006,26 +7499,35 @@ export interface operations {
            *       "data": {
            *         "transaction_id": 320,
            *         "points_earned": 23,
-           *         "new_balance": 123,
+           *         "new_balance": 100,
            *         "member_id": 42,
            *         "card_id": 2,
            *         "is_new_member": false,
            *         "notification_sent": "points_earned",
            *         "reference": "order-10025",
-           *         "earned_at": "2026-03-14T09:26:53.000Z"
+           *         "earned_at": "2026-03-14T09:26:53.000Z",
+           *         "pending_points": 23,
+           *         "available_at": "2026-03-28T09:26:53.000Z",
+           *         "expires_at": "2027-03-28T09:26:53.000Z"
            *       }
            *     }
            */
           'application/json': {
             data: {
+              /** @description when the pending amount becomes spendable; only when it is pending */
+              available_at?: string;
               card_id: number;
               /** @description ISO 8601 UTC timestamp */
               earned_at: string;
+              /** @description when the credit expires; only on cards with expiry_days */
+              expires_at?: string;
               is_new_member: boolean;
               member_id: number;
               new_balance: number;
               /** @description points_earned when the mail was queued; null when the member has no email */
               notification_sent: string | null;
+              /** @description the points earned are pending (the card's pending_days); only then */
+              pending_points?: number;
               points_earned: number;
               reference: string | null;
               transaction_id: number;
@@ -7396,6 +7898,323 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'card_not_found' | 'member_not_found';
+            };
+          };
+        };
+      };
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `wrong_card_type` */
+      422: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'wrong_card_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'points.quote': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "operation": "earn",
+         *       "card_id": 2,
+         *       "member_id": 42,
+         *       "purchase_amount": 23.5
+         *     }
+         */
+        'application/json':
+          | (
+              | {
+                  card_id: number;
+                  email?: string;
+                  member_id?: number;
+                  member_name?: string;
+                  /** @description JSON object of strings, numbers, booleans, null, objects and arrays: nested at most 5 levels, at most 50 keys in all, keys at most 64 characters, at most 4096 bytes as JSON; no NUL characters or unpaired surrogates */
+                  metadata?: {
+                    [key: string]: unknown;
+                  };
+                  /** @constant */
+                  operation: 'earn';
+                  phone?: string;
+                  /** @description at least 0.01, at most two decimals, at most 1000000000 */
+                  purchase_amount: number;
+                  reference?: string;
+                }
+              | Record<string, never>
+              | Record<string, never>
+              | Record<string, never>
+            )
+          | (
+              | {
+                  card_id: number;
+                  email?: string;
+                  member_id?: number;
+                  /** @constant */
+                  operation: 'redeem';
+                  phone?: string;
+                  reference?: string;
+                  reward_id: number;
+                }
+              | Record<string, never>
+              | Record<string, never>
+              | Record<string, never>
+            )
+          | (
+              | {
+                  card_id: number;
+                  email?: string;
+                  member_id?: number;
+                  /** @constant */
+                  operation: 'refund';
+                  phone?: string;
+                  points_to_deduct?: number;
+                  reference?: string;
+                  /** @description at least 0.01, at most two decimals, at most 1000000000 */
+                  refund_amount: number;
+                }
+              | Record<string, never>
+              | Record<string, never>
+              | Record<string, never>
+            );
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "operation": "earn",
+           *         "card_id": 2,
+           *         "member_id": 42,
+           *         "is_new_member": false,
+           *         "would_succeed": true,
+           *         "available_at": "2026-03-28T09:26:53.000Z",
+           *         "expires_at": "2027-03-28T09:26:53.000Z",
+           *         "warnings": [],
+           *         "points": 23,
+           *         "points_balance": 123,
+           *         "new_balance": 123,
+           *         "pending_points": 0,
+           *         "new_pending_points": 23
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['PointsQuote'];
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `card_not_found`, `member_not_found`, `reward_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'card_not_found' | 'member_not_found' | 'reward_not_found';
             };
           };
         };
@@ -7895,6 +8714,8 @@ export interface operations {
               card_id: number;
               member_id: number;
               new_balance: number;
+              /** @description part of points_deducted taken from the purchase's pending points; only when not 0 */
+              pending_points_deducted?: number;
               points_deducted: number;
               previous_balance: number;
               reference: string | null;

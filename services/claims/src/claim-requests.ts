@@ -1,10 +1,19 @@
 import { AppError, type ClaimStatus as PublicClaimStatus, type Meta } from '@loyalty/contracts';
-import { WithMessage, type Clock, type Outbox, type Pool, type ReplayStore } from '@loyalty/runtime';
+import { WithMessage, withTransaction, type Clock, type Outbox, type Pool, type ReplayStore } from '@loyalty/runtime';
 import { decide, expiryOf, pagination, publicStatus, type ClaimStatus } from './domain/claim-request.ts';
 import { claimRecord } from './domain/record.ts';
 import { recordClaimEvent } from './events.ts';
 import type { ClaimsClients } from './clients.ts';
-import { findClaimRequest, insertClaimRequest, listClaimRequests, markRejected } from './store/claim-requests.ts';
+import type { ClaimHolds } from './claim-holds.ts';
+import {
+  deleteHolding,
+  findClaimRequest,
+  insertClaimRequest,
+  listClaimRequests,
+  markPending,
+  markRejected,
+  type ClaimRequest,
+} from './store/claim-requests.ts';
 
 export interface ClaimDeps {
   pool: Pool;
@@ -14,6 +23,7 @@ export interface ClaimDeps {
   replays: ReplayStore;
   /** Record the expiry of the tenant's request if its lifetime is over (see sweeper.ts). */
   expireIfDue: (tenantId: number, id: number) => Promise<void>;
+  holds: ClaimHolds;
 }
 
 export function notPending(status: ClaimStatus): AppError {
@@ -83,24 +93,39 @@ export function claimRequests(deps: ClaimDeps) {
           },
         );
       }
-      // Then one transaction: the request, its event and the key's record (a concurrent retry with
-      // the same key waits on that record and replays).
+      // Then the request, invisible (`holding`) until the ledger has reserved its points under
+      // the claim's key: commit, call, commit. Not enough spendable points: no request at all.
+      const now = clock.now();
+      const holding = await withTransaction(deps.pool, (db) =>
+        insertClaimRequest(db, {
+          tenantId: meta.tenant_id,
+          cardId: d.card_id,
+          memberId: verified.member_id,
+          rewardId: reward!.id,
+          rewardName: reward!.name,
+          pointsCost: reward!.points_cost,
+          memberNote: d.member_note ?? null,
+          createdAt: now,
+          expiresAt: expiryOf(now, card.claim_lifetime_hours),
+        }),
+      );
+      let hold: 'held' | 'none';
+      try {
+        hold = await deps.holds.place(holding, meta.request_id);
+      } catch (err) {
+        // A refusal certainly placed nothing; anything else (no answer) is left to the sweeper.
+        if (err instanceof AppError && err.code === 'insufficient_points') await deleteHolding(deps.pool, holding.id);
+        throw err;
+      }
+      // Then the request becomes pending with its event and the key's record (a concurrent retry
+      // with the same key waits on that record and replays).
       return deps.replays.run(
         { tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'claims.create', data: d },
         async (db): Promise<CreatedReply> => {
-          const now = clock.now();
-          const claim = await insertClaimRequest(db, {
-            tenantId: meta.tenant_id,
-            cardId: d.card_id,
-            memberId: verified.member_id,
-            rewardId: reward!.id,
-            rewardName: reward!.name,
-            pointsCost: reward!.points_cost,
-            memberNote: d.member_note ?? null,
-            createdAt: now,
-            expiresAt: expiryOf(now, card.claim_lifetime_hours),
-          });
-          await recordClaimEvent(db, deps.outbox, 'claim_requested', claim, now);
+          const claim = await markPending(db, holding.id, hold);
+          // The sweeper gave up on it meanwhile (and released its hold): the creation failed.
+          if (!claim) throw new AppError('service_unavailable', 'The claim request could not be completed; try again.');
+          await recordClaimEvent(db, deps.outbox, 'claim_requested', claim, claim.created_at);
           return { claim_request: { id: claim.id, status: 'pending', created_at: claim.created_at.toISOString() } };
         },
       );
@@ -135,7 +160,8 @@ export function claimRequests(deps: ClaimDeps) {
 
     async reject(d: { request_id: number; staff_note?: string }, meta: Meta) {
       await deps.expireIfDue(meta.tenant_id, d.request_id);
-      return deps.replays.run(
+      let rejected: ClaimRequest | undefined;
+      const reply = await deps.replays.run(
         { tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'claims.reject', data: d },
         async (db) => {
           // The row lock serializes reject with approve's first step: exactly one of them wins.
@@ -146,11 +172,15 @@ export function claimRequests(deps: ClaimDeps) {
           if (!decision.ok) throw notPending(decision.currentStatus);
           const done = await markRejected(db, claim.id, now, d.staff_note);
           await recordClaimEvent(db, deps.outbox, 'claim_rejected', done, now);
+          rejected = done;
           return {
             claim_request: { id: done.id, status: 'rejected' as const, rejected_at: done.rejected_at!.toISOString() },
           };
         },
       );
+      // The member keeps the points: the hold goes back once the rejection is committed.
+      if (rejected) await deps.holds.releaseDecided(rejected, meta.request_id);
+      return reply;
     },
   };
 }

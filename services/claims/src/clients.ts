@@ -31,7 +31,13 @@ export function claimsClients(client: ServiceClient) {
       (await client.call(l.getCard, meta, { card_id: cardId })).card,
     reward: async (meta: ServiceMeta, cardId: number, rewardId: number): Promise<RewardSummary> =>
       (await client.call(l.getReward, meta, { card_id: cardId, reward_id: rewardId })).reward,
-    /** Debit under a deterministic idempotency key: a repeated call replays the first result. */
+    /** Reserve the reward's points under the claim's key (the same key answers the same hold). */
+    holdPoints: (meta: ServiceMeta, key: string, d: z.input<typeof l.holdPoints.request>) =>
+      client.call(l.holdPoints, { request_id: meta.request_id, tenant_id: meta.tenant_id, idempotency_key: key }, d),
+    /** Give a claim's held points back; a hold already captured or released is left as it is. */
+    releaseHold: (meta: ServiceMeta, key: string, d: z.input<typeof l.releaseHold.request>) =>
+      client.call(l.releaseHold, { request_id: meta.request_id, tenant_id: meta.tenant_id, idempotency_key: key }, d),
+    /** Debit under a deterministic idempotency key (capturing the claim's hold): a repeated call replays the first result. */
     debitPoints: (meta: ServiceMeta, key: string, d: z.input<typeof l.debitPoints.request>) =>
       client.call(l.debitPoints, { request_id: meta.request_id, tenant_id: meta.tenant_id, idempotency_key: key }, d),
   };

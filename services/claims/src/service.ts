@@ -13,13 +13,14 @@ import { claimRequests, type ClaimDeps } from './claim-requests.ts';
 import type { ClaimsConfig } from './config.ts';
 import { claimsEndpoints } from './endpoints.ts';
 import { claimsClients } from './clients.ts';
-import { ClaimSweeper } from './sweeper.ts';
+import { claimHolds } from './claim-holds.ts';
+import { ClaimSweeper, type ClaimSweep } from './sweeper.ts';
 
 export const SERVICE_VERSION = '0.1.0';
 
 export interface RunningClaims extends RunningService {
   /** Run one sweep now (expiry and stalled approvals) instead of waiting for the interval. */
-  sweep(): Promise<{ expired: number; resumed: number }>;
+  sweep(): Promise<ClaimSweep>;
 }
 
 export interface ClaimsOptions {
@@ -42,10 +43,13 @@ export async function startClaims(config: ClaimsConfig, opts: ClaimsOptions = {}
     migrationsDir: packageDir(import.meta.url, '../migrations'),
     async setup({ pool, nc, subjects, log, outbox }) {
       const clock = opts.clock ?? systemClock;
+      const clients = claimsClients(new ServiceClient(nc, subjects, { timeoutMs: config.REQUEST_TIMEOUT_MS, log }));
+      const holds = claimHolds({ pool, clients, log });
       const deps: ClaimDeps = {
         pool,
         clock,
-        clients: claimsClients(new ServiceClient(nc, subjects, { timeoutMs: config.REQUEST_TIMEOUT_MS, log })),
+        clients,
+        holds,
         outbox,
         replays: new ReplayStore(pool, 'claims'),
         expireIfDue: async (tenantId, id) => void (await sweeper!.expire({ tenantId, id })),
@@ -59,6 +63,7 @@ export async function startClaims(config: ClaimsConfig, opts: ClaimsOptions = {}
         intervalMs: config.CLAIM_SWEEP_INTERVAL_MS,
         resumeAfterMs: config.CLAIM_APPROVAL_RESUME_AFTER_MS,
         resume: (claim) => approval.resume(claim, log),
+        holds,
       });
       sweeper.start();
       return {

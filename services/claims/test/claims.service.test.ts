@@ -20,10 +20,13 @@ import {
  * The claims service alone (test/support/service-runner.ts): the approval saga, its crash safety,
  * its races and the expiry sweeper, over real Postgres and NATS. The ledger and identity are
  * fakes: the fake ledger keeps balances in memory and debits at most once per idempotency key (as
- * the real one does), so a replayed saga step is visible in what it received.
+ * the real one does), so a replayed saga step is visible in what it received. Like the real one,
+ * it holds a claim's points at creation (the spendable balance drops), captures the hold on the
+ * debit under the same key and gives it back on release.
  */
 let claims: ServiceRunner<'claims'>;
 let debitPoints: Fake<typeof ledgerOperations.debitPoints>;
+let releaseHold: Fake<typeof ledgerOperations.releaseHold>;
 let tenantId: number;
 let card: number;
 let reward: number; // costs 100 points
@@ -41,7 +44,14 @@ const applied = new Map<
   string,
   { transaction_id: number; points: number; previous_balance: number; new_balance: number }
 >();
+/** Holds by key (claim:<id>): what the fake ledger reserved of the spendable balance. */
+const holds = new Map<
+  string,
+  { card: number; member: number; points: number; status: 'held' | 'captured' | 'released' }
+>();
 let lastId = 0;
+/** While set, the fake ledger answers releases with 503 (it is away). */
+let ledgerAway = false;
 
 function createCard(lifetimeHours = 72): number {
   lastId += 1;
@@ -117,6 +127,16 @@ beforeAll(async () => {
     if (!meta.idempotency_key) throw new AppError('validation_error', 'debit_points needs an idempotency key');
     const replay = applied.get(meta.idempotency_key);
     if (replay) return replay;
+    const hold = holds.get(meta.idempotency_key);
+    if (hold?.status === 'held') {
+      // Capture: the points left the spendable balance when the hold was placed.
+      hold.status = 'captured';
+      lastId += 1;
+      const now = balance(d.card_id, d.member_id);
+      const reply = { transaction_id: lastId, points: d.points, previous_balance: now, new_balance: now };
+      applied.set(meta.idempotency_key, reply);
+      return reply;
+    }
     const previous = balance(d.card_id, d.member_id);
     if (previous < d.points)
       throw new AppError('insufficient_points', undefined, { points_balance: previous, points_required: d.points });
@@ -130,6 +150,26 @@ beforeAll(async () => {
     };
     applied.set(meta.idempotency_key, reply);
     return reply;
+  });
+  await claims.fake(ledgerOperations.holdPoints, (d, meta) => {
+    const key = meta.idempotency_key!;
+    const existing = holds.get(key);
+    const spendable = balance(d.card_id, d.member_id);
+    if (existing) return { hold_id: 1, status: existing.status, points: existing.points, new_balance: spendable };
+    if (spendable < d.points)
+      throw new AppError('insufficient_points', undefined, { points_balance: spendable, points_required: d.points });
+    balances.set(account(d.card_id, d.member_id), spendable - d.points);
+    holds.set(key, { card: d.card_id, member: d.member_id, points: d.points, status: 'held' });
+    return { hold_id: 1, status: 'held' as const, points: d.points, new_balance: spendable - d.points };
+  });
+  releaseHold = await claims.fake(ledgerOperations.releaseHold, (_d, meta) => {
+    if (ledgerAway) throw new AppError('service_unavailable');
+    const hold = holds.get(meta.idempotency_key!);
+    if (!hold) return { released: false, status: null };
+    if (hold.status !== 'held') return { released: false, status: hold.status };
+    hold.status = 'released';
+    earn(hold.card, hold.member, hold.points);
+    return { released: true, status: 'released' as const };
   });
   await claims.fake(identityOperations.issueClaimOtp, (d, meta) => {
     const found = members.get(d.member_email);
@@ -208,9 +248,46 @@ describe('approve', () => {
     expect(balance(card, m.id)).toBe(150);
   });
 
-  it('answers insufficient_points and leaves the request pending; it can be approved once the points are there', async () => {
+  it('refuses to create a request the spendable balance cannot cover: 422 and no request', async () => {
     const m = member(60);
+    const issued = await claims.request(ops['claims.request_otp'], publicMeta(tenantId), {
+      member_email: m.email,
+      card_id: card,
+      reward_id: reward,
+    });
+    const r = await claims.call(ops['claims.create'], publicMeta(tenantId), {
+      member_email: m.email,
+      card_id: card,
+      reward_id: reward,
+      verification_code: issued.otp_code!,
+    });
+    expect(r).toMatchObject({
+      ok: false,
+      error: { code: 'insufficient_points', points_balance: 60, points_required: 100 },
+    });
+    const { rows } = await claims.db.query('SELECT id FROM claims.claim_requests WHERE member_id = $1', [m.id]);
+    expect(rows).toEqual([]);
+    expect(balance(card, m.id)).toBe(60);
+  });
+
+  it('holds the points at creation: the approval captures them, the member cannot spend them meanwhile', async () => {
+    const m = member(250);
     const id = await claim(m);
+    expect(holds.get(`claim:${id}`)).toMatchObject({ points: 100, status: 'held' });
+    expect(balance(card, m.id)).toBe(150);
+    expect(await approve(id)).toMatchObject({ ok: true });
+    expect(holds.get(`claim:${id}`)!.status).toBe('captured');
+    expect(balance(card, m.id)).toBe(150);
+    const { rows } = await claims.db.query('SELECT hold_status FROM claims.claim_requests WHERE id = $1', [id]);
+    expect(rows[0]).toEqual({ hold_status: 'captured' });
+  });
+
+  it('answers insufficient_points and leaves the request pending when its hold is gone; it can be approved once the points are there', async () => {
+    const m = member(160);
+    const id = await claim(m);
+    // The ledger released the hold by itself (it outlived its expiry) and the member spent the points.
+    holds.get(`claim:${id}`)!.status = 'released';
+    balances.set(account(card, m.id), 60);
     const r = await approve(id);
     expect(r).toMatchObject({ ok: false, error: { code: 'insufficient_points' } });
     expect(await getClaim(id)).toMatchObject({ status: 'pending', points_deducted: null, approved_at: null });
@@ -265,7 +342,9 @@ describe('approve', () => {
     });
     expect(balance(card, m.id)).toBe(400);
     expect(debitsOf(id).map((c) => c.meta.idempotency_key)).toEqual([`claim:${id}`, `claim:${id}`]);
-    expect(applied.get(`claim:${id}`)).toMatchObject({ previous_balance: 500, new_balance: 400 });
+    // One capture of the hold (the points left the spendable balance when the claim was made).
+    expect(applied.get(`claim:${id}`)).toMatchObject({ previous_balance: 400, new_balance: 400 });
+    expect(holds.get(`claim:${id}`)!.status).toBe('captured');
     expect(await outboxEvents('claim_approved', id)).toHaveLength(1);
   });
 
@@ -328,6 +407,57 @@ describe('approve', () => {
     ).toHaveLength(2);
     expect(balance(card, m.id)).toBe(400);
     expect(new Set(debitsOf(id).map((c) => c.meta.idempotency_key))).toEqual(new Set([`claim:${id}`]));
+  });
+});
+
+describe('holds', () => {
+  it('gives the hold back when the request is rejected', async () => {
+    const m = member(300);
+    const id = await claim(m);
+    expect(balance(card, m.id)).toBe(200);
+    expect(await reject(id)).toMatchObject({ ok: true });
+    expect(holds.get(`claim:${id}`)!.status).toBe('released');
+    expect(balance(card, m.id)).toBe(300);
+    const { rows } = await claims.db.query('SELECT hold_status FROM claims.claim_requests WHERE id = $1', [id]);
+    expect(rows[0]).toEqual({ hold_status: 'released' });
+  });
+
+  it('asks again, at the next sweep, for a release the ledger did not answer', async () => {
+    const m = member(300);
+    const id = await claim(m);
+    ledgerAway = true;
+    try {
+      expect(await reject(id)).toMatchObject({ ok: true }); // the decision stands; the release waits
+    } finally {
+      ledgerAway = false;
+    }
+    expect(holds.get(`claim:${id}`)!.status).toBe('held');
+    const before = releaseHold.calls.length;
+    expect((await claims.service.sweep()).released).toBeGreaterThanOrEqual(1);
+    expect(releaseHold.calls.length).toBeGreaterThan(before);
+    expect(holds.get(`claim:${id}`)!.status).toBe('released');
+    expect(balance(card, m.id)).toBe(300);
+  });
+
+  it('removes a request whose creation died after the hold, releasing the hold', async () => {
+    const m = member(300);
+    // What a crash between the hold and the request becoming pending leaves behind.
+    const { rows } = await claims.db.query<{ id: number }>(
+      `INSERT INTO claims.claim_requests (tenant_id, card_id, member_id, reward_id, reward_name, points_cost, created_at, expires_at, status)
+       VALUES ($1, $2, $3, $4, 'Free coffee', 100, $5, $5::timestamptz + interval '72 hours', 'holding') RETURNING id`,
+      [tenantId, card, m.id, reward, claims.clock.now()],
+    );
+    const id = rows[0]!.id;
+    holds.set(`claim:${id}`, { card, member: m.id, points: 100, status: 'held' });
+    balances.set(account(card, m.id), 200);
+    expect(await getClaim(id).catch((e: Error) => e.message)).toMatch(/not found/);
+    expect((await claims.service.sweep()).abandoned).toBe(0); // too young: its creation may still be running
+    claims.clock.advance(2 * MINUTE);
+    expect((await claims.service.sweep()).abandoned).toBeGreaterThanOrEqual(1);
+    expect(holds.get(`claim:${id}`)!.status).toBe('released');
+    expect(balance(card, m.id)).toBe(300);
+    const left = await claims.db.query('SELECT id FROM claims.claim_requests WHERE id = $1', [id]);
+    expect(left.rows).toEqual([]);
   });
 });
 

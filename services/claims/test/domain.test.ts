@@ -92,6 +92,7 @@ describe('records', () => {
     reward_name: 'Free coffee',
     points_cost: 150,
     status: 'approved',
+    hold_status: 'captured',
     member_note: 'oat milk',
     staff_note: 'enjoy',
     points_deducted: 150,

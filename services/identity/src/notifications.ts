@@ -20,10 +20,24 @@ const rewardOf = (d: Record<string, unknown>) => mailText(d.reward_name ?? 'your
 const staffNote = (d: Record<string, unknown>) =>
   d.staff_note ? `\nNote from staff: ${mailText(d.staff_note, MAIL_NOTE_MAX)}` : '';
 
+/** A date of an event (`YYYY-MM-DD`, UTC): expiries are told by day. */
+const day = (v: unknown) => mailText(typeof v === 'string' ? v.slice(0, 10) : '', 10);
+
 export const templates: Record<string, Template> = {
   'ledger.points_earned': (d, name) => ({
     subject: `You earned ${num(d.points)} points`,
-    text: `Hello ${name},\n\nYou earned ${num(d.points)} points. Your balance is now ${num(d.new_balance)} points.\n`,
+    text: d.pending
+      ? `Hello ${name},\n\nYou earned ${num(d.points)} points. They can be spent from ${day(d.available_at)}.\n`
+      : `Hello ${name},\n\nYou earned ${num(d.points)} points. Your balance is now ${num(d.new_balance)} points.\n`,
+  }),
+  // Lots (ledger): once per lot, the card's expiry_warning_days before it expires.
+  'ledger.points_expiring': (d, name) => ({
+    subject: `${num(d.points)} points expire on ${day(d.expires_on)}`,
+    text: `Hello ${name},\n\n${num(d.points)} of your points expire on ${day(d.expires_on)}. Spend them before then to keep their value.\n`,
+  }),
+  'ledger.cashback_expiring': (d, name) => ({
+    subject: `${num(d.amount)} ${mailText(d.currency ?? '', 3)} of cashback expires on ${day(d.expires_on)}`,
+    text: `Hello ${name},\n\n${num(d.amount)} ${mailText(d.currency ?? '', 3)} of your cashback expires on ${day(d.expires_on)}. Spend it before then to keep it.\n`,
   }),
   'claims.claim_approved': (d, name) => ({
     subject: 'Your reward claim was approved',

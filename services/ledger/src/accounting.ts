@@ -1,6 +1,7 @@
 import { AppError, type ServiceMeta } from '@loyalty/contracts';
 import {
   isUniqueViolation,
+  withTransaction,
   type Clock,
   type Outbox,
   type Pool,
@@ -8,7 +9,7 @@ import {
   type Queryable,
   type ReplayStore,
 } from '@loyalty/runtime';
-import { refundDeduction, type BalanceWarningFigures } from './domain/formulas.ts';
+import { planRefund, type RefundPlan } from './domain/lots.ts';
 import type { JournalEvent } from './domain/journal.ts';
 import { fromCents, MAX_BALANCE } from './domain/money.ts';
 import type { CardCache } from './card-cache.ts';
@@ -16,20 +17,31 @@ import type { MemberDirectory } from './clients.ts';
 import type { MemberPins } from './member-pins.ts';
 import type { PostingBatcher } from './posting-batcher.ts';
 import {
+  accountOf,
   appendJournal,
   earnByReference,
   earnedOnOtherCard,
   findBalance,
   journalPage,
-  lockAccount,
   postMany,
   refundedOnReference,
-  setBalance,
+  setAmounts,
   type AccountKey,
   type JournalEntry,
   type PostedEntry,
   type Posting,
 } from './store/accounts.ts';
+import {
+  accountState,
+  lockAccount,
+  lotOfCredit,
+  settleAccounts,
+  takeFromLot,
+  takeFromLots,
+  type AccountAmounts,
+  type Expiry,
+  type LotEventSubjects,
+} from './store/lots.ts';
 
 export interface LedgerDeps {
   pool: Pool;
@@ -41,6 +53,8 @@ export interface LedgerDeps {
   postings: PostingBatcher;
   outbox: Outbox;
   replays: ReplayStore;
+  /** Subjects of the expiry events a settle writes (store/lots.ts). */
+  expiredSubjects: LotEventSubjects;
 }
 
 /** The request meta the ledger reads: tenant, request id, member token, Idempotency-Key. */
@@ -48,9 +62,20 @@ export type LedgerMeta = ServiceMeta & { member_id?: number };
 
 export interface BalanceChange {
   entry: JournalEntry;
+  /** Spendable balance before and after (a pending credit leaves it as it was). */
   previous: number;
   balance: number;
 }
+
+/** An account as the balance operations answer it: spendable, pending, held and the next expiries. */
+export interface AccountView {
+  balance: number;
+  pending: number;
+  held: number;
+  next_expiries: Expiry[];
+}
+
+const EMPTY_ACCOUNT: AccountView = { balance: 0, pending: 0, held: 0, next_expiries: [] };
 
 function duplicateReference(originalId: number | undefined): AppError {
   return new AppError(
@@ -70,7 +95,7 @@ export function memberBy(d: { member_id?: number; email?: string; phone?: string
 type Direction = 'credit' | 'debit';
 
 /** Which operation a change is, for its Idempotency-Key record: keys of HTTP clients and of other services are kept apart. */
-interface OperationKey {
+export interface OperationKey {
   operation: string;
   data: unknown;
   source: 'http' | 'service';
@@ -86,13 +111,17 @@ function replayKey(meta: LedgerMeta, opts: OperationKey) {
   };
 }
 
-function change(entry: PostedEntry | undefined): BalanceChange | undefined {
-  return entry && { entry, previous: entry.balance_after - entry.amount, balance: entry.balance_after };
+function change(p: Posting, entry: PostedEntry | undefined): BalanceChange | undefined {
+  const moved = p.m.lot?.pending ? 0 : (entry?.amount ?? 0);
+  return entry && { entry, previous: entry.balance_after - moved, balance: entry.balance_after };
 }
 
+const isDue = (a: { next_change_at: Date | null } | undefined, now: Date) =>
+  a?.next_change_at != null && a.next_change_at.getTime() <= now.getTime();
+
 /**
- * Balance changes shared by cashback (amounts in cents) and points (amounts in points). Each runs
- * inside the caller's transaction and writes the balance change and its journal row together.
+ * Balance changes shared by cashback (amounts in cents) and points (amounts in points). Each writes
+ * the balance change, its lots and its journal row together.
  */
 export function accounting(deps: LedgerDeps) {
   const { pool } = deps;
@@ -110,13 +139,42 @@ export function accounting(deps: LedgerDeps) {
   /** The posting's change; a credit the statement did not write was refused by the balance limit. */
   function postedOrRefused(p: Posting & { direction: Direction }, entry: PostedEntry | undefined) {
     if (entry === undefined && p.direction === 'credit') throw balanceLimit(p);
-    return change(entry);
+    return change(p, entry);
+  }
+
+  /**
+   * Lock the account and bring it up to now (lots matured or expired since it was last settled)
+   * in the caller's transaction, if time has changed it. Answers its amounts after that;
+   * undefined: no account (`open` opens an empty one instead).
+   */
+  async function settleLocked(
+    db: PoolClient,
+    k: AccountKey,
+    now: Date,
+    open = false,
+  ): Promise<AccountAmounts | undefined> {
+    const amounts = await lockAccount(db, k, now, open);
+    if (!isDue(amounts, now)) return amounts;
+    const settled = await settleAccounts(db, [k], now, deps.expiredSubjects);
+    if (settled.expiredLots > 0) deps.outbox.written(db);
+    return lockAccount(db, k, now, false);
+  }
+
+  /** Settle one account now in a transaction of its own, if it is due (a read or a refused debit found it so). */
+  async function settle(k: AccountKey): Promise<void> {
+    await withTransaction(pool, (db) => settleLocked(db, k, deps.clock.now()));
   }
 
   /** A posting outside any transaction, group-committed with others (posting-batcher.ts). */
   async function postAlone(p: Posting & { direction: Direction }): Promise<BalanceChange | undefined> {
     if (p.direction === 'credit' && p.m.amount > MAX_BALANCE) throw balanceLimit(p);
-    const posted = postedOrRefused(p, await deps.postings.post(p.direction, p));
+    let entry = await deps.postings.post(p.direction, p);
+    // A debit on an account due a settle was not posted: settle it and post once more.
+    if (entry === undefined && p.direction === 'debit' && isDue(await accountOf(pool, p.k), p.m.at)) {
+      await settle(p.k);
+      entry = await deps.postings.post(p.direction, p);
+    }
+    const posted = postedOrRefused(p, entry);
     if (posted) deps.outbox.written(pool);
     return posted;
   }
@@ -127,6 +185,7 @@ export function accounting(deps: LedgerDeps) {
     p: Posting & { direction: Direction },
   ): Promise<BalanceChange | undefined> {
     if (p.direction === 'credit' && p.m.amount > MAX_BALANCE) throw balanceLimit(p);
+    if (p.direction === 'debit') await settleLocked(db, p.k, p.m.at);
     const posted = postedOrRefused(p, (await postMany(db, p.direction, [p]))[0]);
     if (posted) deps.outbox.written(db);
     return posted;
@@ -147,26 +206,49 @@ export function accounting(deps: LedgerDeps) {
     }
   }
 
+  /** The account as a balance answers it, settled first if time has changed it. */
+  async function view(k: AccountKey): Promise<AccountView | undefined> {
+    let state = await accountState(pool, k.cardId, k.memberId);
+    if (isDue(state, deps.clock.now())) {
+      await settle(k);
+      state = await accountState(pool, k.cardId, k.memberId);
+    }
+    return (
+      state && { balance: state.balance, pending: state.pending, held: state.held, next_expiries: state.next_expiries }
+    );
+  }
+
   return {
+    settleLocked,
+
     /**
-     * One posting (a credit, or a debit only when the balance covers it) with its journal row and
-     * event, answered by `reply`. Without an Idempotency-Key it is posted on its own: it needs no
-     * transaction and shares a group-committed statement with the postings of the same moment.
-     * With a key it is posted inside the transaction that holds the key's record, and the reply is
-     * stored there (a retry replays it). `reply` gets undefined for a debit the balance did not
-     * cover (nothing was written) and reads, if it must, with the `db` it is given. A credit past
-     * MAX_BALANCE writes nothing and throws balance_limit_exceeded.
+     * One posting (a credit, or a debit only when the spendable balance covers it) with its lots,
+     * journal row and event, answered by `reply`. Without an Idempotency-Key it is posted on its
+     * own: it needs no transaction and shares a group-committed statement with the postings of
+     * the same moment. With a key it is posted inside the transaction that holds the key's record,
+     * and the reply is stored there (a retry replays it). `reply` gets undefined for a debit the
+     * balance did not cover (nothing was written) and reads, if it must, with the `db` it is given.
+     * A credit past MAX_BALANCE writes nothing and throws balance_limit_exceeded.
      */
     async posting<T>(
       meta: LedgerMeta,
-      opts: OperationKey & { earnReference?: { cardId: number; reference: string } },
+      opts: OperationKey & {
+        earnReference?: { cardId: number; reference: string };
+        /** With a key: run first in the key's transaction; an answer other than undefined replaces the posting. */
+        instead?: (db: PoolClient, at: Date) => Promise<T | undefined>;
+      },
       make: (at: Date) => Posting & { direction: Direction },
       reply: (change: BalanceChange | undefined, db: Queryable) => Promise<T> | T,
     ): Promise<T> {
       return refusingDuplicateReferences(opts.earnReference, async () => {
         const key = replayKey(meta, opts);
         if (key === undefined) return reply(await postAlone(make(deps.clock.now())), pool);
-        return deps.replays.run(key, async (db) => reply(await postInTransaction(db, make(deps.clock.now())), db));
+        return deps.replays.run(key, async (db) => {
+          const at = deps.clock.now();
+          const answered = opts.instead && (await opts.instead(db, at));
+          if (answered !== undefined) return answered;
+          return reply(await postInTransaction(db, make(at)), db);
+        });
       });
     },
 
@@ -184,15 +266,16 @@ export function accounting(deps: LedgerDeps) {
     },
 
     /**
-     * A refund's deduction, decided under the account's row lock. A `reference` names the refunded
-     * purchase: one of this member on this card caps the deduction by what it earned minus what
-     * refunds on it already deducted; one of another member or on another card is refused with
-     * refund_reference_mismatch (it would take from the wrong account; nothing is written); an
-     * unknown one earned nothing, so it deducts nothing unless the amount is `explicit`
-     * (cashback_to_deduct / points_to_deduct). The balance caps every deduction.
+     * The refund of a purchase, decided under the account's row lock after a settle. A `reference`
+     * names the refunded purchase: one of this member on this card caps the deduction by what it
+     * earned minus what refunds on it already deducted, and its own lot gives first, pending or
+     * not; one of another member or on another card is refused with refund_reference_mismatch (it
+     * would take from the wrong account; nothing is written); an unknown one earned nothing, so it
+     * deducts nothing unless the amount is `explicit` (cashback_to_deduct / points_to_deduct). The
+     * rest comes from the spendable lots, soonest-expiring first; the spendable balance caps it.
      */
     async refund(
-      db: Queryable,
+      db: PoolClient,
       k: AccountKey,
       e: {
         event: JournalEvent;
@@ -203,44 +286,51 @@ export function accounting(deps: LedgerDeps) {
         reference?: string;
         at: Date;
       },
-    ): Promise<BalanceChange & { deducted: number; warning: BalanceWarningFigures | null }> {
-      const previous = await lockAccount(db, k, e.at);
-      let cap: number | null = null;
-      if (e.reference !== undefined) {
-        const purchase = await earnByReference(db, k.cardId, e.reference);
-        if (purchase) {
-          if (purchase.member_id !== k.memberId) throw new AppError('refund_reference_mismatch');
-          cap = purchase.amount - (await refundedOnReference(db, k, e.reference));
-        } else if (await earnedOnOtherCard(db, k.tenantId, k.cardId, e.reference)) {
-          throw new AppError('refund_reference_mismatch');
-        } else if (!e.explicit) {
-          cap = 0;
-        }
-      }
-      const { deducted, warning } = refundDeduction(e.requested, cap, previous);
-      const balance = previous - deducted;
-      if (deducted > 0) await setBalance(db, k, balance, e.at);
+    ): Promise<BalanceChange & { plan: RefundPlan; fromPending: number }> {
+      const before = (await settleLocked(db, k, e.at, true))!;
+      const { cap, lot } = await refundTerms(db, k, e.reference, e.explicit);
+      const plan = planRefund(e.requested, cap, lot ?? null, before.balance);
+      if (lot && plan.fromPurchaseLot > 0) await takeFromLot(db, lot.id, plan.fromPurchaseLot);
+      if (plan.fromBalance > 0) await takeFromLots(db, k, plan.fromBalance);
+      const fromPending = lot?.pending ? plan.fromPurchaseLot : 0;
+      const balance = before.balance - (plan.deducted - fromPending);
+      await setAmounts(db, k, { balance, pending: before.pending - fromPending }, e.at);
       const entry = await appendJournal(db, k, {
         event: e.event,
-        amount: -deducted,
+        amount: -plan.deducted,
         balanceAfter: balance,
         purchaseCents: e.refundCents,
         reference: e.reference,
         at: e.at,
       });
-      return { entry, previous, balance, deducted, warning };
+      return { entry, previous: before.balance, balance, plan, fromPending };
+    },
+
+    /** What a refund would do now, without a lock or a write (quotes). */
+    async refundQuote(
+      k: AccountKey,
+      e: { requested: number; explicit: boolean; reference?: string },
+    ): Promise<{ account: AccountView; plan: RefundPlan; fromPending: number }> {
+      const account = (await view(k)) ?? EMPTY_ACCOUNT;
+      const { cap, lot } = await refundTerms(pool, k, e.reference, e.explicit);
+      const plan = planRefund(e.requested, cap, lot ?? null, account.balance);
+      return { account, plan, fromPending: lot?.pending ? plan.fromPurchaseLot : 0 };
     },
 
     /**
-     * The member's balance on the card. Without an account the member is asked of identity, so an
-     * unknown or foreign member answers member_not_found and a known one a zero balance.
+     * The member's account on the card (spendable, pending, held, next expiries). Without an
+     * account the member is asked of identity, so an unknown or foreign member answers
+     * member_not_found and a known one an empty account.
      */
-    async balanceOf(meta: LedgerMeta, cardId: number, memberId: number): Promise<number> {
-      const balance = await findBalance(pool, cardId, memberId);
-      if (balance !== undefined) return balance;
+    async accountOf(meta: LedgerMeta, cardId: number, memberId: number): Promise<AccountView> {
+      const account = await view({ tenantId: meta.tenant_id, cardId, memberId });
+      if (account) return account;
       await deps.members.mustExist(meta, memberId);
-      return 0;
+      return EMPTY_ACCOUNT;
     },
+
+    /** The account if the member has one on the card (no identity call). */
+    findAccount: (k: AccountKey) => view(k),
 
     /** A history page; a member without an account on the card gets an empty one if identity knows it. */
     async historyPage(
@@ -250,7 +340,11 @@ export function accounting(deps: LedgerDeps) {
       limit: number,
       offset: number,
     ): Promise<{ entries: JournalEntry[]; total: number }> {
-      const page = await journalPage(pool, cardId, memberId, limit, offset);
+      let page = await journalPage(pool, cardId, memberId, limit, offset);
+      if (page && isDue(page, deps.clock.now())) {
+        await settle({ tenantId: meta.tenant_id, cardId, memberId });
+        page = await journalPage(pool, cardId, memberId, limit, offset);
+      }
       if (page) return page;
       await deps.members.mustExist(meta, memberId);
       return { entries: [], total: 0 };
@@ -268,3 +362,27 @@ export function accounting(deps: LedgerDeps) {
   };
 }
 export type Accounting = ReturnType<typeof accounting>;
+
+/**
+ * What a refund naming `reference` may take: the cap (what the purchase earned minus earlier
+ * refunds on it; null: no purchase named and the amount explicit or computed) and the purchase's
+ * lot. A purchase of another member, or on another card of the tenant, is refund_reference_mismatch.
+ */
+async function refundTerms(
+  db: Queryable,
+  k: AccountKey,
+  reference: string | undefined,
+  explicit: boolean,
+): Promise<{ cap: number | null; lot: { id: number; remaining: number; pending: boolean } | undefined }> {
+  if (reference === undefined) return { cap: null, lot: undefined };
+  const purchase = await earnByReference(db, k.cardId, reference);
+  if (purchase) {
+    if (purchase.member_id !== k.memberId) throw new AppError('refund_reference_mismatch');
+    return {
+      cap: purchase.amount - (await refundedOnReference(db, k, reference)),
+      lot: await lotOfCredit(db, purchase.id),
+    };
+  }
+  if (await earnedOnOtherCard(db, k.tenantId, k.cardId, reference)) throw new AppError('refund_reference_mismatch');
+  return { cap: explicit ? null : 0, lot: undefined };
+}

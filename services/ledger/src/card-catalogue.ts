@@ -44,6 +44,9 @@ function cardRecord(c: Card) {
     referee_bonus: c.referee_bonus,
     referral_bonus_on_first_purchase: c.referral_bonus_on_first_purchase,
     claim_lifetime_hours: c.claim_lifetime_hours,
+    expiry_days: c.expiry_days,
+    pending_days: c.pending_days,
+    expiry_warning_days: c.expiry_warning_days,
     created_at: c.created_at.toISOString(),
     updated_at: c.updated_at.toISOString(),
   };
@@ -142,6 +145,9 @@ interface CardSettingsInput {
   referee_bonus?: number;
   referral_bonus_on_first_purchase?: boolean;
   claim_lifetime_hours?: number;
+  expiry_days?: number | null;
+  pending_days?: number;
+  expiry_warning_days?: number;
 }
 
 function applyCashbackConfig(card: Card, cfg: CashbackConfigInput): void {
@@ -166,6 +172,9 @@ function applySettings(card: Card, d: CardSettingsInput): void {
     'referee_bonus',
     'referral_bonus_on_first_purchase',
     'claim_lifetime_hours',
+    'expiry_days',
+    'pending_days',
+    'expiry_warning_days',
   ] as const) {
     if (d[key] !== undefined) (card as unknown as Record<string, unknown>)[key] = d[key];
   }
@@ -207,6 +216,9 @@ export function cardCatalogue(pool: Pool, changed: (cardId: number) => void = ()
         referee_bonus: 0,
         referral_bonus_on_first_purchase: false,
         claim_lifetime_hours: 72,
+        expiry_days: null,
+        pending_days: 0,
+        expiry_warning_days: 14,
         created_at: new Date(),
         updated_at: new Date(),
       };

@@ -7,6 +7,8 @@ import { cashbackEntryType } from './domain/journal.ts';
 import { fromCents, toCents } from './domain/money.ts';
 import { journalEvents } from './events.ts';
 import { findBalance } from './store/accounts.ts';
+import { lotTerms, type LotTerms } from './domain/lots.ts';
+import { creditTerms, lotEventFields } from './lot-views.ts';
 
 type MemberRef = { member_id?: number; email?: string; phone?: string };
 
@@ -35,35 +37,41 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
       const percentage = cashbackConfigView(card).cashback_percentage;
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: member.id };
       const earnReference = d.reference === undefined ? undefined : { cardId: card.id, reference: d.reference };
+      let lot: LotTerms | undefined;
       return books.posting(
         meta,
         { operation: 'cashback.earn', data: d, source: 'http', earnReference },
-        (at) => ({
-          direction: 'credit',
-          k,
-          m: {
-            event: 'cashback_earned',
-            amount: earned,
-            purchaseCents,
-            reference: d.reference,
-            metadata: d.metadata,
-            at,
-          },
-          e: events.posting('cents', {
-            tenantId: meta.tenant_id,
-            event: 'cashback_earned',
-            at,
-            data: {
-              member_id: member.id,
-              card_id: card.id,
-              amount: fromCents(earned),
-              purchase_amount: fromCents(purchaseCents),
-              cashback_percentage: percentage,
-              currency: card.currency,
-              reference: d.reference ?? null,
+        (at) => {
+          lot = lotTerms(card, at, 'purchase');
+          return {
+            direction: 'credit',
+            k,
+            m: {
+              event: 'cashback_earned',
+              amount: earned,
+              purchaseCents,
+              reference: d.reference,
+              metadata: d.metadata,
+              at,
+              lot,
             },
-          }),
-        }),
+            e: events.posting('cents', {
+              tenantId: meta.tenant_id,
+              event: 'cashback_earned',
+              at,
+              data: {
+                member_id: member.id,
+                card_id: card.id,
+                amount: fromCents(earned),
+                purchase_amount: fromCents(purchaseCents),
+                cashback_percentage: percentage,
+                currency: card.currency,
+                reference: d.reference ?? null,
+                ...lotEventFields(lot),
+              },
+            }),
+          };
+        },
         (p) => ({
           transaction_id: p!.entry.id,
           purchase_amount: fromCents(purchaseCents),
@@ -75,6 +83,8 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
           is_new_member: created,
           reference: d.reference ?? null,
           earned_at: p!.entry.created_at.toISOString(),
+          ...(lot!.pending ? { pending_cashback: fromCents(earned) } : {}),
+          ...creditTerms(lot!),
         }),
       );
     },
@@ -151,12 +161,13 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
           reference: d.reference,
           at,
         });
-        const warning = r.warning && {
+        const w = r.plan.warning;
+        const warning = w && {
           code: 'insufficient_balance' as const,
           message: 'The balance could not cover the whole deduction; the balance was deducted to zero.',
-          requested: fromCents(r.warning.requested),
-          deducted: fromCents(r.warning.deducted),
-          uncovered: fromCents(r.warning.uncovered),
+          requested: fromCents(w.requested),
+          deducted: fromCents(w.deducted),
+          uncovered: fromCents(w.uncovered),
         };
         await events.record(db, {
           tenantId: meta.tenant_id,
@@ -166,7 +177,8 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
             member_id: memberId,
             card_id: card.id,
             transaction_id: r.entry.id,
-            amount: fromCents(r.deducted),
+            amount: fromCents(r.plan.deducted),
+            pending_amount: fromCents(r.fromPending),
             refund_amount: fromCents(refundCents),
             previous_balance: fromCents(r.previous),
             new_balance: fromCents(r.balance),
@@ -177,7 +189,8 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
         });
         return {
           transaction_id: r.entry.id,
-          cashback_deducted: fromCents(r.deducted),
+          cashback_deducted: fromCents(r.plan.deducted),
+          ...(r.fromPending > 0 ? { pending_cashback_deducted: fromCents(r.fromPending) } : {}),
           refund_amount: fromCents(refundCents),
           previous_balance: fromCents(r.previous),
           new_balance: fromCents(r.balance),
@@ -193,11 +206,17 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
 
     async balance(d: { card_id: number; member_id: number }, meta: LedgerMeta) {
       const card = await cashbackCard(meta, d.card_id);
-      const balance = await books.balanceOf(meta, card.id, d.member_id);
+      const account = await books.accountOf(meta, card.id, d.member_id);
       return {
         card_id: card.id,
         member_id: d.member_id,
-        cashback_balance: fromCents(balance),
+        cashback_balance: fromCents(account.balance),
+        pending_cashback: fromCents(account.pending),
+        held_cashback: fromCents(account.held),
+        next_expiries: account.next_expiries.map((x) => ({
+          amount: fromCents(x.amount),
+          expires_at: x.expires_at.toISOString(),
+        })),
         cashback_percentage: cashbackConfigView(card).cashback_percentage,
         currency: card.currency,
         reward_system: 'cashback' as const,

@@ -16,6 +16,10 @@ export const LedgerConfig = z.object({
    * postings arriving meanwhile share the next statement (group commit). Each takes a connection.
    */
   POSTING_STATEMENTS: z.coerce.number().int().positive().default(2),
+  /** How often each replica settles accounts that time changed (lots maturing or expiring), warns of expiries and releases overdue holds. */
+  LOT_SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
+  /** Accounts settled per transaction by that sweep. */
+  LOT_SWEEP_BATCH: z.coerce.number().int().positive().max(10_000).default(500),
   /** Wrong PINs in a row that lock a member's PIN redemption. */
   PIN_MAX_ATTEMPTS: z.coerce.number().int().positive().default(5),
   /** How long PIN redemption stays locked after too many wrong PINs; each further lock before a right PIN doubles it. */

@@ -5,21 +5,26 @@ import {
   ledgerOperations,
   memberPinOperations,
   pointsOperations,
+  quoteOperations,
 } from '@loyalty/contracts';
 import { Endpoints } from '@loyalty/runtime';
 import type { CardCatalogue } from './card-catalogue.ts';
 import type { cashbackProduct } from './cashback.ts';
+import type { Holds } from './holds.ts';
 import type { MemberPins } from './member-pins.ts';
 import type { pointsProduct } from './points.ts';
+import type { quotes as quotesOf } from './quotes.ts';
 
 /** Subject -> handler table of the ledger. Handlers stay thin: validate, delegate. */
 export function ledgerEndpoints(parts: {
   cards: CardCatalogue;
   cashback: ReturnType<typeof cashbackProduct>;
   points: ReturnType<typeof pointsProduct>;
+  holds: Holds;
+  quotes: ReturnType<typeof quotesOf>;
   pins: MemberPins;
 }): Endpoints {
-  const { cards, cashback, points, pins } = parts;
+  const { cards, cashback, points, holds, quotes, pins } = parts;
   const c = cashbackOperations;
   const p = pointsOperations;
   const a = ledgerAdminOperations;
@@ -36,6 +41,8 @@ export function ledgerEndpoints(parts: {
     .public(p['points.refund'], (d, x) => points.refund(d, x.meta))
     .public(p['points.balance'], (d, x) => points.balance(d, x.meta))
     .public(p['points.history'], (d, x) => points.history(d, x.meta))
+    .public(quoteOperations['points.quote'], (d, x) => quotes.points(d, x.meta))
+    .public(quoteOperations['cashback.quote'], (d, x) => quotes.cashback(d, x.meta))
     .public(memberPinOperations['member.pin.set'], async (d, x) => {
       if (x.meta.member_id === undefined) throw new AppError('member_token_required');
       return pins.set(x.meta.tenant_id, x.meta.member_id, d);
@@ -44,6 +51,8 @@ export function ledgerEndpoints(parts: {
     .internal(l.getReward, (d, x) => cards.rewardSummary(x.meta.tenant_id, d.card_id, d.reward_id))
     .internal(l.debitPoints, (d, x) => points.move('debit', d, x.meta))
     .internal(l.creditPoints, (d, x) => points.move('credit', d, x.meta))
+    .internal(l.holdPoints, (d, x) => holds.place(d, x.meta))
+    .internal(l.releaseHold, (d, x) => holds.release(d, x.meta))
     .operator(a['admin.card.create'], (d) => cards.createCard(d))
     .operator(a['admin.card.update'], (d) => cards.updateCard(d))
     .operator(a['admin.card.list'], (d) => cards.listCards(d))

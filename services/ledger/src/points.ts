@@ -7,6 +7,9 @@ import type { JournalEvent } from './domain/journal.ts';
 import { fromCents, parseDecimal, toCents } from './domain/money.ts';
 import { journalEvents } from './events.ts';
 import { findBalance } from './store/accounts.ts';
+import { lotTerms, type LotTerms } from './domain/lots.ts';
+import { creditTerms, lotEventFields } from './lot-views.ts';
+import type { Holds } from './holds.ts';
 import { findReward } from './store/cards.ts';
 
 type MemberRef = { member_id?: number; email?: string; phone?: string };
@@ -15,7 +18,7 @@ type MemberRef = { member_id?: number; email?: string; phone?: string };
  * Interface section 4.3: points earn, redeem, refund, balance and history; and the points
  * movements other services ask for (claim approval debits, referral bonus credits).
  */
-export function pointsProduct(deps: LedgerDeps, books: Accounting) {
+export function pointsProduct(deps: LedgerDeps, books: Accounting, holds: Holds) {
   const { pool, clock } = deps;
   const events = journalEvents(deps.outbox);
   const pointsCard = (meta: LedgerMeta, cardId: number) => cardOfKind(deps.cards, meta.tenant_id, cardId, 'points');
@@ -42,34 +45,40 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
       const points = pointsFor(purchaseCents, parseDecimal(card.points_ratio!));
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: member.id };
       const earnReference = d.reference === undefined ? undefined : { cardId: card.id, reference: d.reference };
+      let lot: LotTerms | undefined;
       return books.posting(
         meta,
         { operation: 'points.earn', data: d, source: 'http', earnReference },
-        (at) => ({
-          direction: 'credit',
-          k,
-          m: {
-            event: 'staff_added_points',
-            amount: points,
-            purchaseCents,
-            reference: d.reference,
-            metadata: d.metadata,
-            at,
-          },
-          // Identity mails the member on this event (once, even if it is delivered again).
-          e: events.posting('points', {
-            tenantId: meta.tenant_id,
-            event: 'staff_added_points',
-            at,
-            data: {
-              member_id: member.id,
-              card_id: card.id,
-              points,
-              purchase_amount: fromCents(purchaseCents),
-              reference: d.reference ?? null,
+        (at) => {
+          lot = lotTerms(card, at, 'purchase');
+          return {
+            direction: 'credit',
+            k,
+            m: {
+              event: 'staff_added_points',
+              amount: points,
+              purchaseCents,
+              reference: d.reference,
+              metadata: d.metadata,
+              at,
+              lot,
             },
-          }),
-        }),
+            // Identity mails the member on this event (once, even if it is delivered again).
+            e: events.posting('points', {
+              tenantId: meta.tenant_id,
+              event: 'staff_added_points',
+              at,
+              data: {
+                member_id: member.id,
+                card_id: card.id,
+                points,
+                purchase_amount: fromCents(purchaseCents),
+                reference: d.reference ?? null,
+                ...lotEventFields(lot),
+              },
+            }),
+          };
+        },
         (p) => ({
           transaction_id: p!.entry.id,
           points_earned: points,
@@ -80,6 +89,8 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
           notification_sent: member.has_email ? 'points_earned' : null,
           reference: d.reference ?? null,
           earned_at: p!.entry.created_at.toISOString(),
+          ...(lot!.pending ? { pending_points: points } : {}),
+          ...creditTerms(lot!),
         }),
       );
     },
@@ -155,11 +166,12 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
           reference: d.reference,
           at,
         });
-        const warning = r.warning && {
+        const warning = r.plan.warning && {
           code: 'insufficient_balance' as const,
           message: 'The balance could not cover the whole deduction; the balance was deducted to zero.',
-          ...r.warning,
+          ...r.plan.warning,
         };
+        const fromPending = r.fromPending;
         await events.record(db, {
           tenantId: meta.tenant_id,
           event: 'points_refunded',
@@ -168,7 +180,8 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
             member_id: memberId,
             card_id: card.id,
             transaction_id: r.entry.id,
-            points: r.deducted,
+            points: r.plan.deducted,
+            pending_points: fromPending,
             refund_amount: fromCents(refundCents),
             previous_balance: r.previous,
             new_balance: r.balance,
@@ -178,7 +191,8 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
         });
         return {
           transaction_id: r.entry.id,
-          points_deducted: r.deducted,
+          points_deducted: r.plan.deducted,
+          ...(fromPending > 0 ? { pending_points_deducted: fromPending } : {}),
           refund_amount: fromCents(refundCents),
           previous_balance: r.previous,
           new_balance: r.balance,
@@ -193,11 +207,14 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
 
     async balance(d: { card_id: number; member_id: number }, meta: LedgerMeta) {
       const card = await pointsCard(meta, d.card_id);
-      const balance = await books.balanceOf(meta, card.id, d.member_id);
+      const account = await books.accountOf(meta, card.id, d.member_id);
       return {
         card_id: card.id,
         member_id: d.member_id,
-        points_balance: balance,
+        points_balance: account.balance,
+        pending_points: account.pending,
+        held_points: account.held,
+        next_expiries: account.next_expiries.map((x) => ({ points: x.amount, expires_at: x.expires_at.toISOString() })),
         reward_system: 'points' as const,
         queried_at: clock.now().toISOString(),
       };
@@ -245,24 +262,35 @@ export function pointsProduct(deps: LedgerDeps, books: Accounting) {
       const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: d.member_id };
       return books.posting(
         meta,
-        { operation: `internal.points.${direction}`, data: d, source: 'service' },
-        (at) => ({
-          direction,
-          k,
-          m: { event: d.event, amount: d.points, reference: d.reference, metadata: d.metadata, at },
-          e: events.posting('points', {
-            tenantId: meta.tenant_id,
-            event: d.event,
-            at,
-            data: {
-              member_id: d.member_id,
-              card_id: card.id,
-              points: direction === 'credit' ? d.points : -d.points,
-              reference: d.reference ?? null,
-              ...(d.metadata ? { metadata: d.metadata } : {}),
-            },
-          }),
-        }),
+        {
+          operation: `internal.points.${direction}`,
+          data: d,
+          source: 'service',
+          // A debit under the key of a hold (a claim's) captures the hold instead (holds.ts).
+          instead: direction === 'debit' ? (db, at) => holds.captureIfHeld(db, meta, k, d, at) : undefined,
+        },
+        (at) => {
+          // A credit (a referral bonus) is a lot on the card's terms; it waits for no return window.
+          const lot = direction === 'credit' ? lotTerms(card, at, 'other') : undefined;
+          return {
+            direction,
+            k,
+            m: { event: d.event, amount: d.points, reference: d.reference, metadata: d.metadata, at, lot },
+            e: events.posting('points', {
+              tenantId: meta.tenant_id,
+              event: d.event,
+              at,
+              data: {
+                member_id: d.member_id,
+                card_id: card.id,
+                points: direction === 'credit' ? d.points : -d.points,
+                reference: d.reference ?? null,
+                ...(d.metadata ? { metadata: d.metadata } : {}),
+                ...(lot ? lotEventFields(lot) : {}),
+              },
+            }),
+          };
+        },
         async (p, db) => {
           if (!p) throw insufficient((await findBalance(db, card.id, d.member_id)) ?? 0, d.points);
           return { transaction_id: p.entry.id, points: d.points, previous_balance: p.previous, new_balance: p.balance };

@@ -18,10 +18,18 @@ import { ledgerEndpoints } from './endpoints.ts';
 import { memberDirectory } from './clients.ts';
 import { memberPins } from './member-pins.ts';
 import { pointsProduct } from './points.ts';
+import { holdsOf } from './holds.ts';
+import { LotSweeper, type LotSweep } from './lot-sweeper.ts';
 import { PostingBatcher } from './posting-batcher.ts';
+import { quotes } from './quotes.ts';
 import { postMany } from './store/accounts.ts';
 
-export const SERVICE_VERSION = '0.1.0';
+export const SERVICE_VERSION = '0.2.0';
+
+export interface RunningLedger extends RunningService {
+  /** Run one lot sweep now (settle due accounts, warn of expiries, release overdue holds): tests, benchmarks. */
+  sweepLots(): Promise<LotSweep>;
+}
 
 export interface LedgerOptions {
   log?: Logger;
@@ -30,8 +38,9 @@ export interface LedgerOptions {
 }
 
 /** Composition root: config -> connections -> endpoints -> shutdown. */
-export async function startLedger(config: LedgerConfig, opts: LedgerOptions = {}): Promise<RunningService> {
-  return runService({
+export async function startLedger(config: LedgerConfig, opts: LedgerOptions = {}): Promise<RunningLedger> {
+  let sweeper: LotSweeper | undefined;
+  const running = await runService({
     name: 'ledger',
     version: SERVICE_VERSION,
     config,
@@ -83,19 +92,45 @@ export async function startLedger(config: LedgerConfig, opts: LedgerOptions = {}
           maxBatch: 100,
           observe: (n) => postingsPerStatement.observe(n),
         }),
+        expiredSubjects: lotSubjects('expired'),
       };
       const books = accounting(deps);
+      const holds = holdsOf(deps, books);
+      sweeper = new LotSweeper({
+        pool,
+        clock,
+        log,
+        metrics,
+        outbox,
+        holds,
+        intervalMs: config.LOT_SWEEP_INTERVAL_MS,
+        batch: config.LOT_SWEEP_BATCH,
+        expired: lotSubjects('expired'),
+        expiring: lotSubjects('expiring'),
+      });
+      sweeper.start();
       return {
         endpoints: ledgerEndpoints({
           cards: cardCatalogue(pool, cardChanged),
           cashback: cashbackProduct(deps, books),
-          points: pointsProduct(deps, books),
+          points: pointsProduct(deps, books, holds),
+          holds,
+          quotes: quotes(deps, books),
           pins,
         }),
         stop: async () => {
           cardChanges.unsubscribe();
+          await sweeper?.stop();
         },
       };
+
+      function lotSubjects(what: 'expired' | 'expiring') {
+        return {
+          points: subjects.event('ledger', `points_${what}`),
+          cashback: subjects.event('ledger', `cashback_${what}`),
+        };
+      }
     },
   });
+  return { ...running, sweepLots: () => sweeper!.sweep() };
 }

@@ -119,6 +119,10 @@ describe('earn', () => {
       currency: 'EUR',
       reference: `evt-${memberId}`,
       event: 'cashback_earned',
+      // The credit's lot: spendable at once, never expiring (the card has no lifecycle settings).
+      pending: false,
+      available_at: r.body.data!.earned_at,
+      expires_at: null,
     });
   });
 
@@ -590,6 +594,9 @@ describe('balance and history', () => {
         card_id: card,
         member_id: memberId,
         cashback_balance: 5,
+        pending_cashback: 0,
+        held_cashback: 0,
+        next_expiries: [],
         cashback_percentage: 5,
         currency: 'EUR',
         reward_system: 'cashback',

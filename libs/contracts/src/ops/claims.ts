@@ -75,7 +75,8 @@ export const claimsOperations = defineOperations({
     operation: 'claims.create',
     scope: 'points_write',
     idempotent: true,
-    summary: 'Create a claim request with the verification code the member received',
+    summary:
+      "Create a claim request with the verification code the member received; the reward's points are held (not spendable) until staff decide",
     body: z.object({
       member_email: Email,
       card_id: Id,
@@ -84,7 +85,14 @@ export const claimsOperations = defineOperations({
       member_note: Note.optional(),
     }),
     response: z.object({ claim_request: z.object({ id: Id, status: z.literal('pending'), created_at: Timestamp }) }),
-    errors: ['invalid_verification_code', 'card_not_found', 'reward_not_found', 'reward_inactive', 'wrong_card_type'],
+    errors: [
+      'invalid_verification_code',
+      'card_not_found',
+      'reward_not_found',
+      'reward_inactive',
+      'wrong_card_type',
+      'insufficient_points',
+    ],
   },
   'claims.list': {
     ...base,

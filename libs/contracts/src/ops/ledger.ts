@@ -1,18 +1,17 @@
 import { z } from 'zod';
 import {
   decimalNumber,
-  Email,
   Id,
   IdParam,
   Metadata,
   Money,
   Pagination,
-  Phone,
   PositiveMoney,
   Text,
   Timestamp,
   pageQuery,
 } from '../common.ts';
+import { memberFields, memberRequired, memberRule, needsMember, Reference } from './member-ref.ts';
 import { defineOperations } from './types.ts';
 
 /**
@@ -22,21 +21,6 @@ import { defineOperations } from './types.ts';
  */
 const cashback = { service: 'ledger', tag: 'Cashback' } as const;
 const points = { service: 'ledger', tag: 'Points' } as const;
-
-const Reference = Text.trim().min(1).max(255);
-
-/** The member of an earn or refund: by id, email or phone (at least one; member_id wins). */
-const memberFields = { member_id: Id.optional(), email: Email.optional(), phone: Phone.optional() };
-const needsMember = (b: { member_id?: number; email?: string; phone?: string }) =>
-  b.member_id !== undefined || b.email !== undefined || b.phone !== undefined;
-const memberRule = { message: 'member_id, email or phone is required', path: ['member_id'] };
-/** The same rule for the reference (a refine is invisible to JSON Schema). */
-// Typed objects, so that a generated client keeps the body's own type (an untyped `required` alone reads as `unknown`).
-const memberRequired = [
-  { type: 'object', required: ['member_id'] },
-  { type: 'object', required: ['email'] },
-  { type: 'object', required: ['phone'] },
-];
 
 const AccountQuery = z.object({ card_id: IdParam, member_id: IdParam });
 const HistoryQuery = z.object({ card_id: IdParam, member_id: IdParam, ...pageQuery(20, 100) });
@@ -51,6 +35,16 @@ const BalanceWarning = z
     uncovered: z.number().describe('requested minus deducted'),
   })
   .meta({ id: 'BalanceWarning' });
+
+/** When a credit becomes spendable and when it expires (only when it is pending / expires). */
+const creditTerms = {
+  available_at: Timestamp.optional().describe('when the pending amount becomes spendable; only when it is pending'),
+  expires_at: Timestamp.optional().describe('when the credit expires; only on cards with expiry_days'),
+};
+
+/** The next dates on which spendable points expire, with how many. */
+const PointsExpiry = z.object({ points: z.number().int(), expires_at: Timestamp }).meta({ id: 'PointsExpiry' });
+const CashbackExpiry = z.object({ amount: z.number(), expires_at: Timestamp }).meta({ id: 'CashbackExpiry' });
 
 export const CashbackConfig = z
   .object({
@@ -126,6 +120,11 @@ export const cashbackOperations = defineOperations({
       is_new_member: z.boolean(),
       reference: z.string().nullable(),
       earned_at: Timestamp,
+      pending_cashback: z
+        .number()
+        .optional()
+        .describe("the cashback earned is pending (the card's pending_days); only then"),
+      ...creditTerms,
     }),
     errors: [
       'card_not_found',
@@ -186,7 +185,10 @@ export const cashbackOperations = defineOperations({
     response: z.object({
       card_id: Id,
       member_id: Id,
-      cashback_balance: z.number(),
+      cashback_balance: z.number().describe('spendable: available cashback minus what holds reserve'),
+      pending_cashback: z.number().describe('earned, not spendable before its available_at (the return window)'),
+      held_cashback: z.number().describe('reserved by holds'),
+      next_expiries: z.array(CashbackExpiry).describe('the next (at most three) expiries of spendable cashback'),
       cashback_percentage: z.number(),
       currency: z.string(),
       reward_system: z.literal('cashback'),
@@ -235,6 +237,10 @@ export const cashbackOperations = defineOperations({
     response: z.object({
       transaction_id: Id,
       cashback_deducted: z.number(),
+      pending_cashback_deducted: z
+        .number()
+        .optional()
+        .describe("part of cashback_deducted taken from the purchase's pending cashback; only when not 0"),
       refund_amount: z.number(),
       previous_balance: z.number(),
       new_balance: z.number(),
@@ -301,6 +307,12 @@ export const pointsOperations = defineOperations({
         .describe('points_earned when the mail was queued; null when the member has no email'),
       reference: z.string().nullable(),
       earned_at: Timestamp,
+      pending_points: z
+        .number()
+        .int()
+        .optional()
+        .describe("the points earned are pending (the card's pending_days); only then"),
+      ...creditTerms,
     }),
     errors: [
       'card_not_found',
@@ -365,6 +377,11 @@ export const pointsOperations = defineOperations({
     response: z.object({
       transaction_id: Id,
       points_deducted: z.number().int(),
+      pending_points_deducted: z
+        .number()
+        .int()
+        .optional()
+        .describe("part of points_deducted taken from the purchase's pending points; only when not 0"),
       refund_amount: z.number(),
       previous_balance: z.number().int(),
       new_balance: z.number().int(),
@@ -395,7 +412,10 @@ export const pointsOperations = defineOperations({
     response: z.object({
       card_id: Id,
       member_id: Id,
-      points_balance: z.number().int(),
+      points_balance: z.number().int().describe('spendable: available points minus what holds reserve'),
+      pending_points: z.number().int().describe('earned, not spendable before their available_at (the return window)'),
+      held_points: z.number().int().describe('reserved by pending claim requests'),
+      next_expiries: z.array(PointsExpiry).describe('the next (at most three) expiries of spendable points'),
       reward_system: z.literal('points'),
       queried_at: Timestamp,
     }),
@@ -481,6 +501,25 @@ const cardSettings = {
     .int()
     .min(1)
     .max(24 * 365),
+  expiry_days: z
+    .number()
+    .int()
+    .min(1)
+    .max(36_500)
+    .nullable()
+    .describe("credits (of the card's unit) expire this many days after they become available; null: never"),
+  pending_days: z
+    .number()
+    .int()
+    .min(0)
+    .max(3_650)
+    .describe('credits from purchases become spendable this many days after the earn (the return window)'),
+  expiry_warning_days: z
+    .number()
+    .int()
+    .min(0)
+    .max(3_650)
+    .describe('the member is mailed this many days before credits expire'),
 };
 
 export const CardRecord = z
@@ -498,6 +537,9 @@ export const CardRecord = z
     referee_bonus: z.number().int(),
     referral_bonus_on_first_purchase: z.boolean(),
     claim_lifetime_hours: z.number().int(),
+    expiry_days: z.number().int().nullable().describe('null: credits never expire'),
+    pending_days: z.number().int(),
+    expiry_warning_days: z.number().int(),
     created_at: Timestamp,
     updated_at: Timestamp,
   })
@@ -546,6 +588,9 @@ export const ledgerAdminOperations = defineOperations({
         referee_bonus: cardSettings.referee_bonus.default(0),
         referral_bonus_on_first_purchase: cardSettings.referral_bonus_on_first_purchase.default(false),
         claim_lifetime_hours: cardSettings.claim_lifetime_hours.default(72),
+        expiry_days: cardSettings.expiry_days.default(null),
+        pending_days: cardSettings.pending_days.default(0),
+        expiry_warning_days: cardSettings.expiry_warning_days.default(14),
       })
       .refine((b) => b.reward_system !== 'cashback' || b.cashback_config !== undefined, {
         message: 'is required for a cashback card',
@@ -571,7 +616,8 @@ export const ledgerAdminOperations = defineOperations({
     method: 'POST',
     path: '/admin/v1/tenants/:tenant_id/cards/:card_id',
     operation: 'admin.card.update',
-    summary: 'Change some settings of a card (fields left out keep their value; the reward system cannot change)',
+    summary:
+      'Change some settings of a card (fields left out keep their value; the reward system cannot change; expiry and pending settings apply to credits made after the change)',
     params: CardParams,
     body: z.object({
       name: Text.trim().min(1).max(200).optional(),
@@ -586,6 +632,9 @@ export const ledgerAdminOperations = defineOperations({
       referee_bonus: cardSettings.referee_bonus.optional(),
       referral_bonus_on_first_purchase: cardSettings.referral_bonus_on_first_purchase.optional(),
       claim_lifetime_hours: cardSettings.claim_lifetime_hours.optional(),
+      expiry_days: cardSettings.expiry_days.optional(),
+      pending_days: cardSettings.pending_days.optional(),
+      expiry_warning_days: cardSettings.expiry_warning_days.optional(),
     }),
     response: z.object({ card: CardRecord }),
     errors: ['invalid_operator_token', 'card_not_found', 'wrong_card_type'],

@@ -4,15 +4,16 @@ import type { ClaimStatus as PublicClaimStatus } from '@loyalty/contracts';
  * A stored request's status: the public ones plus the transient `approving` (below), which never
  * leaves this service: clients see it as `pending` ({@link publicStatus}).
  */
-export type ClaimStatus = PublicClaimStatus | 'approving';
+export type ClaimStatus = PublicClaimStatus | 'approving' | 'holding';
 
 export function publicStatus(status: ClaimStatus): PublicClaimStatus {
-  return status === 'approving' ? 'pending' : status;
+  return status === 'approving' || status === 'holding' ? 'pending' : status;
 }
 
 /**
  * The claim request state machine (pure). Only a pending request moves, and only once:
  *
+ *   holding --hold placed--> pending        (holding --hold refused--> gone)
  *   pending --approve--> approving --debit applied--> approved
  *                        approving --debit refused--> pending
  *   pending --reject--> rejected
@@ -72,7 +73,10 @@ export function debitCertainlyNotApplied(code: string): boolean {
   return definiteRefusals.has(code);
 }
 
-/** The idempotency key of the ledger debit of one claim: the same on every attempt. */
+/**
+ * The idempotency key of the ledger hold and debit of one claim: the same on every attempt. The
+ * hold placed at creation under it is what the approval's debit captures.
+ */
 export function debitKey(claimId: number): string {
   return `claim:${claimId}`;
 }

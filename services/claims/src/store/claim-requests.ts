@@ -11,6 +11,8 @@ export interface ClaimRequest {
   reward_name: string;
   points_cost: number;
   status: ClaimStatus;
+  /** The ledger hold of the reward's points (claim:<id>): none, held, released, captured. */
+  hold_status: HoldStatus;
   member_note: string | null;
   staff_note: string | null;
   points_deducted: number | null;
@@ -26,6 +28,8 @@ export interface ClaimRequest {
 
 const T = 'claims.claim_requests';
 
+export type HoldStatus = 'none' | 'held' | 'released' | 'captured';
+
 export async function insertClaimRequest(
   db: Queryable,
   c: {
@@ -40,15 +44,30 @@ export async function insertClaimRequest(
     expiresAt: Date;
   },
 ): Promise<ClaimRequest> {
+  // `holding` until its hold is placed (claim-requests.ts create): invisible to every reader.
   const { rows } = await db.query<ClaimRequest>(
-    `INSERT INTO ${T} (tenant_id, card_id, member_id, reward_id, reward_name, points_cost, member_note, created_at, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
+    `INSERT INTO ${T} (tenant_id, card_id, member_id, reward_id, reward_name, points_cost, member_note, created_at, expires_at, status)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'holding') RETURNING *`,
     [c.tenantId, c.cardId, c.memberId, c.rewardId, c.rewardName, c.pointsCost, c.memberNote, c.createdAt, c.expiresAt],
   );
   return rows[0]!;
 }
 
-/** One request of the tenant; a foreign id is simply not found. `lock` takes the row lock. */
+/** holding -> pending once its hold is placed (`held`, or `none` for a reward that costs nothing). */
+export async function markPending(db: Queryable, id: number, hold: 'held' | 'none'): Promise<ClaimRequest | undefined> {
+  const { rows } = await db.query<ClaimRequest>(
+    `UPDATE ${T} SET status = 'pending', hold_status = $2 WHERE id = $1 AND status = 'holding' RETURNING *`,
+    [id, hold],
+  );
+  return rows[0];
+}
+
+/** Forget a request that never became pending (its hold was refused, or never answered and is released). */
+export async function deleteHolding(db: Queryable, id: number): Promise<void> {
+  await db.query(`DELETE FROM ${T} WHERE id = $1 AND status = 'holding'`, [id]);
+}
+
+/** One request of the tenant; a foreign id is simply not found, nor is one still `holding`. `lock` takes the row lock. */
 export async function findClaimRequest(
   db: Queryable,
   tenantId: number,
@@ -56,7 +75,7 @@ export async function findClaimRequest(
   lock = false,
 ): Promise<ClaimRequest | undefined> {
   const { rows } = await db.query<ClaimRequest>(
-    `SELECT * FROM ${T} WHERE tenant_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`,
+    `SELECT * FROM ${T} WHERE tenant_id = $1 AND id = $2 AND status <> 'holding'${lock ? ' FOR UPDATE' : ''}`,
     [tenantId, id],
   );
   return rows[0];
@@ -68,7 +87,7 @@ export async function listClaimRequests(
 ): Promise<{ rows: ClaimRequest[]; total: number }> {
   // A request being approved is still pending to clients (domain/claim-request.ts).
   const statuses = q.status === 'pending' ? ['pending', 'approving'] : q.status ? [q.status] : [];
-  const where = `tenant_id = $1 AND card_id = $2${q.status ? ' AND status = ANY($3::text[])' : ''}`;
+  const where = `tenant_id = $1 AND card_id = $2 AND ${q.status ? 'status = ANY($3::text[])' : "status <> 'holding'"}`;
   const args: unknown[] = [q.tenantId, q.cardId, ...(q.status ? [statuses] : [])];
   const [page, count] = await Promise.all([
     db.query<ClaimRequest>(
@@ -103,7 +122,8 @@ export async function markApproved(
   r: { pointsDeducted: number; transactionId: number | null; now: Date; staffNote: string | undefined },
 ): Promise<ClaimRequest | undefined> {
   const { rows } = await db.query<ClaimRequest>(
-    `UPDATE ${T} SET status = 'approved', points_deducted = $2, ledger_transaction_id = $3, approved_at = $4, staff_note = COALESCE($5, staff_note)
+    `UPDATE ${T} SET status = 'approved', points_deducted = $2, ledger_transaction_id = $3, approved_at = $4, staff_note = COALESCE($5, staff_note),
+            hold_status = CASE hold_status WHEN 'held' THEN 'captured' ELSE hold_status END
       WHERE id = $1 AND status = 'approving' RETURNING *`,
     [id, r.pointsDeducted, r.transactionId, r.now, r.staffNote ?? null],
   );
@@ -161,6 +181,28 @@ export async function stalledApprovals(
 ): Promise<{ id: number; tenant_id: number }[]> {
   const { rows } = await db.query<{ id: number; tenant_id: number }>(
     `SELECT id, tenant_id FROM ${T} WHERE status = 'approving' AND approval_started_at <= $1 ORDER BY approval_started_at LIMIT $2`,
+    [before, limit],
+  );
+  return rows;
+}
+
+/** Decided (rejected or expired) requests whose hold the ledger has not yet given back. */
+export async function holdsToRelease(db: Queryable, limit: number): Promise<ClaimRequest[]> {
+  const { rows } = await db.query<ClaimRequest>(
+    `SELECT * FROM ${T} WHERE hold_status = 'held' AND status IN ('rejected', 'expired') ORDER BY id LIMIT $1`,
+    [limit],
+  );
+  return rows;
+}
+
+export async function markHoldReleased(db: Queryable, id: number): Promise<void> {
+  await db.query(`UPDATE ${T} SET hold_status = 'released' WHERE id = $1 AND hold_status = 'held'`, [id]);
+}
+
+/** Requests left `holding` since before `before`: their creation died between the insert and the hold's answer. */
+export async function staleHolding(db: Queryable, before: Date, limit: number): Promise<ClaimRequest[]> {
+  const { rows } = await db.query<ClaimRequest>(
+    `SELECT * FROM ${T} WHERE status = 'holding' AND created_at <= $1 ORDER BY created_at LIMIT $2`,
     [before, limit],
   );
   return rows;

@@ -1,5 +1,6 @@
 import type { OutboxEvent, Queryable } from '@loyalty/runtime';
 import type { JournalEvent } from '../domain/journal.ts';
+import type { LotTerms } from '../domain/lots.ts';
 import { MAX_BALANCE } from '../domain/money.ts';
 
 /**
@@ -29,6 +30,8 @@ export interface Movement {
   rewardId?: number | null;
   metadata?: Record<string, unknown> | null;
   at: Date;
+  /** A credit's lot: when it becomes spendable and when it expires (domain/lots.ts). Debits have none. */
+  lot?: LotTerms;
 }
 
 /** The event of a posting; the statement adds `transaction_id`, `previous_balance` and `new_balance` to its data. */
@@ -38,6 +41,7 @@ export interface PostingEvent extends OutboxEvent {
 }
 
 export interface PostedEntry extends JournalEntry {
+  /** The spendable balance after the posting. */
   balance_after: number;
 }
 
@@ -49,50 +53,72 @@ export interface Posting {
 }
 
 // Postings as parallel arrays (one element per posting, `n` its position). The balance change, the
-// entry count, the journal row and the outbox event (its balances and transaction id filled in by
-// SQL) of every posting are one statement: one round trip and one commit for all of them, atomic
-// without BEGIN/COMMIT, and each account row is touched once. An account may appear only once per
-// statement (ON CONFLICT DO UPDATE cannot change a row twice): callers split batches (see
-// posting-batcher.ts).
+// entry count, the journal row, the credit's lot (or the lots a debit takes) and the outbox event
+// (its balances and transaction id filled in by SQL) of every posting are one statement: one round
+// trip and one commit for all of them, atomic without BEGIN/COMMIT, and each account row is
+// touched once. An account may appear only once per statement (ON CONFLICT DO UPDATE cannot
+// change a row twice): callers split batches (see posting-batcher.ts).
 const INPUT = `input AS (
   SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::text[], $7::bigint[], $8::text[], $9::bigint[],
-                       $10::jsonb[], $11::uuid[], $12::text[], $13::jsonb[], $14::boolean[])
-    WITH ORDINALITY AS i(card_id, member_id, tenant_id, amount, at, event, purchase_cents, reference, reward_id, metadata, event_id, subject, envelope, cents, n)
+                       $10::jsonb[], $11::uuid[], $12::text[], $13::jsonb[], $14::boolean[], $15::boolean[], $16::timestamptz[], $17::timestamptz[], $18::timestamptz[])
+    WITH ORDINALITY AS i(card_id, member_id, tenant_id, amount, at, event, purchase_cents, reference, reward_id, metadata, event_id, subject, envelope, cents,
+                         pending, available_at, expires_at, warn_at, n)
 )`;
 
-// A credit opens the account on first use. Check and credit are one condition on the row, as for a
-// debit: a credit that would take the balance past MAX_BALANCE matches no row (concurrent credits
-// serialize on the row, so none can slip past it together), and nothing at all is written for it.
-// Both terms are at most MAX_BALANCE, so the sum cannot overflow int8.
+// A credit opens the account on first use and adds to its spendable balance, or to `pending` while
+// its lot waits for available_at. Check and credit are one condition on the row, as for a debit: a
+// credit that would take the account past MAX_BALANCE matches no row (concurrent credits serialize
+// on the row, so none can slip past it together), and nothing at all is written for it. Every term
+// is at most MAX_BALANCE, so the sum cannot overflow int8. next_change_at moves earlier only.
 const CREDIT = `account AS (
-  INSERT INTO ledger.accounts AS a (card_id, member_id, tenant_id, balance, entries, created_at, updated_at)
-  SELECT card_id, member_id, tenant_id, amount, 1, at, at FROM input WHERE amount <= ${MAX_BALANCE} ORDER BY n
-  ON CONFLICT (card_id, member_id) DO UPDATE SET balance = a.balance + EXCLUDED.balance, entries = a.entries + 1, updated_at = EXCLUDED.updated_at
-   WHERE a.balance + EXCLUDED.balance <= ${MAX_BALANCE}
+  INSERT INTO ledger.accounts AS a (card_id, member_id, tenant_id, balance, pending, entries, next_change_at, created_at, updated_at)
+  SELECT card_id, member_id, tenant_id, CASE WHEN pending THEN 0 ELSE amount END, CASE WHEN pending THEN amount ELSE 0 END, 1,
+         CASE WHEN amount = 0 THEN NULL WHEN pending THEN available_at ELSE expires_at END, at, at
+    FROM input WHERE amount <= ${MAX_BALANCE} ORDER BY n
+  ON CONFLICT (card_id, member_id) DO UPDATE SET balance = a.balance + EXCLUDED.balance, pending = a.pending + EXCLUDED.pending,
+     entries = a.entries + 1, updated_at = EXCLUDED.updated_at, next_change_at = LEAST(a.next_change_at, EXCLUDED.next_change_at)
+   WHERE a.balance + a.pending + a.held + EXCLUDED.balance + EXCLUDED.pending <= ${MAX_BALANCE}
   RETURNING card_id, member_id, balance
 )`;
 
 // Check and debit are one condition on the row: concurrent debits serialize on it and none can
-// overdraw; an uncovered debit matches no row, so nothing at all is written for it.
+// overdraw; an uncovered debit matches no row, so nothing at all is written for it. Nor is one on
+// an account that time has changed since it was last settled (a lot expired or matured): the
+// caller settles it and posts again (accounting.ts). take_from_lots (migration 5) then takes the
+// amount from the account's spendable lots, under the row lock just taken.
 const DEBIT = `account AS (
   UPDATE ledger.accounts a SET balance = a.balance - i.amount, entries = a.entries + 1, updated_at = i.at
     FROM input i
    WHERE a.card_id = i.card_id AND a.member_id = i.member_id AND a.balance >= i.amount
+     AND (a.next_change_at IS NULL OR a.next_change_at > i.at)
   RETURNING a.card_id, a.member_id, a.balance
+), taken AS (
+  SELECT ledger.take_from_lots(array_agg(a.card_id), array_agg(a.member_id), array_agg(i.amount)) AS accounts
+    FROM account a JOIN input i USING (card_id, member_id)
 )`;
 
-const ENTRY_AND_EVENT = (sign: '' | '-', outboxTable: string) => `entry AS (
+const ENTRY_AND_EVENT = (direction: 'credit' | 'debit', outboxTable: string) => `entry AS (
   INSERT INTO ledger.journal (tenant_id, card_id, member_id, event, amount, balance_after, purchase_cents, reference, reward_id, metadata, created_at)
-  SELECT i.tenant_id, i.card_id, i.member_id, i.event, ${sign}i.amount, a.balance, i.purchase_cents, i.reference, i.reward_id, i.metadata, i.at
-    FROM input i JOIN account a USING (card_id, member_id) ORDER BY i.n
+  SELECT i.tenant_id, i.card_id, i.member_id, i.event, ${direction === 'credit' ? '' : '-'}i.amount, a.balance, i.purchase_cents, i.reference, i.reward_id, i.metadata, i.at
+    FROM input i JOIN account a USING (card_id, member_id)${direction === 'debit' ? ' CROSS JOIN taken' : ''} ORDER BY i.n
   RETURNING id, card_id, member_id, event, amount, balance_after, created_at
-), event AS (
+), ${
+  direction === 'credit'
+    ? `lot AS (
+  INSERT INTO ledger.lots (tenant_id, card_id, member_id, journal_id, amount, remaining, pending, available_at, expires_at, warn_at, created_at)
+  SELECT i.tenant_id, i.card_id, i.member_id, e.id, i.amount, i.amount, i.pending, i.available_at, i.expires_at, i.warn_at, i.at
+    FROM entry e JOIN input i USING (card_id, member_id) WHERE i.amount > 0
+), `
+    : ''
+}event AS (
   INSERT INTO ${outboxTable} (id, subject, payload)
   SELECT i.event_id, i.subject, jsonb_set(i.envelope, '{data}', (i.envelope -> 'data') || jsonb_build_object(
       'transaction_id', e.id,
-      'previous_balance', CASE WHEN i.cents THEN to_jsonb(round((e.balance_after - e.amount) / 100.0, 2)) ELSE to_jsonb(e.balance_after - e.amount) END,
+      'previous_balance', CASE WHEN i.cents THEN to_jsonb(round((e.balance_after - p.change) / 100.0, 2)) ELSE to_jsonb(e.balance_after - p.change) END,
       'new_balance', CASE WHEN i.cents THEN to_jsonb(round(e.balance_after / 100.0, 2)) ELSE to_jsonb(e.balance_after) END))
     FROM entry e JOIN input i USING (card_id, member_id)
+    -- What the posting changed of the spendable balance: nothing for a credit that is pending.
+    CROSS JOIN LATERAL (SELECT CASE WHEN i.pending THEN 0 ELSE e.amount END AS change) p
 )
 SELECT i.n, e.id, e.event, e.amount, e.balance_after, e.created_at FROM entry e JOIN input i USING (card_id, member_id)`;
 
@@ -102,7 +128,7 @@ SELECT i.n, e.id, e.event, e.amount, e.balance_after, e.created_at FROM entry e 
  * table of its own with the same columns).
  */
 export function postingStatement(direction: 'credit' | 'debit', outboxTable = 'ledger.outbox'): string {
-  return `WITH ${INPUT}, ${direction === 'credit' ? CREDIT : DEBIT}, ${ENTRY_AND_EVENT(direction === 'credit' ? '' : '-', outboxTable)}`;
+  return `WITH ${INPUT}, ${direction === 'credit' ? CREDIT : DEBIT}, ${ENTRY_AND_EVENT(direction, outboxTable)}`;
 }
 
 const STATEMENTS = { credit: postingStatement('credit'), debit: postingStatement('debit') };
@@ -124,15 +150,20 @@ function postingValues(postings: Posting[]): unknown[][] {
     postings.map((p) => p.e.subject),
     postings.map((p) => JSON.stringify(p.e.envelope)),
     postings.map((p) => p.e.unit === 'cents'),
+    postings.map((p) => p.m.lot?.pending ?? false),
+    postings.map((p) => p.m.lot?.availableAt ?? p.m.at),
+    postings.map((p) => p.m.lot?.expiresAt ?? null),
+    postings.map((p) => p.m.lot?.warnAt ?? null),
   ];
 }
 
 /**
- * Credit (opening accounts as needed) or debit (only where the balance covers it) accounts,
- * each with its journal row and outbox event, in one statement, alone (autocommit) or inside the
- * caller's transaction. Answers in the order of `postings`; undefined: a debit its balance did not
- * cover or a credit that would pass MAX_BALANCE, for which nothing was written. No account may appear twice. `statement`: another text
- * of `postingStatement` (with its own prepared-statement name).
+ * Credit (opening accounts as needed, each credit a lot) or debit (only where the spendable
+ * balance covers it, taking from the lots) accounts, each with its journal row and outbox event,
+ * in one statement, alone (autocommit) or inside the caller's transaction. Answers in the order
+ * of `postings`; undefined: a debit its balance did not cover (or on an account due a settle), or
+ * a credit that would pass MAX_BALANCE, for which nothing was written. No account may appear
+ * twice. `statement`: another text of `postingStatement` (with its own prepared-statement name).
  */
 export async function postMany(
   db: Queryable,
@@ -150,28 +181,29 @@ export async function postMany(
   });
 }
 
-/** Lock the account row (opening it at 0 if needed) and return its balance: refunds decide under the lock. */
-export async function lockAccount(db: Queryable, k: AccountKey, now: Date): Promise<number> {
+/** Set a locked account's spendable and pending amounts (after `lockAccount`, store/lots.ts). */
+export async function setAmounts(
+  db: Queryable,
+  k: AccountKey,
+  amounts: { balance: number; pending: number },
+  now: Date,
+): Promise<void> {
   await db.query(
-    `INSERT INTO ledger.accounts (card_id, member_id, tenant_id, balance, created_at, updated_at) VALUES ($1, $2, $3, 0, $4, $4)
-     ON CONFLICT (card_id, member_id) DO NOTHING`,
-    [k.cardId, k.memberId, k.tenantId, now],
+    'UPDATE ledger.accounts SET balance = $3, pending = $4, updated_at = $5 WHERE card_id = $1 AND member_id = $2',
+    [k.cardId, k.memberId, amounts.balance, amounts.pending, now],
   );
-  const { rows } = await db.query<{ balance: number }>(
-    'SELECT balance FROM ledger.accounts WHERE card_id = $1 AND member_id = $2 FOR UPDATE',
-    [k.cardId, k.memberId],
-  );
-  return rows[0]!.balance;
 }
 
-/** Set a locked account's balance (after `lockAccount`). */
-export async function setBalance(db: Queryable, k: AccountKey, balance: number, now: Date): Promise<void> {
-  await db.query('UPDATE ledger.accounts SET balance = $3, updated_at = $4 WHERE card_id = $1 AND member_id = $2', [
-    k.cardId,
-    k.memberId,
-    balance,
-    now,
-  ]);
+/** The account's spendable balance and when time next changes it; undefined: no account. */
+export async function accountOf(
+  db: Queryable,
+  k: AccountKey,
+): Promise<{ balance: number; next_change_at: Date | null } | undefined> {
+  const { rows } = await db.query<{ balance: number; next_change_at: Date | null }>(
+    'SELECT balance, next_change_at FROM ledger.accounts WHERE card_id = $1 AND member_id = $2',
+    [k.cardId, k.memberId],
+  );
+  return rows[0];
 }
 
 /** undefined: the member has never had an account on the card. */
@@ -272,7 +304,7 @@ export async function refundedOnReference(db: Queryable, k: AccountKey, referenc
 }
 
 /** One page of an account's journal ($3 rows from offset $4) with the account's entry count; no row: no account. */
-export const JOURNAL_PAGE = `SELECT a.entries AS total, j.id, j.event, j.amount, j.created_at
+export const JOURNAL_PAGE = `SELECT a.entries AS total, a.next_change_at, j.id, j.event, j.amount, j.created_at
   FROM ledger.accounts a
   LEFT JOIN LATERAL (
     SELECT id, event, amount, created_at FROM ledger.journal
@@ -283,7 +315,7 @@ export const JOURNAL_PAGE = `SELECT a.entries AS total, j.id, j.event, j.amount,
 
 /**
  * One page of an account's journal, newest first (index journal_account_history), with the
- * account's number of entries, in one statement. undefined: the member has no account on the card.
+ * account's number of entries (and when time next changes the account), in one statement. undefined: the member has no account on the card.
  */
 export async function journalPage(
   db: Queryable,
@@ -291,9 +323,10 @@ export async function journalPage(
   memberId: number,
   limit: number,
   offset: number,
-): Promise<{ entries: JournalEntry[]; total: number } | undefined> {
+): Promise<{ entries: JournalEntry[]; total: number; next_change_at: Date | null } | undefined> {
   const { rows } = await db.query<{
     total: number;
+    next_change_at: Date | null;
     id: number | null;
     event: JournalEvent;
     amount: number;
@@ -307,5 +340,5 @@ export async function journalPage(
   const entries = rows
     .filter((r) => r.id !== null)
     .map((r) => ({ id: r.id!, event: r.event, amount: r.amount, created_at: r.created_at }));
-  return { entries, total: rows[0]!.total };
+  return { entries, total: rows[0]!.total, next_change_at: rows[0]!.next_change_at };
 }
