@@ -16,7 +16,7 @@ import {
 } from '@loyalty/contracts';
 import { callService, createLogger, jsonCodec, ManualClock, type RunningService } from '@loyalty/runtime';
 import { readIdentityConfig, startIdentity } from '@loyalty/identity';
-import { readLedgerConfig, startLedger } from '@loyalty/ledger';
+import { readLedgerConfig, startLedger, type RunningLedger } from '@loyalty/ledger';
 import { readClaimsConfig, startClaims, type ClaimsOptions, type RunningClaims } from '@loyalty/claims';
 import { readReferralsConfig, startReferrals } from '@loyalty/referrals';
 import { MailSink } from './mail-sink.ts';
@@ -35,7 +35,7 @@ import { createTestDatabase, deleteEventStream, OPERATOR_TOKEN } from './system.
 /** What each service's start function returns. */
 interface Running {
   identity: RunningService;
-  ledger: RunningService;
+  ledger: RunningLedger;
   claims: RunningClaims;
   referrals: RunningService;
 }

@@ -65,10 +65,16 @@ export interface TestSystem {
  * talking over real PostgreSQL, NATS and Redis.
  */
 export async function startTestSystem(
-  opts: { services?: ServiceName[]; env?: Record<string, string>; postgresAdminUrl?: string } = {},
+  opts: {
+    services?: ServiceName[];
+    env?: Record<string, string>;
+    postgresAdminUrl?: string;
+    /** A database made (and dropped at the end) by the caller's `createTestDatabase`, e.g. one loaded with older data. */
+    database?: Awaited<ReturnType<typeof createTestDatabase>>;
+  } = {},
 ): Promise<TestSystem> {
   const names = opts.services ?? ['identity'];
-  const database = await createTestDatabase(opts.postgresAdminUrl);
+  const database = opts.database ?? (await createTestDatabase(opts.postgresAdminUrl));
   const mail = new MailSink();
   const smtpUrl = await mail.start();
   const root = `t${randomBytes(5).toString('hex')}`;

@@ -1,4 +1,4 @@
-export { startLedger } from './service.ts';
+export { startLedger, type RunningLedger } from './service.ts';
 export { readConfig as readLedgerConfig, LedgerConfig } from './config.ts';
 // The statements and the group commit the ledger posts with, for callers that measure them
 // directly (the benchmark's tuned baseline issues exactly what the ledger issues).

@@ -127,3 +127,36 @@ export async function journalOf(
   );
   return rows.map((r) => ({ event: r.event, amount: Number(r.amount), reference: r.reference }));
 }
+
+/**
+ * The lot invariants of every account of the card (or of one member): the spendable balance is
+ * what its spendable lots have left, `pending` what its pending lots have, `held` what its held
+ * holds took from lots, and the journal sums to all three. Every account's entry count is its
+ * number of journal rows. Answers the number of accounts checked.
+ */
+export async function lotsAgree(sys: Pick<TestSystem, 'db'>, cardId: number, memberId?: number): Promise<number> {
+  const { rows } = await sys.db.query<Record<string, string>>(
+    `SELECT a.member_id::text, a.balance::text, a.pending::text, a.held::text, a.entries::text,
+            (SELECT COALESCE(sum(remaining), 0) FROM ledger.lots l WHERE l.card_id = a.card_id AND l.member_id = a.member_id AND NOT l.pending)::text AS spendable_lots,
+            (SELECT COALESCE(sum(remaining), 0) FROM ledger.lots l WHERE l.card_id = a.card_id AND l.member_id = a.member_id AND l.pending)::text AS pending_lots,
+            (SELECT COALESCE(sum(hl.amount), 0) FROM ledger.holds h JOIN ledger.hold_lots hl ON hl.hold_id = h.id
+              WHERE h.card_id = a.card_id AND h.member_id = a.member_id AND h.status = 'held')::text AS held_lots,
+            (SELECT COALESCE(sum(amount), 0) FROM ledger.holds h WHERE h.card_id = a.card_id AND h.member_id = a.member_id AND h.status = 'held')::text AS holds,
+            (SELECT COALESCE(sum(amount), 0) FROM ledger.journal j WHERE j.card_id = a.card_id AND j.member_id = a.member_id)::text AS journal,
+            (SELECT count(*) FROM ledger.journal j WHERE j.card_id = a.card_id AND j.member_id = a.member_id)::text AS counted
+       FROM ledger.accounts a WHERE a.card_id = $1 AND ($2::bigint IS NULL OR a.member_id = $2)`,
+    [cardId, memberId ?? null],
+  );
+  for (const r of rows) {
+    const n = Object.fromEntries(Object.entries(r).map(([k, v]) => [k, Number(v)]));
+    const who = `member ${n.member_id} on card ${cardId}`;
+    expect(n.balance, `${who}: balance = spendable lots`).toBe(n.spendable_lots);
+    expect(n.pending, `${who}: pending = pending lots`).toBe(n.pending_lots);
+    expect(n.held, `${who}: held = held holds`).toBe(n.holds);
+    expect(n.held, `${who}: held = what holds took from lots`).toBe(n.held_lots);
+    expect(n.journal, `${who}: journal = balance + pending + held`).toBe(n.balance! + n.pending! + n.held!);
+    expect(n.entries, `${who}: entries = journal rows`).toBe(n.counted);
+    expect(n.balance, `${who}: never negative`).toBeGreaterThanOrEqual(0);
+  }
+  return rows.length;
+}
