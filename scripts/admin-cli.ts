@@ -19,9 +19,15 @@ Commands:
   app:revoke --app APP_ID                          revoke an app; its key stops working at once
   card:create --tenant ID --name NAME [--currency EUR] --cashback PCT [--min AMT] [--max AMT] [--pin]
             | --tenant ID --name NAME [--currency EUR] --points-ratio R [--referrer N] [--referee N]
-                                                   create a cashback or a points card (currency default USD)
+              [--expiry-days N|never] [--pending-days N] [--warning-days N]
+                                                   create a cashback or a points card (currency default USD);
+                                                   credits expire N days after they become spendable (default
+                                                   never), purchases wait N days to become spendable (default 0),
+                                                   members are warned N days before an expiry (default 14)
   card:list --tenant ID                            list a tenant's cards
   card:update --tenant ID --card ID JSON           change a card's settings, e.g. '{"referrer_bonus":100}'
+  card:update --tenant ID --card ID [--expiry-days N|never] [--pending-days N] [--warning-days N]
+                                                   change its lifecycle (applies to credits made after the change)
   reward:create --tenant ID --card ID --name NAME --cost POINTS   add a reward to a points card
   reward:deactivate --tenant ID --card ID --reward ID             withdraw a reward
   call METHOD PATH [JSON]                          any other operator call, e.g. call GET /admin/v1/tenants
@@ -48,6 +54,9 @@ const options = {
   referrer: { type: 'string' },
   referee: { type: 'string' },
   cost: { type: 'string' },
+  'expiry-days': { type: 'string' },
+  'pending-days': { type: 'string' },
+  'warning-days': { type: 'string' },
   json: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
@@ -103,12 +112,17 @@ function requestOf(
       return { method: 'POST', path: `${tenantPath()}/cards`, body: cardBody(v) };
     case 'card:list':
       return { method: 'GET', path: `${tenantPath()}/cards` };
-    case 'card:update':
+    case 'card:update': {
+      const lifecycle = lifecycleOf(v);
       return {
         method: 'POST',
         path: `${tenantPath()}/cards/${need(v.card, 'card')}`,
-        body: json(need(rest[0], 'JSON'), 'JSON'),
+        body:
+          rest[0] !== undefined || Object.keys(lifecycle).length === 0
+            ? json(need(rest[0], 'JSON'), 'JSON')
+            : lifecycle,
       };
+    }
     case 'reward:create':
       return {
         method: 'POST',
@@ -134,12 +148,23 @@ function requestOf(
   }
 }
 
+/** The lifecycle flags given (expiry, pending period, warning), as card settings. */
+function lifecycleOf(v: Values) {
+  const expiry = v['expiry-days'];
+  return {
+    ...(expiry !== undefined ? { expiry_days: expiry === 'never' ? null : number(expiry, 'expiry-days') } : {}),
+    ...(v['pending-days'] !== undefined ? { pending_days: number(v['pending-days'], 'pending-days') } : {}),
+    ...(v['warning-days'] !== undefined ? { expiry_warning_days: number(v['warning-days'], 'warning-days') } : {}),
+  };
+}
+
 function cardBody(v: Values) {
   const base = {
     name: need(v.name, 'name'),
     ...(v.currency ? { currency: v.currency } : {}),
     referrer_bonus: number(v.referrer ?? '0', 'referrer'),
     referee_bonus: number(v.referee ?? '0', 'referee'),
+    ...lifecycleOf(v),
   };
   if (v.cashback !== undefined) {
     return {

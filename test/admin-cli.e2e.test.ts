@@ -71,6 +71,43 @@ describe('loyalty-admin', () => {
     expect(row).toContain('EUR');
   });
 
+  it("sets and changes a card's lifecycle with flags", async () => {
+    const created = await cli(['tenant:create', '--name', 'CLI Lots']);
+    const tenantId = /^id: (\d+)$/m.exec(created.out)![1]!;
+    const card = await cli(
+      ['card:create', '--tenant', tenantId, '--name', 'Expiring', '--points-ratio', '1'].concat([
+        '--expiry-days',
+        '365',
+        '--pending-days',
+        '14',
+        '--warning-days',
+        '30',
+        '--json',
+      ]),
+    );
+    expect(card.code, card.err).toBe(0);
+    const { card: c } = JSON.parse(card.out) as { card: { id: number } };
+    expect(c).toMatchObject({ expiry_days: 365, pending_days: 14, expiry_warning_days: 30 });
+    const updated = await cli([
+      'card:update',
+      '--tenant',
+      tenantId,
+      '--card',
+      String(c.id),
+      '--expiry-days',
+      'never',
+      '--json',
+    ]);
+    expect(JSON.parse(updated.out)).toMatchObject({ card: { expiry_days: null, pending_days: 14 } });
+    const refused = await cli(['card:update', '--tenant', tenantId, '--card', String(c.id), '--pending-days=-2']);
+    expect(refused.code).toBe(1);
+    expect(refused.err).toMatch(/^error 400 validation_error: /);
+    expect(
+      (await cli(['card:create', '--tenant', tenantId, '--name', 'x', '--points-ratio', '1', '--expiry-days', 'soon']))
+        .code,
+    ).toBe(2);
+  });
+
   it('an API refusal is printed with its code and exits 1', async () => {
     const missing = await cli(['app:rotate', '--app', 'app_nope']);
     expect(missing).toMatchObject({ code: 1, out: '' });
