@@ -8,7 +8,7 @@
 // outbox relay, consumers, mails).
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { findBalance, JOURNAL_PAGE, PostingBatcher, postingStatement, postMany } from '@loyalty/ledger';
+import { accountState, findBalance, JOURNAL_PAGE, PostingBatcher, postingStatement, postMany } from '@loyalty/ledger';
 import { findCard, findMemberById, memberOfToken, redeemScenario, type DirectScenario } from './baseline.ts';
 import type { DirectOutcome } from './load.ts';
 import type { ScenarioName } from './options.ts';
@@ -203,8 +203,9 @@ export function tunedScenario(
       return {
         async op(i) {
           const card = await lookups.card(f.pointsCardId);
-          const balance = await findBalance(pool, card.id, member(i));
-          if (balance === undefined) await lookups.member(member(i));
+          // services/ledger/src/store/lots.ts accountState: the amounts and the next expiries in one statement
+          const account = await accountState(pool, card.id, member(i));
+          if (account === undefined) await lookups.member(member(i));
           return 200;
         },
       };

@@ -5,6 +5,8 @@
 // speed work; the statements are copied from their store modules of that day (ledger:
 // store/cards.ts findCard, store/accounts.ts credit / debitIfCovered / findBalance /
 // appendJournal, runtime recordEvent's outbox insert; identity: store/members.ts findMemberBy,
+// and since lots (issue 17) the credit's lot and, for a debit, the lots it takes, one statement
+// per lot under the account's lock, as a straightforward service would write them;
 // store/apps.ts findCredentials, store/sessions.ts findLiveSession), except the history page,
 // which is the ledger's current statement (see the points_history case). The services now do less
 // SQL per operation than this (cached card and member, one statement per posting);
@@ -25,7 +27,7 @@ import { CASHBACK_PERCENT, POINTS_RATIO, REDEEM_AMOUNT_CENTS, type Fixture, type
 const CARD_COLUMNS = `id, tenant_id, unique_identifier, name, description, reward_system, currency,
   cashback_percentage::text AS cashback_percentage, cashback_min_cents, cashback_max_cents, allows_pin_redemption,
   points_ratio::text AS points_ratio, referrer_bonus, referee_bonus, referral_bonus_on_first_purchase, claim_lifetime_hours,
-  created_at, updated_at`;
+  expiry_days, pending_days, expiry_warning_days, created_at, updated_at`;
 const MEMBER_COLUMNS = 'id, tenant_id, name, email, phone, accepts_emails, is_active';
 
 export const sha256 = (v: string) => createHash('sha256').update(v).digest();
@@ -145,6 +147,12 @@ async function earn(
     );
     const balance = Number(rows[0]!.balance);
     const id = await appendJournal(db, k, { event, amount, balanceAfter: balance, purchaseCents, at });
+    if (amount > 0)
+      await db.query(
+        `INSERT INTO ledger.lots (tenant_id, card_id, member_id, journal_id, amount, remaining, pending, available_at, created_at)
+         VALUES ($1, $2, $3, $4, $5, $5, false, $6, $6)`,
+        [k.tenantId, k.cardId, k.memberId, id, amount, at],
+      );
     await recordEvent(
       db,
       f.tenantId,
@@ -202,6 +210,19 @@ async function redeem(pool: pg.Pool, f: Fixture, r: Redeemer): Promise<DirectOut
         throw new Refused();
       }
       const balance = Number(rows[0].balance);
+      // The spendable lots, soonest-expiring first, each one's remainder lowered until the debit is covered.
+      const lots = await db.query<{ id: string; remaining: string }>(
+        `SELECT id, remaining FROM ledger.lots WHERE card_id = $1 AND member_id = $2 AND remaining > 0 AND NOT pending
+          ORDER BY expires_at, id`,
+        [k.cardId, k.memberId],
+      );
+      let need = REDEEM_AMOUNT_CENTS;
+      for (const lot of lots.rows) {
+        if (need === 0) break;
+        const take = Math.min(Number(lot.remaining), need);
+        await db.query('UPDATE ledger.lots SET remaining = remaining - $2 WHERE id = $1', [lot.id, take]);
+        need -= take;
+      }
       const id = await appendJournal(db, k, {
         event: 'cashback_redeemed',
         amount: -REDEEM_AMOUNT_CENTS,
@@ -314,6 +335,12 @@ export function redeemScenario(
         const expected = a.startCents - redeemed[k]! * REDEEM_AMOUNT_CENTS;
         if (balance !== expected || balance < 0)
           problems.push(`${label}: member ${a.memberId} holds ${balance} cents, expected ${expected}`);
+        const { rows } = await pool.query<{ lots: string }>(
+          'SELECT COALESCE(sum(remaining), 0) AS lots FROM ledger.lots WHERE card_id = $1 AND member_id = $2 AND NOT pending',
+          [f.cashbackCardId, a.memberId],
+        );
+        if (Number(rows[0]!.lots) !== balance)
+          problems.push(`${label}: member ${a.memberId} holds ${balance} cents but ${rows[0]!.lots} in lots`);
       }
       return problems;
     },

@@ -81,6 +81,17 @@ export async function measureGrowth(
       `UPDATE ledger.accounts SET balance = balance + $3${cols.length > 0 ? ', entries = entries + $3' : ''} WHERE card_id = $1 AND member_id = $2`,
       [f.pointsCardId, f.historyMemberId, add],
     );
+    // The points the rows added, as one spendable lot (ledger migration 1700000000005), so the
+    // account's balance stays equal to its lots.
+    const { rows: lots } = await client.query(
+      `SELECT 1 FROM information_schema.tables WHERE table_schema = 'ledger' AND table_name = 'lots'`,
+    );
+    if (lots.length > 0)
+      await client.query(
+        `INSERT INTO ledger.lots (tenant_id, card_id, member_id, amount, remaining, pending, available_at, created_at)
+         VALUES ($1, $2, $3, $4, $4, false, now(), now())`,
+        [rows[0]!.tenant_id, f.pointsCardId, f.historyMemberId, add],
+      );
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);

@@ -23,6 +23,9 @@ export interface BenchOptions {
   scenarios: ScenarioName[];
   skipGrowth: boolean;
   skipBaseline: boolean;
+  skipExpiry: boolean;
+  /** Lots due at once for the expiry figure. */
+  expiryLots: number;
   /** Members provisioned for the earn and balance scenarios (each request of an earn goes to the next one). */
   members: number;
   /** Journal rows of the history member (the history scenario reads its first page). */
@@ -58,6 +61,8 @@ const HELP = `npm run bench -- [options]
   --scenarios <a,b>     subset of ${ALL_SCENARIOS.join(', ')}
   --skip-growth         leave out the 10,000 vs 1,000,000 journal rows figure
   --skip-baseline       leave out the direct-SQL baselines (naive and tuned)
+  --skip-expiry         leave out the lots-expired-per-second figure
+  --expiry-lots <n>     lots due at once for that figure (default 1000000)
   --members <n>         members for the earn and balance scenarios (default 2000)
   --history-rows <n>    journal rows of the history member (default 10000)
   --growth-rows <n>     journal rows of the large account (default 1000000)
@@ -82,6 +87,8 @@ export function parseOptions(argv: string[]): BenchOptions {
       scenarios: { type: 'string' },
       'skip-growth': { type: 'boolean', default: false },
       'skip-baseline': { type: 'boolean', default: false },
+      'skip-expiry': { type: 'boolean', default: false },
+      'expiry-lots': { type: 'string', default: '1000000' },
       members: { type: 'string', default: '2000' },
       'history-rows': { type: 'string', default: '10000' },
       'growth-rows': { type: 'string', default: '1000000' },
@@ -123,6 +130,8 @@ export function parseOptions(argv: string[]): BenchOptions {
     scenarios: scenarios as ScenarioName[],
     skipGrowth: values['skip-growth'],
     skipBaseline: values['skip-baseline'],
+    skipExpiry: values['skip-expiry'],
+    expiryLots: Math.floor(num('expiry-lots', values['expiry-lots'], 10)),
     members: Math.floor(num('members', values.members, 1)),
     historyRows: Math.floor(num('history-rows', values['history-rows'], 1)),
     growthRows: Math.floor(num('growth-rows', values['growth-rows'], 1)),

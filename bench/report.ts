@@ -42,6 +42,9 @@ export interface GrowthReport {
   seed_seconds: number;
 }
 
+export type { ExpiryReport } from './expiry.ts';
+import type { ExpiryReport } from './expiry.ts';
+
 export interface BenchReport {
   generated_at: string;
   machine: {
@@ -57,6 +60,8 @@ export interface BenchReport {
   scenarios: ScenarioReport[];
   memory_mb: Record<string, number>;
   growth: GrowthReport | { skipped: string };
+  /** The ledger's lot sweep with many lots due at once (bench/expiry.ts). */
+  expiry: ExpiryReport | { skipped: string };
   /** Seconds waited after each phase until every event was published and consumed (null: unknown). */
   event_backlog_wait_s: Record<string, number | null>;
   /** points_earned notifications identity had not mailed yet when the measurements ended. */
@@ -157,6 +162,11 @@ export function formatTable(r: BenchReport): string {
   } else {
     out.push(`growth: skipped (${r.growth.skipped})`);
   }
+  out.push(
+    'lots_per_second' in r.expiry
+      ? `expiry: ${r.expiry.lots_per_second.toLocaleString('en-US')} lots/s (${r.expiry.lots.toLocaleString('en-US')} lots due on ${r.expiry.accounts.toLocaleString('en-US')} accounts, expired in ${r.expiry.seconds} s by the ledger's sweep; ${r.expiry.events.toLocaleString('en-US')} events)`
+      : `expiry: skipped (${r.expiry.skipped})`,
+  );
   if (r.notification_mail_backlog_at_end)
     out.push(
       `notification mails not yet sent at the end: ${r.notification_mail_backlog_at_end} (identity mails each points earn; see bench/README.md)`,

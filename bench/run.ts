@@ -8,6 +8,7 @@ import pg from 'pg';
 import { Api } from './api.ts';
 import { baselineScenario } from './baseline.ts';
 import { tunedScenario } from './baseline-tuned.ts';
+import { measureExpiry } from './expiry.ts';
 import { measureGrowth } from './growth.ts';
 import { runDirect, runHttp, type Measured } from './load.ts';
 import { parseOptions, type BenchOptions, type ScenarioName } from './options.ts';
@@ -17,6 +18,7 @@ import {
   scenarioReport,
   writeReport,
   type BenchReport,
+  type ExpiryReport,
   type GrowthReport,
   type ScenarioReport,
 } from './report.ts';
@@ -172,6 +174,23 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
         log,
       });
 
+    let expiry: ExpiryReport | { skipped: string };
+    if (opts.skipExpiry) expiry = { skipped: '--skip-expiry' };
+    else if (!pool) expiry = { skipped: 'no database (pass --database-url with --url)' };
+    else {
+      expiry = await measureExpiry(api, fixture, pool, {
+        lots: opts.expiryLots,
+        lotsPerAccount: 10,
+        timeoutSeconds: 900,
+        log,
+      });
+      log(
+        `expiry: ${expiry.lots_per_second.toLocaleString('en-US')} lots/s (${expiry.lots} lots in ${expiry.seconds} s)`,
+      );
+      problems.push(...expiry.checks);
+      await settle('expiry');
+    }
+
     const report: BenchReport = {
       generated_at: new Date().toISOString(),
       machine: {
@@ -186,6 +205,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       scenarios,
       memory_mb: system.memoryMb(),
       growth,
+      expiry,
       event_backlog_wait_s: settled,
       notification_mail_backlog_at_end: await system.mailBacklog(),
       targets: {
@@ -193,6 +213,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
         errors: 'none but the 422s of redemption; no overdraft',
         memory: 'peak RSS <= 150 MB per service',
         growth: 'balance and history p50 at 1,000,000 rows within 1.5x of 10,000 rows',
+        expiry: 'lots expired per second with 1,000,000 lots due (a figure, no target)',
       },
       problems,
     };

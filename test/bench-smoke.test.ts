@@ -22,6 +22,7 @@ describe('npm run bench (smoke)', () => {
       ...parseOptions([
         ...['--duration', '1', '--warmup', '0', '--connections', '2', '--members', '20', '--history-rows', '40'],
         ...['--growth-rows', '400', '--growth-requests', '20', '--redeem-accounts', '2', '--redeem-balance', '0.5'],
+        ...['--expiry-lots', '200'],
       ]),
       quiet: true,
       build: false, // the suite's global set-up has built the services
@@ -67,7 +68,12 @@ describe('npm run bench (smoke)', () => {
       expect(report.growth.history.ratio_p50).toBeGreaterThan(0);
     }
 
+    // 200 lots due on 20 accounts, all expired by the ledger's own sweep, one journal row each.
+    expect(report.expiry).toMatchObject({ lots: 200, accounts: 20, journal_rows: 200, events: 20, checks: [] });
+    if ('lots_per_second' in report.expiry) expect(report.expiry.lots_per_second).toBeGreaterThan(0);
+
     const table = formatTable(report);
+    expect(table).toMatch(/expiry: [\d,]+ lots\/s/);
     for (const name of ALL_SCENARIOS) expect(table).toContain(name);
     const written = await writeReport(report, out);
     expect(written.map((p) => path.basename(p))).toEqual(['latest.json', 'latest.svg', 'latest.png']);
