@@ -24,6 +24,29 @@ export interface ExpiryReport {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Accounts, their credit journal rows and their lots, all due: member ids far above the fixture's, 100 points a lot. */
+async function seed(db: pg.PoolClient, cardId: number, tenantId: number, accounts: number, perAccount: number) {
+  await db.query(
+    `INSERT INTO ledger.accounts (card_id, member_id, tenant_id, balance, entries, next_change_at, created_at, updated_at)
+     SELECT $1, 100000000 + g, $2, 100 * $4::int, $4::int, now() - interval '1 day', now() - interval '60 days', now() - interval '60 days'
+       FROM generate_series(1, $3::int) g`,
+    [cardId, tenantId, accounts, perAccount],
+  );
+  await db.query(
+    `INSERT INTO ledger.journal (tenant_id, card_id, member_id, event, amount, balance_after, purchase_cents, created_at)
+     SELECT $2, $1, 100000000 + a, 'staff_added_points', 100, 100 * l, 10000, now() - interval '60 days' + l * interval '1 minute'
+       FROM generate_series(1, $3::int) a, generate_series(1, $4::int) l`,
+    [cardId, tenantId, accounts, perAccount],
+  );
+  await db.query(
+    `INSERT INTO ledger.lots (tenant_id, card_id, member_id, amount, remaining, pending, available_at, expires_at, warn_at, warned, created_at)
+     SELECT $2, $1, 100000000 + a, 100, 100, false, now() - interval '60 days', now() - interval '1 day' - l * interval '1 minute',
+            now() - interval '2 days', true, now() - interval '60 days'
+       FROM generate_series(1, $3::int) a, generate_series(1, $4::int) l`,
+    [cardId, tenantId, accounts, perAccount],
+  );
+}
+
 export async function measureExpiry(
   api: Api,
   f: Fixture,
@@ -42,26 +65,18 @@ export async function measureExpiry(
   const lots = accounts * perAccount;
   opts.log(`expiry: writing ${lots.toLocaleString('en-US')} lots due on ${accounts.toLocaleString('en-US')} accounts`);
   const started = Date.now();
-  // Member ids far above the fixture's: accounts of their own. 100 points a lot.
-  await pool.query(
-    `INSERT INTO ledger.accounts (card_id, member_id, tenant_id, balance, entries, next_change_at, created_at, updated_at)
-     SELECT $1, 100000000 + g, $2, 100 * $4::int, $4::int, now() - interval '1 day', now() - interval '60 days', now() - interval '60 days'
-       FROM generate_series(1, $3::int) g`,
-    [card.id, f.tenantId, accounts, perAccount],
-  );
-  await pool.query(
-    `INSERT INTO ledger.journal (tenant_id, card_id, member_id, event, amount, balance_after, purchase_cents, created_at)
-     SELECT $2, $1, 100000000 + a, 'staff_added_points', 100, 100 * l, 10000, now() - interval '60 days' + l * interval '1 minute'
-       FROM generate_series(1, $3::int) a, generate_series(1, $4::int) l`,
-    [card.id, f.tenantId, accounts, perAccount],
-  );
-  await pool.query(
-    `INSERT INTO ledger.lots (tenant_id, card_id, member_id, amount, remaining, pending, available_at, expires_at, warn_at, warned, created_at)
-     SELECT $2, $1, 100000000 + a, 100, 100, false, now() - interval '60 days', now() - interval '1 day' - l * interval '1 minute',
-            now() - interval '2 days', true, now() - interval '60 days'
-       FROM generate_series(1, $3::int) a, generate_series(1, $4::int) l`,
-    [card.id, f.tenantId, accounts, perAccount],
-  );
+  // One transaction: the sweep (every second in the bench) must never see an account without its lots.
+  const db = await pool.connect();
+  try {
+    await db.query('BEGIN');
+    await seed(db, card.id, f.tenantId, accounts, perAccount);
+    await db.query('COMMIT');
+  } catch (err) {
+    await db.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    db.release();
+  }
   await pool.query('VACUUM ANALYZE ledger.accounts, ledger.lots, ledger.journal');
   await pool.query('CHECKPOINT').catch(() => undefined);
   const seedSeconds = Math.round((Date.now() - started) / 100) / 10;

@@ -126,30 +126,32 @@ export async function settleAccounts(
        FROM total t WHERE a.card_id = t.card_id AND a.member_id = t.member_id`,
     [cards, members, now],
   );
+  // Every join is of a CTE with a table by its key (CTE-to-CTE joins get row estimates of one and
+  // nested loops that rescan: seen at 1.3 s a batch of 5,000 lots).
   const { rows } = await db.query<{ lots: number }>(
     `WITH due AS (
-       SELECT l.id, l.tenant_id, l.card_id, l.member_id, l.remaining, l.expires_at,
-              sum(l.remaining) OVER (PARTITION BY l.card_id, l.member_id ORDER BY l.expires_at, l.id) AS running
-         FROM ledger.lots l JOIN ${KEYS} USING (card_id, member_id)
+       SELECT l.id, l.tenant_id, l.card_id, l.member_id, l.remaining, l.expires_at, c.reward_system,
+              a.balance - sum(l.remaining) OVER (PARTITION BY l.card_id, l.member_id ORDER BY l.expires_at, l.id) AS balance_after
+         FROM ${KEYS}
+         JOIN ledger.accounts a ON a.card_id = k.card_id AND a.member_id = k.member_id
+         JOIN ledger.cards c ON c.id = k.card_id
+         JOIN ledger.lots l ON l.card_id = k.card_id AND l.member_id = k.member_id
         WHERE l.remaining > 0 AND NOT l.pending AND l.expires_at <= $3
      ), gone AS (
        UPDATE ledger.lots l SET remaining = 0, expired_at = $3 FROM due WHERE l.id = due.id
-     ), total AS (
-       SELECT card_id, member_id, sum(remaining) AS amount, count(*) AS n FROM due GROUP BY card_id, member_id
-     ), account AS (
-       UPDATE ledger.accounts a SET balance = a.balance - t.amount, entries = a.entries + t.n, updated_at = $3
-         FROM total t WHERE a.card_id = t.card_id AND a.member_id = t.member_id
-       RETURNING a.tenant_id, a.card_id, a.member_id, a.balance + t.amount AS before, a.balance AS after, t.amount, t.n
      ), entry AS (
        INSERT INTO ledger.journal (tenant_id, card_id, member_id, event, amount, balance_after, metadata, created_at)
-       SELECT d.tenant_id, d.card_id, d.member_id,
-              CASE c.reward_system WHEN 'points' THEN 'points_expired' ELSE 'cashback_expired' END,
-              -d.remaining, a.before - d.running, jsonb_build_object('lot_id', d.id, 'expires_at', d.expires_at), $3
-         FROM due d JOIN account a USING (card_id, member_id) JOIN ledger.cards c ON c.id = d.card_id
-        ORDER BY d.card_id, d.member_id, d.expires_at, d.id
-       RETURNING id, card_id, member_id
-     ), ids AS (
-       SELECT card_id, member_id, jsonb_agg(id ORDER BY id) AS ids FROM entry GROUP BY card_id, member_id
+       SELECT tenant_id, card_id, member_id, CASE reward_system WHEN 'points' THEN 'points_expired' ELSE 'cashback_expired' END,
+              -remaining, balance_after, jsonb_build_object('lot_id', id, 'expires_at', expires_at), $3
+         FROM due ORDER BY card_id, member_id, expires_at, id
+       RETURNING id, tenant_id, card_id, member_id, event, amount, balance_after
+     ), expired AS (
+       SELECT card_id, member_id, min(tenant_id) AS tenant_id, min(event) = 'points_expired' AS points,
+              -sum(amount) AS amount, min(balance_after) AS after, count(*) AS n, jsonb_agg(id ORDER BY id) AS ids
+         FROM entry GROUP BY card_id, member_id
+     ), account AS (
+       UPDATE ledger.accounts a SET balance = a.balance - x.amount, entries = a.entries + x.n, updated_at = $3
+         FROM expired x WHERE a.card_id = x.card_id AND a.member_id = x.member_id
      ), event AS (
        INSERT INTO ledger.outbox (id, subject, payload)
        SELECT x.id, CASE WHEN x.points THEN $4 ELSE $5 END,
@@ -157,11 +159,10 @@ export async function settleAccounts(
                 'tenant_id', x.tenant_id, 'occurred_at', $6::text, 'data', jsonb_build_object(
                   'member_id', x.member_id, 'card_id', x.card_id, 'lots', x.n, 'transaction_ids', x.ids,
                   'event', CASE WHEN x.points THEN 'points_expired' ELSE 'cashback_expired' END)
-                || CASE WHEN x.points THEN jsonb_build_object('points', x.amount, 'previous_balance', x.before, 'new_balance', x.after)
-                   ELSE jsonb_build_object('amount', round(x.amount / 100.0, 2), 'previous_balance', round(x.before / 100.0, 2),
-                          'new_balance', round(x.after / 100.0, 2), 'currency', x.currency) END)
-         FROM (SELECT gen_random_uuid() AS id, a.*, c.reward_system = 'points' AS points, c.currency, i.ids
-                 FROM account a JOIN ledger.cards c ON c.id = a.card_id JOIN ids i USING (card_id, member_id)) x
+                || CASE WHEN x.points THEN jsonb_build_object('points', x.amount, 'previous_balance', x.after + x.amount, 'new_balance', x.after)
+                   ELSE jsonb_build_object('amount', round(x.amount / 100.0, 2), 'previous_balance', round((x.after + x.amount) / 100.0, 2),
+                          'new_balance', round(x.after / 100.0, 2), 'currency', c.currency) END)
+         FROM (SELECT gen_random_uuid() AS id, * FROM expired) x JOIN ledger.cards c ON c.id = x.card_id
      )
      SELECT count(*)::int AS lots FROM due`,
     [cards, members, now, subjects.points, subjects.cashback, now.toISOString()],
