@@ -517,3 +517,15 @@ export const staffAdminOperations = defineOperations({
     errors: ['invalid_operator_token', 'tenant_not_found'],
   },
 });
+
+/**
+ * The instants a `from`/`to` query pair stands for: `from` at or after (a date is its start,
+ * UTC), `to` before (a date counts whole: before the next day's start).
+ */
+export function queryDateRange(q: { from?: string; to?: string }): { from?: Date; to?: Date } {
+  const isDay = (v: string) => /^\d{4}-\d{2}-\d{2}$/.test(v);
+  const from = q.from === undefined ? undefined : new Date(isDay(q.from) ? `${q.from}T00:00:00Z` : q.from);
+  let to = q.to === undefined ? undefined : new Date(isDay(q.to) ? `${q.to}T00:00:00Z` : q.to);
+  if (to && q.to !== undefined && isDay(q.to)) to = new Date(to.getTime() + 86_400_000);
+  return { from, to };
+}
