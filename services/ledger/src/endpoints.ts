@@ -5,12 +5,14 @@ import {
   ledgerOperations,
   memberPinOperations,
   pointsOperations,
+  staffOperations,
 } from '@loyalty/contracts';
 import { Endpoints } from '@loyalty/runtime';
 import type { CardCatalogue } from './card-catalogue.ts';
 import type { cashbackProduct } from './cashback.ts';
 import type { MemberPins } from './member-pins.ts';
 import type { pointsProduct } from './points.ts';
+import type { staffDesk } from './staff-desk.ts';
 
 /** Subject -> handler table of the ledger. Handlers stay thin: validate, delegate. */
 export function ledgerEndpoints(parts: {
@@ -18,8 +20,10 @@ export function ledgerEndpoints(parts: {
   cashback: ReturnType<typeof cashbackProduct>;
   points: ReturnType<typeof pointsProduct>;
   pins: MemberPins;
+  desk: ReturnType<typeof staffDesk>;
 }): Endpoints {
-  const { cards, cashback, points, pins } = parts;
+  const { cards, cashback, points, pins, desk } = parts;
+  const s = staffOperations;
   const c = cashbackOperations;
   const p = pointsOperations;
   const a = ledgerAdminOperations;
@@ -44,11 +48,16 @@ export function ledgerEndpoints(parts: {
     .internal(l.getReward, (d, x) => cards.rewardSummary(x.meta.tenant_id, d.card_id, d.reward_id))
     .internal(l.debitPoints, (d, x) => points.move('debit', d, x.meta))
     .internal(l.creditPoints, (d, x) => points.move('credit', d, x.meta))
-    .operator(a['admin.card.create'], (d) => cards.createCard(d))
-    .operator(a['admin.card.update'], (d) => cards.updateCard(d))
+    .internal(l.pointsBalances, (d, x) => desk.pointsBalances(d, x.meta))
+    .staff(s['staff.cards.list'], (_d, x) => desk.cards(x.meta))
+    .staff(s['staff.members.balances'], (d, x) => desk.balances(d, x.meta))
+    .staff(s['staff.members.history'], (d, x) => desk.history(d, x.meta))
+    .staff(s['staff.adjustments.create'], (d, x) => desk.adjust(d, x.meta))
+    .operator(a['admin.card.create'], (d, x) => cards.createCard(d, x.meta))
+    .operator(a['admin.card.update'], (d, x) => cards.updateCard(d, x.meta))
     .operator(a['admin.card.list'], (d) => cards.listCards(d))
     .operator(a['admin.card.get'], (d) => cards.getCard(d))
-    .operator(a['admin.reward.create'], (d) => cards.createReward(d))
-    .operator(a['admin.reward.update'], (d) => cards.updateReward(d))
+    .operator(a['admin.reward.create'], (d, x) => cards.createReward(d, x.meta))
+    .operator(a['admin.reward.update'], (d, x) => cards.updateReward(d, x.meta))
     .operator(a['admin.reward.list'], (d) => cards.listRewards(d));
 }

@@ -19,6 +19,7 @@ import { memberDirectory } from './clients.ts';
 import { memberPins } from './member-pins.ts';
 import { pointsProduct } from './points.ts';
 import { PostingBatcher } from './posting-batcher.ts';
+import { staffDesk } from './staff-desk.ts';
 import { postMany } from './store/accounts.ts';
 
 export const SERVICE_VERSION = '0.1.0';
@@ -85,12 +86,15 @@ export async function startLedger(config: LedgerConfig, opts: LedgerOptions = {}
         }),
       };
       const books = accounting(deps);
+      const cashback = cashbackProduct(deps, books);
+      const points = pointsProduct(deps, books);
       return {
         endpoints: ledgerEndpoints({
-          cards: cardCatalogue(pool, cardChanged),
-          cashback: cashbackProduct(deps, books),
-          points: pointsProduct(deps, books),
+          cards: cardCatalogue(pool, outbox, cardChanged),
+          cashback,
+          points,
           pins,
+          desk: staffDesk(deps, books, { points, cashback }),
         }),
         stop: async () => {
           cardChanges.unsubscribe();

@@ -95,9 +95,11 @@ describe('journal labels', () => {
     expect(domainEventName('reward_claimed')).toBe('reward_claimed');
   });
   it('types every cashback deduction as a redemption', () => {
-    expect(cashbackEntryType('cashback_earned')).toBe('earning');
-    expect(cashbackEntryType('cashback_redeemed')).toBe('redemption');
-    expect(cashbackEntryType('cashback_refunded')).toBe('redemption');
+    expect(cashbackEntryType('cashback_earned', 425)).toBe('earning');
+    expect(cashbackEntryType('cashback_redeemed', -200)).toBe('redemption');
+    expect(cashbackEntryType('cashback_refunded', -200)).toBe('redemption');
+    expect(cashbackEntryType('staff_adjustment', 500)).toBe('earning');
+    expect(cashbackEntryType('staff_adjustment', -500)).toBe('redemption');
   });
 });
 
