@@ -31,6 +31,19 @@ export function claimsClients(client: ServiceClient) {
       (await client.call(l.getCard, meta, { card_id: cardId })).card,
     reward: async (meta: ServiceMeta, cardId: number, rewardId: number): Promise<RewardSummary> =>
       (await client.call(l.getReward, meta, { card_id: cardId, reward_id: rewardId })).reward,
+    /** Spendable points of members on cards (accounts the ledger cannot read are left out). */
+    pointsBalances: async (meta: ServiceMeta, accounts: { card_id: number; member_id: number }[]) =>
+      accounts.length === 0
+        ? []
+        : (
+            await client.call(
+              l.pointsBalances,
+              { request_id: meta.request_id, tenant_id: meta.tenant_id },
+              {
+                accounts,
+              },
+            )
+          ).balances,
     /** Debit under a deterministic idempotency key: a repeated call replays the first result. */
     debitPoints: (meta: ServiceMeta, key: string, d: z.input<typeof l.debitPoints.request>) =>
       client.call(l.debitPoints, { request_id: meta.request_id, tenant_id: meta.tenant_id, idempotency_key: key }, d),

@@ -13,6 +13,7 @@ import { claimRequests, type ClaimDeps } from './claim-requests.ts';
 import type { ClaimsConfig } from './config.ts';
 import { claimsEndpoints } from './endpoints.ts';
 import { claimsClients } from './clients.ts';
+import { staffQueue } from './staff-queue.ts';
 import { ClaimSweeper } from './sweeper.ts';
 
 export const SERVICE_VERSION = '0.1.0';
@@ -62,7 +63,7 @@ export async function startClaims(config: ClaimsConfig, opts: ClaimsOptions = {}
       });
       sweeper.start();
       return {
-        endpoints: claimsEndpoints(claimRequests(deps), approval),
+        endpoints: claimsEndpoints(claimRequests(deps), approval, staffQueue(deps, claimRequests(deps), approval)),
         stop: async () => {
           await sweeper?.stop();
         },
