@@ -15,7 +15,6 @@ export interface ConsoleOptions {
  * no inline script, no framing. Without a build, /console answers 503 saying how to build it.
  */
 export const staffConsole: FastifyPluginAsync<ConsoleOptions> = async (app, { dir }) => {
-  app.get('/console', async (_req, reply) => reply.redirect('/console/', 302));
   if (!existsSync(`${dir}/index.html`)) {
     app.get('/console/*', async (_req, reply) =>
       sendFailure(
@@ -38,6 +37,8 @@ export const staffConsole: FastifyPluginAsync<ConsoleOptions> = async (app, { di
       reply.header('Cache-Control', 'no-cache');
       return payload;
     });
-    await scope.register(fastifyStatic, { root: dir, prefix: '/console/', index: ['index.html'], cacheControl: false });
+    await scope.register(fastifyStatic, { root: dir, prefix: '/console/', index: false, cacheControl: false });
+    // The router ignores trailing slashes, so `/console` and `/console/` are this one route.
+    scope.get('/console', async (_req, reply) => reply.sendFile('index.html'));
   });
 };
