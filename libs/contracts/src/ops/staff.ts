@@ -453,8 +453,12 @@ export const staffOperations = defineOperations({
     summary:
       "The tenant's audit log, newest first; filters by actor (a staff email, 'operator' or an app id), action and date",
     query: z.object({
-      actor: Text.trim().min(1).max(254).optional(),
-      action: Text.trim().min(1).max(64).optional(),
+      actor: Text.trim()
+        .regex(/^[A-Za-z0-9@._+-]{1,254}$/, 'must be a staff email, an app id or operator')
+        .optional(),
+      action: Text.trim()
+        .regex(/^[a-z_]{1,32}(\.[a-z_]{1,32})?$/, 'must be an action (claim.approved) or its first part (claim)')
+        .optional(),
       from: DateOrTime.optional(),
       to: DateOrTime.optional(),
       ...pageQuery(50, 200),
