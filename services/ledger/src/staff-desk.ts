@@ -2,6 +2,7 @@ import { AppError, type StaffMeta } from '@loyalty/contracts';
 import { auditActor, recordAudit } from '@loyalty/runtime';
 import type { Accounting, LedgerDeps, LedgerMeta } from './accounting.ts';
 import type { cashbackProduct } from './cashback.ts';
+import { balanceFields } from './domain/balance-view.ts';
 import { fromCents, toCents } from './domain/money.ts';
 import { journalEvents } from './events.ts';
 import type { pointsProduct } from './points.ts';
@@ -11,22 +12,6 @@ import { listCards, type Card } from './store/cards.ts';
 interface Products {
   points: ReturnType<typeof pointsProduct>;
   cashback: ReturnType<typeof cashbackProduct>;
-}
-
-/** A balance answer without what the member view does not repeat per card. */
-function balanceFields<T extends { card_id: number; member_id: number; reward_system: string; queried_at: string }>(
-  answer: T,
-) {
-  const { card_id: _c, member_id: _m, reward_system: _r, queried_at: _q, ...fields } = answer;
-  const {
-    cashback_percentage: _p,
-    currency: _cur,
-    ...rest
-  } = fields as typeof fields & {
-    cashback_percentage?: number;
-    currency?: string;
-  };
-  return rest;
 }
 
 /**
