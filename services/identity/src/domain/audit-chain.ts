@@ -63,7 +63,10 @@ export class ChainVerifier {
         row.seq > this.expectedSeq
           ? {
               seq: this.expectedSeq,
-              reason: `row ${this.expectedSeq}${row.seq - 1 > this.expectedSeq ? ` to ${row.seq - 1}` : ''} is missing (deleted)`,
+              reason:
+                row.seq - 1 > this.expectedSeq
+                  ? `rows ${this.expectedSeq} to ${row.seq - 1} are missing (deleted)`
+                  : `row ${this.expectedSeq} is missing (deleted)`,
             }
           : { seq: row.seq, reason: `row ${row.seq} is out of sequence` };
       return;
