@@ -103,6 +103,26 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
     const row = (id: number) => page.locator(`tr[data-claim="${id}"]`);
     await expect.poll(() => row(first!).locator('[data-balance]').textContent()).toBe('150');
     await expectLabelledControls();
+    // Keyboard: from the page's heading (focused on arrival) back through the header (sign out, the
+    // navigation) to the skip link, which moves the focus to the page.
+    const focused = () => page.evaluate<string>('document.activeElement.textContent');
+    const stops: string[] = [];
+    for (let i = 0; i < 12 && (stops.at(-1) ?? '') !== 'Skip to content'; i++) {
+      await page.keyboard.press('Shift+Tab');
+      stops.push(await focused());
+    }
+    expect(stops).toEqual([
+      'Sign out',
+      'Team',
+      'Audit log',
+      'Referrals',
+      'Adjustments',
+      'Members',
+      'Claims',
+      'Skip to content',
+    ]);
+    await page.keyboard.press('Enter');
+    expect(await page.evaluate<string>('document.activeElement.id')).toBe('main');
     await shot('claims-queue');
 
     await row(first!).getByLabel(`Note for claim ${first}`).fill('Enjoy your coffee');

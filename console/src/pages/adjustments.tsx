@@ -28,7 +28,7 @@ export function AdjustmentsPage(props: { cards: Card[]; isManager: boolean; memb
 
   if (!props.isManager)
     return (
-      <main id="main">
+      <main id="main" tabIndex={-1}>
         <PageTitle>Adjust a balance</PageTitle>
         <Notice kind="error">Only managers can adjust balances. Your role is staff; ask a manager.</Notice>
       </main>
@@ -81,7 +81,7 @@ export function AdjustmentsPage(props: { cards: Card[]; isManager: boolean; memb
   }
 
   return (
-    <main id="main">
+    <main id="main" tabIndex={-1}>
       <PageTitle>Adjust a balance</PageTitle>
       <form class="filters" onSubmit={findMember}>
         <label>

@@ -28,7 +28,7 @@ export function AuditPage(props: { isManager: boolean }) {
 
   if (!props.isManager)
     return (
-      <main id="main">
+      <main id="main" tabIndex={-1}>
         <PageTitle>Audit log</PageTitle>
         <Notice kind="error">Only managers can read the audit log.</Notice>
       </main>
@@ -55,7 +55,7 @@ export function AuditPage(props: { isManager: boolean }) {
     setDraft({ ...draft, [key]: e.currentTarget.value });
 
   return (
-    <main id="main">
+    <main id="main" tabIndex={-1}>
       <PageTitle>Audit log</PageTitle>
       <p>
         <button type="button" class="primary" onClick={verify} disabled={checking}>

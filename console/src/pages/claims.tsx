@@ -55,7 +55,7 @@ export function ClaimsPage(props: { cards: Card[] }) {
   };
 
   return (
-    <main id="main">
+    <main id="main" tabIndex={-1}>
       <PageTitle>Claims queue</PageTitle>
       <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="Filter claims">
         <label>
@@ -89,6 +89,9 @@ export function ClaimsPage(props: { cards: Card[] }) {
           To
           <input type="date" value={filters.to} onChange={set('to')} />
         </label>
+        <button type="button" onClick={list.reload} disabled={list.loading}>
+          Refresh
+        </button>
       </form>
       <div aria-live="polite">{outcome && <Notice kind={outcome.kind}>{outcome.text}</Notice>}</div>
       {list.error !== undefined && <Notice kind="error">{problemText(list.error)}</Notice>}

@@ -22,7 +22,7 @@ export function MemberSearch() {
   }
 
   return (
-    <main id="main">
+    <main id="main" tabIndex={-1}>
       <PageTitle>Find a member</PageTitle>
       <form class="filters" onSubmit={find}>
         <fieldset class="inline">
@@ -111,14 +111,14 @@ export function MemberPage(props: { memberId: number; cards: Card[]; isManager: 
 
   if (member.error !== undefined)
     return (
-      <main id="main">
+      <main id="main" tabIndex={-1}>
         <PageTitle>Member</PageTitle>
         <Notice kind="error">{problemText(member.error)}</Notice>
       </main>
     );
   const m = member.data?.member;
   return (
-    <main id="main">
+    <main id="main" tabIndex={-1}>
       <PageTitle>{m ? m.name : 'Member'}</PageTitle>
       {m && (
         <dl class="facts">

@@ -36,7 +36,7 @@ export function ReferralsPage(props: { cards: Card[] }) {
   );
   const d = board.data;
   return (
-    <main id="main">
+    <main id="main" tabIndex={-1}>
       <PageTitle>Referrals</PageTitle>
       {pointsCards.length === 0 && <p>Referrals run on points cards; this merchant has none.</p>}
       <form class="filters" onSubmit={(e) => e.preventDefault()}>

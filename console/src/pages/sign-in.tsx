@@ -61,7 +61,7 @@ export function SignIn(props: { onSignedIn: (me: Me) => void; notice?: string })
   }
 
   return (
-    <main id="main" class="sign-in">
+    <main id="main" tabIndex={-1} class="sign-in">
       <PageTitle>Staff console</PageTitle>
       <p class="lead">Sign in with your work email. We mail you a one-time code.</p>
       {props.notice && <Notice kind="error">{props.notice}</Notice>}

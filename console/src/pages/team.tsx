@@ -13,7 +13,7 @@ export function TeamPage(props: { isManager: boolean; meId: number }) {
 
   if (!props.isManager)
     return (
-      <main id="main">
+      <main id="main" tabIndex={-1}>
         <PageTitle>Team</PageTitle>
         <Notice kind="error">Only managers can manage staff.</Notice>
       </main>
@@ -36,7 +36,7 @@ export function TeamPage(props: { isManager: boolean; meId: number }) {
     });
 
   return (
-    <main id="main">
+    <main id="main" tabIndex={-1}>
       <PageTitle>Team</PageTitle>
       <div aria-live="polite">{outcome && <Notice kind={outcome.kind}>{outcome.text}</Notice>}</div>
       <div class="table-wrap">
