@@ -24,6 +24,7 @@ CREATE TABLE staff_sessions (
 );
 CREATE INDEX staff_sessions_staff ON staff_sessions (staff_id) WHERE revoked_at IS NULL;
 CREATE INDEX staff_sessions_expires_at ON staff_sessions (expires_at);
+CREATE INDEX staff_sessions_revoked_at ON staff_sessions (revoked_at) WHERE revoked_at IS NOT NULL;
 
 -- Sign-in codes of staff users are one-time codes like members' (purpose 'staff'): a code belongs to
 -- a member or to a staff user, never both.
@@ -54,7 +55,7 @@ CREATE TABLE audit_log (
   hash text NOT NULL,
   PRIMARY KEY (tenant_id, seq)
 );
-CREATE INDEX audit_log_filters ON audit_log (tenant_id, actor_key, seq DESC);
+CREATE INDEX audit_log_actor ON audit_log (tenant_id, lower(actor_key), seq DESC);
 CREATE INDEX audit_log_occurred ON audit_log (tenant_id, occurred_at);
 
 CREATE TABLE audit_heads (
