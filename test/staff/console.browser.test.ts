@@ -30,6 +30,7 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
   let page: Page;
   let profile: string;
   let clerkEmail: string;
+  let referralCode: string;
 
   const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
   const status = () => page.getByRole('status').last();
@@ -69,6 +70,24 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
       body: { email: clerkEmail, name: 'Tom Berg', role: 'staff' },
     });
     expect(invited.status).toBe(200);
+    // Ana refers a newcomer: the dashboard has a bar and her page a code and a referral.
+    const code = await t.api('GET', `/api/v1/loyalty/cards/${t.pointsCard}/members/${t.members[0]!.id}/referral-code`);
+    const newcomer = await t.api('POST', '/api/v1/auth/member/register', {
+      body: {
+        name: 'Eva New',
+        email: `eva.${randomUUID().slice(0, 6)}@example.com`,
+        phone: `+3519${Date.now() % 1e8}`,
+      },
+    });
+    const applied = await t.api('POST', '/api/v1/loyalty/referrals/apply', {
+      body: {
+        referral_code: code.body.data!.referral_code,
+        card_id: t.pointsCard,
+        referee_member_id: (newcomer.body.data!.member as { id: number }).id,
+      },
+    });
+    expect(applied.status, JSON.stringify(applied.body)).toBe(200);
+    referralCode = code.body.data!.referral_code as string;
     // The manager signs in again in the browser: past the code cooldown of the API sign-in above.
     sys.clock.advance(61_000);
     profile = mkdtempSync(path.join(tmpdir(), 'console-chromium-'));
@@ -101,7 +120,7 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
     await signInAs(t.managerEmail);
     const [first, second] = t.claims;
     const row = (id: number) => page.locator(`tr[data-claim="${id}"]`);
-    await expect.poll(() => row(first!).locator('[data-balance]').textContent()).toBe('150');
+    await expect.poll(() => row(first!).locator('[data-balance]').textContent()).toBe('250'); // 150 + the referral bonus
     await expectLabelledControls();
     // Keyboard: from the page's heading (focused on arrival) back through the header (sign out, the
     // navigation) to the skip link, which moves the focus to the page.
@@ -129,7 +148,7 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
     await page.getByRole('button', { name: `Approve claim ${first}` }).click();
     await expect.poll(() => status().textContent()).toMatch(new RegExp(`Claim ${first} approved: 100 points deducted`));
     await expect.poll(() => row(first!).locator('.badge').textContent()).toBe('approved');
-    await expect.poll(() => row(first!).locator('[data-balance]').textContent()).toBe('50');
+    await expect.poll(() => row(first!).locator('[data-balance]').textContent()).toBe('150');
     await page.getByRole('button', { name: `Reject claim ${second}` }).click();
     await expect.poll(() => status().textContent()).toMatch(new RegExp(`Claim ${second} rejected`));
     await expect.poll(() => row(second!).locator('.badge').textContent()).toBe('rejected');
@@ -146,10 +165,11 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
     await page.getByRole('textbox', { name: 'Email' }).fill(m.email);
     await page.getByRole('button', { name: 'Find' }).click();
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe(m.name);
-    await expect.poll(() => page.getByTestId(`balance-${t.pointsCard}`).textContent()).toBe('50 points');
+    await expect.poll(() => page.getByTestId(`balance-${t.pointsCard}`).textContent()).toBe('150 points');
     await expect.poll(() => page.getByTestId(`balance-${t.cashbackCard}`).textContent()).toMatch(/10\.00/);
     await expect.poll(() => page.getByRole('cell', { name: 'reward claimed' }).count()).toBe(1);
-    await expect.poll(() => page.getByTestId('referral-code').textContent()).toBe('none yet');
+    await expect.poll(() => page.getByTestId('referral-code').textContent()).toBe(referralCode);
+    await expect.poll(() => page.getByText(/Eva New, completed, 100 points bonus/).count()).toBe(1);
     await expectLabelledControls();
     await shot('member');
   });
@@ -160,7 +180,7 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
     await page.getByLabel('Points', { exact: true }).fill('25');
     await page.getByLabel(/Reason/).fill('Machine was down');
     await page.getByRole('button', { name: 'Add', exact: true }).click();
-    await expect.poll(() => status().textContent()).toMatch(/Added 25 points to .* 50 points → 75 points/);
+    await expect.poll(() => status().textContent()).toMatch(/Added 25 points to .* 150 points → 175 points/);
     await page.getByLabel('Deduct').check();
     await page.getByLabel('Points', { exact: true }).fill('500');
     await page.getByLabel(/Reason/).fill('Correction');
@@ -172,12 +192,14 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
       'GET',
       `/api/v1/loyalty/points/balance?card_id=${t.pointsCard}&member_id=${t.members[0]!.id}`,
     );
-    expect(balance.body.data!.points_balance).toBe(75);
+    expect(balance.body.data!.points_balance).toBe(175);
   });
 
   it('shows the referral dashboard with its chart', async () => {
     await page.getByRole('link', { name: 'Referrals' }).click();
     await expect.poll(() => page.getByRole('img', { name: /referrals per period/i }).count()).toBe(1);
+    await expect.poll(() => page.locator('svg rect.bar-a').count()).toBe(4);
+    await expect.poll(() => page.getByRole('cell', { name: /Ana Silva/ }).count()).toBe(1); // top referrer
     await shot('referrals');
   });
 

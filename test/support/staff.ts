@@ -45,8 +45,17 @@ export interface ConsoleTenant {
  * operator, `memberCount` members who earned 150 points and cashback, each with a pending claim.
  */
 export async function consoleTenant(sys: TestSystem, memberCount = 2): Promise<ConsoleTenant> {
-  const { tenantId, appId, apiKey } = await sys.tenant({ sandbox: true });
-  const api = apiClient(sys.url, { appId, apiKey });
+  const { tenant } = await sys.admin<{ tenant: { id: number } }>('POST', '/admin/v1/tenants', {
+    name: 'Corner Coffee',
+    sandbox: true,
+  });
+  const tenantId = tenant.id;
+  const { app } = await sys.admin<{ app: { app_id: string; api_key: string } }>(
+    'POST',
+    `/admin/v1/tenants/${tenantId}/apps`,
+    { name: 'till', scopes: ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read'] },
+  );
+  const api = apiClient(sys.url, { appId: app.app_id, apiKey: app.api_key });
   const run = randomBytes(3).toString('hex');
   const { card: points } = await sys.admin<{ card: { id: number } }>('POST', `/admin/v1/tenants/${tenantId}/cards`, {
     name: 'Coffee points',

@@ -17,7 +17,7 @@ export function BarChart(props: { title: string; labels: string[]; series: Serie
   const plotH = height - pad.top - pad.bottom;
   const group = (width - pad.left - pad.right) / labels.length;
   const bar = Math.min(40, (group - 16) / series.length);
-  const ticks = [0, Math.round(max / 2), max];
+  const ticks = [...new Set([0, Math.round(max / 2), max])];
   return (
     <figure class="chart">
       <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-labelledby="chart-title">
