@@ -30,6 +30,10 @@ Commands:
                                                    change its lifecycle (applies to credits made after the change)
   reward:create --tenant ID --card ID --name NAME --cost POINTS   add a reward to a points card
   reward:deactivate --tenant ID --card ID --reward ID             withdraw a reward
+  staff:create --tenant ID --email EMAIL --role manager|staff [--name NAME]
+                                                   create a staff user (the first manager); they sign in at /console
+  staff:list --tenant ID                           list a tenant's staff users
+  audit:verify --tenant ID                         verify the tenant's audit hash chain; exits 1 when a row was edited or deleted
   call METHOD PATH [JSON]                          any other operator call, e.g. call GET /admin/v1/tenants
   help, --help, -h                                 this text
 `;
@@ -57,6 +61,8 @@ const options = {
   'expiry-days': { type: 'string' },
   'pending-days': { type: 'string' },
   'warning-days': { type: 'string' },
+  email: { type: 'string' },
+  role: { type: 'string' },
   json: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
@@ -135,6 +141,16 @@ function requestOf(
         path: `${tenantPath()}/cards/${need(v.card, 'card')}/rewards/${need(v.reward, 'reward')}`,
         body: { active: false },
       };
+    case 'staff:create':
+      return {
+        method: 'POST',
+        path: `${tenantPath()}/staff`,
+        body: { email: need(v.email, 'email'), role: need(v.role, 'role'), ...(v.name ? { name: v.name } : {}) },
+      };
+    case 'staff:list':
+      return { method: 'GET', path: `${tenantPath()}/staff` };
+    case 'audit:verify':
+      return { method: 'GET', path: `${tenantPath()}/audit/verify` };
     case 'call': {
       const [method, path, body] = rest;
       return {
@@ -220,6 +236,21 @@ export function human(data: unknown): string {
   return lines.join('\n');
 }
 
+interface Verification {
+  valid: boolean;
+  rows_checked: number;
+  head: { seq: number; hash: string };
+  problem: { seq: number; reason: string } | null;
+}
+
+/** audit:verify's verdict: exit 0 for an intact chain, 1 naming the first row that does not verify. */
+function auditVerdict(v: Verification, json: boolean, io: CliIo): number {
+  if (json) io.out(JSON.stringify(v, null, 2));
+  else if (v.valid) io.out(`audit chain intact: ${v.rows_checked} rows verified, head ${v.head.seq} (${v.head.hash})`);
+  else io.err(`audit chain BROKEN at row ${v.problem!.seq}: ${v.problem!.reason} (${v.rows_checked} rows read)`);
+  return v.valid ? 0 : 1;
+}
+
 export interface CliIo {
   env: Record<string, string | undefined>;
   out: (text: string) => void;
@@ -261,6 +292,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       );
       return 1;
     }
+    if (command === 'audit:verify') return auditVerdict(answer.data as Verification, values.json, io);
     io.out(values.json ? JSON.stringify(answer.data, null, 2) : human(answer.data));
     return 0;
   } catch (err) {

@@ -23,3 +23,5 @@ export declare function missingServersMessage(
   missing: { kind: 'postgres' | 'nats' | 'redis'; where: string }[],
 ): string;
 export declare function missingWhere(kind: 'postgres' | 'nats' | 'redis', url: string | null): string;
+export declare function chromiumPath(env?: Record<string, string | undefined>): string | undefined;
+export declare function ensureChromium(): void;

@@ -547,3 +547,38 @@ export async function ensureAuthenticatedNats() {
   writeFileSync(natsServerFile, `${JSON.stringify({ url }, null, 2)}\n`);
   return { url, passwords: secrets.nats };
 }
+
+// --- Chromium for the console's browser tests -----------------------------------------------
+// The browser tests (test/staff/console.browser.test.ts) drive the machine's Chromium with
+// playwright-core; no browser is downloaded. `npm test` installs Debian's `chromium` with apt when
+// it is missing and it can (root, apt-get there); otherwise only those tests are skipped, saying so.
+
+const CHROMIUM_CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/lib/chromium/chromium'];
+
+/** The Chromium to drive: $CHROMIUM_PATH, else Debian's/Ubuntu's; undefined when there is none. */
+export function chromiumPath(env = process.env) {
+  if (env.CHROMIUM_PATH) return existsSync(env.CHROMIUM_PATH) ? env.CHROMIUM_PATH : undefined;
+  return CHROMIUM_CANDIDATES.find((p) => existsSync(p));
+}
+
+/** `npm test`: install Chromium with apt when it is missing and this user can; never fails. */
+export function ensureChromium() {
+  if (chromiumPath()) return;
+  const root_ = typeof process.getuid === 'function' && process.getuid() === 0;
+  if (!root_ || !has('apt-get')) {
+    console.warn(
+      '\x1b[33mnote:\x1b[0m no Chromium found: the staff console browser tests will be skipped. Install it (Debian/Ubuntu: `sudo apt-get install chromium`) or set CHROMIUM_PATH.',
+    );
+    return;
+  }
+  step('installing Chromium for the console browser tests (apt-get install chromium)');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const install = () =>
+    spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], { stdio: 'inherit', env });
+  if (install().status !== 0) {
+    spawnSync('apt-get', ['update'], { stdio: 'inherit', env });
+    install();
+  }
+  if (!chromiumPath())
+    console.warn('\x1b[33mnote:\x1b[0m installing Chromium failed: the staff console browser tests will be skipped.');
+}

@@ -2,7 +2,7 @@
 // Workspace libraries (@loyalty/*) are bundled in; npm packages stay external and are loaded
 // from node_modules at run time, so `node services/<name>/dist/main.js` is the production form.
 import { build } from 'esbuild';
-import { readdirSync, existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -45,4 +45,25 @@ await Promise.all(
     }),
   ),
 );
-console.log(`built ${entries.length} entry points`);
+
+// The staff console (console/src, Preact): one browser bundle (app.js + app.css) beside its
+// index.html in console/dist, which the gateway serves at /console. Everything it loads is in that
+// folder: no CDN, so it works offline.
+const consoleDist = path.join(root, 'console', 'dist');
+mkdirSync(path.join(consoleDist, 'assets'), { recursive: true });
+await build({
+  entryPoints: [path.join(root, 'console', 'src', 'main.tsx')],
+  outfile: path.join(consoleDist, 'assets', 'app.js'),
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  // Browsers of the last years (tablets included): Safari 15, Chromium/Edge 100, Firefox 100.
+  target: ['es2020', 'safari15', 'chrome100', 'firefox100'],
+  jsx: 'automatic',
+  jsxImportSource: 'preact',
+  minify: true,
+  sourcemap: true,
+  logLevel: 'warning',
+});
+copyFileSync(path.join(root, 'console', 'index.html'), path.join(consoleDist, 'index.html'));
+console.log(`built ${entries.length} entry points and the staff console`);

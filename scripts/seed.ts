@@ -162,6 +162,16 @@ for (const tenant of demo.tenants) {
     reward_system: c.reward_system,
   }));
   tenant.rewards = rewards.map((r) => ({ id: r.id, card_id: pointsCard.id, name: r.name, points_cost: r.points_cost }));
+  // A manager of the staff console (/console): a sandbox tenant shows the sign-in code on screen.
+  const managerEmail = `manager@${tenant.name.toLowerCase().replace(/[^a-z]+/g, '-')}.example`;
+  const { staff } = await admin<{ staff: { email: string }[] }>('GET', `/admin/v1/tenants/${tenant.id}/staff`);
+  if (!staff.some((s) => s.email === managerEmail))
+    await admin('POST', `/admin/v1/tenants/${tenant.id}/staff`, {
+      email: managerEmail,
+      name: 'Demo Manager',
+      role: 'manager',
+    });
+  tenant.console = { url: `${baseUrl}/console/?tenant=${tenant.id}`, manager_email: managerEmail };
 }
 
 mkdirSync(path.dirname(file), { recursive: true });

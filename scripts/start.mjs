@@ -210,6 +210,7 @@ console.log(`
 \x1b[32mThe loyalty platform is up.\x1b[0m
   API           http://127.0.0.1:${PORT}/api/v1
   Reference     http://127.0.0.1:${PORT}/docs   (OpenAPI: /openapi.json)
+  Console       http://127.0.0.1:${PORT}/console/?tenant=1   (staff; demo manager: manager@demo-coffee.example, the code shows on screen)
   Demo creds    var/demo-credentials.json
   Operator      token in var/secrets.json (operator_token), e.g.
                 OPERATOR_TOKEN=$(node -p "require('./var/secrets.json').operator_token") node scripts/dist/admin-cli.js tenant:list

@@ -1,16 +1,27 @@
 // `npm test`: the whole suite on a fresh machine. Installs what is missing, starts the installed
-// PostgreSQL, NATS and Redis that are stopped, type-checks and lints everything, then runs vitest;
+// PostgreSQL, NATS and Redis that are stopped, installs Chromium for the console's browser tests
+// where it can, type-checks and lints everything, then runs vitest;
 // its global set-up (test/support/global-setup.ts) runs the servers that are still missing as
 // containers when a Docker engine answers, or says what to install.
 import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { checkNode, ensurePnpm, installDependencies, root, run, startLocalServers, step } from './bootstrap.mjs';
+import {
+  checkNode,
+  ensureChromium,
+  ensurePnpm,
+  installDependencies,
+  root,
+  run,
+  startLocalServers,
+  step,
+} from './bootstrap.mjs';
 
 checkNode();
 ensurePnpm();
 installDependencies();
 await startLocalServers();
+ensureChromium();
 step('type-checking and linting (npm run check)');
 run('pnpm run --silent check');
 step('running the test suite (vitest)');

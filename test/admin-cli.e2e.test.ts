@@ -108,6 +108,38 @@ describe('loyalty-admin', () => {
     ).toBe(2);
   });
 
+  it("creates a tenant's first manager and verifies its audit chain", async () => {
+    const tenantId = /^id: (\d+)$/m.exec((await cli(['tenant:create', '--name', 'Staffed'])).out)![1]!;
+    const created = await cli([
+      'staff:create',
+      '--tenant',
+      tenantId,
+      '--email',
+      'Boss@Example.com',
+      '--role',
+      'manager',
+    ]);
+    expect(created.code, created.err).toBe(0);
+    expect(created.out).toContain('email: boss@example.com');
+    expect(created.out).toContain('role: manager');
+    expect(
+      (await cli(['staff:create', '--tenant', tenantId, '--email', 'boss@example.com', '--role', 'manager'])).err,
+    ).toMatch(/^error 409 staff_email_taken/);
+    expect((await cli(['staff:create', '--tenant', tenantId, '--email', 'x@example.com'])).code).toBe(2); // no --role
+    const list = await cli(['staff:list', '--tenant', tenantId]);
+    expect(list.out).toContain('boss@example.com');
+    // The chain of the new tenant (tenant.created, staff.created) verifies once identity appended it.
+    let verified = await cli(['audit:verify', '--tenant', tenantId]);
+    for (let i = 0; i < 100 && !/2 rows verified/.test(verified.out); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      verified = await cli(['audit:verify', '--tenant', tenantId]);
+    }
+    expect(verified).toMatchObject({
+      code: 0,
+      out: expect.stringMatching(/^audit chain intact: 2 rows verified, head 2 /),
+    });
+  });
+
   it('an API refusal is printed with its code and exits 1', async () => {
     const missing = await cli(['app:rotate', '--app', 'app_nope']);
     expect(missing).toMatchObject({ code: 1, out: '' });

@@ -120,6 +120,10 @@ describe('deploy/Dockerfile', () => {
       new Set(serviceNames),
     );
     expect(assemble).toMatch(/migrate\)/);
+    // The gateway serves the staff console built in the build stage (scripts/build.mjs).
+    expect(assemble).toContain(
+      'if [ "${SERVICE}" = gateway ]; then mkdir -p /app/console && cp -R console/dist /app/console/dist; fi',
+    );
     expect(assemble).toMatch(/\*\) echo .*exit 1/);
   });
 

@@ -1,13 +1,14 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import { operations, operatorOperations, type Operation } from '@loyalty/contracts';
+import { operations, operatorOperations, staffApiOperations, type Operation } from '@loyalty/contracts';
 import { cashbackCard, pointsCard, reward, signedIn } from '../../services/ledger/test/support.ts';
-import { apiClient, OPERATOR_TOKEN, startTestSystem, type TestSystem } from '../support/system.ts';
+import { signIn } from '../support/staff.ts';
+import { apiClient, OPERATOR_TOKEN, staffClient, startTestSystem, type TestSystem } from '../support/system.ts';
 import { unwrap } from '../support/zod-schema.ts';
 
 /**
- * No input answers 5xx: every operation of both contract tables gets hostile values in each of
+ * No input answers 5xx: every operation of the contract tables (merchant, operator, staff) gets hostile values in each of
  * its string, id and amount fields (NUL, lone surrogates, coercible non-integers, sub-cent and
  * out-of-range amounts, unbounded metadata, deep nesting) and answers a 4xx failure envelope,
  * with nothing written. Plus what Node and Fastify refuse before a route runs (bad headers, huge
@@ -19,6 +20,8 @@ let cashback: number;
 let points: number;
 let rewardId: number;
 let member: { id: number; email: string; token: string };
+/** A manager's staff token: the staff API's operations are reached with it. */
+let staffToken: string;
 
 const TABLES = [
   'ledger.journal',
@@ -30,6 +33,8 @@ const TABLES = [
   'identity.tenants',
   'identity.apps',
   'identity.otps',
+  'identity.staff_users',
+  'identity.staff_sessions',
   'referrals.referrals',
   'referrals.referral_codes',
 ];
@@ -46,6 +51,8 @@ beforeAll(async () => {
   rewardId = await reward(sys, creds.tenantId, points, 10);
   const api = apiClient(sys.url, creds);
   member = await signedIn(api);
+  await sys.admin('POST', `/admin/v1/tenants/${creds.tenantId}/staff`, { email: 'boss@example.com', role: 'manager' });
+  staffToken = await signIn(staffClient(sys.url), creds.tenantId, 'boss@example.com');
   for (const [path, card] of [
     ['/api/v1/loyalty/points/earn', points],
     ['/api/v1/cashback/cashback/earn', cashback],
@@ -188,7 +195,9 @@ async function send(op: Operation, path: string, opts: { body?: string; query?: 
   const operator = path.startsWith('/admin/');
   const headers: Record<string, string> = operator
     ? { authorization: `Bearer ${OPERATOR_TOKEN}` }
-    : { 'x-app-id': creds.appId, 'x-api-key': creds.apiKey };
+    : path.startsWith('/staff/')
+      ? { authorization: `Bearer ${staffToken}` }
+      : { 'x-app-id': creds.appId, 'x-api-key': creds.apiKey };
   if (op.memberToken) headers['x-member-token'] = member.token;
   if (opts.body !== undefined) headers['content-type'] = 'application/json';
   const res = await fetch(`${sys.url}${path}${opts.query ? `?${opts.query}` : ''}`, {
@@ -240,7 +249,11 @@ function expectRefused(r: Result, field: string, label: string, strict = true): 
   expect(named, label).toContain(field);
 }
 
-const allOps = [...Object.values(operations), ...Object.values(operatorOperations)];
+const allOps = [
+  ...Object.values(operations),
+  ...Object.values(operatorOperations),
+  ...Object.values(staffApiOperations),
+];
 
 describe('hostile values in every field of every operation', () => {
   it('answers 4xx in the envelope, names the field and writes nothing', async () => {

@@ -1,5 +1,12 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import { buildOpenApiDocument, buildOperatorOpenApiDocument, operations, operatorOperations } from '@loyalty/contracts';
+import {
+  buildOpenApiDocument,
+  buildOperatorOpenApiDocument,
+  buildStaffOpenApiDocument,
+  operations,
+  operatorOperations,
+  staffApiOperations,
+} from '@loyalty/contracts';
 
 type Json = Record<string, unknown>;
 interface Documented {
@@ -14,13 +21,17 @@ interface Route {
 }
 
 /**
- * Contract testing: every response the e2e tests receive through `apiClient` and `sys.admin` is
- * checked against the OpenAPI document (merchant or operator) for its operation and status, so the
+ * Contract testing: every response the e2e tests receive through `apiClient`, `staffClient` and
+ * `sys.admin` is checked against the OpenAPI document (merchant, operator or staff) for its operation and status, so the
  * reference cannot drift from what the server answers. A response of a route no operation has
  * (unknown paths, other methods) is not an operation's response and is not checked here.
  */
 const routes: Route[] = [];
-for (const doc of [buildOpenApiDocument(operations), buildOperatorOpenApiDocument(operatorOperations)]) {
+for (const doc of [
+  buildOpenApiDocument(operations),
+  buildOperatorOpenApiDocument(operatorOperations),
+  buildStaffOpenApiDocument(staffApiOperations),
+]) {
   for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, Documented>>)) {
     const pattern = new RegExp(`^${path.replace(/\{[a-z_]+\}/g, '[^/]+')}/?$`);
     for (const [method, documented] of Object.entries(methods))

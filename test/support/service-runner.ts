@@ -8,6 +8,8 @@ import {
   Meta,
   REQUEST_ID_HEADER,
   ServiceMeta,
+  StaffMeta,
+  StaffSignInMeta,
   Subjects,
   type InternalOperation,
   type Operation,
@@ -53,11 +55,15 @@ type In<S> = S extends z.ZodType ? z.input<S> : unknown;
 /** Any operation a service serves: a route of the contract tables or an internal operation. */
 type AnyOperation = Operation | InternalOperation;
 
-/** The meta a caller sends with `O`: the gateway's `Meta` (or the operator's) for a route, `ServiceMeta` for an internal operation. */
+/** The meta a caller sends with `O`: the gateway's `Meta` (or the operator's, or a staff user's) for a route, `ServiceMeta` for an internal operation. */
 export type MetaFor<O> = O extends { path: string }
   ? O['path'] extends `/admin/${string}`
     ? AdminMeta
-    : z.input<typeof Meta>
+    : O['path'] extends `/staff/${string}`
+      ? O extends { staffRole: string }
+        ? z.input<typeof StaffMeta>
+        : z.input<typeof StaffSignInMeta>
+      : z.input<typeof Meta>
   : O extends InternalOperation
     ? O['meta'] extends z.ZodType
       ? z.input<O['meta']>

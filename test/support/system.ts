@@ -206,6 +206,34 @@ export function apiClient(baseUrl: string, creds: { appId: string; apiKey: strin
   };
 }
 
+/** A client of the staff API (`/staff/v1`): a staff token as bearer, JSON in, `{ status, body, headers }` out. */
+export function staffClient(baseUrl: string) {
+  return async function call(
+    method: string,
+    path: string,
+    opts: { body?: unknown; token?: string; headers?: Record<string, string> } = {},
+  ): Promise<{
+    status: number;
+    body: { success: boolean; data?: Record<string, unknown>; error?: Record<string, unknown> } & Record<
+      string,
+      unknown
+    >;
+    headers: Headers;
+  }> {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+    if (opts.body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers,
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    });
+    const json: unknown = await res.json();
+    checkResponse(method, path, res.status, json);
+    return { status: res.status, body: json as never, headers: res.headers };
+  };
+}
+
 /** Each test system's JetStream stream is its own; remove it so runs leave nothing behind. */
 export async function deleteEventStream(root: string, natsUrl?: string): Promise<void> {
   const nc = await connectAs('admin', { url: natsUrl });

@@ -8,6 +8,7 @@ export const errorCatalogue = {
   invalid_json: { status: 400, message: 'The request body is not valid JSON.' },
   invalid_header: { status: 400, message: 'A request header is malformed (control characters or line folding).' },
   malformed_request: { status: 400, message: 'The HTTP request is malformed.' },
+  idempotency_key_required: { status: 400, message: 'This operation needs an Idempotency-Key header.' },
   // 401: credentials and tokens
   missing_credentials: { status: 401, message: 'X-App-Id and X-Api-Key headers are required.' },
   invalid_credentials: { status: 401, message: 'The application credentials are not valid.' },
@@ -18,8 +19,11 @@ export const errorCatalogue = {
   otp_attempts_exceeded: { status: 401, message: 'Too many wrong tries; request a new one-time code.' },
   invalid_pin: { status: 401, message: 'The PIN is not correct.' },
   pin_required: { status: 401, message: 'This card requires the member PIN for redemption.' },
+  staff_token_required: { status: 401, message: 'An Authorization: Bearer <staff token> header is required.' },
+  invalid_staff_token: { status: 401, message: 'The staff token is not valid or has expired; sign in again.' },
   // 403: scope
   insufficient_scope: { status: 403, message: 'The application lacks the scope this operation needs.' },
+  insufficient_role: { status: 403, message: 'Your staff role does not allow this; a manager can do it.' },
   invalid_operator_token: { status: 401, message: 'The operator token is not valid.' },
   // 404: not found (a foreign id answers exactly as a missing one)
   route_not_found: { status: 404, message: 'No such route.' },
@@ -30,6 +34,7 @@ export const errorCatalogue = {
   reward_not_found: { status: 404, message: 'Reward not found.' },
   claim_request_not_found: { status: 404, message: 'Claim request not found.' },
   referral_code_not_found: { status: 404, message: 'Referral code not found.' },
+  staff_not_found: { status: 404, message: 'Staff user not found.' },
   // 405: method
   method_not_allowed: { status: 405, message: 'This method is not allowed on this route.' },
   request_timeout: { status: 408, message: 'The request was not received in time.' },
@@ -45,6 +50,8 @@ export const errorCatalogue = {
   duplicate_reference: { status: 409, message: 'This reference was already used for an earn on this card.' },
   claim_request_not_pending: { status: 409, message: 'The claim request is not pending.' },
   referral_already_applied: { status: 409, message: 'This member already has a referral on this card.' },
+  staff_email_taken: { status: 409, message: 'A staff user with this email already exists for the tenant.' },
+  last_manager: { status: 409, message: 'The tenant must keep at least one active manager.' },
   // 431: headers
   headers_too_large: { status: 431, message: 'The request headers are too large.' },
   // 422: business rules

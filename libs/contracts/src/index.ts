@@ -14,3 +14,5 @@ export * from './internal.ts';
 export * from './ops/admin.ts';
 export * from './input.ts';
 export * from './events.ts';
+export * from './audit.ts';
+export * from './ops/staff.ts';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Metadata, Text } from './common.ts';
-import { Meta } from './messages.ts';
+import { Meta, StaffActorMeta } from './messages.ts';
 import { defineInternalOperations } from './ops/types.ts';
 
 /**
@@ -30,6 +30,18 @@ export const internalOperations = defineInternalOperations({
     operation: 'internal.authenticate',
     request: AuthenticateRequest,
     reply: AuthenticateReply,
+    meta: z.object({ request_id: Text.min(1).max(128) }),
+  },
+  /** Gateway -> identity: resolve a staff token (checked on every call, so a logout acts at once everywhere). */
+  authenticateStaff: {
+    service: 'identity',
+    operation: 'internal.staff.authenticate',
+    request: z.object({ staff_token: Text }),
+    reply: z.object({
+      tenant_id: z.number().int().positive(),
+      staff: StaffActorMeta,
+      session_id: z.number().int().positive(),
+    }),
     meta: z.object({ request_id: Text.min(1).max(128) }),
   },
 });
@@ -229,5 +241,20 @@ export const ledgerOperations = defineInternalOperations({
     operation: 'internal.points.release_hold',
     request: ReleaseHoldRequest,
     reply: ReleaseHoldReply,
+  },
+  /** Spendable points of several members on their cards (the staff claims queue); unknown accounts answer 0. */
+  pointsBalances: {
+    service: 'ledger',
+    operation: 'internal.points.balances',
+    request: z.object({
+      accounts: z
+        .array(z.object({ card_id: z.number().int().positive(), member_id: z.number().int().positive() }))
+        .max(200),
+    }),
+    reply: z.object({
+      balances: z.array(
+        z.object({ card_id: z.number().int(), member_id: z.number().int(), points_balance: z.number().int() }),
+      ),
+    }),
   },
 });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { StaffRole } from './audit.ts';
 import { Text } from './common.ts';
 import type { ErrorBody } from './errors.ts';
 
@@ -41,6 +42,33 @@ export type ServiceMeta = z.infer<typeof ServiceMeta>;
 /** Meta of an operator (admin API) request: authenticated by the operator token, no tenant. */
 export const AdminMeta = z.object({ request_id: RequestId, operator: z.literal(true) });
 export type AdminMeta = z.infer<typeof AdminMeta>;
+
+/** The staff user behind a staff token, as identity answered the gateway. */
+export const StaffActorMeta = z.object({
+  id: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+  role: StaffRole,
+  email: Text.min(1).max(254),
+});
+export type StaffActorMeta = z.infer<typeof StaffActorMeta>;
+
+/**
+ * Meta of a staff API request (`/staff/v1`): the tenant and the staff user the gateway
+ * authenticated with identity. Services validate it like any other input and record the staff
+ * user as the actor of what they change.
+ */
+export const StaffMeta = z.object({
+  request_id: RequestId,
+  tenant_id: TenantId,
+  staff: StaffActorMeta,
+  /** The staff session behind the presented token (logout revokes it). */
+  session_id: z.number().int().positive(),
+  idempotency_key: Text.min(1).max(255).optional(),
+});
+export type StaffMeta = z.infer<typeof StaffMeta>;
+
+/** Meta of the staff sign-in operations: no token yet; the body names the tenant. */
+export const StaffSignInMeta = z.object({ request_id: RequestId });
+export type StaffSignInMeta = z.infer<typeof StaffSignInMeta>;
 
 /** Reply message: either a result or an error from the catalogue. */
 export type ReplyMessage<T = unknown> =

@@ -65,13 +65,19 @@ const everyOperationErrors: ErrorCode[] = [
 ];
 
 /** The two audiences of the API, each with its own document. */
-type Audience = 'merchant' | 'operator';
+type Audience = 'merchant' | 'operator' | 'staff';
 
 /** Every failure code `op` can answer in the document of `audience`. */
 export function errorCodesOf(op: Operation, audience: Audience = 'merchant'): ErrorCode[] {
   const codes = new Set<ErrorCode>(everyOperationErrors);
   if (audience === 'operator') codes.add('invalid_operator_token');
-  else {
+  else if (audience === 'staff') {
+    if (op.staffRole) {
+      codes.add('staff_token_required');
+      codes.add('invalid_staff_token');
+    }
+    if (op.staffRole === 'manager') codes.add('insufficient_role');
+  } else {
     codes.add('missing_credentials');
     codes.add('invalid_credentials');
   }
@@ -214,6 +220,13 @@ const tagDescriptions: Record<string, string> = {
   'Reward claims': 'Members claim rewards with a mailed code; staff approve (points are deducted) or reject.',
   Referrals: "Referral codes, their application and the programme's statistics.",
   'Provisioning (operator)': 'Tenants, apps and their keys, cards and rewards, for the platform operator.',
+  'Staff sign-in': 'Staff users sign in with a one-time code mailed to them and get a staff token (12 hours).',
+  'Staff: claims': 'The claims queue: approve or reject reward claims.',
+  'Staff: members': 'Find members and see their balances, history and referrals.',
+  'Staff: adjustments': 'Managers add or deduct points or cashback with a reason.',
+  'Staff: referrals': "The referral programme's statistics and top referrers.",
+  'Staff: team': "Managers invite, change and deactivate the tenant's staff users.",
+  'Staff: audit': "The tenant's tamper-evident audit log and its verification.",
 };
 
 /** The platform is not published under an open licence (package.json: private). */
@@ -227,7 +240,11 @@ function build(ops: Record<string, Operation>, serverUrl: string, audience: Audi
     const security: Record<string, string[]>[] =
       audience === 'operator'
         ? [{ OperatorToken: [] }]
-        : [op.memberToken ? { AppId: [], ApiKey: [], MemberToken: [] } : { AppId: [], ApiKey: [] }];
+        : audience === 'staff'
+          ? op.staffRole
+            ? [{ StaffToken: [] }]
+            : []
+          : [op.memberToken ? { AppId: [], ApiKey: [], MemberToken: [] } : { AppId: [], ApiKey: [] }];
     const success: JsonSchema = {
       type: 'object',
       required: ['success', 'data'],
@@ -245,9 +262,13 @@ function build(ops: Record<string, Operation>, serverUrl: string, audience: Audi
       description: [
         audience === 'operator'
           ? 'Requires `Authorization: Bearer <operator token>`.'
-          : op.scope
-            ? `Scope: \`${op.scope}\`.`
-            : 'No scope required.',
+          : audience === 'staff'
+            ? op.staffRole
+              ? `Requires \`Authorization: Bearer <staff token>\`; role: \`${op.staffRole}\`${op.staffRole === 'staff' ? ' or `manager`' : ''}.`
+              : 'No token: this signs a staff user in.'
+            : op.scope
+              ? `Scope: \`${op.scope}\`.`
+              : 'No scope required.',
         op.memberToken ? 'Requires `X-Member-Token`.' : '',
       ]
         .filter(Boolean)
@@ -291,37 +312,53 @@ function build(ops: Record<string, Operation>, serverUrl: string, audience: Audi
     };
   }
   const securitySchemes: Record<string, unknown> =
-    audience === 'operator'
+    audience === 'staff'
       ? {
-          OperatorToken: {
+          StaffToken: {
             type: 'http',
             scheme: 'bearer',
-            description: 'The operator token (`OPERATOR_TOKEN` of the gateway).',
+            description: 'A staff token from `POST /staff/v1/auth/verify-code` (valid 12 hours).',
           },
         }
-      : {
-          AppId: { type: 'apiKey', in: 'header', name: 'X-App-Id' },
-          ApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
-          MemberToken: { type: 'apiKey', in: 'header', name: 'X-Member-Token' },
-        };
+      : audience === 'operator'
+        ? {
+            OperatorToken: {
+              type: 'http',
+              scheme: 'bearer',
+              description: 'The operator token (`OPERATOR_TOKEN` of the gateway).',
+            },
+          }
+        : {
+            AppId: { type: 'apiKey', in: 'header', name: 'X-App-Id' },
+            ApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
+            MemberToken: { type: 'apiKey', in: 'header', name: 'X-Member-Token' },
+          };
   return {
     openapi: '3.1.0',
     info:
-      audience === 'operator'
+      audience === 'staff'
         ? {
-            title: 'Loyalty platform operator API',
+            title: 'Loyalty platform staff API',
             version: '1.0.0',
             license,
             description:
-              'Provisioning of tenants, apps and card programmes, for the platform operator. Every call sends `Authorization: Bearer <operator token>`. Failures use `{ success: false, error: { code, message, ... } }`.',
+              "The staff console's API: staff users of a tenant sign in with a mailed code and handle claims, look up members, adjust balances (managers), manage staff (managers) and read the audit log (managers). Failures use `{ success: false, error: { code, message, ... } }`.",
           }
-        : {
-            title: 'Loyalty platform API',
-            version: '1.0.0',
-            license,
-            description:
-              'Membership with one-time codes, cashback, points, reward claims and referrals. Every call sends `X-App-Id` and `X-Api-Key`. Failures use `{ success: false, error: { code, message, ... } }`.',
-          },
+        : audience === 'operator'
+          ? {
+              title: 'Loyalty platform operator API',
+              version: '1.0.0',
+              license,
+              description:
+                'Provisioning of tenants, apps and card programmes, for the platform operator. Every call sends `Authorization: Bearer <operator token>`. Failures use `{ success: false, error: { code, message, ... } }`.',
+            }
+          : {
+              title: 'Loyalty platform API',
+              version: '1.0.0',
+              license,
+              description:
+                'Membership with one-time codes, cashback, points, reward claims and referrals. Every call sends `X-App-Id` and `X-Api-Key`. Failures use `{ success: false, error: { code, message, ... } }`.',
+            },
     servers: [{ url: serverUrl }],
     tags: [...new Set(Object.values(ops).map((op) => op.tag))].map((name) => ({
       name,
@@ -344,6 +381,11 @@ function build(ops: Record<string, Operation>, serverUrl: string, audience: Audi
 /** OpenAPI 3.1 document of the merchant API (`/api/v1`), generated from the contract table. */
 export function buildOpenApiDocument(ops: Record<string, Operation>, serverUrl = '/'): Record<string, unknown> {
   return build(ops, serverUrl, 'merchant');
+}
+
+/** OpenAPI 3.1 document of the staff API (`/staff/v1`, bearer staff token), generated from its table. */
+export function buildStaffOpenApiDocument(ops: Record<string, Operation>, serverUrl = '/'): Record<string, unknown> {
+  return build(ops, serverUrl, 'staff');
 }
 
 /** OpenAPI 3.1 document of the operator API (`/admin/v1`, bearer operator token), generated from its table. */

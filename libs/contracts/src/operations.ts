@@ -5,11 +5,18 @@ import { cashbackOperations, ledgerAdminOperations, memberPinOperations, pointsO
 import { quoteOperations } from './ops/quotes.ts';
 import { referralOperations } from './ops/referrals.ts';
 import { operationExamples } from './ops/examples.ts';
+import { staffAdminOperations, staffOperations } from './ops/staff.ts';
+import { staffOperationExamples } from './ops/staff-examples.ts';
 import type { Operation } from './ops/types.ts';
 
 /** The table with each operation's example (ops/examples.ts) attached. */
 function withExamples(ops: Record<string, Operation>): Record<string, Operation> {
-  return Object.fromEntries(Object.entries(ops).map(([id, op]) => [id, { ...op, example: operationExamples[id] }]));
+  return Object.fromEntries(
+    Object.entries(ops).map(([id, op]) => [
+      id,
+      { ...op, example: operationExamples[id] ?? staffOperationExamples[id] },
+    ]),
+  );
 }
 
 /**
@@ -31,4 +38,8 @@ export const operations: Record<string, Operation> = withExamples({
 export const operatorOperations: Record<string, Operation> = withExamples({
   ...adminOperations,
   ...ledgerAdminOperations,
+  ...staffAdminOperations,
 });
+
+/** The staff API table, served under /staff/v1 behind staff tokens (the console uses it); its own document. */
+export const staffApiOperations: Record<string, Operation> = withExamples({ ...staffOperations });

@@ -14,12 +14,14 @@ import {
   operations,
   operatorOperations,
   PositiveMoney,
+  staffApiOperations,
+  buildStaffOpenApiDocument,
 } from '../src/index.ts';
 import { unwrap } from '../../../test/support/zod-schema.ts';
 
 describe('contract table', () => {
   it('has unique method + path and unique service operations', () => {
-    const all = Object.values({ ...operations, ...operatorOperations });
+    const all = Object.values({ ...operations, ...operatorOperations, ...staffApiOperations });
     const routes = all.map((o) => `${o.method} ${o.path}`);
     expect(new Set(routes).size).toBe(routes.length);
     const subjects = all.map((o) => `${o.service}.${o.operation}`);
@@ -27,7 +29,7 @@ describe('contract table', () => {
   });
 
   it('names only catalogued errors', () => {
-    for (const op of Object.values({ ...operations, ...operatorOperations })) {
+    for (const op of Object.values({ ...operations, ...operatorOperations, ...staffApiOperations })) {
       for (const code of op.errors) expect(errorCatalogue).toHaveProperty(code);
     }
   });
@@ -57,6 +59,25 @@ type Op = {
 type FailureCodes = { properties: { error: { properties: { code: { enum: string[] } } } } };
 const codesOf = (op: Op, status: string): unknown =>
   op.responses[status]?.content?.['application/json']?.schema.allOf?.[1]?.properties.error.properties.code.enum;
+
+describe('staff document', () => {
+  it('documents the staff API under /staff/v1 with the staff bearer token, roles and sign-in without one', () => {
+    const doc = buildStaffOpenApiDocument(staffApiOperations) as Doc;
+    expect(Object.keys(doc.components.securitySchemes)).toEqual(['StaffToken']);
+    for (const [id, op] of Object.entries(staffApiOperations)) {
+      expect(op.path.startsWith('/staff/v1/')).toBe(true);
+      const documented = doc.paths[op.path.replace(/:([a-z_]+)/g, '{$1}')]![op.method.toLowerCase()]!;
+      expect(documented.operationId).toBe(id);
+      if (op.staffRole) {
+        expect(documented.security).toEqual([{ StaffToken: [] }]);
+        expect(codesOf(documented, '401')).toEqual(['staff_token_required', 'invalid_staff_token']);
+        expect(codesOf(documented, '403') ?? []).toEqual(op.staffRole === 'manager' ? ['insufficient_role'] : []);
+      } else expect(documented.security).toEqual([]);
+    }
+    expect(staffApiOperations['staff.adjustments.create']!.staffRole).toBe('manager');
+    expect(staffApiOperations['staff.claims.approve']!.staffRole).toBe('staff');
+  });
+});
 
 describe('operator document', () => {
   it('documents the operator API with bearer security only, apart from the merchant document', () => {

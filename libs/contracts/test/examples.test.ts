@@ -3,8 +3,10 @@ import { describe, expect, it } from 'vitest';
 import {
   buildOpenApiDocument,
   buildOperatorOpenApiDocument,
+  buildStaffOpenApiDocument,
   operations,
   operatorOperations,
+  staffApiOperations,
   type Operation,
 } from '../src/index.ts';
 
@@ -24,6 +26,7 @@ function validatorIn(doc: Json) {
 describe.each([
   ['merchant', buildOpenApiDocument(operations), operations],
   ['operator', buildOperatorOpenApiDocument(operatorOperations), operatorOperations],
+  ['staff', buildStaffOpenApiDocument(staffApiOperations), staffApiOperations],
 ] as [string, Json, Record<string, Operation>][])('%s document examples', (_name, doc, ops) => {
   const compile = validatorIn(doc);
   const paths = doc.paths as Record<string, Record<string, Documented>>;

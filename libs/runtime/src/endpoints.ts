@@ -7,6 +7,8 @@ import {
   operationInput,
   REQUEST_ID_HEADER,
   ServiceMeta,
+  StaffMeta,
+  StaffSignInMeta,
   type InternalOperation,
   type Operation,
   type OperationInput,
@@ -73,6 +75,32 @@ export class Endpoints {
     handler: (input: OperationInput<O>, ctx: HandlerContext<AdminMeta>) => Answer<OperationOutput<O>>,
   ): this {
     return this.add(op, AdminMeta, operationInput(op), handler);
+  }
+
+  /**
+   * An operation of the staff table (`/staff/v1`) that needs a staff token: the meta names the
+   * staff user (the actor of what the handler changes). The role is checked here again (the
+   * gateway checks it first): a manager-only operation refuses a `staff` meta.
+   */
+  staff<O extends Operation>(
+    op: O,
+    handler: (input: OperationInput<O>, ctx: HandlerContext<StaffMeta>) => Answer<OperationOutput<O>>,
+  ): this {
+    if (!op.staffRole) throw new Error(`${op.operation} is a sign-in operation; register it with staffSignIn`);
+    const role = op.staffRole;
+    return this.add(op, StaffMeta, operationInput(op), async (input, ctx: HandlerContext<StaffMeta>) => {
+      if (role === 'manager' && ctx.meta.staff.role !== 'manager') throw new AppError('insufficient_role');
+      return handler(input, ctx);
+    });
+  }
+
+  /** A staff sign-in operation: no staff token yet (the body names the tenant). */
+  staffSignIn<O extends Operation>(
+    op: O,
+    handler: (input: OperationInput<O>, ctx: HandlerContext<StaffSignInMeta>) => Answer<OperationOutput<O>>,
+  ): this {
+    if (op.staffRole) throw new Error(`${op.operation} needs a staff token; register it with staff`);
+    return this.add(op, StaffSignInMeta, operationInput(op), handler);
   }
 
   /** An operation other services (or the gateway) call over NATS. */

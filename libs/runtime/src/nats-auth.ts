@@ -6,6 +6,7 @@ import {
   operations,
   operatorOperations,
   services,
+  staffApiOperations,
   Subjects,
   type ServiceName,
 } from '@loyalty/contracts';
@@ -43,6 +44,7 @@ const calls: Record<ServiceName, { service: ServiceName; operation: string }[]> 
     ledgerOperations.debitPoints,
     ledgerOperations.holdPoints,
     ledgerOperations.releaseHold,
+    ledgerOperations.pointsBalances,
   ],
   referrals: [
     ledgerOperations.getCard,
@@ -70,12 +72,18 @@ export function natsPermissions(root: string, user: NatsUser): NatsPermissions {
   const inbox = `${natsInboxPrefix(user)}.>`;
   const b = broadcasts(s, user);
   if (user === 'gateway') {
-    const publicOps = [...Object.values(operations), ...Object.values(operatorOperations)].map((op) =>
-      s.op(op.service, op.operation),
-    );
-    const authenticate = internalOperations.authenticate;
+    const publicOps = [
+      ...Object.values(operations),
+      ...Object.values(operatorOperations),
+      ...Object.values(staffApiOperations),
+    ].map((op) => s.op(op.service, op.operation));
+    const { authenticate, authenticateStaff } = internalOperations;
     return {
-      publish: unique([...publicOps, s.op(authenticate.service, authenticate.operation)]),
+      publish: unique([
+        ...publicOps,
+        s.op(authenticate.service, authenticate.operation),
+        s.op(authenticateStaff.service, authenticateStaff.operation),
+      ]),
       subscribe: unique([inbox, ...b.subscribe]),
       allowResponses: false,
     };

@@ -1,6 +1,6 @@
 import bcrypt from 'bcryptjs';
 import { describe, expect, it } from 'vitest';
-import { operations, operatorOperations } from '@loyalty/contracts';
+import { operations, operatorOperations, staffApiOperations } from '@loyalty/contracts';
 import { natsPermissions, natsServerConfig, natsUsers, type NatsUser } from '../src/index.ts';
 
 const passwords = Object.fromEntries(natsUsers.map((u) => [u, `${u}-password-0123456789`])) as Record<NatsUser, string>;
@@ -14,13 +14,16 @@ const consumer = [
 ];
 
 describe('natsPermissions', () => {
-  it('lets the gateway publish exactly the public and operator operations and authenticate', () => {
+  it('lets the gateway publish exactly the public, operator and staff operations and authenticate', () => {
     const p = natsPermissions('loyalty', 'gateway');
-    const expected = [...Object.values(operations), ...Object.values(operatorOperations)].map(
-      (op) => `loyalty.${op.service}.${op.operation}`,
-    );
-    expect(p.publish.sort()).toEqual([...new Set(expected), 'loyalty.identity.internal.authenticate'].sort());
-    expect(p.publish.filter((s) => s.includes('.internal.'))).toEqual(['loyalty.identity.internal.authenticate']);
+    const expected = [
+      ...Object.values(operations),
+      ...Object.values(operatorOperations),
+      ...Object.values(staffApiOperations),
+    ].map((op) => `loyalty.${op.service}.${op.operation}`);
+    const authenticate = ['loyalty.identity.internal.authenticate', 'loyalty.identity.internal.staff.authenticate'];
+    expect(p.publish.sort()).toEqual([...new Set(expected), ...authenticate].sort());
+    expect(p.publish.filter((s) => s.includes('.internal.'))).toEqual(authenticate);
     expect(p.publish.some((s) => s.startsWith('$JS'))).toBe(false);
     expect(p.subscribe).toEqual(['_INBOX_gateway.>', 'loyalty.broadcast.credentials-changed']);
     expect(p.allowResponses).toBe(false);
@@ -52,6 +55,7 @@ describe('natsPermissions', () => {
         'loyalty.ledger.internal.points.debit',
         'loyalty.ledger.internal.points.hold',
         'loyalty.ledger.internal.points.release_hold',
+        'loyalty.ledger.internal.points.balances',
         'loyalty.events.claims.>',
         ...js,
       ],

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, type ServiceMeta } from '@loyalty/contracts';
+import { AppError, type AuditActor, type ServiceMeta } from '@loyalty/contracts';
 import { withTransaction, type Logger } from '@loyalty/runtime';
+import { recordDecisionAudit } from './audit.ts';
 import { notPending, type ClaimDeps } from './claim-requests.ts';
 import { debitCertainlyNotApplied, debitKey, decide } from './domain/claim-request.ts';
 import { recordClaimEvent } from './events.ts';
@@ -39,7 +40,12 @@ export interface ApprovedReply {
  * points and other refusals), the attempt hands the request back to pending and answers the error.
  */
 export function approvals(deps: ClaimDeps, faults: ClaimFaults = {}) {
-  async function approve(d: { request_id: number; staff_note?: string }, meta: ServiceMeta): Promise<ApprovedReply> {
+  /** `actor`: who approves (a staff user, an app); a resumed approval keeps the one who started it. */
+  async function approve(
+    d: { request_id: number; staff_note?: string },
+    meta: ServiceMeta,
+    actor?: AuditActor,
+  ): Promise<ApprovedReply> {
     const key = { tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'claims.approve', data: d };
     const replay = key.key ? await deps.replays.find<ApprovedReply>({ ...key, key: key.key }) : undefined;
     if (replay) return replay;
@@ -53,7 +59,7 @@ export function approvals(deps: ClaimDeps, faults: ClaimFaults = {}) {
       const now = deps.clock.now();
       const decision = decide(found, 'approve', now);
       if (!decision.ok) throw notPending(decision.currentStatus);
-      return markApproving(db, found.id, attempt, now, d.staff_note);
+      return markApproving(db, found.id, attempt, now, d.staff_note, actor);
     });
 
     // Step 2: the debit, idempotent under the claim's key.
@@ -92,6 +98,7 @@ export function approvals(deps: ClaimDeps, faults: ClaimFaults = {}) {
         throw notPending(current?.status ?? 'approved');
       }
       await recordClaimEvent(db, deps.outbox, 'claim_approved', done, now);
+      await recordDecisionAudit(deps.outbox, db, done, 'claim.approved', meta.request_id, now);
       return {
         claim_request: {
           id: done.id,

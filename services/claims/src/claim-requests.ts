@@ -1,4 +1,11 @@
-import { AppError, type ClaimStatus as PublicClaimStatus, type Meta } from '@loyalty/contracts';
+import {
+  AppError,
+  type AuditActor,
+  type ClaimStatus as PublicClaimStatus,
+  type Meta,
+  type ServiceMeta,
+} from '@loyalty/contracts';
+import { recordDecisionAudit } from './audit.ts';
 import { WithMessage, withTransaction, type Clock, type Outbox, type Pool, type ReplayStore } from '@loyalty/runtime';
 import { decide, expiryOf, pagination, publicStatus, type ClaimStatus } from './domain/claim-request.ts';
 import { claimRecord } from './domain/record.ts';
@@ -158,7 +165,7 @@ export function claimRequests(deps: ClaimDeps) {
       return { claim_request: claimRecord(claim, members.get(claim.member_id)) };
     },
 
-    async reject(d: { request_id: number; staff_note?: string }, meta: Meta) {
+    async reject(d: { request_id: number; staff_note?: string }, meta: ServiceMeta, actor: AuditActor) {
       await deps.expireIfDue(meta.tenant_id, d.request_id);
       let rejected: ClaimRequest | undefined;
       const reply = await deps.replays.run(
@@ -170,8 +177,9 @@ export function claimRequests(deps: ClaimDeps) {
           const now = clock.now();
           const decision = decide(claim, 'reject', now);
           if (!decision.ok) throw notPending(decision.currentStatus);
-          const done = await markRejected(db, claim.id, now, d.staff_note);
+          const done = await markRejected(db, claim.id, now, d.staff_note, actor);
           await recordClaimEvent(db, deps.outbox, 'claim_rejected', done, now);
+          await recordDecisionAudit(deps.outbox, db, done, 'claim.rejected', meta.request_id, now);
           rejected = done;
           return {
             claim_request: { id: done.id, status: 'rejected' as const, rejected_at: done.rejected_at!.toISOString() },

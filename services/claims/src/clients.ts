@@ -37,6 +37,19 @@ export function claimsClients(client: ServiceClient) {
     /** Give a claim's held points back; a hold already captured or released is left as it is. */
     releaseHold: (meta: ServiceMeta, key: string, d: z.input<typeof l.releaseHold.request>) =>
       client.call(l.releaseHold, { request_id: meta.request_id, tenant_id: meta.tenant_id, idempotency_key: key }, d),
+    /** Spendable points of members on cards (accounts the ledger cannot read are left out). */
+    pointsBalances: async (meta: ServiceMeta, accounts: { card_id: number; member_id: number }[]) =>
+      accounts.length === 0
+        ? []
+        : (
+            await client.call(
+              l.pointsBalances,
+              { request_id: meta.request_id, tenant_id: meta.tenant_id },
+              {
+                accounts,
+              },
+            )
+          ).balances,
     /** Debit under a deterministic idempotency key (capturing the claim's hold): a repeated call replays the first result. */
     debitPoints: (meta: ServiceMeta, key: string, d: z.input<typeof l.debitPoints.request>) =>
       client.call(l.debitPoints, { request_id: meta.request_id, tenant_id: meta.tenant_id, idempotency_key: key }, d),

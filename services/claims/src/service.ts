@@ -14,6 +14,7 @@ import type { ClaimsConfig } from './config.ts';
 import { claimsEndpoints } from './endpoints.ts';
 import { claimsClients } from './clients.ts';
 import { claimHolds } from './claim-holds.ts';
+import { staffQueue } from './staff-queue.ts';
 import { ClaimSweeper, type ClaimSweep } from './sweeper.ts';
 
 export const SERVICE_VERSION = '0.1.0';
@@ -66,8 +67,9 @@ export async function startClaims(config: ClaimsConfig, opts: ClaimsOptions = {}
         holds,
       });
       sweeper.start();
+      const requests = claimRequests(deps);
       return {
-        endpoints: claimsEndpoints(claimRequests(deps), approval),
+        endpoints: claimsEndpoints(requests, approval, staffQueue(deps, requests, approval)),
         stop: async () => {
           await sweeper?.stop();
         },

@@ -4,6 +4,7 @@ import {
   claimsOperations,
   identityOperations,
   ledgerOperations,
+  staffOperations,
   type CardSummary,
   type MemberSummary,
   type RewardSummary,
@@ -193,6 +194,9 @@ beforeAll(async () => {
   await claims.fake(identityOperations.getMembers, (d) => ({
     members: [...members.values()].filter((m) => d.ids.includes(m.id)),
   }));
+  await claims.fake(ledgerOperations.pointsBalances, (d) => ({
+    balances: d.accounts.map((a) => ({ ...a, points_balance: balance(a.card_id, a.member_id) })),
+  }));
   card = createCard();
   reward = createReward(card, 100, 'Free coffee');
 });
@@ -361,6 +365,52 @@ describe('approve', () => {
     expect(await getClaim(id)).toMatchObject({ status: 'approved', points_deducted: 100 });
     expect(balance(card, m.id)).toBe(400);
     expect(debitsOf(id).map((c) => c.meta.idempotency_key)).toEqual([`claim:${id}`, `claim:${id}`]);
+  });
+
+  it('audits a decision with the one who made it, also when the sweeper finishes it', async () => {
+    const auditOf = async (id: number) => {
+      const { rows } = await claims.db.query<{ payload: { data: Record<string, unknown> } }>(
+        `SELECT payload FROM claims.outbox WHERE payload->>'type' = 'claims.audit_recorded'
+            AND (payload->'data'->'target'->>'claim_request_id')::bigint = $1`,
+        [id],
+      );
+      return rows.map((r) => r.payload.data);
+    };
+    const staffMeta = {
+      request_id: 'req-staff-approve',
+      tenant_id: tenantId,
+      staff: { id: 9, role: 'staff' as const, email: 'tom@example.com' },
+      session_id: 4,
+    };
+    const m = member(500);
+    const id = await claim(m);
+    await claims.restart({ faults: { afterLedgerDebit: crashAfterDebit } });
+    expect((await claims.call(staffOperations['staff.claims.approve'], staffMeta, { request_id: id })).ok).toBe(false);
+    expect(await auditOf(id)).toEqual([]); // not approved yet: nothing audited
+    await claims.restart();
+    claims.clock.advance(2 * MINUTE);
+    await claims.service.sweep();
+    expect(await auditOf(id)).toEqual([
+      expect.objectContaining({
+        actor: { type: 'staff', id: 9, email: 'tom@example.com', role: 'staff' },
+        action: 'claim.approved',
+        target: { claim_request_id: id, member_id: m.id, card_id: card, reward_id: reward },
+        amounts: { points: -100 },
+      }),
+    ]);
+    // Through the merchant API the actor is the app; the staff queue answers with the member's points.
+    const other = await claim(member(500));
+    const rejected = await claims.request(staffOperations['staff.claims.reject'], staffMeta, {
+      request_id: other,
+      note: 'Sold out',
+    });
+    expect(rejected.claim_request).toMatchObject({ status: 'rejected', member_points_balance: 500 });
+    expect(await auditOf(other)).toEqual([
+      expect.objectContaining({ action: 'claim.rejected', details: { reward_name: 'Free coffee', note: 'Sold out' } }),
+    ]);
+    const third = await claim(member(500));
+    expect((await approve(third)).ok).toBe(true);
+    expect(await auditOf(third)).toEqual([expect.objectContaining({ actor: { type: 'app', id: 'app_test' } })]);
   });
 
   it('lets exactly one of a concurrent approve and reject win', async () => {

@@ -104,6 +104,7 @@ describe('records', () => {
     approved_at: at(2000),
     rejected_at: null,
     expired_at: null,
+    decided_by: null,
   };
 
   it('builds the full record with the masked member from identity', () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
-import { operations, operatorOperations, type Subjects } from '@loyalty/contracts';
+import { operations, operatorOperations, staffApiOperations, type Subjects } from '@loyalty/contracts';
 import type { Logger, Metrics, NatsConnection } from '@loyalty/runtime';
 import type { GatewayConfig } from './config.ts';
 import type { CredentialResolver } from './credentials.ts';
@@ -12,6 +12,8 @@ import { clientErrorHandler, envelope, frameworkErrors } from './plugins/envelop
 import { opsEndpoints } from './plugins/ops.ts';
 import { rateLimiting } from './plugins/rate-limit.ts';
 import { contractRoutes } from './plugins/routes.ts';
+import { staffConsole } from './plugins/console.ts';
+import { staffAuthentication } from './plugins/staff-auth.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** A body over the limit is read up to this many times the limit, so the client can read its 413. */
@@ -55,15 +57,25 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     return503OnClosing: true,
     forceCloseConnections: false,
   });
-  const routes = [...Object.values(operations), ...Object.values(operatorOperations)];
+  const routes = [
+    ...Object.values(operations),
+    ...Object.values(operatorOperations),
+    ...Object.values(staffApiOperations),
+  ];
   await app.register(envelope, { metrics, routes, drainLimitBytes: DRAIN_FACTOR * config.BODY_LIMIT_BYTES });
   // Before the limits and the routes: a browser can read a 429 or a 401 only with the CORS headers.
   if (config.CORS_ORIGINS.length > 0)
     await app.register(cors, { origins: config.CORS_ORIGINS, methods: [...new Set(routes.map((r) => r.method))] });
   await app.register(credentials, { credentials: deps.credentials });
+  await app.register(staffAuthentication, {
+    nc: deps.nc,
+    subjects: deps.subjects,
+    timeoutMs: config.REQUEST_TIMEOUT_MS,
+  });
   await app.register(rateLimiting, { config, redis: deps.redis, credentials: deps.credentials });
   await app.register(docs, { publicBaseUrl: config.PUBLIC_BASE_URL });
   await app.register(opsEndpoints, { metrics, publicMetrics: config.PUBLIC_METRICS });
+  await app.register(staffConsole, { dir: config.CONSOLE_DIR });
   await app.register(contractRoutes, { config, nc: deps.nc, subjects: deps.subjects, redis: deps.redis });
   return app;
 }

@@ -1,5 +1,9 @@
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { commonEnv, loadConfig } from '@loyalty/runtime';
+
+/** The built staff console: `console/dist` of the repository (this file and dist/main.js are both 3 levels down). */
+const defaultConsoleDir = fileURLToPath(new URL('../../../console/dist', import.meta.url));
 
 export const GatewayConfig = z.object({
   ...commonEnv,
@@ -21,7 +25,11 @@ export const GatewayConfig = z.object({
   AUTH_FAILURE_WINDOW_MS: z.coerce.number().int().positive().default(60_000),
   /** Operator API (/admin/v1) requests allowed per client address per RATE_LIMIT_WINDOW_MS. */
   OPERATOR_RATE_LIMIT_MAX: z.coerce.number().int().positive().default(1_200),
-  /** Requests per client address per RATE_LIMIT_WINDOW_MS outside both APIs (unknown routes, docs, health). */
+  /** Staff API (/staff/v1, the console) requests allowed per client address per RATE_LIMIT_WINDOW_MS. */
+  STAFF_RATE_LIMIT_MAX: z.coerce.number().int().positive().default(1_200),
+  /** Where the built staff console is (served at /console). */
+  CONSOLE_DIR: z.string().min(1).default(defaultConsoleDir),
+  /** Requests per client address per RATE_LIMIT_WINDOW_MS outside the APIs (unknown routes, docs, health, the console's files). */
   IP_RATE_LIMIT_MAX: z.coerce.number().int().positive().default(600),
   /**
    * Fastify's `trustProxy`: unset, the client address is the TCP peer and X-Forwarded-For is ignored.

@@ -27,6 +27,8 @@ export const IdentityConfig = z.object({
   OTP_RESEND_COOLDOWN_SECONDS: z.coerce.number().int().min(0).default(60),
   OTP_HOURLY_LIMIT: z.coerce.number().int().positive().default(5),
   MEMBER_TOKEN_TTL_MINUTES: z.coerce.number().int().positive().default(60),
+  /** Staff token (console session) validity: a working day. */
+  STAFF_TOKEN_TTL_MINUTES: z.coerce.number().int().positive().default(720),
 });
 export type IdentityConfig = z.infer<typeof IdentityConfig>;
 

@@ -1,20 +1,40 @@
-import { adminOperations, authOperations, identityOperations, internalOperations } from '@loyalty/contracts';
+import {
+  adminOperations,
+  authOperations,
+  identityOperations,
+  internalOperations,
+  staffAdminOperations,
+  staffOperations,
+} from '@loyalty/contracts';
 import { Endpoints } from '@loyalty/runtime';
+import type { auditLog } from './audit-log.ts';
 import type { claimCodes } from './claim-codes.ts';
 import type { memberAuth } from './member-auth.ts';
 import type { memberDirectory } from './member-directory.ts';
 import type { provisioning } from './provisioning.ts';
+import type { staffAuth } from './staff-auth.ts';
+import type { staffMembers } from './staff-members.ts';
+import type { staffTeam } from './staff-team.ts';
+
+export interface IdentityParts {
+  auth: ReturnType<typeof memberAuth>;
+  admin: ReturnType<typeof provisioning>;
+  directory: ReturnType<typeof memberDirectory>;
+  claims: ReturnType<typeof claimCodes>;
+  staff: ReturnType<typeof staffAuth>;
+  team: ReturnType<typeof staffTeam>;
+  members: ReturnType<typeof staffMembers>;
+  audit: ReturnType<typeof auditLog>;
+}
 
 /** Subject -> handler table of the identity service. Handlers stay thin: validate, delegate. */
-export function identityEndpoints(
-  auth: ReturnType<typeof memberAuth>,
-  admin: ReturnType<typeof provisioning>,
-  directory: ReturnType<typeof memberDirectory>,
-  claims: ReturnType<typeof claimCodes>,
-): Endpoints {
+export function identityEndpoints(parts: IdentityParts): Endpoints {
+  const { auth, admin, directory, claims, staff, team, members, audit } = parts;
   const a = authOperations;
   const i = identityOperations;
   const p = adminOperations;
+  const s = staffOperations;
+  const sa = staffAdminOperations;
   return new Endpoints('identity')
     .public(a['member.check'], (d, c) => auth.check(d, c.meta))
     .public(a['member.register'], (d, c) => auth.register(d, c.meta, c.log))
@@ -23,14 +43,32 @@ export function identityEndpoints(
     .public(a['member.refresh'], (_d, c) => auth.refresh(c.meta))
     .public(a['member.logout'], (_d, c) => auth.logout(c.meta))
     .internal(internalOperations.authenticate, (d) => auth.authenticate(d))
+    .internal(internalOperations.authenticateStaff, (d) => staff.authenticate(d))
     .internal(i.resolveMember, (d, c) => directory.resolve(d, c.meta))
     .internal(i.getMembers, (d, c) => directory.getMany(d, c.meta))
     .internal(i.issueClaimOtp, (d, c) => claims.issue(d, c.meta, c.log))
     .internal(i.verifyClaimOtp, (d, c) => claims.verify(d, c.meta))
-    .operator(p['admin.tenant.create'], (d) => admin.createTenant(d))
+    .staffSignIn(s['staff.auth.request_code'], (d, c) => staff.requestCode(d, c.log))
+    .staffSignIn(s['staff.auth.verify_code'], (d) => staff.verifyCode(d))
+    .staff(s['staff.auth.logout'], (_d, c) => staff.logout(c.meta))
+    .staff(s['staff.me'], (_d, c) => staff.me(c.meta))
+    .staff(s['staff.team.list'], (_d, c) => team.list(c.meta))
+    .staff(s['staff.team.invite'], (d, c) => team.invite(d, c.meta))
+    .staff(s['staff.team.update'], (d, c) => team.update(d, c.meta))
+    .staff(s['staff.members.find'], (d, c) => members.find(d, c.meta))
+    .staff(s['staff.members.get'], (d, c) => members.get(d, c.meta))
+    .staff(s['staff.audit.list'], (d, c) => audit.list(d, c.meta))
+    .staff(s['staff.audit.verify'], (_d, c) => audit.verify(c.meta.tenant_id))
+    .operator(p['admin.tenant.create'], (d, c) => admin.createTenant(d, c.meta))
     .operator(p['admin.tenant.list'], () => admin.listTenants())
-    .operator(p['admin.app.create'], (d) => admin.createApp(d))
+    .operator(p['admin.app.create'], (d, c) => admin.createApp(d, c.meta))
     .operator(p['admin.app.list'], (d) => admin.listApps(d))
-    .operator(p['admin.app.rotate_key'], (d) => admin.rotateKey(d))
-    .operator(p['admin.app.revoke'], (d) => admin.revoke(d));
+    .operator(p['admin.app.rotate_key'], (d, c) => admin.rotateKey(d, c.meta))
+    .operator(p['admin.app.revoke'], (d, c) => admin.revoke(d, c.meta))
+    .operator(sa['admin.staff.create'], (d, c) => team.adminCreate(d, c.meta))
+    .operator(sa['admin.staff.list'], (d) => team.adminList(d))
+    .operator(sa['admin.audit.verify'], async (d) => {
+      await admin.requireTenant(d.tenant_id);
+      return audit.verify(d.tenant_id);
+    });
 }

@@ -1,7 +1,19 @@
 import { AppError } from '@loyalty/contracts';
 import type { Clock, PoolClient } from '@loyalty/runtime';
 import { newOtpCode, otpHash, otpMatches } from './domain/secrets.ts';
-import { consumeOtp, insertOtp, latestOtpForUpdate, recentOtps, recordWrongAttempt } from './store/otps.ts';
+import {
+  consumeOtp,
+  insertOtp,
+  latestOtpForUpdate,
+  recentOtps,
+  recordWrongAttempt,
+  type CodeHolder,
+} from './store/otps.ts';
+
+/** The code's HMAC is bound to its holder: a member's codes as before, a staff user's under `staff:`. */
+function bindingOf(holder: CodeHolder): number | string {
+  return 'memberId' in holder ? holder.memberId : `staff:${holder.staffId}`;
+}
 
 export interface OtpPolicy {
   secret: string;
@@ -22,10 +34,11 @@ export async function issueOtp(
   db: PoolClient,
   policy: OtpPolicy,
   clock: Clock,
-  target: { tenantId: number; memberId: number; purpose: string; context?: Record<string, unknown> },
+  target: CodeHolder & { tenantId: number; purpose: string; context?: Record<string, unknown> },
 ): Promise<{ code: string; expiresAt: Date }> {
   const now = clock.now();
-  const recent = await recentOtps(db, target.memberId, new Date(now.getTime() - 3_600_000));
+  const holder: CodeHolder = 'memberId' in target ? { memberId: target.memberId } : { staffId: target.staffId };
+  const recent = await recentOtps(db, holder, new Date(now.getTime() - 3_600_000));
   const last = recent[0];
   if (last) {
     const readyAt = last.created_at.getTime() + policy.cooldownSeconds * 1000;
@@ -46,9 +59,9 @@ export async function issueOtp(
   const expiresAt = new Date(now.getTime() + policy.ttlMinutes * 60_000);
   await insertOtp(db, {
     tenantId: target.tenantId,
-    memberId: target.memberId,
+    holder,
     purpose: target.purpose,
-    codeHash: otpHash(policy.secret, target.memberId, code),
+    codeHash: otpHash(policy.secret, bindingOf(holder), code),
     context: target.context ?? {},
     now,
     expiresAt,
@@ -67,16 +80,17 @@ export async function checkOtp(
   db: PoolClient,
   policy: OtpPolicy,
   clock: Clock,
-  memberId: number,
+  who: number | CodeHolder,
   purpose: string,
   code: string,
 ): Promise<OtpCheck> {
   const now = clock.now();
-  const otp = await latestOtpForUpdate(db, memberId, purpose);
+  const holder: CodeHolder = typeof who === 'number' ? { memberId: who } : who;
+  const otp = await latestOtpForUpdate(db, holder, purpose);
   if (!otp || otp.consumed_at) return { ok: false, error: new AppError('invalid_otp') };
   if (otp.attempts >= policy.maxAttempts) return { ok: false, error: new AppError('otp_attempts_exceeded') };
   if (otp.expires_at.getTime() <= now.getTime()) return { ok: false, error: new AppError('otp_expired') };
-  if (!otpMatches(policy.secret, memberId, code, otp.code_hash)) {
+  if (!otpMatches(policy.secret, bindingOf(holder), code, otp.code_hash)) {
     const attempts = await recordWrongAttempt(db, otp.id);
     return {
       ok: false,

@@ -1,48 +1,91 @@
-import { AppError, type Scope } from '@loyalty/contracts';
-import type { Pool } from '@loyalty/runtime';
+import { AppError, type AdminMeta, type Scope } from '@loyalty/contracts';
+import { auditActor, recordAudit, withTransaction, type Outbox, type Pool, type Queryable } from '@loyalty/runtime';
 import { newApiKey, newAppId, sha256 } from './domain/secrets.ts';
-import { createApp, listApps, revokeApp, rotateKey } from './store/apps.ts';
+import { createApp, listApps, revokeApp, rotateKey, type App } from './store/apps.ts';
 import { createTenant, findTenant, listTenants } from './store/tenants.ts';
 
-/** Operator provisioning: tenants and apps. `onCredentialsChanged` tells every gateway to forget a cached key. */
-export function provisioning(pool: Pool, onCredentialsChanged: (appId: string) => void) {
+/**
+ * Operator provisioning: tenants and apps. Every change is audited (operator actor) in its own
+ * transaction. `onCredentialsChanged` tells every gateway to forget a cached key (after the commit).
+ */
+export function provisioning(pool: Pool, outbox: Outbox, onCredentialsChanged: (appId: string) => void) {
   async function tenantOrFail(id: number) {
     const tenant = await findTenant(pool, id);
     if (!tenant) throw new AppError('tenant_not_found');
     return tenant;
   }
+  const audit = (
+    db: Queryable,
+    meta: AdminMeta,
+    tenantId: number,
+    action: string,
+    target: Record<string, string | number>,
+    details: Record<string, unknown> = {},
+  ) =>
+    recordAudit(outbox, db, tenantId, {
+      actor: auditActor(meta),
+      action,
+      target,
+      details,
+      request_id: meta.request_id,
+    });
+  const appTarget = (app: App) => ({ app_id: app.app_id });
+
   return {
-    createTenant: async (d: { name: string; sandbox: boolean }) => ({
-      tenant: await createTenant(pool, d.name, d.sandbox),
-    }),
+    /** tenant_not_found unless the tenant exists. */
+    requireTenant: tenantOrFail,
+    createTenant: (d: { name: string; sandbox: boolean }, meta: AdminMeta) =>
+      withTransaction(pool, async (db) => {
+        const tenant = await createTenant(db, d.name, d.sandbox);
+        await audit(
+          db,
+          meta,
+          tenant.id,
+          'tenant.created',
+          { tenant_id: tenant.id },
+          { name: tenant.name, sandbox: tenant.sandbox },
+        );
+        return { tenant };
+      }),
     listTenants: async () => ({ tenants: await listTenants(pool) }),
-    async createApp(d: { tenant_id: number; name: string; scopes: Scope[] }) {
+    async createApp(d: { tenant_id: number; name: string; scopes: Scope[] }, meta: AdminMeta) {
       await tenantOrFail(d.tenant_id);
       const apiKey = newApiKey();
       const scopes = [...new Set(d.scopes)];
-      const app = await createApp(pool, {
-        id: newAppId(),
-        tenantId: d.tenant_id,
-        name: d.name,
-        scopes,
-        keyHash: sha256(apiKey),
+      return withTransaction(pool, async (db) => {
+        const app = await createApp(db, {
+          id: newAppId(),
+          tenantId: d.tenant_id,
+          name: d.name,
+          scopes,
+          keyHash: sha256(apiKey),
+        });
+        await audit(db, meta, app.tenant_id, 'app.created', appTarget(app), { name: app.name, scopes: app.scopes });
+        return { app: { ...app, api_key: apiKey } };
       });
-      return { app: { ...app, api_key: apiKey } };
     },
     async listApps(d: { tenant_id: number }) {
       await tenantOrFail(d.tenant_id);
       return { apps: await listApps(pool, d.tenant_id) };
     },
-    async rotateKey(d: { app_id: string }) {
+    async rotateKey(d: { app_id: string }, meta: AdminMeta) {
       const apiKey = newApiKey();
-      const app = await rotateKey(pool, d.app_id, sha256(apiKey));
-      if (!app) throw new AppError('app_not_found', 'Application not found (or revoked).');
+      const app = await withTransaction(pool, async (db) => {
+        const rotated = await rotateKey(db, d.app_id, sha256(apiKey));
+        if (!rotated) throw new AppError('app_not_found', 'Application not found (or revoked).');
+        await audit(db, meta, rotated.tenant_id, 'app.key_rotated', appTarget(rotated));
+        return rotated;
+      });
       onCredentialsChanged(d.app_id);
       return { app: { ...app, api_key: apiKey } };
     },
-    async revoke(d: { app_id: string }) {
-      const app = await revokeApp(pool, d.app_id);
-      if (!app) throw new AppError('app_not_found');
+    async revoke(d: { app_id: string }, meta: AdminMeta) {
+      const app = await withTransaction(pool, async (db) => {
+        const revoked = await revokeApp(db, d.app_id);
+        if (!revoked) throw new AppError('app_not_found');
+        await audit(db, meta, revoked.tenant_id, 'app.revoked', appTarget(revoked));
+        return revoked;
+      });
       onCredentialsChanged(d.app_id);
       return { app };
     },

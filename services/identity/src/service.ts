@@ -9,7 +9,11 @@ import {
   type Logger,
   type RunningService,
 } from '@loyalty/runtime';
-import type { ServiceName } from '@loyalty/contracts';
+import { AUDIT_EVENT, type ServiceName } from '@loyalty/contracts';
+import { auditLog } from './audit-log.ts';
+import { staffAuth } from './staff-auth.ts';
+import { staffMembers } from './staff-members.ts';
+import { staffTeam } from './staff-team.ts';
 import { claimCodes } from './claim-codes.ts';
 import { memberDirectory } from './member-directory.ts';
 import { notificationHandler, notificationPace, templates } from './notifications.ts';
@@ -33,7 +37,7 @@ export async function startIdentity(
     log: opts.log,
     clock: opts.clock,
     migrationsDir: packageDir(import.meta.url, '../migrations'),
-    async setup({ pool, nc, subjects, log, metrics }) {
+    async setup({ pool, nc, subjects, log, metrics, outbox }) {
       const mailer = new Mailer(config.SMTP_URL, config.SANDBOX_SMTP_URL, config.MAIL_FROM, log, {
         connections: config.MAIL_CONCURRENCY,
       });
@@ -53,7 +57,7 @@ export async function startIdentity(
       };
       const auth = memberAuth(authDeps);
       // Tell every gateway replica to forget a rotated or revoked key.
-      const admin = provisioning(pool, (appId) =>
+      const admin = provisioning(pool, outbox, (appId) =>
         nc.publish(subjects.credentialsChanged(), jsonCodec.encode({ app_id: appId })),
       );
       // Member notifications: one durable consumer per event type that has a mail template.
@@ -75,15 +79,44 @@ export async function startIdentity(
           admit: pace,
         });
       });
+      // The audit log: every service's audit events, appended to their tenant's hash chain in
+      // delivery order (one at a time; a tenant's appends are serialized by its head row anyway).
+      const audit = auditLog({ pool, clock: authDeps.clock, log });
+      consumers.push(
+        new EventConsumer({
+          nc,
+          subjects,
+          pool,
+          schema: 'identity',
+          durable: 'identity-audit-log',
+          filterSubject: `${subjects.root}.events.*.${AUDIT_EVENT}`,
+          log,
+          metrics,
+          handle: (event, db) => audit.append(event, db),
+        }),
+      );
       for (const c of consumers) await c.start();
       return {
-        endpoints: identityEndpoints(auth, admin, memberDirectory(pool), claimCodes(authDeps)),
+        endpoints: identityEndpoints({
+          auth,
+          admin,
+          directory: memberDirectory(pool),
+          claims: claimCodes(authDeps),
+          staff: staffAuth({ ...authDeps, staffTokenTtlMinutes: config.STAFF_TOKEN_TTL_MINUTES }),
+          team: staffTeam({ pool, clock: authDeps.clock, outbox, replays: authDeps.replays }),
+          members: staffMembers(pool),
+          audit,
+        }),
         // Dead codes and sessions, a day after they stopped working (a day to look into a
         // complaint); the hourly cap only reads the last hour's codes.
         purge: [
           { table: 'otps', expired: `expires_at < $1::timestamptz - interval '1 day'` },
           {
             table: 'member_sessions',
+            expired: `expires_at < $1::timestamptz - interval '1 day' OR revoked_at < $1::timestamptz - interval '1 day'`,
+          },
+          {
+            table: 'staff_sessions',
             expired: `expires_at < $1::timestamptz - interval '1 day' OR revoked_at < $1::timestamptz - interval '1 day'`,
           },
         ],

@@ -1,6 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { AppError, type CardSummary, type RewardSummary } from '@loyalty/contracts';
-import { isUniqueViolation, type Pool } from '@loyalty/runtime';
+import { AppError, type AdminMeta, type CardSummary, type RewardSummary } from '@loyalty/contracts';
+import {
+  auditActor,
+  isUniqueViolation,
+  recordAudit,
+  withTransaction,
+  type Outbox,
+  type Pool,
+  type Queryable,
+} from '@loyalty/runtime';
 import { decimal, decimalNumber, decimalText, fromCents, parseDecimal, toCents } from './domain/money.ts';
 import type { CardCache } from './card-cache.ts';
 import type { CashbackRule } from './domain/formulas.ts';
@@ -182,13 +190,34 @@ function applySettings(card: Card, d: CardSettingsInput): void {
   if (d.points_ratio !== undefined) card.points_ratio = decimalText(decimal(d.points_ratio, 6));
 }
 
-/** Operator provisioning of cards and rewards (tenant from the path), and lookups for other services. */
-export function cardCatalogue(pool: Pool, changed: (cardId: number) => void = () => undefined) {
+/** The settings an operator call gave (the path's ids left out), as the audit log records them. */
+function givenSettings(d: object): Record<string, unknown> {
+  const { tenant_id: _t, card_id: _c, reward_id: _r, ...given } = d as Record<string, unknown>;
+  return given;
+}
+
+/**
+ * Operator provisioning of cards and rewards (tenant from the path), and lookups for other
+ * services. Every change of a card's or a reward's settings is audited (operator actor) in the
+ * transaction that makes it.
+ */
+export function cardCatalogue(pool: Pool, outbox: Outbox, changed: (cardId: number) => void = () => undefined) {
   async function cardOrFail(tenantId: number, cardId: number): Promise<Card> {
     const card = await findCard(pool, tenantId, cardId);
     if (!card) throw new AppError('card_not_found');
     return card;
   }
+  const audit = (
+    db: Queryable,
+    meta: AdminMeta,
+    tenantId: number,
+    e: {
+      action: string;
+      target: Record<string, number>;
+      amounts?: Record<string, number>;
+      details: Record<string, unknown>;
+    },
+  ) => recordAudit(outbox, db, tenantId, { actor: auditActor(meta), ...e, request_id: meta.request_id });
 
   return {
     async createCard(
@@ -198,6 +227,7 @@ export function cardCatalogue(pool: Pool, changed: (cardId: number) => void = ()
         reward_system: 'cashback' | 'points';
         unique_identifier?: string;
       },
+      meta: AdminMeta,
     ) {
       const card: Card = {
         id: 0,
@@ -224,17 +254,33 @@ export function cardCatalogue(pool: Pool, changed: (cardId: number) => void = ()
       };
       applySettings(card, d);
       try {
-        return { card: cardRecord(await insertCard(pool, card)) };
+        return await withTransaction(pool, async (db) => {
+          const saved = await insertCard(db, card);
+          await audit(db, meta, saved.tenant_id, {
+            action: 'card.created',
+            target: { card_id: saved.id },
+            details: givenSettings(d),
+          });
+          return { card: cardRecord(saved) };
+        });
       } catch (err) {
         if (isUniqueViolation(err)) throw new AppError('card_identifier_taken');
         throw err;
       }
     },
 
-    async updateCard(d: CardSettingsInput & { tenant_id: number; card_id: number }) {
+    async updateCard(d: CardSettingsInput & { tenant_id: number; card_id: number }, meta: AdminMeta) {
       const card = await cardOrFail(d.tenant_id, d.card_id);
       applySettings(card, d);
-      const saved = await updateCard(pool, card);
+      const saved = await withTransaction(pool, async (db) => {
+        const updated = await updateCard(db, card);
+        await audit(db, meta, card.tenant_id, {
+          action: 'card.updated',
+          target: { card_id: card.id },
+          details: { changes: givenSettings(d) },
+        });
+        return updated;
+      });
       changed(card.id); // every replica forgets its cached copy
       return { card: cardRecord(saved) };
     },
@@ -249,36 +295,50 @@ export function cardCatalogue(pool: Pool, changed: (cardId: number) => void = ()
       return { card: cardRecord(card), rewards: (await listRewards(pool, card.tenant_id, card.id)).map(rewardRecord) };
     },
 
-    async createReward(d: {
-      tenant_id: number;
-      card_id: number;
-      name: string;
-      description: string;
-      points_cost: number;
-      active: boolean;
-    }) {
+    async createReward(
+      d: {
+        tenant_id: number;
+        card_id: number;
+        name: string;
+        description: string;
+        points_cost: number;
+        active: boolean;
+      },
+      meta: AdminMeta,
+    ) {
       const card = await cardOrFail(d.tenant_id, d.card_id);
       if (card.reward_system !== 'points') throw new AppError('wrong_card_type', 'Rewards belong to points cards.');
-      const reward = await insertReward(pool, {
-        tenant_id: d.tenant_id,
-        card_id: d.card_id,
-        name: d.name,
-        description: d.description,
-        points_cost: d.points_cost,
-        active: d.active,
+      return withTransaction(pool, async (db) => {
+        const reward = await insertReward(db, {
+          tenant_id: d.tenant_id,
+          card_id: d.card_id,
+          name: d.name,
+          description: d.description,
+          points_cost: d.points_cost,
+          active: d.active,
+        });
+        await audit(db, meta, d.tenant_id, {
+          action: 'reward.created',
+          target: { card_id: d.card_id, reward_id: reward.id },
+          amounts: { points_cost: reward.points_cost },
+          details: { name: reward.name, active: reward.active },
+        });
+        return { reward: rewardRecord(reward) };
       });
-      return { reward: rewardRecord(reward) };
     },
 
-    async updateReward(d: {
-      tenant_id: number;
-      card_id: number;
-      reward_id: number;
-      name?: string;
-      description?: string;
-      points_cost?: number;
-      active?: boolean;
-    }) {
+    async updateReward(
+      d: {
+        tenant_id: number;
+        card_id: number;
+        reward_id: number;
+        name?: string;
+        description?: string;
+        points_cost?: number;
+        active?: boolean;
+      },
+      meta: AdminMeta,
+    ) {
       await cardOrFail(d.tenant_id, d.card_id);
       const reward = await findReward(pool, d.tenant_id, d.card_id, d.reward_id);
       if (!reward) throw new AppError('reward_not_found');
@@ -289,7 +349,16 @@ export function cardCatalogue(pool: Pool, changed: (cardId: number) => void = ()
         points_cost: d.points_cost ?? reward.points_cost,
         active: d.active ?? reward.active,
       };
-      return { reward: rewardRecord(await updateReward(pool, changed)) };
+      return withTransaction(pool, async (db) => {
+        const saved = await updateReward(db, changed);
+        await audit(db, meta, d.tenant_id, {
+          action: 'reward.updated',
+          target: { card_id: d.card_id, reward_id: saved.id },
+          amounts: { points_cost: saved.points_cost },
+          details: { changes: givenSettings(d) },
+        });
+        return { reward: rewardRecord(saved) };
+      });
     },
 
     async listRewards(d: { tenant_id: number; card_id: number }) {

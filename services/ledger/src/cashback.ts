@@ -232,7 +232,7 @@ export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
         member_id: d.member_id,
         transactions: entries.map((e) => ({
           id: e.id,
-          type: cashbackEntryType(e.event),
+          type: cashbackEntryType(e.event, e.amount),
           amount: fromCents(e.amount),
           points: 0 as const,
           event: e.event,

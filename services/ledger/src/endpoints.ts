@@ -6,6 +6,7 @@ import {
   memberPinOperations,
   pointsOperations,
   quoteOperations,
+  staffOperations,
 } from '@loyalty/contracts';
 import { Endpoints } from '@loyalty/runtime';
 import type { CardCatalogue } from './card-catalogue.ts';
@@ -14,6 +15,7 @@ import type { Holds } from './holds.ts';
 import type { MemberPins } from './member-pins.ts';
 import type { pointsProduct } from './points.ts';
 import type { quotes as quotesOf } from './quotes.ts';
+import type { staffDesk } from './staff-desk.ts';
 
 /** Subject -> handler table of the ledger. Handlers stay thin: validate, delegate. */
 export function ledgerEndpoints(parts: {
@@ -23,8 +25,10 @@ export function ledgerEndpoints(parts: {
   holds: Holds;
   quotes: ReturnType<typeof quotesOf>;
   pins: MemberPins;
+  desk: ReturnType<typeof staffDesk>;
 }): Endpoints {
-  const { cards, cashback, points, holds, quotes, pins } = parts;
+  const { cards, cashback, points, holds, quotes, pins, desk } = parts;
+  const s = staffOperations;
   const c = cashbackOperations;
   const p = pointsOperations;
   const a = ledgerAdminOperations;
@@ -53,11 +57,16 @@ export function ledgerEndpoints(parts: {
     .internal(l.creditPoints, (d, x) => points.move('credit', d, x.meta))
     .internal(l.holdPoints, (d, x) => holds.place(d, x.meta))
     .internal(l.releaseHold, (d, x) => holds.release(d, x.meta))
-    .operator(a['admin.card.create'], (d) => cards.createCard(d))
-    .operator(a['admin.card.update'], (d) => cards.updateCard(d))
+    .internal(l.pointsBalances, (d, x) => desk.pointsBalances(d, x.meta))
+    .staff(s['staff.cards.list'], (_d, x) => desk.cards(x.meta))
+    .staff(s['staff.members.balances'], (d, x) => desk.balances(d, x.meta))
+    .staff(s['staff.members.history'], (d, x) => desk.history(d, x.meta))
+    .staff(s['staff.adjustments.create'], (d, x) => desk.adjust(d, x.meta))
+    .operator(a['admin.card.create'], (d, x) => cards.createCard(d, x.meta))
+    .operator(a['admin.card.update'], (d, x) => cards.updateCard(d, x.meta))
     .operator(a['admin.card.list'], (d) => cards.listCards(d))
     .operator(a['admin.card.get'], (d) => cards.getCard(d))
-    .operator(a['admin.reward.create'], (d) => cards.createReward(d))
-    .operator(a['admin.reward.update'], (d) => cards.updateReward(d))
+    .operator(a['admin.reward.create'], (d, x) => cards.createReward(d, x.meta))
+    .operator(a['admin.reward.update'], (d, x) => cards.updateReward(d, x.meta))
     .operator(a['admin.reward.list'], (d) => cards.listRewards(d));
 }

@@ -22,6 +22,7 @@ import { holdsOf } from './holds.ts';
 import { LotSweeper, type LotSweep } from './lot-sweeper.ts';
 import { PostingBatcher } from './posting-batcher.ts';
 import { quotes } from './quotes.ts';
+import { staffDesk } from './staff-desk.ts';
 import { postMany } from './store/accounts.ts';
 
 export const SERVICE_VERSION = '0.2.0';
@@ -109,14 +110,17 @@ export async function startLedger(config: LedgerConfig, opts: LedgerOptions = {}
         expiring: lotSubjects('expiring'),
       });
       sweeper.start();
+      const cashback = cashbackProduct(deps, books);
+      const points = pointsProduct(deps, books, holds);
       return {
         endpoints: ledgerEndpoints({
-          cards: cardCatalogue(pool, cardChanged),
-          cashback: cashbackProduct(deps, books),
-          points: pointsProduct(deps, books, holds),
+          cards: cardCatalogue(pool, outbox, cardChanged),
+          cashback,
+          points,
           holds,
           quotes: quotes(deps, books),
           pins,
+          desk: staffDesk(deps, books, { points, cashback }),
         }),
         stop: async () => {
           cardChanges.unsubscribe();

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { cashbackFor, pointsFor, refundDeduction } from '../src/domain/formulas.ts';
+import { balanceFields } from '../src/domain/balance-view.ts';
 import { cashbackEntryType, domainEventName } from '../src/domain/journal.ts';
 import { decimal, decimalText, fromCents, parseDecimal, toCents } from '../src/domain/money.ts';
 import { hashPin, pinMatches } from '../src/domain/pin-hash.ts';
@@ -95,9 +96,11 @@ describe('journal labels', () => {
     expect(domainEventName('reward_claimed')).toBe('reward_claimed');
   });
   it('types every cashback deduction as a redemption', () => {
-    expect(cashbackEntryType('cashback_earned')).toBe('earning');
-    expect(cashbackEntryType('cashback_redeemed')).toBe('redemption');
-    expect(cashbackEntryType('cashback_refunded')).toBe('redemption');
+    expect(cashbackEntryType('cashback_earned', 425)).toBe('earning');
+    expect(cashbackEntryType('cashback_redeemed', -200)).toBe('redemption');
+    expect(cashbackEntryType('cashback_refunded', -200)).toBe('redemption');
+    expect(cashbackEntryType('staff_adjustment', 500)).toBe('earning');
+    expect(cashbackEntryType('staff_adjustment', -500)).toBe('redemption');
   });
 });
 
@@ -170,5 +173,32 @@ describe('PIN lock', () => {
     expect(a).not.toContain('1234');
     expect(await pinMatches('1234', a)).toBe(true);
     expect(await pinMatches('1235', a)).toBe(false);
+  });
+});
+
+describe('balanceFields (the staff member view)', () => {
+  it('keeps the balance figures, pending, held and expiring amounts when an answer has them, and nothing else', () => {
+    expect(
+      balanceFields({ card_id: 2, member_id: 42, points_balance: 340, reward_system: 'points', queried_at: 'x' }),
+    ).toEqual({ points_balance: 340 });
+    const withLots = {
+      card_id: 2,
+      points_balance: 340,
+      pending_points: 50,
+      held_points: 100,
+      next_expiries: [{ points: 20, expires_at: '2027-01-01T00:00:00.000Z' }],
+      lots: [{ id: 1 }],
+    };
+    expect(balanceFields(withLots)).toEqual({
+      points_balance: 340,
+      pending_points: 50,
+      held_points: 100,
+      next_expiries: [{ points: 20, expires_at: '2027-01-01T00:00:00.000Z' }],
+    });
+    expect(balanceFields({ cashback_balance: 12.5, pending_cashback: 1.25, held_cashback: 0 })).toEqual({
+      cashback_balance: 12.5,
+      pending_cashback: 1.25,
+      held_cashback: 0,
+    });
   });
 });

@@ -1,4 +1,4 @@
-import { AppError, type Meta, type MemberSummary, type ReferralPeriod } from '@loyalty/contracts';
+import { AppError, type Meta, type MemberSummary, type ReferralPeriod, type ServiceMeta } from '@loyalty/contracts';
 import {
   withTransaction,
   WithMessage,
@@ -47,7 +47,7 @@ export function referralProgramme(deps: ProgrammeDeps) {
   const { pool, clients, payments, outbox, clock } = deps;
 
   /** The card, which must be a points card: referral bonuses are points. */
-  async function pointsCard(meta: Meta, cardId: number) {
+  async function pointsCard(meta: ServiceMeta, cardId: number) {
     const card = await clients.card(meta, cardId);
     if (card.reward_system !== 'points')
       throw new AppError('wrong_card_type', 'Referrals run on points cards; this card is a cashback card.');
@@ -159,13 +159,13 @@ export function referralProgramme(deps: ProgrammeDeps) {
       return applyReply(done);
     },
 
-    async stats(d: { card_id: number; period: ReferralPeriod }, meta: Meta) {
+    async stats(d: { card_id: number; period: ReferralPeriod }, meta: ServiceMeta) {
       await pointsCard(meta, d.card_id);
       const counts = await countReferrals(pool, d.card_id, periodStart(d.period, clock.now()));
       return { stats: referralStats(counts), period: d.period };
     },
 
-    async topReferrers(d: { card_id: number; period: ReferralPeriod; limit: number }, meta: Meta) {
+    async topReferrers(d: { card_id: number; period: ReferralPeriod; limit: number }, meta: ServiceMeta) {
       await pointsCard(meta, d.card_id);
       const top = await topReferrers(pool, d.card_id, periodStart(d.period, clock.now()), d.limit);
       const members = await clients.members(
@@ -187,7 +187,7 @@ export function referralProgramme(deps: ProgrammeDeps) {
       };
     },
 
-    async referralsOf(d: { card_id: number; member_id: number; limit: number; offset: number }, meta: Meta) {
+    async referralsOf(d: { card_id: number; member_id: number; limit: number; offset: number }, meta: ServiceMeta) {
       await pointsCard(meta, d.card_id);
       const referrer = await clients.member(meta, d.member_id);
       const page = await referralsOfReferrer(pool, d.card_id, referrer.id, d.limit, d.offset);

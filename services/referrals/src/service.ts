@@ -14,6 +14,7 @@ import { bonusPayments } from './bonus-payments.ts';
 import { referralsClients } from './clients.ts';
 import type { ReferralsConfig } from './config.ts';
 import { referralEndpoints } from './endpoints.ts';
+import { staffView } from './staff-view.ts';
 import { referralProgramme } from './referral-programme.ts';
 
 export const SERVICE_VERSION = '0.1.0';
@@ -64,7 +65,7 @@ export async function startReferrals(
       });
       sweeper.start();
       return {
-        endpoints: referralEndpoints(programme),
+        endpoints: referralEndpoints(programme, staffView(pool, programme)),
         stop: async () => {
           await sweeper.stop();
           await firstPurchase.stop();

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { ErrorCode } from '../errors.ts';
+import type { StaffRole } from '../audit.ts';
 import type { Scope } from '../messages.ts';
 import type { ServiceName } from '../subjects.ts';
 
@@ -22,6 +23,11 @@ export interface Operation<
   operation: string;
   scope: Scope | null;
   memberToken: boolean;
+  /**
+   * Staff API operations (`/staff/v1`): the least role a staff token must have (`manager` may do
+   * everything `staff` may). Absent on a staff table entry: a sign-in operation without a token.
+   */
+  staffRole?: StaffRole;
   /** Mutating POSTs accept an Idempotency-Key header. */
   idempotent: boolean;
   summary: string;

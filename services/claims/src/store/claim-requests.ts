@@ -24,6 +24,8 @@ export interface ClaimRequest {
   approved_at: Date | null;
   rejected_at: Date | null;
   expired_at: Date | null;
+  /** The audit actor of the decision (approve or reject), set when it starts. */
+  decided_by: Record<string, unknown> | null;
 }
 
 const T = 'claims.claim_requests';
@@ -99,18 +101,59 @@ export async function listClaimRequests(
   return { rows: page.rows, total: count.rows[0]?.n ?? 0 };
 }
 
-/** pending/approving -> approving, owned by `attempt` from now on. */
+/**
+ * The staff queue of a tenant: pending (and approving) first, then newest first; optional card,
+ * status and creation-time filters.
+ */
+export async function listQueue(
+  db: Queryable,
+  q: {
+    tenantId: number;
+    cardId?: number;
+    status?: PublicClaimStatus;
+    from?: Date;
+    to?: Date;
+    limit: number;
+    offset: number;
+  },
+): Promise<{ rows: ClaimRequest[]; total: number }> {
+  const where = ['tenant_id = $1'];
+  const args: unknown[] = [q.tenantId];
+  const add = (sql: string, value: unknown) => {
+    args.push(value);
+    where.push(sql.replace('?', `$${args.length}`));
+  };
+  if (q.cardId !== undefined) add('card_id = ?', q.cardId);
+  if (q.status !== undefined)
+    add('status = ANY(?::text[])', q.status === 'pending' ? ['pending', 'approving'] : [q.status]);
+  if (q.from) add('created_at >= ?', q.from);
+  if (q.to) add('created_at < ?', q.to);
+  const w = where.join(' AND ');
+  const [page, count] = await Promise.all([
+    db.query<ClaimRequest>(
+      `SELECT * FROM ${T} WHERE ${w}
+        ORDER BY (status IN ('pending', 'approving')) DESC, created_at DESC, id DESC LIMIT ${q.limit} OFFSET ${q.offset}`,
+      args,
+    ),
+    db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${T} WHERE ${w}`, args),
+  ]);
+  return { rows: page.rows, total: count.rows[0]?.n ?? 0 };
+}
+
+/** pending/approving -> approving, owned by `attempt` from now on (an attempt resuming another keeps its actor). */
 export async function markApproving(
   db: Queryable,
   id: number,
   attempt: string,
   now: Date,
   staffNote: string | undefined,
+  decidedBy: Record<string, unknown> | undefined,
 ): Promise<ClaimRequest> {
   const { rows } = await db.query<ClaimRequest>(
-    `UPDATE ${T} SET status = 'approving', approval_attempt = $2, approval_started_at = $3, staff_note = COALESCE($4, staff_note)
+    `UPDATE ${T} SET status = 'approving', approval_attempt = $2, approval_started_at = $3, staff_note = COALESCE($4, staff_note),
+            decided_by = COALESCE($5, decided_by)
       WHERE id = $1 RETURNING *`,
-    [id, attempt, now, staffNote ?? null],
+    [id, attempt, now, staffNote ?? null, decidedBy ? JSON.stringify(decidedBy) : null],
   );
   return rows[0]!;
 }
@@ -144,10 +187,11 @@ export async function markRejected(
   id: number,
   now: Date,
   staffNote: string | undefined,
+  decidedBy: Record<string, unknown>,
 ): Promise<ClaimRequest> {
   const { rows } = await db.query<ClaimRequest>(
-    `UPDATE ${T} SET status = 'rejected', rejected_at = $2, staff_note = COALESCE($3, staff_note) WHERE id = $1 RETURNING *`,
-    [id, now, staffNote ?? null],
+    `UPDATE ${T} SET status = 'rejected', rejected_at = $2, staff_note = COALESCE($3, staff_note), decided_by = $4 WHERE id = $1 RETURNING *`,
+    [id, now, staffNote ?? null, JSON.stringify(decidedBy)],
   );
   return rows[0]!;
 }

@@ -2,7 +2,14 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { buildOpenApiDocument, buildOperatorOpenApiDocument, operations, operatorOperations } from '@loyalty/contracts';
+import {
+  buildOpenApiDocument,
+  buildOperatorOpenApiDocument,
+  buildStaffOpenApiDocument,
+  operations,
+  operatorOperations,
+  staffApiOperations,
+} from '@loyalty/contracts';
 
 export interface DocsOptions {
   /** Base URL written into the documents' servers lists. */
@@ -38,7 +45,8 @@ async function serveDocument(
 /**
  * The OpenAPI documents generated from the contract tables: the merchant API at /openapi.json
  * (browsable at /docs), the operator API in its own document at /admin/openapi.json (/admin/docs),
- * so the operator's bearer-token API is not on the merchants' reference.
+ * so the operator's bearer-token API is not on the merchants' reference; the staff API (the
+ * console's) in its own at /staff/openapi.json (/staff/docs).
  */
 export const docs: FastifyPluginAsync<DocsOptions> = async (app, { publicBaseUrl }) => {
   await serveDocument(app, buildOpenApiDocument(operations, publicBaseUrl), '/openapi.json', '/docs');
@@ -47,5 +55,11 @@ export const docs: FastifyPluginAsync<DocsOptions> = async (app, { publicBaseUrl
     buildOperatorOpenApiDocument(operatorOperations, publicBaseUrl),
     '/admin/openapi.json',
     '/admin/docs',
+  );
+  await serveDocument(
+    app,
+    buildStaffOpenApiDocument(staffApiOperations, publicBaseUrl),
+    '/staff/openapi.json',
+    '/staff/docs',
   );
 };

@@ -22,8 +22,8 @@ export interface EnvelopeOptions {
   drainLimitBytes: number;
 }
 
-/** Both APIs' paths (the merchant and the operator API), not the docs or health endpoints. */
-const API_PATH = /^\/(api|admin)\/v1(\/|\?|$)/;
+/** The APIs' paths (merchant, operator and staff API), not the docs or health endpoints. */
+const API_PATH = /^\/(api|admin|staff)\/v1(\/|\?|$)/;
 
 /**
  * Every answer in the envelope: the error handler and the not-found/405 handler map failures to

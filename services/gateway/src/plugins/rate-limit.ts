@@ -18,6 +18,7 @@ export interface RateLimitOptions {
     | 'AUTH_FAILURE_LIMIT'
     | 'AUTH_FAILURE_WINDOW_MS'
     | 'OPERATOR_RATE_LIMIT_MAX'
+    | 'STAFF_RATE_LIMIT_MAX'
     | 'IP_RATE_LIMIT_MAX'
   >;
   redis: Redis;
@@ -25,10 +26,16 @@ export interface RateLimitOptions {
 }
 
 /** The failures that count against an address: someone presenting credentials that are not valid. */
-const AUTH_FAILURES = new Set<ErrorCode>(['missing_credentials', 'invalid_credentials', 'invalid_operator_token']);
+const AUTH_FAILURES = new Set<ErrorCode>([
+  'missing_credentials',
+  'invalid_credentials',
+  'invalid_operator_token',
+  'invalid_staff_token',
+]);
 
 const isApi = (url: string) => url.startsWith('/api/v1/');
 const isOperatorApi = (url: string) => url.startsWith('/admin/v1/');
+const isStaffApi = (url: string) => url.startsWith('/staff/v1/');
 
 /** The name of the per-app quota policy in the RateLimit and RateLimit-Policy fields. */
 const RATE_POLICY = 'default';
@@ -51,7 +58,8 @@ function limited(message: string, ttlMs: number): AppError {
  *   AUTH_FAILURES) past AUTH_FAILURE_LIMIT per AUTH_FAILURE_WINDOW_MS refuse the address's requests
  *   to both APIs without asking identity, except an app key this replica verified recently (cached:
  *   it costs no identity query, so apps behind the same address keep working while it lasts);
- *   operator API requests (`op:<ip>`) past OPERATOR_RATE_LIMIT_MAX; everything else, unknown
+ *   operator API requests (`op:<ip>`) past OPERATOR_RATE_LIMIT_MAX; staff API requests
+ *   (`staff:<ip>`) past STAFF_RATE_LIMIT_MAX; everything else, unknown
  *   routes included (`ip:<ip>`), past IP_RATE_LIMIT_MAX.
  * Every refusal is 429 `rate_limited` with Retry-After. The client address is the TCP peer unless
  * TRUST_PROXY says which proxies' X-Forwarded-For to believe.
@@ -69,7 +77,7 @@ export const rateLimiting = fp<RateLimitOptions>(
 
     app.addHook('onRequest', async (req) => {
       const url = req.routeOptions.url;
-      if (url === undefined || !(isApi(url) || isOperatorApi(url))) {
+      if (url === undefined || !(isApi(url) || isOperatorApi(url) || isStaffApi(url))) {
         const n = store.hit(`ip:${req.ip}`, window);
         if (n.current > config.IP_RATE_LIMIT_MAX)
           throw limited(`Rate limit of ${config.IP_RATE_LIMIT_MAX} requests per address reached.`, n.ttl);
@@ -82,6 +90,11 @@ export const rateLimiting = fp<RateLimitOptions>(
         const n = store.hit(`op:${req.ip}`, window);
         if (n.current > config.OPERATOR_RATE_LIMIT_MAX)
           throw limited(`Rate limit of ${config.OPERATOR_RATE_LIMIT_MAX} operator requests reached.`, n.ttl);
+      }
+      if (isStaffApi(url)) {
+        const n = store.hit(`staff:${req.ip}`, window);
+        if (n.current > config.STAFF_RATE_LIMIT_MAX)
+          throw limited(`Rate limit of ${config.STAFF_RATE_LIMIT_MAX} staff requests reached.`, n.ttl);
       }
     });
 

@@ -6,6 +6,7 @@ import {
   buildOperationInput,
   operations,
   operatorOperations,
+  staffApiOperations,
   type Operation,
   type Subjects,
 } from '@loyalty/contracts';
@@ -75,6 +76,32 @@ export const contractRoutes = fp<RoutesOptions>(
       });
     }
 
+    // The staff API: staff token (except sign-in), role, the tenant's Idempotency-Keys as above.
+    for (const op of Object.values(staffApiOperations)) {
+      const forward = forwarder(op);
+      app.route({
+        method: op.method,
+        url: op.path,
+        ...(op.staffRole ? { preValidation: app.authenticateStaff(op) } : {}),
+        handler: async (req, reply) => {
+          const meta = req.staffMeta;
+          if (!meta) return forward(req, reply, { request_id: req.id });
+          const key = meta.idempotency_key;
+          const claim =
+            key !== undefined
+              ? () =>
+                  claimIdempotencyKey(
+                    redis,
+                    config.REDIS_KEY_PREFIX,
+                    { tenantId: meta.tenant_id, key, operation: op.operation },
+                    config.REQUEST_TIMEOUT_MS,
+                  )
+              : undefined;
+          return forward(req, reply, meta, claim);
+        },
+      });
+    }
+
     const checkOperatorToken = operatorTokenCheck(config.OPERATOR_TOKEN);
     for (const op of Object.values(operatorOperations)) {
       const forward = forwarder(op);
@@ -89,7 +116,7 @@ export const contractRoutes = fp<RoutesOptions>(
   {
     name: 'gateway-routes',
     fastify: '5.x',
-    dependencies: ['gateway-envelope', 'gateway-credentials', 'gateway-rate-limit'],
+    dependencies: ['gateway-envelope', 'gateway-credentials', 'gateway-staff-auth', 'gateway-rate-limit'],
     encapsulate: true,
   },
 );

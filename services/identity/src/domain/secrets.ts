@@ -5,6 +5,8 @@ export const newApiKey = () => `sk_${randomBytes(32).toString('base64url')}`;
 export const newAppId = () => `app_${randomBytes(9).toString('base64url')}`;
 /** An opaque member token: 256 random bits. */
 export const newMemberToken = () => `mt_${randomBytes(32).toString('base64url')}`;
+/** An opaque staff token: 256 random bits. */
+export const newStaffToken = () => `st_${randomBytes(32).toString('base64url')}`;
 
 export const sha256 = (value: string): Buffer => createHash('sha256').update(value).digest();
 
@@ -18,11 +20,11 @@ export function matchesHash(presented: string, stored: Buffer): boolean {
 export const newOtpCode = () => String(randomInt(0, 1_000_000)).padStart(6, '0');
 
 /** OTPs are stored as an HMAC keyed by a server secret and bound to their row's member. */
-export function otpHash(secret: string, memberId: number, code: string): Buffer {
-  return createHmac('sha256', secret).update(`${memberId}:${code}`).digest();
+export function otpHash(secret: string, holder: number | string, code: string): Buffer {
+  return createHmac('sha256', secret).update(`${holder}:${code}`).digest();
 }
 
-export function otpMatches(secret: string, memberId: number, code: string, stored: Buffer): boolean {
-  const h = otpHash(secret, memberId, code);
+export function otpMatches(secret: string, holder: number | string, code: string, stored: Buffer): boolean {
+  const h = otpHash(secret, holder, code);
   return h.length === stored.length && timingSafeEqual(h, stored);
 }

@@ -1,8 +1,14 @@
 import type { Queryable } from '@loyalty/runtime';
 
+/** Whose code it is: a member's (sign-in, claim) or a staff user's (console sign-in). */
+export type CodeHolder = { memberId: number } | { staffId: number };
+const holderColumn = (h: CodeHolder) =>
+  'memberId' in h ? { column: 'member_id', id: h.memberId } : { column: 'staff_id', id: h.staffId };
+
 export interface Otp {
   id: number;
-  member_id: number;
+  member_id: number | null;
+  staff_id: number | null;
   code_hash: Buffer;
   context: Record<string, unknown>;
   attempts: number;
@@ -15,7 +21,7 @@ export async function insertOtp(
   db: Queryable,
   o: {
     tenantId: number;
-    memberId: number;
+    holder: CodeHolder;
     purpose: string;
     codeHash: Buffer;
     context: Record<string, unknown>;
@@ -24,27 +30,38 @@ export async function insertOtp(
   },
 ): Promise<Otp> {
   const { rows } = await db.query<Otp>(
-    `INSERT INTO identity.otps (tenant_id, member_id, purpose, code_hash, context, created_at, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
-    [o.tenantId, o.memberId, o.purpose, o.codeHash, JSON.stringify(o.context), o.now, o.expiresAt],
+    `INSERT INTO identity.otps (tenant_id, member_id, staff_id, purpose, code_hash, context, created_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+    [
+      o.tenantId,
+      'memberId' in o.holder ? o.holder.memberId : null,
+      'staffId' in o.holder ? o.holder.staffId : null,
+      o.purpose,
+      o.codeHash,
+      JSON.stringify(o.context),
+      o.now,
+      o.expiresAt,
+    ],
   );
   return rows[0]!;
 }
 
-/** Codes issued to a member for any purpose since `since`, newest first (for cooldown and hourly cap). */
-export async function recentOtps(db: Queryable, memberId: number, since: Date): Promise<Otp[]> {
+/** Codes issued to a member (or staff user) for any purpose since `since`, newest first (for cooldown and hourly cap). */
+export async function recentOtps(db: Queryable, holder: CodeHolder, since: Date): Promise<Otp[]> {
+  const h = holderColumn(holder);
   const { rows } = await db.query<Otp>(
-    `SELECT * FROM identity.otps WHERE member_id = $1 AND created_at > $2 ORDER BY created_at DESC`,
-    [memberId, since],
+    `SELECT * FROM identity.otps WHERE ${h.column} = $1 AND created_at > $2 ORDER BY created_at DESC`,
+    [h.id, since],
   );
   return rows;
 }
 
-/** The newest code of a member for a purpose, locked: only it can be verified. */
-export async function latestOtpForUpdate(db: Queryable, memberId: number, purpose: string): Promise<Otp | undefined> {
+/** The newest code of a member (or staff user) for a purpose, locked: only it can be verified. */
+export async function latestOtpForUpdate(db: Queryable, holder: CodeHolder, purpose: string): Promise<Otp | undefined> {
+  const h = holderColumn(holder);
   const { rows } = await db.query<Otp>(
-    `SELECT * FROM identity.otps WHERE member_id = $1 AND purpose = $2 ORDER BY created_at DESC, id DESC LIMIT 1 FOR UPDATE`,
-    [memberId, purpose],
+    `SELECT * FROM identity.otps WHERE ${h.column} = $1 AND purpose = $2 ORDER BY created_at DESC, id DESC LIMIT 1 FOR UPDATE`,
+    [h.id, purpose],
   );
   return rows[0];
 }

@@ -8,6 +8,11 @@ export const journalEvents = [
   'points_refunded',
   'reward_claimed',
   'referral_bonus',
+  /** A manager's manual credit or debit with a reason (staff console); signed like any row. */
+  'staff_adjustment',
+  /** What was left of a lot when it expired (lots, issue 17). */
+  'points_expired',
+  'cashback_expired',
 ] as const;
 export type JournalEvent = (typeof journalEvents)[number];
 
@@ -27,7 +32,11 @@ export function domainEventName(event: JournalEvent): string {
   }
 }
 
-/** Cashback history `type`: an earn is an `earning`; every deduction (redeem and refund) is a `redemption`. */
-export function cashbackEntryType(event: JournalEvent): 'earning' | 'redemption' {
+/**
+ * Cashback history `type`: an earn is an `earning`; every deduction (redeem and refund) is a
+ * `redemption`; a staff adjustment is either, by its sign.
+ */
+export function cashbackEntryType(event: JournalEvent, amount: number): 'earning' | 'redemption' {
+  if (event === 'staff_adjustment') return amount >= 0 ? 'earning' : 'redemption';
   return event === 'cashback_earned' ? 'earning' : 'redemption';
 }

@@ -7,7 +7,8 @@ export interface ReferralCode {
   code: string;
 }
 
-async function findCodeOf(db: Queryable, cardId: number, memberId: number): Promise<ReferralCode | undefined> {
+/** The member's code for the card, if one was made. */
+export async function findCodeOf(db: Queryable, cardId: number, memberId: number): Promise<ReferralCode | undefined> {
   const { rows } = await db.query<ReferralCode>(
     `SELECT tenant_id, card_id, member_id, code FROM referrals.referral_codes WHERE card_id = $1 AND member_id = $2`,
     [cardId, memberId],

@@ -1,0 +1,133 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api, session, whenSignedOut, type Card, type Me } from './api.ts';
+import { AdjustmentsPage } from './pages/adjustments.tsx';
+import { AuditPage } from './pages/audit.tsx';
+import { ClaimsPage } from './pages/claims.tsx';
+import { MemberPage, MemberSearch } from './pages/members.tsx';
+import { ReferralsPage } from './pages/referrals.tsx';
+import { SignIn } from './pages/sign-in.tsx';
+import { TeamPage } from './pages/team.tsx';
+
+/** The route: the part of the address after `#`, e.g. `/members/42` or `/adjust?member=42`. */
+function useRoute(): { path: string; params: URLSearchParams } {
+  const read = () => {
+    const [path, q] = (location.hash.replace(/^#/, '') || '/claims').split('?');
+    return { path: path || '/claims', params: new URLSearchParams(q ?? '') };
+  };
+  const [route, setRoute] = useState(read);
+  useEffect(() => {
+    const on = () => setRoute(read());
+    addEventListener('hashchange', on);
+    return () => removeEventListener('hashchange', on);
+  }, []);
+  return route;
+}
+
+const NAV: { path: string; label: string; managers?: boolean }[] = [
+  { path: '/claims', label: 'Claims' },
+  { path: '/members', label: 'Members' },
+  { path: '/adjust', label: 'Adjustments', managers: true },
+  { path: '/referrals', label: 'Referrals' },
+  { path: '/audit', label: 'Audit log', managers: true },
+  { path: '/team', label: 'Team', managers: true },
+];
+
+export function App() {
+  const [me, setMe] = useState<Me | null | undefined>(session.token ? undefined : null);
+  const [cards, setCards] = useState<Card[]>([]);
+  const [notice, setNotice] = useState<string>();
+  const route = useRoute();
+
+  useEffect(() => {
+    whenSignedOut(() => {
+      setMe(null);
+      setNotice('Your session ended (expired or signed out). Please sign in again.');
+    });
+    if (session.token) api.get<Me>('/me').then(setMe, () => setMe(null));
+  }, []);
+  useEffect(() => {
+    if (me)
+      api.get<{ cards: Card[] }>('/cards').then(
+        (r) => setCards(r.cards),
+        () => setCards([]),
+      );
+  }, [me]);
+
+  if (me === undefined) return <p class="loading">Loading…</p>;
+  if (me === null)
+    return (
+      <SignIn
+        notice={notice}
+        onSignedIn={(m) => {
+          setNotice(undefined);
+          setMe(m);
+        }}
+      />
+    );
+
+  const isManager = me.staff.role === 'manager';
+  const memberMatch = /^\/members\/(\d+)$/.exec(route.path);
+  const page = memberMatch ? (
+    <MemberPage key={memberMatch[1]} memberId={Number(memberMatch[1])} cards={cards} isManager={isManager} />
+  ) : route.path === '/members' ? (
+    <MemberSearch />
+  ) : route.path === '/adjust' ? (
+    <AdjustmentsPage
+      key={route.params.get('member') ?? ''}
+      cards={cards}
+      isManager={isManager}
+      memberId={route.params.has('member') ? Number(route.params.get('member')) : undefined}
+    />
+  ) : route.path === '/referrals' ? (
+    <ReferralsPage key={cards.length} cards={cards} />
+  ) : route.path === '/audit' ? (
+    <AuditPage isManager={isManager} />
+  ) : route.path === '/team' ? (
+    <TeamPage isManager={isManager} meId={me.staff.id} />
+  ) : (
+    <ClaimsPage cards={cards} />
+  );
+
+  async function signOut() {
+    await api.post('/auth/logout').catch(() => undefined);
+    session.clear();
+    setMe(null);
+  }
+
+  return (
+    <>
+      <a class="skip" href="#main" onClick={(e) => (e.preventDefault(), document.getElementById('main')?.focus())}>
+        Skip to content
+      </a>
+      <header class="top">
+        <div class="brand">
+          <span class="tenant">{me.tenant.name}</span>
+          {me.tenant.sandbox && <span class="badge badge-sandbox">sandbox</span>}
+        </div>
+        <nav aria-label="Console">
+          <ul>
+            {NAV.filter((n) => !n.managers || isManager).map((n) => {
+              const current = route.path === n.path || route.path.startsWith(`${n.path}/`);
+              return (
+                <li key={n.path}>
+                  <a href={`#${n.path}`} aria-current={current ? 'page' : undefined}>
+                    {n.label}
+                  </a>
+                </li>
+              );
+            })}
+          </ul>
+        </nav>
+        <div class="who">
+          <span>
+            {me.staff.name} · {me.staff.role}
+          </span>
+          <button type="button" onClick={signOut}>
+            Sign out
+          </button>
+        </div>
+      </header>
+      {page}
+    </>
+  );
+}

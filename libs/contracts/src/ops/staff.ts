@@ -1,0 +1,535 @@
+import { z } from 'zod';
+import { AuditActor, StaffRole } from '../audit.ts';
+import { Email, Id, IdParam, Money, Pagination, Phone, Text, Timestamp, countParam, pageQuery } from '../common.ts';
+import { ClaimRequestRecord, ClaimStatus } from './claims.ts';
+import { ReferralOfReferrer, ReferralPeriod, ReferralStats, TopReferrer } from './referrals.ts';
+import { defineOperations } from './types.ts';
+
+/**
+ * The staff API (`/staff/v1`), used by the staff console: staff users of a tenant sign in with a
+ * mailed one-time code and act with a staff token (`Authorization: Bearer <token>`). `staffRole`
+ * is the least role an operation needs (`manager` may do everything `staff` may); entries without
+ * one are the sign-in operations. Every id is the caller's tenant's (a foreign id is not found).
+ * Served from its own OpenAPI document (`/staff/openapi.json`).
+ */
+const signIn = { scope: null, memberToken: false, tag: 'Staff sign-in' } as const;
+const staffOp = (tag: string, role: StaffRole = 'staff') =>
+  ({ scope: null, memberToken: false, staffRole: role, tag }) as const;
+
+export const StaffUser = z
+  .object({
+    id: Id,
+    tenant_id: Id,
+    email: z.string(),
+    name: z.string(),
+    role: StaffRole,
+    active: z.boolean(),
+    created_at: Timestamp,
+    last_sign_in_at: Timestamp.nullable(),
+  })
+  .meta({ id: 'StaffUser' });
+
+/** A member as staff see them at the counter (unmasked: staff looked them up by email or phone). */
+export const StaffMemberView = z
+  .object({
+    id: Id,
+    name: z.string(),
+    email: z.string().nullable(),
+    phone: z.string().nullable(),
+    is_active: z.boolean(),
+    created_at: Timestamp,
+  })
+  .meta({ id: 'StaffMemberView' });
+
+/** One card's balance of a member. Pending, held and expiring amounts appear once the ledger keeps lots. */
+export const CardBalance = z
+  .object({
+    card_id: Id,
+    card_name: z.string(),
+    reward_system: z.enum(['cashback', 'points']),
+    currency: z.string(),
+    points_balance: z.number().int().optional().describe('points cards: the spendable balance'),
+    cashback_balance: z.number().optional().describe('cashback cards: the spendable balance'),
+    pending_points: z.number().int().optional(),
+    held_points: z.number().int().optional(),
+    pending_cashback: z.number().optional(),
+    held_cashback: z.number().optional(),
+    next_expiries: z
+      .array(z.object({ points: z.number().int().optional(), amount: z.number().optional(), expires_at: Timestamp }))
+      .optional(),
+  })
+  .meta({ id: 'CardBalance' });
+
+export const StaffCard = z
+  .object({
+    id: Id,
+    name: z.string(),
+    unique_identifier: z.string(),
+    reward_system: z.enum(['cashback', 'points']),
+    currency: z.string(),
+  })
+  .meta({ id: 'StaffCard' });
+
+export const StaffHistoryEntry = z
+  .object({
+    id: Id,
+    event: z.string(),
+    points: z.number().int().describe('points cards; 0 on cashback cards'),
+    amount: z.number().describe('cashback cards, in currency units; 0 on points cards'),
+    created_at: Timestamp,
+  })
+  .meta({ id: 'StaffHistoryEntry' });
+
+export const StaffClaimRequest = z
+  .object({
+    ...ClaimRequestRecord.shape,
+    member_points_balance: z
+      .number()
+      .int()
+      .nullable()
+      .describe("the member's spendable points on the claim's card; null when the ledger did not answer"),
+  })
+  .meta({ id: 'StaffClaimRequest' });
+
+export const AuditRow = z
+  .object({
+    seq: z.number().int().describe("position in the tenant's chain, from 1"),
+    occurred_at: Timestamp,
+    recorded_at: Timestamp,
+    actor: AuditActor,
+    action: z.string(),
+    target: z.record(z.string(), z.union([z.number(), z.string()])),
+    amounts: z.record(z.string(), z.number()),
+    details: z.record(z.string(), z.unknown()),
+    request_id: z.string(),
+    service: z.string().describe('the service that made the change'),
+    prev_hash: z.string().describe('hash of the previous row of the tenant (64 zeros for the first)'),
+    hash: z.string().describe('SHA-256 over this row and prev_hash'),
+  })
+  .meta({ id: 'AuditRow' });
+
+export const AuditVerification = z
+  .object({
+    valid: z.boolean(),
+    rows_checked: z.number().int(),
+    head: z.object({ seq: z.number().int(), hash: z.string() }).describe('the chain head identity keeps'),
+    problem: z
+      .object({ seq: z.number().int(), reason: z.string() })
+      .nullable()
+      .describe('the first row that does not verify, and why'),
+  })
+  .meta({ id: 'AuditVerification' });
+
+/** A day (`2026-03-14`) or an instant (ISO 8601) in a query. */
+const DateOrTime = Text.refine((v) => !Number.isNaN(Date.parse(v)) && /^\d{4}-\d{2}-\d{2}/.test(v), {
+  message: 'must be a date (YYYY-MM-DD) or an ISO 8601 timestamp',
+});
+const MemberParams = z.object({ member_id: IdParam });
+const RequestParams = z.object({ request_id: IdParam });
+const Note = Text.trim().max(1000, 'must be at most 1000 characters');
+const StaffName = Text.trim().min(1).max(200);
+
+export const staffOperations = defineOperations({
+  // ---- sign-in (identity) -------------------------------------------------------------------------
+  'staff.auth.request_code': {
+    ...signIn,
+    service: 'identity',
+    method: 'POST',
+    path: '/staff/v1/auth/request-code',
+    operation: 'staff.auth.request_code',
+    idempotent: false,
+    summary:
+      'Mail a sign-in code to a staff user of the tenant (the same answer for an unknown email; sandbox tenants return the code)',
+    body: z.object({ tenant_id: Id, email: Email }),
+    response: z.object({
+      message: z.string(),
+      expires_in_minutes: z.number().int(),
+      code: z.string().optional().describe('sandbox tenants only, for a known staff email'),
+    }),
+    errors: ['otp_cooldown', 'otp_hourly_limit', 'email_delivery_failed'],
+  },
+  'staff.auth.verify_code': {
+    ...signIn,
+    service: 'identity',
+    method: 'POST',
+    path: '/staff/v1/auth/verify-code',
+    operation: 'staff.auth.verify_code',
+    idempotent: false,
+    summary: 'Verify a sign-in code and issue a staff token (valid 12 hours)',
+    body: z.object({ tenant_id: Id, email: Email, code: Text.trim().regex(/^[0-9]{6}$/, 'must be the 6-digit code') }),
+    response: z.object({
+      staff_token: z.string(),
+      expires_at: Timestamp,
+      expires_in_minutes: z.number().int(),
+      staff: StaffUser,
+    }),
+    errors: ['invalid_otp', 'otp_expired', 'otp_attempts_exceeded'],
+  },
+  'staff.auth.logout': {
+    ...staffOp('Staff sign-in'),
+    service: 'identity',
+    method: 'POST',
+    path: '/staff/v1/auth/logout',
+    operation: 'staff.auth.logout',
+    idempotent: false,
+    summary: 'End the presented staff session at once (on every gateway replica)',
+    response: z.object({ message: z.string() }),
+    errors: [],
+  },
+  'staff.me': {
+    ...staffOp('Staff sign-in'),
+    service: 'identity',
+    method: 'GET',
+    path: '/staff/v1/me',
+    operation: 'staff.me',
+    idempotent: false,
+    summary: 'The signed-in staff user and their tenant',
+    response: z.object({
+      staff: StaffUser,
+      tenant: z.object({ id: Id, name: z.string(), sandbox: z.boolean() }),
+    }),
+    errors: [],
+  },
+
+  // ---- team (identity, managers) -----------------------------------------------------------------
+  'staff.team.list': {
+    ...staffOp('Staff: team', 'manager'),
+    service: 'identity',
+    method: 'GET',
+    path: '/staff/v1/staff',
+    operation: 'staff.team.list',
+    idempotent: false,
+    summary: "The tenant's staff users",
+    response: z.object({ staff: z.array(StaffUser) }),
+    errors: [],
+  },
+  'staff.team.invite': {
+    ...staffOp('Staff: team', 'manager'),
+    service: 'identity',
+    method: 'POST',
+    path: '/staff/v1/staff',
+    operation: 'staff.team.invite',
+    idempotent: true,
+    summary: 'Add a staff user (they sign in with a code mailed to this email)',
+    body: z.object({ email: Email, name: StaffName, role: StaffRole }),
+    response: z.object({ staff: StaffUser }),
+    errors: ['staff_email_taken'],
+  },
+  'staff.team.update': {
+    ...staffOp('Staff: team', 'manager'),
+    service: 'identity',
+    method: 'POST',
+    path: '/staff/v1/staff/:staff_id',
+    operation: 'staff.team.update',
+    idempotent: true,
+    summary:
+      "Change a staff user's name or role, or deactivate them (their sessions end at once); the last active manager stays",
+    params: z.object({ staff_id: IdParam }),
+    body: z.object({ name: StaffName.optional(), role: StaffRole.optional(), active: z.boolean().optional() }),
+    response: z.object({ staff: StaffUser }),
+    errors: ['staff_not_found', 'last_manager'],
+  },
+
+  // ---- members (identity, ledger, referrals) ------------------------------------------------------
+  'staff.members.find': {
+    ...staffOp('Staff: members'),
+    service: 'identity',
+    method: 'GET',
+    path: '/staff/v1/members',
+    operation: 'staff.members.find',
+    idempotent: false,
+    summary: 'Find a member by email or phone',
+    query: z
+      .object({ email: Email.optional(), phone: Phone.optional() })
+      .refine((q) => q.email !== undefined || q.phone !== undefined, {
+        message: 'email or phone is required',
+        path: ['email'],
+      }),
+    response: z.object({ member: StaffMemberView }),
+    errors: ['member_not_found'],
+  },
+  'staff.members.get': {
+    ...staffOp('Staff: members'),
+    service: 'identity',
+    method: 'GET',
+    path: '/staff/v1/members/:member_id',
+    operation: 'staff.members.get',
+    idempotent: false,
+    summary: 'One member',
+    params: MemberParams,
+    response: z.object({ member: StaffMemberView }),
+    errors: ['member_not_found'],
+  },
+  'staff.cards.list': {
+    ...staffOp('Staff: members'),
+    service: 'ledger',
+    method: 'GET',
+    path: '/staff/v1/cards',
+    operation: 'staff.cards.list',
+    idempotent: false,
+    summary: "The tenant's cards (cashback and points)",
+    response: z.object({ cards: z.array(StaffCard) }),
+    errors: [],
+  },
+  'staff.members.balances': {
+    ...staffOp('Staff: members'),
+    service: 'ledger',
+    method: 'GET',
+    path: '/staff/v1/members/:member_id/balances',
+    operation: 'staff.members.balances',
+    idempotent: false,
+    summary: "A member's balance on each of the tenant's cards",
+    params: MemberParams,
+    response: z.object({ member_id: Id, balances: z.array(CardBalance) }),
+    errors: ['member_not_found'],
+  },
+  'staff.members.history': {
+    ...staffOp('Staff: members'),
+    service: 'ledger',
+    method: 'GET',
+    path: '/staff/v1/members/:member_id/history',
+    operation: 'staff.members.history',
+    idempotent: false,
+    summary: "A member's transactions on a card, newest first",
+    params: MemberParams,
+    query: z.object({ card_id: IdParam, ...pageQuery(20, 100) }),
+    response: z.object({
+      card_id: Id,
+      member_id: Id,
+      reward_system: z.enum(['cashback', 'points']),
+      transactions: z.array(StaffHistoryEntry),
+      pagination: Pagination,
+    }),
+    errors: ['card_not_found', 'member_not_found'],
+  },
+  'staff.members.referrals': {
+    ...staffOp('Staff: members'),
+    service: 'referrals',
+    method: 'GET',
+    path: '/staff/v1/members/:member_id/referrals',
+    operation: 'staff.members.referrals',
+    idempotent: false,
+    summary: "A member's referral code on a points card (null until one was asked for) and the referrals they made",
+    params: MemberParams,
+    query: z.object({ card_id: IdParam, ...pageQuery(20, 100) }),
+    response: z.object({
+      card_id: Id,
+      member_id: Id,
+      referral_code: z.string().nullable(),
+      referrals: z.array(ReferralOfReferrer),
+      total: z.number().int(),
+    }),
+    errors: ['card_not_found', 'member_not_found', 'wrong_card_type'],
+  },
+
+  // ---- adjustments (ledger, managers) -------------------------------------------------------------
+  'staff.adjustments.create': {
+    ...staffOp('Staff: adjustments', 'manager'),
+    service: 'ledger',
+    method: 'POST',
+    path: '/staff/v1/adjustments',
+    operation: 'staff.adjustments.create',
+    idempotent: true,
+    summary:
+      'Add or deduct points (points card) or cashback (cashback card) with a reason; journal event staff_adjustment; a deduction never takes the balance below zero. Needs an Idempotency-Key',
+    body: z
+      .object({
+        card_id: Id,
+        member_id: Id,
+        direction: z.enum(['add', 'deduct']),
+        points: z.number().int().positive().max(1_000_000_000).optional().describe('points cards'),
+        amount: Money.refine((v) => v >= 0.01, 'must be at least 0.01')
+          .optional()
+          .describe('cashback cards, in currency units'),
+        reason: Text.trim().min(1, 'is required').max(500),
+      })
+      .refine((b) => (b.points === undefined) !== (b.amount === undefined), {
+        message: 'give points (points card) or amount (cashback card), not both',
+        path: ['points'],
+      }),
+    response: z.object({
+      adjustment: z.object({
+        transaction_id: Id,
+        card_id: Id,
+        member_id: Id,
+        direction: z.enum(['add', 'deduct']),
+        points: z.number().int().optional(),
+        amount: z.number().optional(),
+        previous_balance: z.number(),
+        new_balance: z.number(),
+        reason: z.string(),
+        created_at: Timestamp,
+      }),
+    }),
+    errors: [
+      'idempotency_key_required',
+      'card_not_found',
+      'member_not_found',
+      'wrong_card_type',
+      'insufficient_points',
+      'insufficient_balance',
+      'balance_limit_exceeded',
+    ],
+  },
+
+  // ---- claims (claims) ----------------------------------------------------------------------------
+  'staff.claims.list': {
+    ...staffOp('Staff: claims'),
+    service: 'claims',
+    method: 'GET',
+    path: '/staff/v1/claims',
+    operation: 'staff.claims.list',
+    idempotent: false,
+    summary:
+      "The claims queue: pending first, then newest first; filters by card, status and creation date; each with the member's spendable points",
+    query: z.object({
+      card_id: IdParam.optional(),
+      status: ClaimStatus.optional(),
+      from: DateOrTime.optional().describe('created at or after (a date is its start, UTC)'),
+      to: DateOrTime.optional().describe('created before the end of this date (UTC), or before this instant'),
+      ...pageQuery(20, 100),
+    }),
+    response: z.object({ claim_requests: z.array(StaffClaimRequest), pagination: Pagination }),
+    errors: [],
+  },
+  'staff.claims.approve': {
+    ...staffOp('Staff: claims'),
+    service: 'claims',
+    method: 'POST',
+    path: '/staff/v1/claims/:request_id/approve',
+    operation: 'staff.claims.approve',
+    idempotent: true,
+    summary: "Approve a pending claim: the reward's points are deducted from the member",
+    params: RequestParams,
+    body: z.object({ note: Note.optional() }),
+    response: z.object({ claim_request: StaffClaimRequest }),
+    errors: ['claim_request_not_found', 'claim_request_not_pending', 'insufficient_points'],
+  },
+  'staff.claims.reject': {
+    ...staffOp('Staff: claims'),
+    service: 'claims',
+    method: 'POST',
+    path: '/staff/v1/claims/:request_id/reject',
+    operation: 'staff.claims.reject',
+    idempotent: true,
+    summary: 'Reject a pending claim; the member keeps the points',
+    params: RequestParams,
+    body: z.object({ note: Note.optional() }),
+    response: z.object({ claim_request: StaffClaimRequest }),
+    errors: ['claim_request_not_found', 'claim_request_not_pending'],
+  },
+
+  // ---- referrals (referrals) ----------------------------------------------------------------------
+  'staff.referrals.dashboard': {
+    ...staffOp('Staff: referrals'),
+    service: 'referrals',
+    method: 'GET',
+    path: '/staff/v1/referrals/dashboard',
+    operation: 'staff.referrals.dashboard',
+    idempotent: false,
+    summary: "A points card's referral statistics for every period (7d, 30d, 90d, all) and its top referrers in one",
+    query: z.object({
+      card_id: IdParam,
+      period: ReferralPeriod.default('30d').describe('period of the top referrers'),
+      limit: countParam(1, 100).default(10),
+    }),
+    response: z.object({
+      card_id: Id,
+      periods: z.array(z.object({ period: ReferralPeriod, stats: ReferralStats })),
+      top_referrers: z.array(TopReferrer),
+      period: ReferralPeriod,
+    }),
+    errors: ['card_not_found', 'wrong_card_type'],
+  },
+
+  // ---- audit (identity, managers) -----------------------------------------------------------------
+  'staff.audit.list': {
+    ...staffOp('Staff: audit', 'manager'),
+    service: 'identity',
+    method: 'GET',
+    path: '/staff/v1/audit',
+    operation: 'staff.audit.list',
+    idempotent: false,
+    summary:
+      "The tenant's audit log, newest first; filters by actor (a staff email, 'operator' or an app id), action and date",
+    query: z.object({
+      actor: Text.trim()
+        .regex(/^[A-Za-z0-9@._+-]{1,254}$/, 'must be a staff email, an app id or operator')
+        .optional(),
+      action: Text.trim()
+        .regex(/^[a-z_]{1,32}(\.[a-z_]{1,32})?$/, 'must be an action (claim.approved) or its first part (claim)')
+        .optional(),
+      from: DateOrTime.optional(),
+      to: DateOrTime.optional(),
+      ...pageQuery(50, 200),
+    }),
+    response: z.object({ entries: z.array(AuditRow), pagination: Pagination }),
+    errors: [],
+  },
+  'staff.audit.verify': {
+    ...staffOp('Staff: audit', 'manager'),
+    service: 'identity',
+    method: 'GET',
+    path: '/staff/v1/audit/verify',
+    operation: 'staff.audit.verify',
+    idempotent: false,
+    summary:
+      "Verify the tenant's hash chain: every row's hash, the links, the sequence and the head (an edited or deleted row shows)",
+    response: AuditVerification,
+    errors: [],
+  },
+});
+
+// ---- operator: the first manager and the chain check ------------------------------------------------
+
+const admin = { scope: null, memberToken: false, idempotent: false, tag: 'Provisioning (operator)' } as const;
+const TenantParams = z.object({ tenant_id: IdParam });
+
+export const staffAdminOperations = defineOperations({
+  'admin.staff.create': {
+    ...admin,
+    service: 'identity',
+    method: 'POST',
+    path: '/admin/v1/tenants/:tenant_id/staff',
+    operation: 'admin.staff.create',
+    summary: 'Create a staff user of a tenant (e.g. its first manager), who signs in to the console with a mailed code',
+    params: TenantParams,
+    body: z.object({ email: Email, name: StaffName.optional(), role: StaffRole }),
+    response: z.object({ staff: StaffUser }),
+    errors: ['invalid_operator_token', 'tenant_not_found', 'staff_email_taken'],
+  },
+  'admin.staff.list': {
+    ...admin,
+    service: 'identity',
+    method: 'GET',
+    path: '/admin/v1/tenants/:tenant_id/staff',
+    operation: 'admin.staff.list',
+    summary: "List a tenant's staff users",
+    params: TenantParams,
+    response: z.object({ staff: z.array(StaffUser) }),
+    errors: ['invalid_operator_token', 'tenant_not_found'],
+  },
+  'admin.audit.verify': {
+    ...admin,
+    service: 'identity',
+    method: 'GET',
+    path: '/admin/v1/tenants/:tenant_id/audit/verify',
+    operation: 'admin.audit.verify',
+    summary: "Verify a tenant's audit hash chain (npm run admin -- audit:verify --tenant N)",
+    params: TenantParams,
+    response: AuditVerification,
+    errors: ['invalid_operator_token', 'tenant_not_found'],
+  },
+});
+
+/**
+ * The instants a `from`/`to` query pair stands for: `from` at or after (a date is its start,
+ * UTC), `to` before (a date counts whole: before the next day's start).
+ */
+export function queryDateRange(q: { from?: string; to?: string }): { from?: Date; to?: Date } {
+  const isDay = (v: string) => /^\d{4}-\d{2}-\d{2}$/.test(v);
+  const from = q.from === undefined ? undefined : new Date(isDay(q.from) ? `${q.from}T00:00:00Z` : q.from);
+  let to = q.to === undefined ? undefined : new Date(isDay(q.to) ? `${q.to}T00:00:00Z` : q.to);
+  if (to && q.to !== undefined && isDay(q.to)) to = new Date(to.getTime() + 86_400_000);
+  return { from, to };
+}

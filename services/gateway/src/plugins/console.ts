@@ -1,0 +1,44 @@
+import { existsSync } from 'node:fs';
+import type { FastifyPluginAsync } from 'fastify';
+import fastifyStatic from '@fastify/static';
+import { AppError } from '@loyalty/contracts';
+import { sendFailure } from '../envelope.ts';
+
+export interface ConsoleOptions {
+  /** The built console (console/dist: index.html and assets/). */
+  dir: string;
+}
+
+/**
+ * The staff console's static files at /console/ (built from console/src by scripts/build.mjs).
+ * Everything it loads is its own (no CDN): the content security policy allows only this origin,
+ * no inline script, no framing. Without a build, /console answers 503 saying how to build it.
+ */
+export const staffConsole: FastifyPluginAsync<ConsoleOptions> = async (app, { dir }) => {
+  if (!existsSync(`${dir}/index.html`)) {
+    app.get('/console/*', async (_req, reply) =>
+      sendFailure(
+        reply,
+        new AppError('service_unavailable', 'The staff console is not built; run `npm run build` (or npm start).'),
+      ),
+    );
+    return;
+  }
+  await app.register(async (scope) => {
+    scope.addHook('onSend', async (_req, reply, payload) => {
+      reply.header(
+        'Content-Security-Policy',
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
+      );
+      reply.header('X-Content-Type-Options', 'nosniff');
+      reply.header('Referrer-Policy', 'no-referrer');
+      reply.header('X-Frame-Options', 'DENY');
+      // Revalidated on every load (ETag), so a new build shows at once.
+      reply.header('Cache-Control', 'no-cache');
+      return payload;
+    });
+    await scope.register(fastifyStatic, { root: dir, prefix: '/console/', index: false, cacheControl: false });
+    // The router ignores trailing slashes, so `/console` and `/console/` are this one route.
+    scope.get('/console', async (_req, reply) => reply.sendFile('index.html'));
+  });
+};

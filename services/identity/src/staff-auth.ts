@@ -1,0 +1,122 @@
+import { AppError, type StaffMeta } from '@loyalty/contracts';
+import { withTransaction, type Logger } from '@loyalty/runtime';
+import { MAIL_NAME_MAX, mailText } from './domain/mail-text.ts';
+import { newStaffToken, sha256 } from './domain/secrets.ts';
+import type { MemberAuthDeps } from './member-auth.ts';
+import { checkOtp, issueOtp } from './otp.ts';
+import {
+  findLiveStaffSession,
+  findStaff,
+  insertStaffSession,
+  markSignedIn,
+  revokeStaffSession,
+} from './store/staff.ts';
+import { findTenant } from './store/tenants.ts';
+
+export interface StaffAuthDeps extends MemberAuthDeps {
+  staffTokenTtlMinutes: number;
+}
+
+/** The one purpose of staff sign-in codes (members' codes are `login` and `claim`). */
+const PURPOSE = 'staff';
+
+/**
+ * Staff sign-in: a one-time code mailed to the staff user (the same rules as members' codes: 6
+ * digits, 10 minutes, single use, 5 wrong tries, cooldown and hourly cap per staff user), then an
+ * opaque staff token (256 bits, stored as SHA-256, 12 hours by default) checked with identity on
+ * every call, so a logout or a deactivation acts at once on every gateway replica.
+ */
+export function staffAuth(deps: StaffAuthDeps) {
+  const generic = (minutes: number) => ({
+    message: 'If this email belongs to a staff user of the tenant, a sign-in code was sent to it.',
+    expires_in_minutes: minutes,
+  });
+  return {
+    /** The same answer for an unknown tenant or email, so the form does not tell which emails are staff. */
+    async requestCode(d: { tenant_id: number; email: string }, log: Logger) {
+      return withTransaction(deps.pool, async (db) => {
+        const answer = generic(deps.otp.ttlMinutes);
+        const tenant = await findTenant(db, d.tenant_id);
+        if (!tenant) return answer;
+        // The row lock makes the cooldown and the hourly cap race-free for this staff user.
+        const staff = await findStaff(db, tenant.id, { email: d.email }, true);
+        if (!staff || !staff.active) return answer;
+        const { code } = await issueOtp(db, deps.otp, deps.clock, {
+          tenantId: tenant.id,
+          staffId: staff.id,
+          purpose: PURPOSE,
+        });
+        try {
+          await deps.mailer.send(
+            {
+              to: staff.email,
+              subject: 'Your staff console sign-in code',
+              text: `Hello ${mailText(staff.name, MAIL_NAME_MAX)},\n\nYour sign-in code for the staff console is ${code}. It is valid for ${deps.otp.ttlMinutes} minutes and can be used once.\n`,
+            },
+            tenant.sandbox,
+            log,
+          );
+        } catch (err) {
+          log.error({ err: (err as Error).message }, 'staff code mail failed');
+          throw new AppError('email_delivery_failed');
+        }
+        return { ...answer, ...(tenant.sandbox ? { code } : {}) };
+      });
+    },
+
+    async verifyCode(d: { tenant_id: number; email: string; code: string }) {
+      // A wrong try is committed before the failure is answered.
+      const outcome = await withTransaction(deps.pool, async (db) => {
+        const staff = await findStaff(db, d.tenant_id, { email: d.email });
+        if (!staff || !staff.active) return { error: new AppError('invalid_otp') };
+        const check = await checkOtp(db, deps.otp, deps.clock, { staffId: staff.id }, PURPOSE, d.code);
+        if (!check.ok) return { error: check.error };
+        const now = deps.clock.now();
+        const token = newStaffToken();
+        const expiresAt = new Date(now.getTime() + deps.staffTokenTtlMinutes * 60_000);
+        await insertStaffSession(db, {
+          tenantId: staff.tenant_id,
+          staffId: staff.id,
+          tokenHash: sha256(token),
+          now,
+          expiresAt,
+        });
+        const signedIn = await markSignedIn(db, staff.id, now);
+        return {
+          staff_token: token,
+          expires_at: expiresAt.toISOString(),
+          expires_in_minutes: deps.staffTokenTtlMinutes,
+          staff: signedIn,
+        };
+      });
+      if ('error' in outcome) throw outcome.error;
+      return outcome;
+    },
+
+    async logout(meta: StaffMeta) {
+      if (!(await revokeStaffSession(deps.pool, meta.session_id, meta.tenant_id, deps.clock.now())))
+        throw new AppError('invalid_staff_token');
+      return { message: 'Signed out. The staff token no longer works.' };
+    },
+
+    async me(meta: StaffMeta) {
+      const [staff, tenant] = await Promise.all([
+        findStaff(deps.pool, meta.tenant_id, { id: meta.staff.id }),
+        findTenant(deps.pool, meta.tenant_id),
+      ]);
+      if (!staff || !tenant) throw new AppError('invalid_staff_token');
+      return { staff, tenant: { id: tenant.id, name: tenant.name, sandbox: tenant.sandbox } };
+    },
+
+    /** gateway -> identity: the staff user and tenant of a live token of an active staff user. */
+    async authenticate(d: { staff_token: string }) {
+      const s = await findLiveStaffSession(deps.pool, sha256(d.staff_token), deps.clock.now());
+      if (!s) throw new AppError('invalid_staff_token');
+      return {
+        tenant_id: s.tenant_id,
+        staff: { id: s.staff_id, role: s.role, email: s.email },
+        session_id: s.session_id,
+      };
+    },
+  };
+}

@@ -1,0 +1,125 @@
+import type { Queryable } from '@loyalty/runtime';
+import { GENESIS_HASH, type ChainedContent } from '../domain/audit-chain.ts';
+
+export interface AuditLogRow extends ChainedContent {
+  recorded_at: string;
+  hash: string;
+}
+
+const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+const cols = `tenant_id, seq, event_id, service, ${iso('occurred_at')} AS occurred_at, ${iso('recorded_at')} AS recorded_at,
+  actor, action, target, amounts, details, request_id, prev_hash, hash`;
+
+/** The tenant's chain head, locked for an append (created at the genesis hash on first use). */
+export async function lockHead(db: Queryable, tenantId: number): Promise<{ seq: number; hash: string }> {
+  await db.query(
+    `INSERT INTO identity.audit_heads (tenant_id, seq, hash) VALUES ($1, 0, $2) ON CONFLICT (tenant_id) DO NOTHING`,
+    [tenantId, GENESIS_HASH],
+  );
+  const { rows } = await db.query<{ seq: number; hash: string }>(
+    `SELECT seq, hash FROM identity.audit_heads WHERE tenant_id = $1 FOR UPDATE`,
+    [tenantId],
+  );
+  return rows[0]!;
+}
+
+export async function findHead(db: Queryable, tenantId: number): Promise<{ seq: number; hash: string }> {
+  const { rows } = await db.query<{ seq: number; hash: string }>(
+    `SELECT seq, hash FROM identity.audit_heads WHERE tenant_id = $1`,
+    [tenantId],
+  );
+  return rows[0] ?? { seq: 0, hash: GENESIS_HASH };
+}
+
+export async function isRecorded(db: Queryable, eventId: string): Promise<boolean> {
+  return (await db.query(`SELECT 1 FROM identity.audit_log WHERE event_id = $1`, [eventId])).rows.length > 0;
+}
+
+export async function appendRow(
+  db: Queryable,
+  row: ChainedContent & { actor_key: string; hash: string; recorded_at: Date },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO identity.audit_log (tenant_id, seq, event_id, service, occurred_at, recorded_at, actor, actor_key, action,
+       target, amounts, details, request_id, prev_hash, hash)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+    [
+      row.tenant_id,
+      row.seq,
+      row.event_id,
+      row.service,
+      row.occurred_at,
+      row.recorded_at,
+      JSON.stringify(row.actor),
+      row.actor_key,
+      row.action,
+      JSON.stringify(row.target),
+      JSON.stringify(row.amounts),
+      JSON.stringify(row.details),
+      row.request_id,
+      row.prev_hash,
+      row.hash,
+    ],
+  );
+  await db.query(`UPDATE identity.audit_heads SET seq = $2, hash = $3 WHERE tenant_id = $1`, [
+    row.tenant_id,
+    row.seq,
+    row.hash,
+  ]);
+}
+
+/** Rows of the tenant after `afterSeq`, in sequence order (verification reads the chain page by page). */
+export async function chainPage(
+  db: Queryable,
+  tenantId: number,
+  afterSeq: number,
+  limit: number,
+): Promise<AuditLogRow[]> {
+  const { rows } = await db.query<AuditLogRow>(
+    `SELECT ${cols} FROM identity.audit_log WHERE tenant_id = $1 AND seq > $2 ORDER BY seq LIMIT ${limit}`,
+    [tenantId, afterSeq],
+  );
+  return rows;
+}
+
+export interface AuditFilter {
+  tenantId: number;
+  actor?: string;
+  action?: string;
+  from?: Date;
+  to?: Date;
+  limit: number;
+  offset: number;
+}
+
+/** A page of the tenant's rows, newest first, with the count of all that match. */
+export async function listRows(db: Queryable, f: AuditFilter): Promise<{ rows: AuditLogRow[]; total: number }> {
+  const where = ['tenant_id = $1'];
+  const args: unknown[] = [f.tenantId];
+  if (f.actor !== undefined) {
+    args.push(f.actor.toLowerCase());
+    where.push(`lower(actor_key) = $${args.length}`);
+  }
+  if (f.action !== undefined) {
+    // `claim` matches every claim.* action; `claim.approved` exactly that one.
+    args.push(f.action);
+    where.push(f.action.includes('.') ? `action = $${args.length}` : `split_part(action, '.', 1) = $${args.length}`);
+  }
+  if (f.from) {
+    args.push(f.from);
+    where.push(`occurred_at >= $${args.length}`);
+  }
+  if (f.to) {
+    args.push(f.to);
+    where.push(`occurred_at < $${args.length}`);
+  }
+  const w = where.join(' AND ');
+  const [page, count] = await Promise.all([
+    db.query<AuditLogRow>(
+      `SELECT ${cols} FROM identity.audit_log WHERE ${w} ORDER BY seq DESC LIMIT ${f.limit} OFFSET ${f.offset}`,
+      args,
+    ),
+    db.query<{ n: number }>(`SELECT count(*)::int AS n FROM identity.audit_log WHERE ${w}`, args),
+  ]);
+  return { rows: page.rows, total: count.rows[0]?.n ?? 0 };
+}
