@@ -33,33 +33,25 @@ export async function accountState(
   cardId: number,
   memberId: number,
 ): Promise<(AccountAmounts & { next_expiries: Expiry[] }) | undefined> {
-  // The lots are looked at only for an account that has an expiring or pending lot at all
-  // (next_change_at set); the three dates come from the spending index, grouped as they stream.
-  const { rows } = await db.query<AccountAmounts & { expires_at: Date | null; amount: number | null }>({
-    name: 'ledger.account_state',
-    text: `SELECT a.balance, a.pending, a.held, a.next_change_at, x.expires_at, x.amount
-             FROM ledger.accounts a
-             LEFT JOIN LATERAL (
-               SELECT l.expires_at, sum(l.remaining)::bigint AS amount FROM ledger.lots l
-                WHERE a.next_change_at IS NOT NULL AND l.card_id = a.card_id AND l.member_id = a.member_id
-                  AND l.remaining > 0 AND NOT l.pending AND l.expires_at IS NOT NULL
-                GROUP BY l.expires_at ORDER BY l.expires_at LIMIT 3
-             ) x ON true
-            WHERE a.card_id = $1 AND a.member_id = $2
-            ORDER BY x.expires_at`,
+  const { rows } = await db.query<AccountAmounts>({
+    name: 'ledger.account_amounts',
+    text: 'SELECT balance, pending, held, next_change_at FROM ledger.accounts WHERE card_id = $1 AND member_id = $2',
     values: [cardId, memberId],
   });
-  const first = rows[0];
-  if (!first) return undefined;
-  return {
-    balance: first.balance,
-    pending: first.pending,
-    held: first.held,
-    next_change_at: first.next_change_at,
-    next_expiries: rows
-      .filter((r) => r.expires_at !== null)
-      .map((r) => ({ amount: r.amount!, expires_at: r.expires_at! })),
-  };
+  const account = rows[0];
+  if (!account) return undefined;
+  // Only an account with an expiring or pending lot at all (next_change_at set) has expiries to
+  // look for: the common one costs one primary-key read, as before lots (a LATERAL join of the lots
+  // in the same statement cost every read ~28 % of the database's time).
+  if (account.next_change_at === null) return { ...account, next_expiries: [] };
+  const expiries = await db.query<Expiry>({
+    name: 'ledger.next_expiries',
+    text: `SELECT expires_at, sum(remaining)::bigint AS amount FROM ledger.lots
+            WHERE card_id = $1 AND member_id = $2 AND remaining > 0 AND NOT pending AND expires_at IS NOT NULL
+            GROUP BY expires_at ORDER BY expires_at LIMIT 3`,
+    values: [cardId, memberId],
+  });
+  return { ...account, next_expiries: expiries.rows };
 }
 
 /**
