@@ -399,7 +399,7 @@ async function waitContainerReady(kind, name, port, secrets) {
 // then a project-owned nats-server runs with the generated config (var/nats/nats-server.conf)
 // on 127.0.0.1:$LOYALTY_NATS_PORT (4223), and `npm start` and the tests use that one.
 
-export const NATS_USERS = ['gateway', 'identity', 'ledger', 'claims', 'referrals', 'admin'];
+export const NATS_USERS = ['gateway', 'identity', 'ledger', 'claims', 'referrals', 'webhooks', 'admin'];
 const natsDir = path.join(root, 'var', 'nats');
 const natsConfig = path.join(natsDir, 'nats-server.conf');
 const natsPidFile = path.join(natsDir, 'nats-server.pid');

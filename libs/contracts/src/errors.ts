@@ -30,6 +30,8 @@ export const errorCatalogue = {
   reward_not_found: { status: 404, message: 'Reward not found.' },
   claim_request_not_found: { status: 404, message: 'Claim request not found.' },
   referral_code_not_found: { status: 404, message: 'Referral code not found.' },
+  webhook_endpoint_not_found: { status: 404, message: 'Webhook endpoint not found.' },
+  webhook_delivery_not_found: { status: 404, message: 'Webhook delivery not found.' },
   // 405: method
   method_not_allowed: { status: 405, message: 'This method is not allowed on this route.' },
   request_timeout: { status: 408, message: 'The request was not received in time.' },
@@ -45,6 +47,7 @@ export const errorCatalogue = {
   duplicate_reference: { status: 409, message: 'This reference was already used for an earn on this card.' },
   claim_request_not_pending: { status: 409, message: 'The claim request is not pending.' },
   referral_already_applied: { status: 409, message: 'This member already has a referral on this card.' },
+  webhook_endpoint_disabled: { status: 409, message: 'The webhook endpoint is disabled; enable it first.' },
   // 431: headers
   headers_too_large: { status: 431, message: 'The request headers are too large.' },
   // 422: business rules
@@ -60,6 +63,11 @@ export const errorCatalogue = {
     message: 'The reference names a purchase of another member or on another card; nothing was refunded.',
   },
   balance_limit_exceeded: { status: 422, message: 'The credit would take the balance past its maximum.' },
+  webhook_url_refused: {
+    status: 422,
+    message: 'The URL cannot be a webhook target (only public http or https addresses, without credentials).',
+  },
+  webhook_endpoint_limit: { status: 422, message: 'The tenant has as many webhook endpoints as it may have.' },
   pin_locked: { status: 423, message: 'PIN redemption is locked after repeated wrong PINs; try again later.' },
   // 429: limits
   rate_limited: { status: 429, message: 'Too many requests; slow down.' },

@@ -13,3 +13,5 @@ export * from './internal.ts';
 export * from './ops/admin.ts';
 export * from './input.ts';
 export * from './events.ts';
+export * from './ops/webhooks.ts';
+export * from './webhook-events.ts';

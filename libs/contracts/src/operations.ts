@@ -3,6 +3,7 @@ import { authOperations } from './ops/auth.ts';
 import { claimsOperations } from './ops/claims.ts';
 import { cashbackOperations, ledgerAdminOperations, memberPinOperations, pointsOperations } from './ops/ledger.ts';
 import { referralOperations } from './ops/referrals.ts';
+import { webhookAdminOperations, webhookOperations } from './ops/webhooks.ts';
 import { operationExamples } from './ops/examples.ts';
 import type { Operation } from './ops/types.ts';
 
@@ -23,10 +24,12 @@ export const operations: Record<string, Operation> = withExamples({
   ...cashbackOperations,
   ...pointsOperations,
   ...memberPinOperations,
+  ...webhookOperations,
 });
 
 /** The operator (provisioning) table, served under /admin/v1 behind the operator token. */
 export const operatorOperations: Record<string, Operation> = withExamples({
   ...adminOperations,
   ...ledgerAdminOperations,
+  ...webhookAdminOperations,
 });

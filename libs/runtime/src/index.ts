@@ -43,3 +43,4 @@ export { failStartup, runUntilSignal, type Stoppable } from './lifecycle.ts';
 export { runService, type RunningService, type ServiceRuntime } from './service.ts';
 export { ensureEventStream, Outbox, OutboxRelay, type NewEvent, type OutboxEvent } from './outbox.ts';
 export { EventConsumer } from './consumer.ts';
+export { EventBatchConsumer } from './batch-consumer.ts';

@@ -30,7 +30,7 @@ export interface NatsPermissions {
   allowResponses: boolean;
 }
 
-/** Which internal operations each service calls (read from its code: remote.ts, peers.ts, identity.ts). */
+/** Which internal operations each service calls (read from its code: clients.ts). */
 const calls: Record<ServiceName, { service: ServiceName; operation: string }[]> = {
   identity: [],
   ledger: [identityOperations.resolveMember],
@@ -48,16 +48,18 @@ const calls: Record<ServiceName, { service: ServiceName; operation: string }[]> 
     identityOperations.resolveMember,
     identityOperations.getMembers,
   ],
+  webhooks: [identityOperations.getTenant],
 };
 
 /** Services reading the event stream through a durable pull consumer (EventConsumer). */
-const consumers: ReadonlySet<ServiceName> = new Set(['identity', 'referrals']);
+const consumers: ReadonlySet<ServiceName> = new Set(['identity', 'referrals', 'webhooks']);
 
 /** Broadcasts (core NATS, no queue group): who sends, who listens. */
 function broadcasts(s: Subjects, user: NatsUser): { publish: string[]; subscribe: string[] } {
   if (user === 'gateway') return { publish: [], subscribe: [s.credentialsChanged()] };
   if (user === 'identity') return { publish: [s.credentialsChanged()], subscribe: [] };
   if (user === 'ledger') return { publish: [s.cardsChanged()], subscribe: [s.cardsChanged()] };
+  if (user === 'webhooks') return { publish: [s.webhookEndpointsChanged()], subscribe: [s.webhookEndpointsChanged()] };
   return { publish: [], subscribe: [] };
 }
 

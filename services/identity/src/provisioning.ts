@@ -2,7 +2,7 @@ import { AppError, type Scope } from '@loyalty/contracts';
 import type { Pool } from '@loyalty/runtime';
 import { newApiKey, newAppId, sha256 } from './domain/secrets.ts';
 import { createApp, listApps, revokeApp, rotateKey } from './store/apps.ts';
-import { createTenant, findTenant, listTenants } from './store/tenants.ts';
+import { createTenant, findTenant, listTenants, updateContactEmail } from './store/tenants.ts';
 
 /** Operator provisioning: tenants and apps. `onCredentialsChanged` tells every gateway to forget a cached key. */
 export function provisioning(pool: Pool, onCredentialsChanged: (appId: string) => void) {
@@ -12,9 +12,19 @@ export function provisioning(pool: Pool, onCredentialsChanged: (appId: string) =
     return tenant;
   }
   return {
-    createTenant: async (d: { name: string; sandbox: boolean }) => ({
-      tenant: await createTenant(pool, d.name, d.sandbox),
+    createTenant: async (d: { name: string; sandbox: boolean; contact_email?: string }) => ({
+      tenant: await createTenant(pool, { name: d.name, sandbox: d.sandbox, contactEmail: d.contact_email ?? null }),
     }),
+    async updateTenant(d: { tenant_id: number; contact_email: string | null }) {
+      const tenant = await updateContactEmail(pool, d.tenant_id, d.contact_email);
+      if (!tenant) throw new AppError('tenant_not_found');
+      return { tenant };
+    },
+    /** The tenant of a service's request (other services ask before acting for a tenant named in a path). */
+    async getTenant(tenantId: number) {
+      const tenant = await tenantOrFail(tenantId);
+      return { tenant: { id: tenant.id, sandbox: tenant.sandbox } };
+    },
     listTenants: async () => ({ tenants: await listTenants(pool) }),
     async createApp(d: { tenant_id: number; name: string; scopes: Scope[] }) {
       await tenantOrFail(d.tenant_id);

@@ -12,6 +12,7 @@ import {
 import type { ServiceName } from '@loyalty/contracts';
 import { claimCodes } from './claim-codes.ts';
 import { memberDirectory } from './member-directory.ts';
+import { integrationNoticeEvents, integrationNoticeHandler } from './integration-notices.ts';
 import { notificationHandler, notificationPace, templates } from './notifications.ts';
 import type { IdentityConfig } from './config.ts';
 import { identityEndpoints } from './endpoints.ts';
@@ -33,7 +34,7 @@ export async function startIdentity(
     log: opts.log,
     clock: opts.clock,
     migrationsDir: packageDir(import.meta.url, '../migrations'),
-    async setup({ pool, nc, subjects, log, metrics }) {
+    async setup({ pool, nc, subjects, log, metrics, outbox }) {
       const mailer = new Mailer(config.SMTP_URL, config.SANDBOX_SMTP_URL, config.MAIL_FROM, log, {
         connections: config.MAIL_CONCURRENCY,
       });
@@ -43,6 +44,7 @@ export async function startIdentity(
         mailer,
         replays: new ReplayStore(pool, 'identity'),
         tokenTtlMinutes: config.MEMBER_TOKEN_TTL_MINUTES,
+        outbox,
         otp: {
           secret: config.OTP_SECRET,
           ttlMinutes: config.OTP_TTL_MINUTES,
@@ -75,9 +77,27 @@ export async function startIdentity(
           admit: pace,
         });
       });
+      // Mail to a tenant (or the operator) about its integration, e.g. a webhook endpoint disabled.
+      const noticeHandler = integrationNoticeHandler(mailer, config.OPERATOR_EMAIL, log);
+      for (const type of integrationNoticeEvents) {
+        const [service, event] = type.split('.') as [ServiceName, string];
+        consumers.push(
+          new EventConsumer({
+            nc,
+            subjects,
+            pool,
+            schema: 'identity',
+            durable: `identity-notice-${type.replace('.', '-')}`,
+            filterSubject: subjects.event(service, event),
+            log,
+            metrics,
+            handle: noticeHandler,
+          }),
+        );
+      }
       for (const c of consumers) await c.start();
       return {
-        endpoints: identityEndpoints(auth, admin, memberDirectory(pool), claimCodes(authDeps)),
+        endpoints: identityEndpoints(auth, admin, memberDirectory(pool, outbox, authDeps.clock), claimCodes(authDeps)),
         // Dead codes and sessions, a day after they stopped working (a day to look into a
         // complaint); the hourly cap only reads the last hour's codes.
         purge: [

@@ -1,0 +1,89 @@
+import type { DomainEvent } from '@loyalty/contracts';
+import type { Clock, Logger, Pool } from '@loyalty/runtime';
+import type { Dispatcher } from './dispatcher.ts';
+import { receives } from './domain/endpoint.ts';
+import { publicEvent, type WebhookEvent } from './domain/payload.ts';
+import { RETRY_WINDOW_MS } from './domain/retry-schedule.ts';
+import { insertDeliveries, type Job, type NewDelivery } from './store/deliveries.ts';
+import { routesOf, type Route } from './store/endpoints.ts';
+
+/**
+ * The hot path from JetStream to a sender: a batch of domain events (EventBatchConsumer) becomes
+ * their public events and one delivery per endpoint that asked for the type, written in one
+ * statement; the deliveries this replica has room for are leased to it in that same statement and
+ * handed to its dispatcher at once (no second read), the others are scheduled in the database.
+ * Events no endpoint wants cost one indexed read per batch and no write.
+ *
+ * Idempotent, as the consumer requires: a redelivered batch finds its events and deliveries there
+ * (unique per event and endpoint) and creates, and sends, nothing more.
+ */
+export function intake(deps: { pool: Pool; clock: Clock; dispatcher: Dispatcher; log: Logger; leaseMs: number }) {
+  const { pool, clock, dispatcher, log } = deps;
+  return async (batch: DomainEvent[]): Promise<void> => {
+    const events: WebhookEvent[] = [];
+    for (const e of batch) {
+      const made = publicEvent(e);
+      if (!made) continue;
+      if ('problem' in made) {
+        // A service's event that breaks its documented payload: a bug there, not a reason to stall here.
+        log.error(
+          { event: e.id, type: e.type, problem: made.problem },
+          'domain event does not fit its webhook payload',
+        );
+        continue;
+      }
+      events.push(made.event);
+    }
+    if (events.length === 0) return;
+    const routes = await routesOf(pool, [...new Set(events.map((e) => e.tenant_id))]);
+    if (routes.length === 0) return;
+    const byTenant = new Map<number, Route[]>();
+    for (const r of routes) byTenant.set(r.tenant_id, [...(byTenant.get(r.tenant_id) ?? []), r]);
+
+    const now = clock.now();
+    const leaseUntil = new Date(now.getTime() + deps.leaseMs);
+    const deliveries: NewDelivery[] = [];
+    const planned = new Map<number, number>();
+    for (const event of events) {
+      for (const route of byTenant.get(event.tenant_id) ?? []) {
+        if (!receives(route, event.type, event.created_at)) continue;
+        const plan = dispatcher.plan(event.tenant_id, route.id, now);
+        if (plan.take) planned.set(route.id, (planned.get(route.id) ?? 0) + 1);
+        deliveries.push({ event, endpointId: route.id, nextAttemptAt: plan.take ? leaseUntil : plan.at });
+      }
+    }
+    if (deliveries.length === 0) return;
+    let created: { id: number; endpoint_id: number; event_id: string }[];
+    try {
+      created = await insertDeliveries(pool, deliveries, now, RETRY_WINDOW_MS);
+    } catch (err) {
+      for (const [endpointId, n] of planned) dispatcher.unplan(endpointId, n);
+      throw err;
+    }
+    const taken = new Map(
+      deliveries.filter((d) => d.nextAttemptAt === leaseUntil).map((d) => [`${d.event.id} ${d.endpointId}`, d]),
+    );
+    const jobs: Job[] = [];
+    for (const row of created) {
+      const d = taken.get(`${row.event_id} ${row.endpoint_id}`);
+      if (!d) continue;
+      jobs.push({
+        deliveryId: row.id,
+        tenantId: d.event.tenant_id,
+        endpointId: d.endpointId,
+        eventId: d.event.id,
+        type: d.event.type,
+        body: d.event.body,
+        attempts: 0,
+        expiresAt: new Date(now.getTime() + RETRY_WINDOW_MS),
+        eventCreatedAt: d.event.created_at,
+        leaseUntil,
+      });
+    }
+    // Places held for deliveries that existed already (a redelivered event) are given back.
+    const accepted = new Map<number, number>();
+    for (const j of jobs) accepted.set(j.endpointId, (accepted.get(j.endpointId) ?? 0) + 1);
+    for (const [endpointId, n] of planned) dispatcher.unplan(endpointId, n - (accepted.get(endpointId) ?? 0));
+    dispatcher.accept(jobs, true);
+  };
+}
