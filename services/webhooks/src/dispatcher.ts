@@ -4,7 +4,7 @@ import type { WebhookMetrics } from './metrics.ts';
 import type { OutcomeLog } from './outcome-log.ts';
 import type { Sender } from './sender.ts';
 import type { Job } from './store/deliveries.ts';
-import type { Target } from './store/endpoints.ts';
+import { signingSecrets, type Target } from './store/endpoints.ts';
 
 export interface DispatcherLimits {
   /** Attempts in flight per endpoint. */
@@ -36,6 +36,8 @@ interface Lane {
   loading: boolean;
   /** Smoothed duration of an attempt (ms); with the concurrency it gives the lane's rate. */
   latencyMs: number;
+  /** Attempts measured so far (the rate is a guess until there are a few). */
+  samples: number;
   /** Deferred jobs are spread from here on (see `plan`). */
   deferredUntil: number;
 }
@@ -107,6 +109,9 @@ export class Dispatcher {
       this.queued++;
       return { take: true };
     }
+    // Until the endpoint's pace is measured, what does not fit is due at once (the poller takes it
+    // as the lane empties); a measured lane's overflow is spread over the time it needs.
+    if (lane.samples < MEASURED) return { take: false, at: now };
     const perJobMs = 1_000 / this.rate(lane);
     const start = Math.max(now.getTime() + (lane.queue.length - lane.head) * perJobMs, lane.deferredUntil);
     lane.deferredUntil = start + perJobMs;
@@ -179,6 +184,7 @@ export class Dispatcher {
       loading: false,
       // Unknown endpoints start cautious (a second per attempt) and speed up as answers come.
       latencyMs: 1_000,
+      samples: 0,
       deferredUntil: 0,
     };
     this.lanes.set(endpointId, lane);
@@ -316,10 +322,11 @@ export class Dispatcher {
     tenant.inFlight++;
     this.inFlight++;
     void this.deps.sender
-      .send(target.url, target.secrets, { id: job.eventId, type: job.type, body: job.body }, now)
+      .send(target.url, signingSecrets(target, now), { id: job.eventId, type: job.type, body: job.body }, now)
       .then((result) => {
         const done = this.deps.clock.now();
         lane.latencyMs = lane.latencyMs * 0.8 + Math.max(1, result.durationMs) * 0.2;
+        lane.samples++;
         this.deps.metrics.attempt(result.outcome, result.durationMs);
         const delivered = result.outcome === 'delivered';
         const next = delivered ? null : nextAttemptAt(job.attempts + 1, done, job.expiresAt);
@@ -385,6 +392,9 @@ export class Dispatcher {
     });
   }
 }
+
+/** Attempts after which a lane's rate counts as measured. */
+const MEASURED = 10;
 
 /** A place in a lane held by `plan` for a job being inserted. */
 const PLACEHOLDER = Object.freeze({}) as Job;

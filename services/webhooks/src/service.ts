@@ -72,8 +72,7 @@ export async function startWebhooks(config: WebhooksConfig, opts: WebhooksOption
           leaseMs: config.WEBHOOK_LEASE_MS,
           timeoutMs: config.WEBHOOK_TIMEOUT_MS,
         },
-        loadTargets: async (ids) =>
-          new Map((await endpointsByIds(pool, ids)).map((e) => [e.id, targetOf(e, clock.now())])),
+        loadTargets: async (ids) => new Map((await endpointsByIds(pool, ids)).map((e) => [e.id, targetOf(e)])),
         onRoom: () => poller?.roomFreed(),
       });
       poller = new RetryPoller({

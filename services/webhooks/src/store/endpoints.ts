@@ -143,23 +143,30 @@ export interface Target {
   id: number;
   tenant_id: number;
   url: string;
-  secrets: string[];
+  secret: string;
+  /** The secret before the last rotation, signing too until `previousUntil`. */
+  previous: { secret: string; until: Date } | null;
   /** false: disabled or deleted; nothing more is sent to it. */
   live: boolean;
 }
 
-export function targetOf(e: EndpointRow, now: Date): Target {
-  const previous =
-    e.previous_secret && e.previous_secret_expires_at && e.previous_secret_expires_at.getTime() > now.getTime()
-      ? [e.previous_secret]
-      : [];
+export function targetOf(e: EndpointRow): Target {
   return {
     id: e.id,
     tenant_id: e.tenant_id,
     url: e.url,
-    secrets: [e.secret, ...previous],
+    secret: e.secret,
+    previous:
+      e.previous_secret && e.previous_secret_expires_at
+        ? { secret: e.previous_secret, until: e.previous_secret_expires_at }
+        : null,
     live: e.enabled && e.deleted_at === null,
   };
+}
+
+/** The secrets that sign at `now`: the current one, and the previous one during the rotation's overlap. */
+export function signingSecrets(t: Target, now: Date): string[] {
+  return t.previous && t.previous.until.getTime() > now.getTime() ? [t.secret, t.previous.secret] : [t.secret];
 }
 
 export async function endpointsByIds(db: Queryable, ids: number[]): Promise<EndpointRow[]> {
