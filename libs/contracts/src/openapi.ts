@@ -256,6 +256,7 @@ function webhooksSection(schemas: SchemaCollector): Record<string, unknown> {
         description:
           'Delivered at least once: answer 2xx within 10 s, or the delivery is retried with exponential backoff and jitter for up to three days. De-duplicate on the event `id`.',
         tags: ['Webhook events'],
+        security: [{ WebhookSignature: [] }],
         parameters,
         requestBody: {
           required: true,
@@ -358,6 +359,14 @@ function build(ops: Record<string, Operation>, serverUrl: string, audience: Audi
           AppId: { type: 'apiKey', in: 'header', name: 'X-App-Id' },
           ApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
           MemberToken: { type: 'apiKey', in: 'header', name: 'X-Member-Token' },
+          // How a receiver knows a webhook (the `webhooks` section) comes from the platform.
+          WebhookSignature: {
+            type: 'apiKey',
+            in: 'header',
+            name: WEBHOOK_HEADERS.signature,
+            description:
+              'Sent by the platform with every webhook: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" under the endpoint secret>`, and a second `v1` (the old secret) for 24 hours after a rotation. Accept a request when one `v1` matches and `t` is within a tolerance of now (5 minutes); the SDK does both (`verifyWebhookSignature`).',
+          },
         };
   return {
     openapi: '3.1.0',

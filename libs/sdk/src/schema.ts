@@ -9285,6 +9285,51 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "delivery": {
+           *           "id": 381,
+           *           "endpoint_id": 4,
+           *           "status": "pending",
+           *           "event": {
+           *             "id": "b3c1f0d2-9a4e-4e0b-8f57-2f3c9d1e7a10",
+           *             "type": "points.earned",
+           *             "created_at": "2026-03-14T09:26:53.000Z",
+           *             "data": {
+           *               "transaction_id": 1201,
+           *               "member_id": 42,
+           *               "card_id": 2,
+           *               "points": 48,
+           *               "purchase_amount": 48,
+           *               "reference": "till-0042",
+           *               "previous_balance": 100,
+           *               "new_balance": 148
+           *             }
+           *           },
+           *           "attempts": [
+           *             {
+           *               "attempted_at": "2026-03-14T09:26:53.000Z",
+           *               "duration_ms": 10012,
+           *               "http_status": null,
+           *               "error": "no answer within 10000 ms"
+           *             },
+           *             {
+           *               "attempted_at": "2026-03-14T09:27:24.000Z",
+           *               "duration_ms": 38,
+           *               "http_status": 200,
+           *               "error": null
+           *             }
+           *           ],
+           *           "next_attempt_at": "2026-03-14T09:27:24.000Z",
+           *           "delivered_at": null,
+           *           "failed_at": null,
+           *           "created_at": "2026-03-14T09:26:53.000Z"
+           *         }
+           *       }
+           *     }
+           */
           'application/json': {
             data: {
               delivery: components['schemas']['WebhookDelivery'];
@@ -9519,6 +9564,31 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "endpoints": [
+           *           {
+           *             "id": 4,
+           *             "url": "https://crm.example.com/hooks/loyalty",
+           *             "description": "CRM sync",
+           *             "event_types": [
+           *               "points.earned",
+           *               "member.registered"
+           *             ],
+           *             "enabled": true,
+           *             "disabled_reason": null,
+           *             "disabled_at": null,
+           *             "failing_since": null,
+           *             "secret_rotated_at": null,
+           *             "created_at": "2026-03-14T09:26:53.000Z",
+           *             "updated_at": "2026-03-14T09:26:53.000Z"
+           *           }
+           *         ]
+           *       }
+           *     }
+           */
           'application/json': {
             data: {
               endpoints: components['schemas']['WebhookEndpoint'][];
@@ -9704,6 +9774,16 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "url": "https://crm.example.com/hooks/loyalty",
+         *       "event_types": [
+         *         "points.earned",
+         *         "member.registered"
+         *       ],
+         *       "description": "CRM sync"
+         *     }
+         */
         'application/json': {
           description?: string;
           /** @description the event types to receive, or ["*"] for every type */
@@ -9746,6 +9826,30 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "endpoint": {
+           *           "id": 4,
+           *           "url": "https://crm.example.com/hooks/loyalty",
+           *           "description": "CRM sync",
+           *           "event_types": [
+           *             "points.earned",
+           *             "member.registered"
+           *           ],
+           *           "enabled": true,
+           *           "disabled_reason": null,
+           *           "disabled_at": null,
+           *           "failing_since": null,
+           *           "secret_rotated_at": null,
+           *           "created_at": "2026-03-14T09:26:53.000Z",
+           *           "updated_at": "2026-03-14T09:26:53.000Z",
+           *           "secret": "whsec_q3Fz8c1kY0o5m2WJtR7vLx9dNe4bHs6aPuGiKyTfQwE"
+           *         }
+           *       }
+           *     }
+           */
           'application/json': {
             data: {
               endpoint: components['schemas']['WebhookEndpointWithSecret'];
@@ -9982,6 +10086,29 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "endpoint": {
+           *           "id": 4,
+           *           "url": "https://crm.example.com/hooks/loyalty",
+           *           "description": "CRM sync",
+           *           "event_types": [
+           *             "points.earned",
+           *             "member.registered"
+           *           ],
+           *           "enabled": true,
+           *           "disabled_reason": null,
+           *           "disabled_at": null,
+           *           "failing_since": null,
+           *           "secret_rotated_at": null,
+           *           "created_at": "2026-03-14T09:26:53.000Z",
+           *           "updated_at": "2026-03-14T09:26:53.000Z"
+           *         }
+           *       }
+           *     }
+           */
           'application/json': {
             data: {
               endpoint: components['schemas']['WebhookEndpoint'];
@@ -10198,6 +10325,15 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "endpoint_id": 4,
+           *         "deleted": true
+           *       }
+           *     }
+           */
           'application/json': {
             data: {
               /** @constant */
@@ -10404,6 +10540,11 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "enabled": false
+         *     }
+         */
         'application/json': {
           description?: string | null;
           enabled?: boolean;
@@ -10446,6 +10587,29 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "endpoint": {
+           *           "id": 4,
+           *           "url": "https://crm.example.com/hooks/loyalty",
+           *           "description": "CRM sync",
+           *           "event_types": [
+           *             "points.earned",
+           *             "member.registered"
+           *           ],
+           *           "enabled": false,
+           *           "disabled_reason": "manual",
+           *           "disabled_at": "2026-03-14T09:27:24.000Z",
+           *           "failing_since": null,
+           *           "secret_rotated_at": null,
+           *           "created_at": "2026-03-14T09:26:53.000Z",
+           *           "updated_at": "2026-03-14T09:27:24.000Z"
+           *         }
+           *       }
+           *     }
+           */
           'application/json': {
             data: {
               endpoint: components['schemas']['WebhookEndpoint'];
@@ -10686,6 +10850,59 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "deliveries": [
+           *           {
+           *             "id": 381,
+           *             "endpoint_id": 4,
+           *             "status": "delivered",
+           *             "event": {
+           *               "id": "b3c1f0d2-9a4e-4e0b-8f57-2f3c9d1e7a10",
+           *               "type": "points.earned",
+           *               "created_at": "2026-03-14T09:26:53.000Z",
+           *               "data": {
+           *                 "transaction_id": 1201,
+           *                 "member_id": 42,
+           *                 "card_id": 2,
+           *                 "points": 48,
+           *                 "purchase_amount": 48,
+           *                 "reference": "till-0042",
+           *                 "previous_balance": 100,
+           *                 "new_balance": 148
+           *               }
+           *             },
+           *             "attempts": [
+           *               {
+           *                 "attempted_at": "2026-03-14T09:26:53.000Z",
+           *                 "duration_ms": 10012,
+           *                 "http_status": null,
+           *                 "error": "no answer within 10000 ms"
+           *               },
+           *               {
+           *                 "attempted_at": "2026-03-14T09:27:24.000Z",
+           *                 "duration_ms": 38,
+           *                 "http_status": 200,
+           *                 "error": null
+           *               }
+           *             ],
+           *             "next_attempt_at": null,
+           *             "delivered_at": "2026-03-14T09:27:24.000Z",
+           *             "failed_at": null,
+           *             "created_at": "2026-03-14T09:26:53.000Z"
+           *           }
+           *         ],
+           *         "pagination": {
+           *           "limit": 20,
+           *           "offset": 0,
+           *           "total": 1,
+           *           "has_more": false
+           *         }
+           *       }
+           *     }
+           */
           'application/json': {
             data: {
               deliveries: components['schemas']['WebhookDelivery'][];
@@ -10907,6 +11124,32 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "delivery": {
+           *           "id": 382,
+           *           "endpoint_id": 4,
+           *           "status": "pending",
+           *           "event": {
+           *             "id": "0f5c2a9e-8d1b-4f3a-9c6e-7b2d1a0e5f48",
+           *             "type": "ping",
+           *             "created_at": "2026-03-14T09:26:53.000Z",
+           *             "data": {
+           *               "endpoint_id": 4,
+           *               "message": "A test event from the loyalty platform."
+           *             }
+           *           },
+           *           "attempts": [],
+           *           "next_attempt_at": "2026-03-14T09:27:24.000Z",
+           *           "delivered_at": null,
+           *           "failed_at": null,
+           *           "created_at": "2026-03-14T09:26:53.000Z"
+           *         }
+           *       }
+           *     }
+           */
           'application/json': {
             data: {
               delivery: components['schemas']['WebhookDelivery'];
@@ -11147,6 +11390,31 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "endpoint": {
+           *           "id": 4,
+           *           "url": "https://crm.example.com/hooks/loyalty",
+           *           "description": "CRM sync",
+           *           "event_types": [
+           *             "points.earned",
+           *             "member.registered"
+           *           ],
+           *           "enabled": true,
+           *           "disabled_reason": null,
+           *           "disabled_at": null,
+           *           "failing_since": null,
+           *           "secret_rotated_at": "2026-03-14T09:26:53.000Z",
+           *           "created_at": "2026-03-14T09:26:53.000Z",
+           *           "updated_at": "2026-03-14T09:26:53.000Z",
+           *           "secret": "whsec_q3Fz8c1kY0o5m2WJtR7vLx9dNe4bHs6aPuGiKyTfQwE"
+           *         },
+           *         "previous_secret_expires_at": "2026-03-15T09:26:53.000Z"
+           *       }
+           *     }
+           */
           'application/json': {
             data: {
               endpoint: components['schemas']['WebhookEndpointWithSecret'];

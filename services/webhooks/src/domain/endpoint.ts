@@ -1,5 +1,3 @@
-import { RETRY_WINDOW_MS } from './retry-schedule.ts';
-
 /** What an endpoint asked for: `*` (every type) or the named types. */
 export function wantsType(eventTypes: readonly string[], type: string): boolean {
   return eventTypes.includes('*') || eventTypes.includes(type);
@@ -15,9 +13,4 @@ export function receives(
   occurredAt: Date,
 ): boolean {
   return wantsType(endpoint.event_types, type) && occurredAt.getTime() >= endpoint.created_at.getTime();
-}
-
-/** An endpoint that has failed every attempt since `failingSince` is disabled once this is true. */
-export function failedTooLong(failingSince: Date | null, now: Date): boolean {
-  return failingSince !== null && now.getTime() - failingSince.getTime() >= RETRY_WINDOW_MS;
 }
