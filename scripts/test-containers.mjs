@@ -379,7 +379,18 @@ try {
   failed = err;
   console.error(`[containers] FAILED: ${err.stack ?? err}`);
   if (compose && upStarted) {
-    for (const s of ['gateway', 'identity', 'ledger', 'claims', 'referrals', 'webhooks', 'nats', 'postgres', 'redis', 'mailpit']) {
+    for (const s of [
+      'gateway',
+      'identity',
+      'ledger',
+      'claims',
+      'referrals',
+      'webhooks',
+      'nats',
+      'postgres',
+      'redis',
+      'mailpit',
+    ]) {
       const id = containerOf(s);
       if (!id) continue;
       const state = stateOf(id);
