@@ -23,6 +23,12 @@ export interface BenchOptions {
   scenarios: ScenarioName[];
   skipGrowth: boolean;
   skipBaseline: boolean;
+  /** Leave out the webhooks scenario. */
+  skipWebhooks: boolean;
+  /** Webhooks: seconds of steady earns, their rate, and the events injected for the capacity figure. */
+  webhookSeconds: number;
+  webhookRate: number;
+  webhookEvents: number;
   /** Members provisioned for the earn and balance scenarios (each request of an earn goes to the next one). */
   members: number;
   /** Journal rows of the history member (the history scenario reads its first page). */
@@ -58,6 +64,10 @@ const HELP = `npm run bench -- [options]
   --scenarios <a,b>     subset of ${ALL_SCENARIOS.join(', ')}
   --skip-growth         leave out the 10,000 vs 1,000,000 journal rows figure
   --skip-baseline       leave out the direct-SQL baselines (naive and tuned)
+  --skip-webhooks       leave out the webhooks scenario
+  --webhook-seconds <s> seconds of steady points earns of the webhooks scenario (default 20)
+  --webhook-rate <n>    their rate, earns a second (default 500; two endpoints: twice as many deliveries)
+  --webhook-events <n>  events injected into the stream for the delivery capacity figure (default 10000)
   --members <n>         members for the earn and balance scenarios (default 2000)
   --history-rows <n>    journal rows of the history member (default 10000)
   --growth-rows <n>     journal rows of the large account (default 1000000)
@@ -82,6 +92,10 @@ export function parseOptions(argv: string[]): BenchOptions {
       scenarios: { type: 'string' },
       'skip-growth': { type: 'boolean', default: false },
       'skip-baseline': { type: 'boolean', default: false },
+      'skip-webhooks': { type: 'boolean', default: false },
+      'webhook-seconds': { type: 'string', default: '20' },
+      'webhook-rate': { type: 'string', default: '500' },
+      'webhook-events': { type: 'string', default: '10000' },
       members: { type: 'string', default: '2000' },
       'history-rows': { type: 'string', default: '10000' },
       'growth-rows': { type: 'string', default: '1000000' },
@@ -123,6 +137,10 @@ export function parseOptions(argv: string[]): BenchOptions {
     scenarios: scenarios as ScenarioName[],
     skipGrowth: values['skip-growth'],
     skipBaseline: values['skip-baseline'],
+    skipWebhooks: values['skip-webhooks'],
+    webhookSeconds: num('webhook-seconds', values['webhook-seconds'], 0.5),
+    webhookRate: num('webhook-rate', values['webhook-rate'], 1),
+    webhookEvents: Math.floor(num('webhook-events', values['webhook-events'], 0)),
     members: Math.floor(num('members', values.members, 1)),
     historyRows: Math.floor(num('history-rows', values['history-rows'], 1)),
     growthRows: Math.floor(num('growth-rows', values['growth-rows'], 1)),

@@ -3,6 +3,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Measured } from './load.ts';
+import type { WebhooksReport } from './webhooks.ts';
 
 export interface ScenarioReport {
   name: string;
@@ -57,6 +58,8 @@ export interface BenchReport {
   scenarios: ScenarioReport[];
   memory_mb: Record<string, number>;
   growth: GrowthReport | { skipped: string };
+  /** The webhooks scenario (bench/webhooks.ts). */
+  webhooks: WebhooksReport | { skipped: string };
   /** Seconds waited after each phase until every event was published and consumed (null: unknown). */
   event_backlog_wait_s: Record<string, number | null>;
   /** points_earned notifications identity had not mailed yet when the measurements ended. */
@@ -156,6 +159,23 @@ export function formatTable(r: BenchReport): string {
     );
   } else {
     out.push(`growth: skipped (${r.growth.skipped})`);
+  }
+  if ('steady' in r.webhooks) {
+    const w = r.webhooks;
+    const t = w.targets;
+    out.push(
+      `webhooks, ${w.endpoints} endpoints, healthy local receiver: steady ${w.steady.earns_per_s} earns/s (target ${t.rate_per_s}) -> ` +
+        `${w.steady.deliveries_per_s} deliveries/s, event to delivery p50 ${fmt(w.steady.p50_ms, 1)} ms, p99 ${fmt(w.steady.p99_ms, 1)} ms ` +
+        `(target p99 < ${t.p99_ms} ms), ${w.steady.missing} missing, ${w.steady.duplicates} twice`,
+    );
+    out.push(
+      'skipped' in w.capacity
+        ? `webhooks capacity: skipped (${w.capacity.skipped})`
+        : `webhooks capacity: ${w.capacity.deliveries} deliveries of ${w.capacity.events} injected events in ${fmt(w.capacity.seconds, 2)} s = ` +
+            `${fmt(w.capacity.deliveries_per_s, 0)} deliveries/s (target >= ${t.deliveries_per_s}), ${w.capacity.missing} missing`,
+    );
+  } else {
+    out.push(`webhooks: skipped (${r.webhooks.skipped})`);
   }
   if (r.notification_mail_backlog_at_end)
     out.push(

@@ -58,7 +58,10 @@ CREATE TABLE deliveries (
   UNIQUE (event_id, endpoint_id),
   CHECK (status <> 'pending' OR next_attempt_at IS NOT NULL)
 );
-CREATE INDEX deliveries_due ON deliveries (next_attempt_at) WHERE status = 'pending';
+-- Due deliveries by endpoint: a replica takes each endpoint's oldest due ones, as many as that
+-- endpoint's lane has room for, and finds the endpoints with pending work by skipping through this
+-- index one endpoint at a time (so a slow endpoint's large backlog is never scanned past).
+CREATE INDEX deliveries_due ON deliveries (endpoint_id, next_attempt_at) WHERE status = 'pending';
 CREATE INDEX deliveries_log ON deliveries (endpoint_id, id DESC);
 
 -- Every attempt: when, how long, the HTTP status or why there was none.

@@ -21,7 +21,7 @@ export const WebhooksConfig = z.object({
   /** An attempt without a 2xx answer within this time fails (the interface promises 10 s). */
   WEBHOOK_TIMEOUT_MS: int(100, 60_000, 10_000),
   /** Attempts in flight at once per endpoint, per replica. */
-  WEBHOOK_ENDPOINT_CONCURRENCY: int(1, 256, 8),
+  WEBHOOK_ENDPOINT_CONCURRENCY: int(1, 256, 16),
   /** Attempts in flight at once per tenant, per replica: one tenant's many slow endpoints cannot take every slot. */
   WEBHOOK_TENANT_CONCURRENCY: int(1, 4096, 64),
   /** Attempts in flight at once per replica (open sockets). */

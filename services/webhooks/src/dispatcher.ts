@@ -36,10 +36,12 @@ interface Lane {
   loading: boolean;
   /** Smoothed duration of an attempt (ms); with the concurrency it gives the lane's rate. */
   latencyMs: number;
-  /** Attempts measured so far (the rate is a guess until there are a few). */
-  samples: number;
-  /** Deferred jobs are spread from here on (see `plan`). */
-  deferredUntil: number;
+  /** Deliveries of this endpoint wait in the database for room here (the lane asks for them when it has some). */
+  overflow: boolean;
+  /** A refill from the database is under way; `overflows` counts what intake left in the database. */
+  refilling: boolean;
+  overflows: number;
+  overflowsAtRefill: number;
 }
 
 interface TenantQueue {
@@ -58,11 +60,11 @@ interface TenantQueue {
  * that endpoint's slots, not a worker everyone waits behind.
  *
  * A lane holds what the endpoint can take within a third of the lease (its rate, from the smoothed
- * attempt time, times the concurrency); what does not fit is scheduled in the database instead,
- * spread over the time the lane needs (`plan`), so a slow endpoint's backlog waits in the database,
- * due a little at a time, and not all at once in front of everybody else's. A job whose lease would
- * run out before its attempt could end is handed back instead of sent (another replica may own it by
- * then), so a job is never sent by two replicas for want of a lease.
+ * attempt time, times the concurrency); what does not fit stays due in the database, and the lane
+ * asks for it (by endpoint, so nobody else's deliveries are scanned past) once it is half empty. A
+ * slow endpoint's backlog thus waits in the database, not in memory in front of everybody else's.
+ * A job whose lease would run out before its attempt could end is handed back instead of sent
+ * (another replica may own it by then), so a job is never sent by two replicas for want of a lease.
  */
 export class Dispatcher {
   private readonly lanes = new Map<number, Lane>();
@@ -83,8 +85,8 @@ export class Dispatcher {
       limits: DispatcherLimits;
       /** Read endpoints (the lanes' targets), by id; missing ones are gone. */
       loadTargets: (ids: number[]) => Promise<Map<number, Target>>;
-      /** Space freed after being full: the retry poller may take more. */
-      onRoom?: () => void;
+      /** The lane of an endpoint with deliveries waiting in the database has room for them again. */
+      onRoom?: (endpointId: number) => void;
     },
   ) {}
 
@@ -93,29 +95,36 @@ export class Dispatcher {
     return Math.max(0, this.deps.limits.maxQueued - this.queued);
   }
 
-  /** Endpoints whose lane is full here: the poller leaves their due deliveries to later. */
-  saturated(): number[] {
-    return [...this.lanes.values()].filter((l) => this.room(l) <= 0).map((l) => l.endpointId);
+  /** How many more jobs this replica takes for an endpoint now (the poller asks before it claims). */
+  roomFor(endpointId: number): number {
+    const lane = this.lanes.get(endpointId);
+    return lane ? Math.max(0, this.room(lane)) : this.capacity(undefined);
   }
 
   /**
-   * Where a new delivery to `endpointId` should wait: `now` (take it: the lane has room) or a time
-   * to schedule it in the database, spread at the lane's rate behind what it already holds.
+   * Whether this replica takes a new delivery to `endpointId` now (the lane has room: it is leased
+   * here and sent from memory) or leaves it due in the database, for this lane to ask for when it
+   * has room (or any replica's poller).
    */
-  plan(tenantId: number, endpointId: number, now: Date): { take: true } | { take: false; at: Date } {
+  plan(tenantId: number, endpointId: number): boolean {
     const lane = this.lane(tenantId, endpointId);
     if (this.room(lane) > 0 && this.queued < this.deps.limits.maxQueued) {
-      lane.queue.push(PLACEHOLDER); // holds the place until `accept` replaces it (or `release`)
+      lane.queue.push(PLACEHOLDER); // holds the place until `accept` replaces it (or `unplan`)
       this.queued++;
-      return { take: true };
+      return true;
     }
-    // Until the endpoint's pace is measured, what does not fit is due at once (the poller takes it
-    // as the lane empties); a measured lane's overflow is spread over the time it needs.
-    if (lane.samples < MEASURED) return { take: false, at: now };
-    const perJobMs = 1_000 / this.rate(lane);
-    const start = Math.max(now.getTime() + (lane.queue.length - lane.head) * perJobMs, lane.deferredUntil);
-    lane.deferredUntil = start + perJobMs;
-    return { take: false, at: new Date(start) };
+    lane.overflow = true;
+    lane.overflows++;
+    return false;
+  }
+
+  /** A refill of `endpointId` from the database ended; `full`: it got all it asked for (more may wait). */
+  refilled(endpointId: number, full: boolean): void {
+    const lane = this.lanes.get(endpointId);
+    if (!lane) return;
+    lane.refilling = false;
+    // More may wait: it got all it asked for, or intake left more in the database meanwhile.
+    lane.overflow = full || lane.overflows !== lane.overflowsAtRefill;
   }
 
   /** Give back places `plan` held that were not used (a redelivered event created nothing). */
@@ -184,8 +193,10 @@ export class Dispatcher {
       loading: false,
       // Unknown endpoints start cautious (a second per attempt) and speed up as answers come.
       latencyMs: 1_000,
-      samples: 0,
-      deferredUntil: 0,
+      overflow: false,
+      refilling: false,
+      overflows: 0,
+      overflowsAtRefill: 0,
     };
     this.lanes.set(endpointId, lane);
     tenant.lanes.push(lane);
@@ -197,11 +208,15 @@ export class Dispatcher {
     return (this.deps.limits.endpointConcurrency * 1_000) / Math.max(1, lane.latencyMs);
   }
 
-  /** How many more jobs the lane may hold: what it sends in a third of the lease, at least twice its concurrency. */
-  private room(lane: Lane): number {
+  /** What a lane may hold: what it sends in a third of the lease at its rate, at least twice its concurrency. */
+  private capacity(lane: Lane | undefined): number {
     const c = this.deps.limits.endpointConcurrency;
-    const capacity = Math.min(5_000, Math.max(2 * c, Math.ceil((this.rate(lane) * this.deps.limits.leaseMs) / 3_000)));
-    return capacity - (lane.queue.length - lane.head) - lane.inFlight;
+    const rate = lane ? this.rate(lane) : c; // an unknown endpoint: a second per attempt
+    return Math.min(5_000, Math.max(2 * c, Math.ceil((rate * this.deps.limits.leaseMs) / 3_000)));
+  }
+
+  private room(lane: Lane): number {
+    return this.capacity(lane) - (lane.queue.length - lane.head) - lane.inFlight;
   }
 
   private waiting(lane: Lane): number {
@@ -313,7 +328,7 @@ export class Dispatcher {
     // Not enough lease left for a whole attempt: hand it back rather than risk a second sender.
     if (job.leaseUntil.getTime() - now.getTime() < this.deps.limits.timeoutMs + 2_000) {
       this.handBack(job, now);
-      this.roomFreed();
+      this.roomFreed(lane);
       return;
     }
     const target = lane.target!;
@@ -326,7 +341,6 @@ export class Dispatcher {
       .then((result) => {
         const done = this.deps.clock.now();
         lane.latencyMs = lane.latencyMs * 0.8 + Math.max(1, result.durationMs) * 0.2;
-        lane.samples++;
         this.deps.metrics.attempt(result.outcome, result.durationMs);
         const delivered = result.outcome === 'delivered';
         const next = delivered ? null : nextAttemptAt(job.attempts + 1, done, job.expiresAt);
@@ -352,14 +366,19 @@ export class Dispatcher {
         this.inFlight--;
         if (lane.target && !lane.target.live) this.forget(lane);
         this.markReady(tenant);
-        this.roomFreed();
+        this.roomFreed(lane);
         this.pump();
         if (this.inFlight === 0) this.idle.splice(0).forEach((wake) => wake());
       });
   }
 
-  private roomFreed(): void {
-    this.deps.onRoom?.();
+  /** A lane whose endpoint has deliveries waiting in the database asks for them once it is half empty. */
+  private roomFreed(lane: Lane): void {
+    if (!lane.overflow || lane.refilling || this.stopped) return;
+    if (this.room(lane) * 2 < this.capacity(lane)) return;
+    lane.refilling = true;
+    lane.overflowsAtRefill = lane.overflows;
+    this.deps.onRoom?.(lane.endpointId);
   }
 
   /** Not attempted: due again now, for whichever replica takes it. */
@@ -392,9 +411,6 @@ export class Dispatcher {
     });
   }
 }
-
-/** Attempts after which a lane's rate counts as measured. */
-const MEASURED = 10;
 
 /** A place in a lane held by `plan` for a job being inserted. */
 const PLACEHOLDER = Object.freeze({}) as Job;

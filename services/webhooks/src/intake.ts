@@ -11,7 +11,7 @@ import { routesOf, type Route } from './store/endpoints.ts';
  * The hot path from JetStream to a sender: a batch of domain events (EventBatchConsumer) becomes
  * their public events and one delivery per endpoint that asked for the type, written in one
  * statement; the deliveries this replica has room for are leased to it in that same statement and
- * handed to its dispatcher at once (no second read), the others are scheduled in the database.
+ * handed to its dispatcher at once (no second read), the others wait in the database, due.
  * Events no endpoint wants cost one indexed read per batch and no write.
  *
  * Idempotent, as the consumer requires: a redelivered batch finds its events and deliveries there
@@ -47,9 +47,10 @@ export function intake(deps: { pool: Pool; clock: Clock; dispatcher: Dispatcher;
     for (const event of events) {
       for (const route of byTenant.get(event.tenant_id) ?? []) {
         if (!receives(route, event.type, event.created_at)) continue;
-        const plan = dispatcher.plan(event.tenant_id, route.id, now);
-        if (plan.take) planned.set(route.id, (planned.get(route.id) ?? 0) + 1);
-        deliveries.push({ event, endpointId: route.id, nextAttemptAt: plan.take ? leaseUntil : plan.at });
+        // Leased here when the lane has room; otherwise due now, in the database, for the lane to ask for.
+        const take = dispatcher.plan(event.tenant_id, route.id);
+        if (take) planned.set(route.id, (planned.get(route.id) ?? 0) + 1);
+        deliveries.push({ event, endpointId: route.id, nextAttemptAt: take ? leaseUntil : now });
       }
     }
     if (deliveries.length === 0) return;

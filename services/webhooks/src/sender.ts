@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { Agent, request } from 'undici';
 import { WEBHOOK_HEADERS } from '@loyalty/contracts';
 import { signatureHeader } from './domain/signature.ts';
@@ -43,7 +44,7 @@ export class Sender {
   /** One attempt: sign now, POST, a 2xx within the timeout is delivered. Never throws. */
   async send(
     url: string,
-    secrets: readonly string[],
+    secrets: readonly KeyObject[],
     event: { id: string; type: string; body: string },
     now: Date,
   ): Promise<AttemptResult> {
@@ -57,13 +58,13 @@ export class Sender {
     }
     const literal = this.guard.literalRefusal(parsed);
     if (literal) return { outcome: 'refused', httpStatus: null, error: literal, durationMs: 0 };
-    const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(), this.timeoutMs);
     try {
+      // The connection, the answer's headers and its body each time out on their own (the agent's
+      // timeouts: no timer and AbortSignal per attempt); an answer later than the timeout as a whole
+      // is a timeout too, whatever its status.
       const res = await request(parsed, {
         method: 'POST',
         dispatcher: this.agent,
-        signal: abort.signal,
         headers: {
           'content-type': 'application/json',
           'user-agent': this.userAgent,
@@ -76,6 +77,13 @@ export class Sender {
       const durationMs = elapsed();
       // Read a little (a small answer keeps the connection reusable), never the whole of a big one.
       await res.body.dump({ limit: RESPONSE_READ_LIMIT }).catch(() => undefined);
+      if (durationMs > this.timeoutMs)
+        return {
+          outcome: 'timeout',
+          httpStatus: res.statusCode,
+          error: `no answer within ${this.timeoutMs} ms`,
+          durationMs,
+        };
       const ok = res.statusCode >= 200 && res.statusCode < 300;
       return {
         outcome: ok ? 'delivered' : 'http_error',
@@ -84,9 +92,7 @@ export class Sender {
         durationMs,
       };
     } catch (err) {
-      return { ...failureOf(err, abort.signal.aborted, this.timeoutMs), durationMs: elapsed() };
-    } finally {
-      clearTimeout(timer);
+      return { ...failureOf(err, this.timeoutMs), durationMs: elapsed() };
     }
   }
 
@@ -95,10 +101,10 @@ export class Sender {
   }
 }
 
-function failureOf(err: unknown, aborted: boolean, timeoutMs: number): Omit<AttemptResult, 'durationMs'> {
+function failureOf(err: unknown, timeoutMs: number): Omit<AttemptResult, 'durationMs'> {
   const e = err as Error & { code?: string; cause?: Error & { code?: string } };
   const code = e.code ?? e.cause?.code;
-  if (aborted || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT')
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT')
     return { outcome: 'timeout', httpStatus: null, error: `no answer within ${timeoutMs} ms` };
   const refused = [e, e.cause].find((x) => x?.code === 'ERR_WEBHOOK_TARGET_REFUSED');
   if (refused) return { outcome: 'refused', httpStatus: null, error: refused.message };

@@ -73,7 +73,7 @@ export async function startWebhooks(config: WebhooksConfig, opts: WebhooksOption
           timeoutMs: config.WEBHOOK_TIMEOUT_MS,
         },
         loadTargets: async (ids) => new Map((await endpointsByIds(pool, ids)).map((e) => [e.id, targetOf(e)])),
-        onRoom: () => poller?.roomFreed(),
+        onRoom: (endpointId) => poller?.refill(endpointId),
       });
       poller = new RetryPoller({
         pool,

@@ -1,6 +1,9 @@
 import type { Queryable } from '@loyalty/runtime';
 import type { WebhookEvent } from '../domain/payload.ts';
 
+/** Times as ISO text in array parameters: pg's conversion of each Date costs more than the statement's share. */
+const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
+
 /** A delivery a replica holds to send: the event's body, where it goes is the dispatcher's lane. */
 export interface Job {
   deliveryId: number;
@@ -56,11 +59,11 @@ export async function insertDeliveries(
       events.map((e) => e.tenant_id),
       events.map((e) => e.type),
       events.map((e) => e.body),
-      events.map((e) => e.created_at),
+      events.map((e) => iso(e.created_at)),
       now,
       deliveries.map((d) => d.endpointId),
       deliveries.map((d) => d.event.id),
-      deliveries.map((d) => d.nextAttemptAt),
+      deliveries.map((d) => iso(d.nextAttemptAt)),
       expiresAt,
       deliveries.map((d) => d.event.tenant_id),
     ],
@@ -95,29 +98,53 @@ const jobOf = (r: JobRow): Job => ({
 });
 
 /**
- * Take up to `limit` due deliveries, oldest due first, leasing them to this replica until `leaseUntil`.
- * Rows another replica is taking are skipped (FOR UPDATE SKIP LOCKED), so every replica can poll.
- * Endpoints this replica cannot take more of right now (`skipEndpoints`) are left for later.
+ * The endpoints with a delivery due at `now`, the longest waiting first. A loose index scan of
+ * `deliveries_due` (endpoint, due time): one probe per endpoint with pending deliveries, however
+ * many each has, so a dead endpoint's large backlog costs one probe, not a scan.
+ */
+export async function dueEndpoints(db: Queryable, now: Date, limit: number): Promise<number[]> {
+  const { rows } = await db.query<{ endpoint_id: number }>(
+    `WITH RECURSIVE e AS (
+       (SELECT endpoint_id, next_attempt_at FROM webhooks.deliveries
+         WHERE status = 'pending' ORDER BY endpoint_id, next_attempt_at LIMIT 1)
+       UNION ALL
+       SELECT n.endpoint_id, n.next_attempt_at FROM e CROSS JOIN LATERAL (
+         SELECT endpoint_id, next_attempt_at FROM webhooks.deliveries
+          WHERE status = 'pending' AND endpoint_id > e.endpoint_id ORDER BY endpoint_id, next_attempt_at LIMIT 1) n
+     )
+     SELECT endpoint_id FROM e WHERE next_attempt_at <= $1 ORDER BY next_attempt_at LIMIT $2`,
+    [now, limit],
+  );
+  return rows.map((r) => r.endpoint_id);
+}
+
+/**
+ * Take due deliveries, oldest due first, up to a number per endpoint (what its lane has room
+ * for), leasing them to this replica until `leaseUntil`. Rows another replica is taking are
+ * skipped (FOR UPDATE SKIP LOCKED), so every replica can take at once.
  */
 export async function claimDue(
   db: Queryable,
   now: Date,
   leaseUntil: Date,
-  limit: number,
-  skipEndpoints: number[],
+  quotas: { endpointId: number; limit: number }[],
 ): Promise<Job[]> {
+  if (quotas.length === 0) return [];
   const { rows } = await db.query<JobRow>(
     `WITH due AS (
-       SELECT id FROM webhooks.deliveries
-        WHERE status = 'pending' AND next_attempt_at <= $1 AND NOT (endpoint_id = ANY($4::bigint[]))
-        ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED
+       SELECT d.id FROM unnest($3::bigint[], $4::int[]) AS q(endpoint_id, lim)
+       CROSS JOIN LATERAL (
+         SELECT id FROM webhooks.deliveries
+          WHERE endpoint_id = q.endpoint_id AND status = 'pending' AND next_attempt_at <= $1
+          ORDER BY next_attempt_at LIMIT q.lim FOR UPDATE SKIP LOCKED) d
      ), claimed AS (
        UPDATE webhooks.deliveries d SET next_attempt_at = $2 FROM due WHERE d.id = due.id
        RETURNING d.id, d.tenant_id, d.endpoint_id, d.event_id, d.attempt_count, d.expires_at, d.next_attempt_at
      )
      SELECT c.*, c.event_id::text AS event_id, e.type, e.body, e.created_at AS event_created_at
-       FROM claimed c JOIN webhooks.events e ON e.id = c.event_id`,
-    [now, leaseUntil, limit, skipEndpoints],
+       FROM claimed c JOIN webhooks.events e ON e.id = c.event_id
+      ORDER BY c.id`,
+    [now, leaseUntil, quotas.map((q) => q.endpointId), quotas.map((q) => q.limit)],
   );
   return rows.map(jobOf);
 }
@@ -206,18 +233,18 @@ export async function recordOutcomes(db: Queryable, outcomes: Outcome[]): Promis
     [
       outcomes.map((o) => o.deliveryId),
       outcomes.map((o) => o.status),
-      outcomes.map((o) => o.nextAttemptAt),
-      outcomes.map((o) => o.attemptedAt),
+      outcomes.map((o) => iso(o.nextAttemptAt)),
+      outcomes.map((o) => iso(o.attemptedAt)),
       outcomes.map((o) => o.attempted),
       outcomes.map((o) => o.error),
       attempted.map((o) => o.deliveryId),
-      attempted.map((o) => o.attemptedAt),
+      attempted.map((o) => iso(o.attemptedAt)),
       attempted.map((o) => o.durationMs),
       attempted.map((o) => o.httpStatus),
       attempted.map((o) => o.error),
       succeeded,
       failing.map(([id]) => id),
-      failing.map(([, at]) => at),
+      failing.map(([, at]) => iso(at)),
     ],
   );
 }

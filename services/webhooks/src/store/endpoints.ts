@@ -1,4 +1,6 @@
+import type { KeyObject } from 'node:crypto';
 import type { Queryable } from '@loyalty/runtime';
+import { signingKey } from '../domain/signature.ts';
 
 /** A webhook endpoint as stored (secrets included: only the signer and the create/rotate answers see them). */
 export interface EndpointRow {
@@ -143,9 +145,9 @@ export interface Target {
   id: number;
   tenant_id: number;
   url: string;
-  secret: string;
-  /** The secret before the last rotation, signing too until `previousUntil`. */
-  previous: { secret: string; until: Date } | null;
+  secret: KeyObject;
+  /** The secret before the last rotation, signing too until `until`. */
+  previous: { secret: KeyObject; until: Date } | null;
   /** false: disabled or deleted; nothing more is sent to it. */
   live: boolean;
 }
@@ -155,17 +157,17 @@ export function targetOf(e: EndpointRow): Target {
     id: e.id,
     tenant_id: e.tenant_id,
     url: e.url,
-    secret: e.secret,
+    secret: signingKey(e.secret),
     previous:
       e.previous_secret && e.previous_secret_expires_at
-        ? { secret: e.previous_secret, until: e.previous_secret_expires_at }
+        ? { secret: signingKey(e.previous_secret), until: e.previous_secret_expires_at }
         : null,
     live: e.enabled && e.deleted_at === null,
   };
 }
 
 /** The secrets that sign at `now`: the current one, and the previous one during the rotation's overlap. */
-export function signingSecrets(t: Target, now: Date): string[] {
+export function signingSecrets(t: Target, now: Date): KeyObject[] {
   return t.previous && t.previous.until.getTime() > now.getTime() ? [t.secret, t.previous.secret] : [t.secret];
 }
 
