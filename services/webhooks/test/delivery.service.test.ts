@@ -92,6 +92,43 @@ describe('delivery engine', () => {
     expect(stuck.received.length).toBeLessThanOrEqual(2);
   });
 
+  it('a burst larger than a lane waits in the database and the lane asks for it as it empties', async () => {
+    // A replica whose periodic poll is far away: only the lane's own refills can bring the rest.
+    const lone = await startService('webhooks', {
+      env: {
+        WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+        WEBHOOK_ENDPOINT_CONCURRENCY: '2',
+        WEBHOOK_POLL_INTERVAL_MS: '60000',
+      },
+    });
+    try {
+      const r = await receiver();
+      const tenant = newTenantId();
+      const { endpoint } = await lone.request(webhookOperations['webhooks.endpoints.create'], publicMeta(tenant), {
+        url: r.url(),
+        event_types: ['*'],
+      });
+      const burst = Array.from({ length: 400 }, () => pointsEarned(tenant, lone.clock.now()));
+      await publishEvents(nc, lone.subjects, burst);
+      const got = await r.waitFor(() => true, 400, 30_000);
+      expect(new Set(got.map((x) => x.event.id)).size).toBe(400);
+      // A lane of concurrency 2 holds 40 at first: most of the burst waited in the database, and
+      // came within seconds although this replica polls once a minute.
+      await eventually(
+        async () =>
+          (
+            await lone.db.query<{ n: number }>(
+              `SELECT count(*)::int AS n FROM webhooks.deliveries WHERE endpoint_id = $1 AND status = 'delivered'`,
+              [endpoint.id],
+            )
+          ).rows[0]!.n,
+        (n) => n === 400,
+      );
+    } finally {
+      await lone.stop();
+    }
+  });
+
   it('retries a failing delivery with growing, jittered gaps for three days, then gives it up', async () => {
     const failing = await receiver();
     failing.respond(() => ({ status: 503 }));
