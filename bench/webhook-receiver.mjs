@@ -3,6 +3,7 @@
 // event id, the event's created_at and when it arrived. Prints its port on stdout; the harness
 // reads and clears the records over HTTP (GET /_records, POST /_reset); stops on SIGTERM.
 import http from 'node:http';
+import { performance } from 'node:perf_hooks';
 
 let records = [];
 const server = http.createServer((req, res) => {
