@@ -346,6 +346,48 @@ describe('delivery engine', () => {
     expect(got!.body).toBe(body);
   });
 
+  it('purges the delivery log and deleted endpoints after the retention, never what is still pending', async () => {
+    const r = await receiver();
+    const tenant = newTenantId();
+    const kept = await createEndpoint(tenant, r.url());
+    const gone = await createEndpoint(tenant, r.url('/gone'));
+    const event = pointsEarned(tenant, hooks.clock.now());
+    await publishEvents(nc, hooks.subjects, [event]);
+    await eventually(
+      () => deliveriesOf(kept.id),
+      (rows) => rows[0]?.status === 'delivered',
+    );
+    await hooks.request(webhookOperations['webhooks.endpoints.delete'], publicMeta(tenant), { endpoint_id: gone.id });
+    const count = async (sql: string, params: unknown[]) =>
+      (await hooks.db.query<{ n: number }>(sql, params)).rows[0]!.n;
+    hooks.clock.advance(29 * 24 * 3600_000);
+    await hooks.service.purgeNow();
+    expect(await count(`SELECT count(*)::int AS n FROM webhooks.events WHERE id = $1`, [event.id])).toBe(1);
+    hooks.clock.advance(2 * 24 * 3600_000);
+    const deleted = await hooks.service.purgeNow();
+    expect(deleted.events).toBeGreaterThanOrEqual(1);
+    expect(deleted.endpoints).toBeGreaterThanOrEqual(1);
+    expect(await count(`SELECT count(*)::int AS n FROM webhooks.events WHERE id = $1`, [event.id])).toBe(0);
+    // The cascade took its deliveries and attempts; the deleted endpoint is gone, the kept one stays.
+    expect(await count(`SELECT count(*)::int AS n FROM webhooks.deliveries WHERE event_id = $1`, [event.id])).toBe(0);
+    expect(
+      await count(`SELECT count(*)::int AS n FROM webhooks.endpoints WHERE id = ANY($1)`, [[kept.id, gone.id]]),
+    ).toBe(1);
+    // An event with a pending delivery is kept however old it is.
+    const stuck = await receiver();
+    stuck.respond(() => ({ hang: true }));
+    await createEndpoint(tenant, stuck.url());
+    const pending = pointsEarned(tenant, hooks.clock.now());
+    await publishEvents(nc, hooks.subjects, [pending]);
+    await stuck.waitFor(() => true);
+    // Its event received long ago (a redelivery keeps an old event pending for three more days).
+    await hooks.db.query(`UPDATE webhooks.events SET received_at = received_at - interval '40 days' WHERE id = $1`, [
+      pending.id,
+    ]);
+    await hooks.service.purgeNow();
+    expect(await count(`SELECT count(*)::int AS n FROM webhooks.events WHERE id = $1`, [pending.id])).toBe(1);
+  });
+
   it('reports attempts by outcome, attempt time and the backlog per tenant in /metrics (after the tests above)', async () => {
     // A delivery in flight to a hanging endpoint: pending.
     const hanging = await receiver();

@@ -66,7 +66,7 @@ export async function insertEndpoint(
   return rows[0]!;
 }
 
-/** Change what PATCH names; `enabled` false disables by hand, true enables and forgets the failures. */
+/** Change what PATCH names; `enabled` false disables by hand, true enables; enabling or a new URL forgets the failures. */
 export async function updateEndpoint(
   db: Queryable,
   tenantId: number,
@@ -81,7 +81,8 @@ export async function updateEndpoint(
        enabled = coalesce($7, enabled),
        disabled_reason = CASE WHEN $7 IS NULL THEN disabled_reason WHEN $7 THEN NULL WHEN enabled THEN 'manual' ELSE disabled_reason END,
        disabled_at = CASE WHEN $7 IS NULL THEN disabled_at WHEN $7 THEN NULL WHEN enabled THEN $8 ELSE disabled_at END,
-       failing_since = CASE WHEN $7 AND NOT enabled THEN NULL ELSE failing_since END,
+       -- Enabled again, or pointed elsewhere: a new start for the three days of failures.
+       failing_since = CASE WHEN ($7 AND NOT enabled) OR $3 <> url THEN NULL ELSE failing_since END,
        updated_at = $8
      WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING *`,
     [
