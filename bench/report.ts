@@ -164,14 +164,14 @@ export function formatTable(r: BenchReport): string {
     const w = r.webhooks;
     const t = w.targets;
     out.push(
-      `webhooks, ${w.endpoints} endpoints, healthy local receiver: steady ${w.steady.earns_per_s} earns/s (target ${t.rate_per_s}) -> ` +
+      `webhooks, one endpoint, healthy local receiver: steady ${w.steady.earns_per_s} earns/s (target ${t.rate_per_s}) -> ` +
         `${w.steady.deliveries_per_s} deliveries/s, event to delivery p50 ${fmt(w.steady.p50_ms, 1)} ms, p99 ${fmt(w.steady.p99_ms, 1)} ms ` +
         `(target p99 < ${t.p99_ms} ms), ${w.steady.missing} missing, ${w.steady.duplicates} twice`,
     );
     out.push(
       'skipped' in w.capacity
         ? `webhooks capacity: skipped (${w.capacity.skipped})`
-        : `webhooks capacity: ${w.capacity.deliveries} deliveries of ${w.capacity.events} injected events in ${fmt(w.capacity.seconds, 2)} s = ` +
+        : `webhooks capacity, one replica draining a backlog for 2 endpoints: ${w.capacity.deliveries} deliveries of ${w.capacity.events} events in ${fmt(w.capacity.seconds, 2)} s = ` +
             `${fmt(w.capacity.deliveries_per_s, 0)} deliveries/s (target >= ${t.deliveries_per_s}), ${w.capacity.missing} missing`,
     );
   } else {

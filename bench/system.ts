@@ -29,8 +29,17 @@ export interface BenchSystem {
   settle(maxSeconds: number): Promise<number | null>;
   /** Notification mails still waiting in identity's consumer (null: unknown). */
   mailBacklog(): Promise<number | null>;
-  /** The started system's NATS and subject root (the webhooks scenario injects events); null for --url. */
-  stream: { natsUrl: string; root: string } | null;
+  /**
+   * The started system's NATS and subject root, and a way to stop and start its webhooks replica
+   * (the webhooks scenario builds a backlog while it is down, then times how fast it drains); null
+   * for --url.
+   */
+  stream: {
+    natsUrl: string;
+    root: string;
+    pauseWebhooks: () => Promise<void>;
+    resumeWebhooks: () => Promise<void>;
+  } | null;
   stop(): Promise<void>;
 }
 
@@ -153,7 +162,12 @@ export async function startBenchSystem(opts: {
     memoryMb: () => cluster.peakMemoryMb(),
     settle: (maxSeconds) => waitForEventBacklog(natsUrl, root, databaseUrl, maxSeconds),
     mailBacklog: () => withBacklog(natsUrl, databaseUrl, async (nc, db) => (await eventBacklog(nc, root, db)).mail),
-    stream: { natsUrl, root },
+    stream: {
+      natsUrl,
+      root,
+      pauseWebhooks: async () => void (await cluster.of('webhooks')[0]!.signal('SIGTERM')),
+      resumeWebhooks: () => cluster.of('webhooks')[0]!.start(),
+    },
     pids: () => Object.fromEntries(cluster.replicas.map((r) => [r.service, r.pid ?? 0])),
     async stop() {
       await cluster.stop();

@@ -1,11 +1,13 @@
-// The webhooks scenario: a healthy receiver on this machine (bench/webhook-receiver.mjs, a process
-// of its own) with two endpoints of the bench tenant, each asking for points.earned.
-//   steady:   points earns through the gateway at a steady rate (500/s by default), so twice that
-//             many deliveries a second; event-to-delivery latency from the event's created_at (the
-//             ledger's commit) to its arrival at the receiver, p50/p99.
-//   capacity: domain events injected straight into the stream (as the ledger's outbox relay
-//             publishes them), as fast as one connection publishes, so the webhooks service alone
-//             is the limit: deliveries per second from the first arrival to the last.
+// The webhooks scenario, against a healthy receiver on this machine (bench/webhook-receiver.mjs, a
+// process of its own that answers 200 at once):
+//   steady:   one endpoint asking for points.earned; points earns through the gateway at a steady
+//             rate (500/s by default), so as many deliveries a second; event-to-delivery latency
+//             from the event's created_at (the ledger's posting) to its arrival, p50/p99. The whole
+//             path: gateway, ledger, its outbox relay, JetStream, the webhooks service, HTTP.
+//   capacity: two endpoints; the webhooks replica is stopped, N domain events are put on the stream
+//             (as the ledger's outbox relay publishes them), and the replica is started again: the
+//             rate at which it drains that backlog (2N deliveries, first arrival to last) is what
+//             one replica sustains with every other service idle.
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
@@ -20,7 +22,7 @@ export const WEBHOOK_TARGETS = { deliveries_per_s: 1000, p99_ms: 1000, rate_per_
 
 export interface WebhooksReport {
   receiver: string;
-  endpoints: number;
+  /** One endpoint, points earns through the gateway at a steady rate. */
   steady: {
     events_per_s_target: number;
     seconds: number;
@@ -35,15 +37,17 @@ export interface WebhooksReport {
     missing: number;
     duplicates: number;
   };
+  /** Two endpoints, a backlog drained by one replica. */
   capacity:
     | {
         events: number;
         deliveries: number;
         publish_seconds: number;
+        /** First arrival to last. */
         seconds: number;
+        /** The replica's start to the last arrival (its start-up included). */
+        seconds_from_start: number;
         deliveries_per_s: number;
-        p50_ms: number;
-        p99_ms: number;
         missing: number;
       }
     | { skipped: string };
@@ -106,8 +110,13 @@ export async function measureWebhooks(opts: {
   api: Api;
   fixture: Fixture;
   url: string;
-  /** The started system's NATS and subject root (capacity injects into its stream); null: a running system. */
-  stream: { natsUrl: string; root: string } | null;
+  /** The started system's stream and webhooks replica (capacity); null: a running system (--url). */
+  stream: {
+    natsUrl: string;
+    root: string;
+    pauseWebhooks: () => Promise<void>;
+    resumeWebhooks: () => Promise<void>;
+  } | null;
   seconds: number;
   rate: number;
   capacityEvents: number;
@@ -117,16 +126,20 @@ export async function measureWebhooks(opts: {
   const { api, fixture: f, log } = opts;
   const receiver = await startReceiver();
   const endpointIds: number[] = [];
+  const endpoint = async (p: string): Promise<number> => {
+    const { endpoint: e } = await api.ok<{ endpoint: { id: number } }>(f.app, 'POST', '/api/v1/webhooks/endpoints', {
+      body: { url: `${receiver.url}${p}`, event_types: ['points.earned'] },
+    });
+    endpointIds.push(e.id);
+    return e.id;
+  };
+  const remove = async (id: number) => {
+    await api.call(f.app, 'DELETE', `/api/v1/webhooks/endpoints/${id}`).catch(() => undefined);
+    endpointIds.splice(endpointIds.indexOf(id), 1);
+  };
   try {
-    for (const p of ['/a', '/b']) {
-      const { endpoint } = await api.ok<{ endpoint: { id: number } }>(f.app, 'POST', '/api/v1/webhooks/endpoints', {
-        body: { url: `${receiver.url}${p}`, event_types: ['points.earned'] },
-      });
-      endpointIds.push(endpoint.id);
-    }
-    const endpoints = endpointIds.length;
-
-    log(`webhooks: steady ${opts.rate} points earns/s for ${opts.seconds} s, ${endpoints} endpoints each`);
+    const steadyEndpoint = await endpoint('/steady');
+    log(`webhooks: steady ${opts.rate} points earns/s for ${opts.seconds} s, one endpoint`);
     let i = 0;
     const earned = await runHttp({
       url: opts.url,
@@ -146,7 +159,8 @@ export async function measureWebhooks(opts: {
       }),
     });
     const okEarns = earned.statuses['200'] ?? 0;
-    const rows = await waitForDeliveries(receiver.records, okEarns * endpoints, 120);
+    const rows = await waitForDeliveries(receiver.records, okEarns, 120);
+    await remove(steadyEndpoint);
     const steadyLatency = latencies(rows);
     const steady = {
       events_per_s_target: opts.rate,
@@ -159,19 +173,26 @@ export async function measureWebhooks(opts: {
       p50_ms: steadyLatency.p50,
       p99_ms: steadyLatency.p99,
       max_ms: steadyLatency.max,
-      missing: Math.max(0, okEarns * endpoints - distinctDeliveries(rows)),
+      missing: Math.max(0, okEarns - distinctDeliveries(rows)),
       duplicates: rows.length - distinctDeliveries(rows),
     };
     log(
       `webhooks steady: ${steady.earns_per_s} earns/s, ${steady.deliveries_per_s} deliveries/s, event to delivery p50 ${steady.p50_ms} ms, p99 ${steady.p99_ms} ms, ${steady.missing} missing`,
     );
 
-    let capacity: WebhooksReport['capacity'] = { skipped: 'a running system (--url): its stream is not known here' };
+    let capacity: WebhooksReport['capacity'] = {
+      skipped: opts.stream ? 'no events asked for (--webhook-events 0)' : 'a running system (--url)',
+    };
     if (opts.stream && opts.capacityEvents > 0) {
+      const stream = opts.stream;
       await receiver.reset();
-      log(`webhooks: capacity, ${opts.capacityEvents} events injected into the stream, ${endpoints} endpoints each`);
-      const nc = await connectAs('admin', { url: opts.stream.natsUrl });
-      const subject = new Subjects(opts.stream.root).event('ledger', 'points_earned');
+      const endpoints = [await endpoint('/a'), await endpoint('/b')];
+      log(
+        `webhooks: capacity, a backlog of ${opts.capacityEvents} events for ${endpoints.length} endpoints, drained by one replica`,
+      );
+      await stream.pauseWebhooks();
+      const nc = await connectAs('admin', { url: stream.natsUrl });
+      const subject = new Subjects(stream.root).event('ledger', 'points_earned');
       const js = nc.jetstream();
       const injected = new Set<string>();
       const started = Date.now();
@@ -180,14 +201,13 @@ export async function measureWebhooks(opts: {
           const batch = Array.from({ length: Math.min(500, opts.capacityEvents - n) }, (_, k) => {
             const id = randomUUID();
             injected.add(id);
-            const member = f.members[(n + k) % f.members.length]!;
             const envelope = {
               id,
               type: 'ledger.points_earned',
               tenant_id: f.tenantId,
               occurred_at: new Date().toISOString(),
               data: {
-                member_id: member,
+                member_id: f.members[(n + k) % f.members.length]!,
                 card_id: f.pointsCardId,
                 points: 5,
                 purchase_amount: 5,
@@ -206,36 +226,35 @@ export async function measureWebhooks(opts: {
         await nc.close();
       }
       const publishSeconds = (Date.now() - started) / 1000;
-      // Only the injected events: a late delivery of the steady phase may still come in.
+      const resumed = performance.timeOrigin + performance.now();
+      await stream.resumeWebhooks();
+      // Only the injected events count (a late delivery of the steady phase may still come in).
       const mine = async () => (await receiver.records()).filter((r) => r[1] !== null && injected.has(r[1]));
-      const got = await waitForDeliveries(mine, opts.capacityEvents * endpoints, 180);
+      const expected = opts.capacityEvents * endpoints.length;
+      const got = await waitForDeliveries(mine, expected, 300);
       const arrivals = got.map((r) => r[3]).sort((a, b) => a - b);
       const span = arrivals.length > 1 ? (arrivals.at(-1)! - arrivals[0]!) / 1000 : NaN;
-      const lat = latencies(got);
       capacity = {
         events: opts.capacityEvents,
         deliveries: got.length,
         publish_seconds: round(publishSeconds, 2),
         seconds: round(span, 2),
+        seconds_from_start: round(((arrivals.at(-1) ?? resumed) - resumed) / 1000, 2),
         deliveries_per_s: round(got.length / span),
-        p50_ms: lat.p50,
-        p99_ms: lat.p99,
-        missing: Math.max(0, opts.capacityEvents * endpoints - distinctDeliveries(got)),
+        missing: Math.max(0, expected - distinctDeliveries(got)),
       };
       log(
-        `webhooks capacity: ${capacity.deliveries} deliveries in ${capacity.seconds} s = ${capacity.deliveries_per_s}/s (events published in ${capacity.publish_seconds} s), ${capacity.missing} missing`,
+        `webhooks capacity: ${capacity.deliveries} deliveries in ${capacity.seconds} s = ${capacity.deliveries_per_s}/s (${capacity.seconds_from_start} s from the replica's start), ${capacity.missing} missing`,
       );
     }
     return {
       receiver: 'bench/webhook-receiver.mjs on 127.0.0.1: answers 200 at once',
-      endpoints,
       steady,
       capacity,
       targets: WEBHOOK_TARGETS,
     };
   } finally {
-    for (const id of endpointIds)
-      await api.call(f.app, 'DELETE', `/api/v1/webhooks/endpoints/${id}`).catch(() => undefined);
+    for (const id of [...endpointIds]) await remove(id);
     await receiver.stop();
   }
 }

@@ -61,12 +61,11 @@ describe('npm run bench (smoke)', () => {
     expect('steady' in report.webhooks).toBe(true);
     if ('steady' in report.webhooks) {
       const w = report.webhooks;
-      expect(w.endpoints).toBe(2);
       expect(w.steady.earns).toBeGreaterThan(0);
-      expect(w.steady.deliveries).toBeGreaterThanOrEqual(w.steady.earns * 2);
+      expect(w.steady.deliveries).toBeGreaterThanOrEqual(w.steady.earns);
       expect(w.steady.missing).toBe(0);
       expect(w.steady.p99_ms).toBeGreaterThanOrEqual(w.steady.p50_ms);
-      expect(w.capacity).toMatchObject({ events: 200, missing: 0 });
+      expect(w.capacity).toMatchObject({ events: 200, deliveries: 400, missing: 0 });
       expect('deliveries_per_s' in w.capacity && w.capacity.deliveries_per_s).toBeGreaterThan(0);
       expect(w.targets).toEqual({ deliveries_per_s: 1000, p99_ms: 1000, rate_per_s: 500 });
     }
