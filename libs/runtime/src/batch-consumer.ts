@@ -38,6 +38,12 @@ export class EventBatchConsumer {
       maxBatch?: number;
       /** Batches handled at once (default 2). */
       batches?: number;
+      /**
+       * How long a batch waits for more events after the first (default 0: what arrived in the same
+       * event-loop turn). Messages of a pull consumer arrive one socket read at a time: a few
+       * milliseconds make one handler call and one acknowledgement write of many.
+       */
+      lingerMs?: number;
     },
   ) {
     opts.metrics?.gaugeSeries(
@@ -105,11 +111,15 @@ export class EventBatchConsumer {
   private schedule(): void {
     if (this.scheduled) return;
     this.scheduled = true;
-    // The messages of this event-loop turn join the batch.
-    setImmediate(() => {
+    const run = () => {
       this.scheduled = false;
       this.dispatch();
-    });
+    };
+    // The messages of this event-loop turn (and of the linger, if any) join the batch; a full
+    // batch goes at once.
+    const linger = this.opts.lingerMs ?? 0;
+    if (linger > 0 && this.pending.length < this.maxBatch) setTimeout(run, linger);
+    else setImmediate(run);
   }
 
   private dispatch(): void {

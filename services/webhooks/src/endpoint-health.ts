@@ -22,7 +22,7 @@ export class EndpointHealth {
       outbox: Outbox;
       log: Logger;
       intervalMs: number;
-      announce: (endpointId: number) => void;
+      announce: (tenantId: number, endpointId: number) => void;
     },
   ) {
     this.task = new PeriodicTask({
@@ -66,7 +66,7 @@ export class EndpointHealth {
         return rows;
       });
       for (const e of disabled) {
-        this.deps.announce(e.id);
+        this.deps.announce(e.tenant_id, e.id);
         this.deps.log.warn(
           { endpoint: e.id, tenant: e.tenant_id, since: e.failing_since },
           'webhook endpoint disabled after three days of failures',

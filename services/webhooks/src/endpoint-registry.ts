@@ -23,8 +23,8 @@ export interface RegistryDeps {
   guard: TargetGuard;
   replays: ReplayStore;
   maxEndpointsPerTenant: number;
-  /** Tell every replica an endpoint changed (after the commit). */
-  announce: (endpointId: number) => void;
+  /** Tell every replica an endpoint of a tenant changed (after the commit). */
+  announce: (tenantId: number, endpointId: number) => void;
 }
 
 /** Who asks, for which tenant, under which Idempotency-Key (operator calls have none). */
@@ -59,7 +59,7 @@ export function endpointRegistry(deps: RegistryDeps) {
       }
       // Resolving the name takes a network round trip: before the transaction, never inside it.
       await checkTarget(d.url);
-      return replays.run(key, async (db) => {
+      const created = await replays.run(key, async (db) => {
         // One creation at a time per tenant, so two at once cannot both pass the limit.
         await db.query(`SELECT pg_advisory_xact_lock(hashtextextended('webhooks.endpoints', $1))`, [c.tenantId]);
         if ((await countEndpoints(db, c.tenantId)) >= deps.maxEndpointsPerTenant)
@@ -74,6 +74,8 @@ export function endpointRegistry(deps: RegistryDeps) {
         });
         return { endpoint: { ...endpointView(row), secret: row.secret } };
       });
+      deps.announce(c.tenantId, created.endpoint.id);
+      return created;
     },
 
     async list(c: Caller) {
@@ -105,7 +107,7 @@ export function endpointRegistry(deps: RegistryDeps) {
         if (d.enabled === false) await failPending(db, [updated.id], now, 'the endpoint was disabled');
         return updated;
       });
-      deps.announce(row.id);
+      deps.announce(c.tenantId, row.id);
       return { endpoint: endpointView(row) };
     },
 
@@ -115,7 +117,7 @@ export function endpointRegistry(deps: RegistryDeps) {
         if (!(await deleteEndpoint(db, c.tenantId, d.endpoint_id, now))) throw notFound();
         await failPending(db, [d.endpoint_id], now, 'the endpoint was deleted');
       });
-      deps.announce(d.endpoint_id);
+      deps.announce(c.tenantId, d.endpoint_id);
       return { endpoint_id: d.endpoint_id, deleted: true as const };
     },
 
@@ -136,7 +138,7 @@ export function endpointRegistry(deps: RegistryDeps) {
           previous_secret_expires_at: until.toISOString(),
         };
       });
-      deps.announce(d.endpoint_id);
+      deps.announce(c.tenantId, d.endpoint_id);
       return reply;
     },
   };

@@ -1,27 +1,43 @@
-import type { DomainEvent } from '@loyalty/contracts';
+import { webhookTypeOfDomainEvent, type DomainEvent } from '@loyalty/contracts';
 import type { Clock, Logger, Pool } from '@loyalty/runtime';
 import type { Dispatcher } from './dispatcher.ts';
-import { receives } from './domain/endpoint.ts';
+import { receives, wantsType } from './domain/endpoint.ts';
 import { publicEvent, type WebhookEvent } from './domain/payload.ts';
 import { RETRY_WINDOW_MS } from './domain/retry-schedule.ts';
 import { insertDeliveries, type Job, type NewDelivery } from './store/deliveries.ts';
-import { routesOf, type Route } from './store/endpoints.ts';
+import type { RouteCache } from './route-cache.ts';
 
 /**
  * The hot path from JetStream to a sender: a batch of domain events (EventBatchConsumer) becomes
  * their public events and one delivery per endpoint that asked for the type, written in one
  * statement; the deliveries this replica has room for are leased to it in that same statement and
  * handed to its dispatcher at once (no second read), the others wait in the database, due.
- * Events no endpoint wants cost one indexed read per batch and no write.
+ * Events no endpoint wants cost no query (the route cache) and no write.
  *
  * Idempotent, as the consumer requires: a redelivered batch finds its events and deliveries there
  * (unique per event and endpoint) and creates, and sends, nothing more.
  */
-export function intake(deps: { pool: Pool; clock: Clock; dispatcher: Dispatcher; log: Logger; leaseMs: number }) {
+export function intake(deps: {
+  pool: Pool;
+  clock: Clock;
+  dispatcher: Dispatcher;
+  routes: RouteCache;
+  log: Logger;
+  leaseMs: number;
+}) {
   const { pool, clock, dispatcher, log } = deps;
   return async (batch: DomainEvent[]): Promise<void> => {
+    // Only events a public type is made from, of tenants with an endpoint that wants that type:
+    // the rest (most events of most tenants) cost no parsing and no write.
+    const mapped = batch.filter((e) => webhookTypeOfDomainEvent.has(e.type));
+    if (mapped.length === 0) return;
+    const byTenant = await deps.routes.routes([...new Set(mapped.map((e) => e.tenant_id))]);
+    const wanted = mapped.filter((e) => {
+      const type = webhookTypeOfDomainEvent.get(e.type)!;
+      return byTenant.get(e.tenant_id)?.some((r) => wantsType(r.event_types, type));
+    });
     const events: WebhookEvent[] = [];
-    for (const e of batch) {
+    for (const e of wanted) {
       const made = publicEvent(e);
       if (!made) continue;
       if ('problem' in made) {
@@ -35,11 +51,6 @@ export function intake(deps: { pool: Pool; clock: Clock; dispatcher: Dispatcher;
       events.push(made.event);
     }
     if (events.length === 0) return;
-    const routes = await routesOf(pool, [...new Set(events.map((e) => e.tenant_id))]);
-    if (routes.length === 0) return;
-    const byTenant = new Map<number, Route[]>();
-    for (const r of routes) byTenant.set(r.tenant_id, [...(byTenant.get(r.tenant_id) ?? []), r]);
-
     const now = clock.now();
     const leaseUntil = new Date(now.getTime() + deps.leaseMs);
     const deliveries: NewDelivery[] = [];

@@ -21,11 +21,15 @@ import { intake } from './intake.ts';
 import { WebhookMetrics } from './metrics.ts';
 import { OutcomeLog } from './outcome-log.ts';
 import { RetryPoller } from './retry-poller.ts';
+import { RouteCache } from './route-cache.ts';
 import { Sender } from './sender.ts';
 import { endpointsByIds, targetOf } from './store/endpoints.ts';
 import { TargetGuard } from './target-guard.ts';
 
 export const SERVICE_VERSION = '0.1.0';
+
+/** The longest a replica routes by a tenant's endpoints as it read them (a missed broadcast). */
+const ROUTE_CACHE_TTL_MS = 5_000;
 
 export interface RunningWebhooks extends RunningService {
   /** Disable endpoints failing for three days now (it also runs every WEBHOOK_SWEEP_INTERVAL_MS). */
@@ -85,18 +89,31 @@ export async function startWebhooks(config: WebhooksConfig, opts: WebhooksOption
       });
       // Every replica forgets what it holds of a changed endpoint (URL, secrets, disabled, deleted).
       const changed = subjects.webhookEndpointsChanged();
-      const announce = (endpointId: number) => nc.publish(changed, jsonCodec.encode({ endpoint_id: endpointId }));
+      const routes = new RouteCache(pool, ROUTE_CACHE_TTL_MS);
+      const forget = (tenantId: number, endpointId: number) => {
+        routes.forget(tenantId);
+        dispatcher.invalidate(endpointId);
+      };
+      const announce = (tenantId: number, endpointId: number) => {
+        forget(tenantId, endpointId); // this replica at once, the others through the broadcast
+        nc.publish(changed, jsonCodec.encode({ tenant_id: tenantId, endpoint_id: endpointId }));
+      };
       const changes = nc.subscribe(changed, {
         callback: (err, msg) => {
           if (err) return;
           try {
-            const id = Number((jsonCodec.decode(msg.data) as { endpoint_id?: unknown }).endpoint_id);
-            if (Number.isSafeInteger(id)) dispatcher.invalidate(id);
+            const m = jsonCodec.decode(msg.data) as { tenant_id?: unknown; endpoint_id?: unknown };
+            const [tenant, endpoint] = [Number(m.tenant_id), Number(m.endpoint_id)];
+            if (Number.isSafeInteger(tenant) && Number.isSafeInteger(endpoint)) forget(tenant, endpoint);
           } catch {
             // not ours to act on
           }
         },
       });
+      // Broadcasts may be lost while the connection is down: forget every tenant's routes then.
+      void (async () => {
+        for await (const s of nc.status()) if (s.type === 'disconnect' || s.type === 'reconnect') routes.forget();
+      })();
       health = new EndpointHealth({ pool, clock, outbox, log, intervalMs: config.WEBHOOK_SWEEP_INTERVAL_MS, announce });
       const identity = new ServiceClient(nc, subjects, { timeoutMs: config.REQUEST_TIMEOUT_MS, log });
       const replays = new ReplayStore(pool, 'webhooks');
@@ -121,7 +138,9 @@ export async function startWebhooks(config: WebhooksConfig, opts: WebhooksOption
         filterSubject: subjects.allEvents(),
         log,
         metrics,
-        handle: intake({ pool, clock, dispatcher, log, leaseMs: config.WEBHOOK_LEASE_MS }),
+        handle: intake({ pool, clock, dispatcher, routes, log, leaseMs: config.WEBHOOK_LEASE_MS }),
+        // A few milliseconds of events per batch: one acknowledgement write for all of them.
+        lingerMs: 5,
       });
       await consumer.start();
       poller.start();

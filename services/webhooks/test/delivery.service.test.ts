@@ -129,6 +129,33 @@ describe('delivery engine', () => {
     }
   });
 
+  it("every replica learns of a new endpoint at once, though it remembered the tenant's routes as none", async () => {
+    const second = await hooks.replica();
+    try {
+      const r = await receiver();
+      const tenant = newTenantId();
+      // Both replicas see the tenant's events (they share the durable) and remember: no endpoints.
+      const jsm = await nc.jetstreamManager();
+      const drained = async () => {
+        const info = await jsm.consumers.info(hooks.subjects.streamName(), `${hooks.subjects.root}-webhooks-intake`);
+        return info.num_pending + info.num_ack_pending;
+      };
+      await publishEvents(
+        nc,
+        hooks.subjects,
+        Array.from({ length: 40 }, () => pointsEarned(tenant, hooks.clock.now())),
+      );
+      await eventually(drained, (n) => n === 0);
+      await createEndpoint(tenant, r.url());
+      const after = Array.from({ length: 40 }, () => pointsEarned(tenant, hooks.clock.now()));
+      await publishEvents(nc, hooks.subjects, after);
+      const got = await r.waitFor(() => true, 40, 10_000);
+      expect(new Set(got.map((x) => x.event.id))).toEqual(new Set(after.map((e) => e.id)));
+    } finally {
+      await second.stop();
+    }
+  });
+
   it('retries a failing delivery with growing, jittered gaps for three days, then gives it up', async () => {
     const failing = await receiver();
     failing.respond(() => ({ status: 503 }));
