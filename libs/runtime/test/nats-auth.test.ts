@@ -72,13 +72,16 @@ describe('natsPermissions', () => {
     expect(natsPermissions('loyalty', 'webhooks')).toEqual({
       publish: [
         'loyalty.identity.internal.tenant.get',
+        '_INBOX_gateway.>',
+        '_INBOX.>',
         'loyalty.events.webhooks.>',
         'loyalty.broadcast.webhook-endpoints-changed',
         ...js,
         ...consumer,
       ],
       subscribe: ['loyalty.webhooks.>', '$SRV.>', '_INBOX_webhooks.>', 'loyalty.broadcast.webhook-endpoints-changed'],
-      allowResponses: true,
+      // Replies to the gateway (and operators' tools) by an explicit allow: no per-message bookkeeping.
+      allowResponses: false,
     });
   });
 
