@@ -1,4 +1,4 @@
-import { AppError } from '@loyalty/contracts';
+import { AppError, type WebhookEndpoint } from '@loyalty/contracts';
 import { withTransaction, type Clock, type Pool, type ReplayStore } from '@loyalty/runtime';
 import { newSigningSecret } from './domain/signature.ts';
 import { failPending } from './store/deliveries.ts';
@@ -35,6 +35,9 @@ export interface Caller {
 
 const notFound = () => new AppError('webhook_endpoint_not_found');
 
+/** The answer of a creation: the endpoint with its secret (shown only here). */
+type Created = { endpoint: WebhookEndpoint & { secret: string } };
+
 /**
  * A tenant's webhook endpoints: create (the secret is in that answer only), list, get, change,
  * disable and enable, delete, rotate the secret. Every query is scoped to the caller's tenant, so
@@ -54,12 +57,12 @@ export function endpointRegistry(deps: RegistryDeps) {
     async create(c: Caller, d: { url: string; event_types: string[]; description?: string }) {
       const key = { tenantId: c.tenantId, key: c.idempotencyKey, operation: 'webhooks.endpoints.create', data: d };
       if (key.key) {
-        const stored = await replays.find<{ endpoint: unknown }>({ ...key, key: key.key });
-        if (stored) return stored as never;
+        const stored = await replays.find<Created>({ ...key, key: key.key });
+        if (stored) return stored;
       }
       // Resolving the name takes a network round trip: before the transaction, never inside it.
       await checkTarget(d.url);
-      const created = await replays.run(key, async (db) => {
+      const created = await replays.run(key, async (db): Promise<Created> => {
         // One creation at a time per tenant, so two at once cannot both pass the limit.
         await db.query(`SELECT pg_advisory_xact_lock(hashtextextended('webhooks.endpoints', $1))`, [c.tenantId]);
         if ((await countEndpoints(db, c.tenantId)) >= deps.maxEndpointsPerTenant)
