@@ -17,7 +17,7 @@ export interface Measured {
 }
 
 export interface HttpRequestSpec {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   path: string;
   body?: string;
   headers?: Record<string, string>;
@@ -67,7 +67,10 @@ class Recorder {
   }
 }
 
-/** Drive the gateway: `connections` keep-alive connections, each sending the next request as soon as the last answered. */
+/**
+ * Drive the gateway: `connections` keep-alive connections, each sending the next request as soon as
+ * the last answered (or, with `overallRate`, at that pace over all of them).
+ */
 export async function runHttp(opts: {
   url: string;
   connections: number;
@@ -75,12 +78,15 @@ export async function runHttp(opts: {
   headers: Record<string, string>;
   next: () => HttpRequestSpec;
   expectedStatuses?: number[];
+  /** Requests per second over all connections (a steady load), instead of as fast as answers come. */
+  overallRate?: number;
 }): Promise<Measured> {
   const rec = new Recorder(opts.expectedStatuses ?? []);
   const started = process.hrtime.bigint();
   const instance = autocannon({
     url: opts.url,
     connections: opts.connections,
+    ...(opts.overallRate ? { overallRate: opts.overallRate } : {}),
     duration: opts.seconds,
     headers: opts.headers,
     timeout: 10,

@@ -26,6 +26,12 @@ export interface BenchOptions {
   skipExpiry: boolean;
   /** Lots due at once for the expiry figure. */
   expiryLots: number;
+  /** Leave out the webhooks scenario. */
+  skipWebhooks: boolean;
+  /** Webhooks: seconds of steady earns, their rate, and the events injected for the capacity figure. */
+  webhookSeconds: number;
+  webhookRate: number;
+  webhookEvents: number;
   /** Members provisioned for the earn and balance scenarios (each request of an earn goes to the next one). */
   members: number;
   /** Journal rows of the history member (the history scenario reads its first page). */
@@ -63,6 +69,10 @@ const HELP = `npm run bench -- [options]
   --skip-baseline       leave out the direct-SQL baselines (naive and tuned)
   --skip-expiry         leave out the lots-expired-per-second figure
   --expiry-lots <n>     lots due at once for that figure (default 1000000)
+  --skip-webhooks       leave out the webhooks scenario
+  --webhook-seconds <s> seconds of steady points earns of the webhooks scenario (default 20)
+  --webhook-rate <n>    their rate, earns a second (default 500; two endpoints: twice as many deliveries)
+  --webhook-events <n>  events injected into the stream for the delivery capacity figure (default 10000)
   --members <n>         members for the earn and balance scenarios (default 2000)
   --history-rows <n>    journal rows of the history member (default 10000)
   --growth-rows <n>     journal rows of the large account (default 1000000)
@@ -89,6 +99,10 @@ export function parseOptions(argv: string[]): BenchOptions {
       'skip-baseline': { type: 'boolean', default: false },
       'skip-expiry': { type: 'boolean', default: false },
       'expiry-lots': { type: 'string', default: '1000000' },
+      'skip-webhooks': { type: 'boolean', default: false },
+      'webhook-seconds': { type: 'string', default: '20' },
+      'webhook-rate': { type: 'string', default: '500' },
+      'webhook-events': { type: 'string', default: '10000' },
       members: { type: 'string', default: '2000' },
       'history-rows': { type: 'string', default: '10000' },
       'growth-rows': { type: 'string', default: '1000000' },
@@ -132,6 +146,10 @@ export function parseOptions(argv: string[]): BenchOptions {
     skipBaseline: values['skip-baseline'],
     skipExpiry: values['skip-expiry'],
     expiryLots: Math.floor(num('expiry-lots', values['expiry-lots'], 10)),
+    skipWebhooks: values['skip-webhooks'],
+    webhookSeconds: num('webhook-seconds', values['webhook-seconds'], 0.5),
+    webhookRate: num('webhook-rate', values['webhook-rate'], 1),
+    webhookEvents: Math.floor(num('webhook-events', values['webhook-events'], 0)),
     members: Math.floor(num('members', values.members, 1)),
     historyRows: Math.floor(num('history-rows', values['history-rows'], 1)),
     growthRows: Math.floor(num('growth-rows', values['growth-rows'], 1)),

@@ -51,7 +51,7 @@ export async function provision(
     `/admin/v1/tenants/${tenant.id}/apps`,
     {
       name: 'bench',
-      scopes: ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read'],
+      scopes: ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read', 'webhooks_manage'],
     },
   );
   const app = { appId: created.app_id, apiKey: created.api_key };

@@ -3,6 +3,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Measured } from './load.ts';
+import type { WebhooksReport } from './webhooks.ts';
 
 export interface ScenarioReport {
   name: string;
@@ -62,6 +63,8 @@ export interface BenchReport {
   growth: GrowthReport | { skipped: string };
   /** The ledger's lot sweep with many lots due at once (bench/expiry.ts). */
   expiry: ExpiryReport | { skipped: string };
+  /** The webhooks scenario (bench/webhooks.ts). */
+  webhooks: WebhooksReport | { skipped: string };
   /** Seconds waited after each phase until every event was published and consumed (null: unknown). */
   event_backlog_wait_s: Record<string, number | null>;
   /** points_earned notifications identity had not mailed yet when the measurements ended. */
@@ -167,6 +170,23 @@ export function formatTable(r: BenchReport): string {
       ? `expiry: ${r.expiry.lots_per_second.toLocaleString('en-US')} lots/s (${r.expiry.lots.toLocaleString('en-US')} lots due on ${r.expiry.accounts.toLocaleString('en-US')} accounts, expired in ${r.expiry.seconds} s by the ledger's sweep; ${r.expiry.events.toLocaleString('en-US')} events)`
       : `expiry: skipped (${r.expiry.skipped})`,
   );
+  if ('steady' in r.webhooks) {
+    const w = r.webhooks;
+    const t = w.targets;
+    out.push(
+      `webhooks, one endpoint, healthy local receiver: steady ${w.steady.earns_per_s} earns/s (target ${t.rate_per_s}) -> ` +
+        `${w.steady.deliveries_per_s} deliveries/s, event to delivery p50 ${fmt(w.steady.p50_ms, 1)} ms, p99 ${fmt(w.steady.p99_ms, 1)} ms ` +
+        `(target p99 < ${t.p99_ms} ms), ${w.steady.missing} missing, ${w.steady.duplicates} twice`,
+    );
+    out.push(
+      'skipped' in w.capacity
+        ? `webhooks capacity: skipped (${w.capacity.skipped})`
+        : `webhooks capacity, one replica draining a backlog for 2 endpoints: ${w.capacity.deliveries} deliveries of ${w.capacity.events} events in ${fmt(w.capacity.seconds, 2)} s = ` +
+            `${fmt(w.capacity.deliveries_per_s, 0)} deliveries/s (target >= ${t.deliveries_per_s}), ${w.capacity.missing} missing`,
+    );
+  } else {
+    out.push(`webhooks: skipped (${r.webhooks.skipped})`);
+  }
   if (r.notification_mail_backlog_at_end)
     out.push(
       `notification mails not yet sent at the end: ${r.notification_mail_backlog_at_end} (identity mails each points earn; see bench/README.md)`,

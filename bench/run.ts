@@ -25,6 +25,7 @@ import {
 import { DESCRIPTIONS, EXPECTED_REFUSALS, httpScenario } from './scenarios.ts';
 import { formatProfile, summarizeProfile } from './profile-summary.ts';
 import { PROFILE_DIR, runningSystem, startBenchSystem } from './system.ts';
+import { measureWebhooks, type WebhooksReport } from './webhooks.ts';
 import { repoRoot } from '../test/support/cluster.ts';
 
 /** Targets of the issue: full path / baseline throughput. */
@@ -164,6 +165,28 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       problems.push(...checks.map((c) => `${name}: ${c}`));
     }
 
+    // Webhooks after the HTTP scenarios (its endpoints would add deliveries to their earns), before
+    // the growth figure (which writes a million journal rows without events).
+    let webhooks: WebhooksReport | { skipped: string } = { skipped: '--skip-webhooks' };
+    if (!opts.skipWebhooks) {
+      webhooks = await measureWebhooks({
+        api,
+        fixture,
+        url: system.url,
+        stream: system.stream,
+        seconds: opts.webhookSeconds,
+        rate: opts.webhookRate,
+        capacityEvents: opts.webhookEvents,
+        connections: opts.connections,
+        log,
+      });
+      if (webhooks.steady.missing > 0) problems.push(`webhooks: ${webhooks.steady.missing} deliveries never arrived`);
+      if ('missing' in webhooks.capacity && webhooks.capacity.missing > 0)
+        problems.push(`webhooks capacity: ${webhooks.capacity.missing} deliveries never arrived`);
+      if (webhooks.steady.earn_errors > 0) problems.push(`webhooks: ${webhooks.steady.earn_errors} earns failed`);
+      await settle('webhooks');
+    }
+
     let growth: GrowthReport | { skipped: string };
     if (opts.skipGrowth) growth = { skipped: '--skip-growth' };
     else if (!pool) growth = { skipped: 'no database (pass --database-url with --url)' };
@@ -206,6 +229,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       memory_mb: system.memoryMb(),
       growth,
       expiry,
+      webhooks,
       event_backlog_wait_s: settled,
       notification_mail_backlog_at_end: await system.mailBacklog(),
       targets: {
@@ -214,6 +238,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
         memory: 'peak RSS <= 150 MB per service',
         growth: 'balance and history p50 at 1,000,000 rows within 1.5x of 10,000 rows',
         expiry: 'lots expired per second with 1,000,000 lots due (a figure, no target)',
+        webhooks: 'at least 1,000 deliveries/s sustained; event-to-delivery p99 under 1 s at 500 events/s',
       },
       problems,
     };

@@ -29,12 +29,23 @@ export interface BenchSystem {
   settle(maxSeconds: number): Promise<number | null>;
   /** Notification mails still waiting in identity's consumer (null: unknown). */
   mailBacklog(): Promise<number | null>;
+  /**
+   * The started system's NATS and subject root, and a way to stop and start its webhooks replica
+   * (the webhooks scenario builds a backlog while it is down, then times how fast it drains); null
+   * for --url.
+   */
+  stream: {
+    natsUrl: string;
+    root: string;
+    pauseWebhooks: () => Promise<void>;
+    resumeWebhooks: () => Promise<void>;
+  } | null;
   stop(): Promise<void>;
 }
 
 const PG_ADMIN_URL =
   process.env.BENCH_POSTGRES_URL || process.env.LOYALTY_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
-const SERVICES = ['identity', 'ledger', 'claims', 'referrals'] as const;
+const SERVICES = ['identity', 'ledger', 'claims', 'referrals', 'webhooks'] as const;
 
 /**
  * An SMTP server that accepts and drops every message (the bench measures the platform, not a mail
@@ -119,6 +130,8 @@ export async function startBenchSystem(opts: {
     // The lot sweep every second instead of every minute, so the expiry figure (bench/expiry.ts)
     // starts at once; a pass that finds nothing due is three index lookups.
     LOT_SWEEP_INTERVAL_MS: '1000',
+    // The webhooks scenario's receiver listens on 127.0.0.1.
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
   };
   if (opts.profile) {
     rmSync(PROFILE_DIR, { recursive: true, force: true });
@@ -152,6 +165,12 @@ export async function startBenchSystem(opts: {
     memoryMb: () => cluster.peakMemoryMb(),
     settle: (maxSeconds) => waitForEventBacklog(natsUrl, root, databaseUrl, maxSeconds),
     mailBacklog: () => withBacklog(natsUrl, databaseUrl, async (nc, db) => (await eventBacklog(nc, root, db)).mail),
+    stream: {
+      natsUrl,
+      root,
+      pauseWebhooks: async () => void (await cluster.of('webhooks')[0]!.signal('SIGTERM')),
+      resumeWebhooks: () => cluster.of('webhooks')[0]!.start(),
+    },
     pids: () => Object.fromEntries(cluster.replicas.map((r) => [r.service, r.pid ?? 0])),
     async stop() {
       await cluster.stop();
@@ -179,6 +198,13 @@ async function eventBacklog(nc: NatsConnection, root: string, db: pg.Client): Pr
   for (const { s } of schemas) {
     const { rows } = await db.query<{ n: string }>(
       `SELECT count(*) AS n FROM "${s}".outbox WHERE published_at IS NULL`,
+    );
+    backlog.work += Number(rows[0]!.n);
+  }
+  // Webhook deliveries still to send (the webhooks scenario's, or a retry).
+  if (schemas.some(({ s }) => s === 'webhooks')) {
+    const { rows } = await db.query<{ n: string }>(
+      `SELECT count(*) AS n FROM webhooks.deliveries WHERE status = 'pending'`,
     );
     backlog.work += Number(rows[0]!.n);
   }
@@ -296,6 +322,7 @@ export function runningSystem(url: string, databaseUrl: string | undefined): Ben
     pids: () => Object.fromEntries(systemProcesses(url).map((p) => [p.service, p.pid])),
     settle: async () => null,
     mailBacklog: async () => null,
+    stream: null,
     async stop() {},
   };
 }

@@ -3,7 +3,7 @@
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 
-export const usage = `loyalty-admin: provision tenants, apps, cards and rewards through the operator API
+export const usage = `loyalty-admin: provision tenants, apps, cards, rewards and webhooks through the operator API
 
 Usage: loyalty-admin <command> [options] [--json]
 
@@ -11,8 +11,11 @@ Environment: LOYALTY_URL (default http://127.0.0.1:3000), OPERATOR_TOKEN (requir
 Output: a table (lists) or "field: value" lines by default; --json prints the response's data as JSON.
 
 Commands:
-  tenant:create --name NAME [--sandbox]            create a tenant (sandbox: OTP codes in responses, mail to the sink)
+  tenant:create --name NAME [--sandbox] [--contact-email EMAIL]
+                                                   create a tenant (sandbox: OTP codes in responses, mail to the sink)
   tenant:list                                      list tenants
+  tenant:update --tenant ID --contact-email EMAIL|none
+                                                   where the platform writes about the tenant's integration
   app:create --tenant ID --name NAME [--scopes a,b] create an app; prints its API key once
   app:list --tenant ID                             list a tenant's apps (never their keys)
   app:rotate --app APP_ID                          issue a new key; the old one stops working at once
@@ -34,6 +37,18 @@ Commands:
                                                    create a staff user (the first manager); they sign in at /console
   staff:list --tenant ID                           list a tenant's staff users
   audit:verify --tenant ID                         verify the tenant's audit hash chain; exits 1 when a row was edited or deleted
+  webhook:create --tenant ID --url URL [--events a,b] [--description TEXT]
+                                                   add a webhook endpoint (events default *); prints its secret once
+  webhook:list --tenant ID                         list a tenant's webhook endpoints
+  webhook:get --tenant ID --endpoint ID            one endpoint
+  webhook:update --tenant ID --endpoint ID [--url URL] [--events a,b] [--description TEXT] [--enable | --disable]
+                                                   change an endpoint; --disable gives up its pending deliveries
+  webhook:delete --tenant ID --endpoint ID         delete an endpoint
+  webhook:rotate-secret --tenant ID --endpoint ID  a new secret (printed once); the old one signs too for 24 h
+  webhook:ping --tenant ID --endpoint ID           send a ping event now
+  webhook:deliveries --tenant ID --endpoint ID [--status pending|delivered|failed] [--limit N]
+                                                   an endpoint's delivery log, newest first
+  webhook:redeliver --tenant ID --delivery ID      send a delivery again now
   call METHOD PATH [JSON]                          any other operator call, e.g. call GET /admin/v1/tenants
   help, --help, -h                                 this text
 `;
@@ -63,6 +78,16 @@ const options = {
   'warning-days': { type: 'string' },
   email: { type: 'string' },
   role: { type: 'string' },
+  'contact-email': { type: 'string' },
+  url: { type: 'string' },
+  events: { type: 'string' },
+  description: { type: 'string' },
+  endpoint: { type: 'string' },
+  delivery: { type: 'string' },
+  status: { type: 'string' },
+  limit: { type: 'string' },
+  enable: { type: 'boolean', default: false },
+  disable: { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
@@ -95,11 +120,29 @@ function requestOf(
   v: Values,
 ): { method: string; path: string; body?: unknown } {
   const tenantPath = () => `/admin/v1/tenants/${need(v.tenant, 'tenant')}`;
+  const endpointPath = () => `${tenantPath()}/webhooks/endpoints/${need(v.endpoint, 'endpoint')}`;
+  const list = (text: string) =>
+    text
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
   switch (command) {
     case 'tenant:create':
-      return { method: 'POST', path: '/admin/v1/tenants', body: { name: need(v.name, 'name'), sandbox: v.sandbox } };
+      return {
+        method: 'POST',
+        path: '/admin/v1/tenants',
+        body: {
+          name: need(v.name, 'name'),
+          sandbox: v.sandbox,
+          ...(v['contact-email'] ? { contact_email: v['contact-email'] } : {}),
+        },
+      };
     case 'tenant:list':
       return { method: 'GET', path: '/admin/v1/tenants' };
+    case 'tenant:update': {
+      const email = need(v['contact-email'], 'contact-email');
+      return { method: 'PATCH', path: tenantPath(), body: { contact_email: email === 'none' ? null : email } };
+    }
     case 'app:create': {
       const scopes = (v.scopes ?? '').split(',').map((s) => s.trim());
       return {
@@ -151,6 +194,48 @@ function requestOf(
       return { method: 'GET', path: `${tenantPath()}/staff` };
     case 'audit:verify':
       return { method: 'GET', path: `${tenantPath()}/audit/verify` };
+    case 'webhook:create':
+      return {
+        method: 'POST',
+        path: `${tenantPath()}/webhooks/endpoints`,
+        body: {
+          url: need(v.url, 'url'),
+          event_types: list(v.events ?? '*'),
+          ...(v.description !== undefined ? { description: v.description } : {}),
+        },
+      };
+    case 'webhook:list':
+      return { method: 'GET', path: `${tenantPath()}/webhooks/endpoints` };
+    case 'webhook:get':
+      return { method: 'GET', path: endpointPath() };
+    case 'webhook:update': {
+      if (v.enable && v.disable) throw new UsageError('--enable and --disable exclude each other');
+      return {
+        method: 'PATCH',
+        path: endpointPath(),
+        body: {
+          ...(v.url !== undefined ? { url: v.url } : {}),
+          ...(v.events !== undefined ? { event_types: list(v.events) } : {}),
+          ...(v.description !== undefined ? { description: v.description } : {}),
+          ...(v.enable ? { enabled: true } : v.disable ? { enabled: false } : {}),
+        },
+      };
+    }
+    case 'webhook:delete':
+      return { method: 'DELETE', path: endpointPath() };
+    case 'webhook:rotate-secret':
+      return { method: 'POST', path: `${endpointPath()}/rotate-secret` };
+    case 'webhook:ping':
+      return { method: 'POST', path: `${endpointPath()}/ping` };
+    case 'webhook:deliveries': {
+      const query = new URLSearchParams({
+        ...(v.status ? { status: v.status } : {}),
+        ...(v.limit ? { limit: String(number(v.limit, 'limit')) } : {}),
+      }).toString();
+      return { method: 'GET', path: `${endpointPath()}/deliveries${query ? `?${query}` : ''}` };
+    }
+    case 'webhook:redeliver':
+      return { method: 'POST', path: `${tenantPath()}/webhooks/deliveries/${need(v.delivery, 'delivery')}/redeliver` };
     case 'call': {
       const [method, path, body] = rest;
       return {

@@ -41,8 +41,10 @@ export function run(command, opts = {}) {
 
 export function checkNode() {
   const [major, minor] = process.versions.node.split('.').map(Number);
-  if (major < 20 || (major === 20 && minor < 11))
-    fail(`Node.js 20.11 or newer is needed (this is ${process.versions.node}).`);
+  const patch = Number(process.versions.node.split('.')[2]);
+  // 20.18.1: undici 7 (the webhooks service's HTTP client) and testcontainers need it.
+  if (major < 20 || (major === 20 && (minor < 18 || (minor === 18 && patch < 1))))
+    fail(`Node.js 20.18.1 or newer is needed (this is ${process.versions.node}).`);
 }
 
 /** pnpm through npm when it is missing (corepack cannot fetch it here). */
@@ -399,7 +401,7 @@ async function waitContainerReady(kind, name, port, secrets) {
 // then a project-owned nats-server runs with the generated config (var/nats/nats-server.conf)
 // on 127.0.0.1:$LOYALTY_NATS_PORT (4223), and `npm start` and the tests use that one.
 
-export const NATS_USERS = ['gateway', 'identity', 'ledger', 'claims', 'referrals', 'admin'];
+export const NATS_USERS = ['gateway', 'identity', 'ledger', 'claims', 'referrals', 'webhooks', 'admin'];
 const natsDir = path.join(root, 'var', 'nats');
 const natsConfig = path.join(natsDir, 'nats-server.conf');
 const natsPidFile = path.join(natsDir, 'nats-server.pid');

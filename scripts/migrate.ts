@@ -11,7 +11,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const root = existsSync(path.join(here, '..', 'services')) ? path.join(here, '..') : path.join(here, '..', '..');
 const log = createLogger('migrate', process.env.LOG_LEVEL ?? 'info');
 const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/loyalty';
-const services = (process.env.SERVICES ?? 'identity,ledger,claims,referrals')
+const services = (process.env.SERVICES ?? 'identity,ledger,claims,referrals,webhooks')
   .split(',')
   .map((s) => s.trim())
   .filter(Boolean);

@@ -1,6 +1,6 @@
 // Demo data for `npm start`, through the operator API. Idempotent: when var/demo-credentials.json
 // exists and its keys still work, nothing is created again; otherwise two sandbox tenants are made,
-// each with an app holding all five scopes and one holding only the read scopes, a cashback card,
+// each with an app holding every scope and one holding only the read scopes, a cashback card,
 // and a points card with referral bonuses and two rewards.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -15,7 +15,7 @@ const baseUrl = (process.env.LOYALTY_URL ?? 'http://127.0.0.1:3000').replace(/\/
 const token = process.env.OPERATOR_TOKEN;
 if (!token) throw new Error('OPERATOR_TOKEN is not set');
 
-const ALL_SCOPES = ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read'];
+const ALL_SCOPES = ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read', 'webhooks_manage'];
 const READ_SCOPES = ['points_read', 'cashback_read', 'card_read'];
 
 interface DemoApp {
@@ -49,12 +49,13 @@ export async function admin<T>(method: string, urlPath: string, body?: unknown):
   return json.data;
 }
 
-/** The existing demo, if its first app's key still authenticates. */
+/** The existing demo, if its first app's key still authenticates and holds every scope of today. */
 async function existingDemo(): Promise<Demo | undefined> {
   if (!existsSync(file)) return undefined;
   const demo = JSON.parse(readFileSync(file, 'utf8')) as Demo;
   const app = demo.tenants[0]?.apps[0];
-  if (!app) return undefined;
+  // A demo made before a scope existed (webhooks_manage) is made again, so every step of the README works.
+  if (!app || !ALL_SCOPES.every((s) => app.scopes.includes(s))) return undefined;
   const res = await fetch(`${baseUrl}/api/v1/auth/member/check`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-app-id': app.app_id, 'x-api-key': app.api_key },

@@ -101,6 +101,11 @@ const env = {
   PORT: String(PORT),
   OPS_HOST: '127.0.0.1',
   PUBLIC_BASE_URL: `http://127.0.0.1:${PORT}`,
+  // Local development: webhook endpoints may be receivers on this machine (127.0.0.1). Never in
+  // production, where the SSRF rule refuses private targets.
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: process.env.WEBHOOK_ALLOW_PRIVATE_TARGETS ?? 'true',
+  // Where notices about tenants without a contact email go (a disabled webhook endpoint): the sink.
+  OPERATOR_EMAIL: process.env.OPERATOR_EMAIL ?? 'operator@loyalty.local',
 };
 
 const children = [];
@@ -162,6 +167,7 @@ const services = [
   ['ledger', 9102],
   ['claims', 9103],
   ['referrals', 9104],
+  ['webhooks', 9105],
 ];
 for (const [name, opsPort] of services) {
   step(`starting ${name} (ops port ${opsPort}, log var/log/${name}.log)`);

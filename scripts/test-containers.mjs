@@ -6,7 +6,7 @@
 //  2. base images: each image deploy/compose.yaml and deploy/Dockerfile use is pulled; when no
 //     registry answers, a stand-in is built under the same name from Debian packages and the npm
 //     registry (scripts/containers/standins.mjs, cached) and the summary says so;
-//  3. every image of deploy/Dockerfile (gateway, identity, ledger, claims, referrals, migrate);
+//  3. every image of deploy/Dockerfile (gateway, identity, ledger, claims, referrals, webhooks, migrate);
 //  4. deploy/compose.yaml up (project loyalty-test, gateway on GATEWAY_PORT, default 38300), until
 //     every container is healthy;
 //  5. the smoke flow through the gateway (scripts/containers/flow.mjs);
@@ -35,7 +35,7 @@ const GATEWAY_PORT = process.env.GATEWAY_PORT || '38300';
 const MAILPIT_UI_PORT = process.env.MAILPIT_UI_PORT || '38325';
 const BURST = Number(process.env.BURST ?? 600);
 const BURST_CONCURRENCY = Number(process.env.BURST_CONCURRENCY ?? 16);
-const images = ['gateway', 'identity', 'ledger', 'claims', 'referrals', 'migrate'];
+const images = ['gateway', 'identity', 'ledger', 'claims', 'referrals', 'webhooks', 'migrate'];
 const baseUrl = `http://127.0.0.1:${GATEWAY_PORT}`;
 
 const startedAll = performance.now();
@@ -290,7 +290,7 @@ try {
   });
 
   summary.readOnly = Object.fromEntries(
-    ['gateway', 'identity', 'ledger', 'claims', 'referrals'].map((s) => {
+    ['gateway', 'identity', 'ledger', 'claims', 'referrals', 'webhooks'].map((s) => {
       const id = containerOf(s);
       const cfg = must('docker', ['inspect', '--format', '{{.Config.User}} {{.HostConfig.ReadonlyRootfs}}', id]).trim();
       return [s, cfg];
@@ -379,7 +379,18 @@ try {
   failed = err;
   console.error(`[containers] FAILED: ${err.stack ?? err}`);
   if (compose && upStarted) {
-    for (const s of ['gateway', 'identity', 'ledger', 'claims', 'referrals', 'nats', 'postgres', 'redis', 'mailpit']) {
+    for (const s of [
+      'gateway',
+      'identity',
+      'ledger',
+      'claims',
+      'referrals',
+      'webhooks',
+      'nats',
+      'postgres',
+      'redis',
+      'mailpit',
+    ]) {
       const id = containerOf(s);
       if (!id) continue;
       const state = stateOf(id);

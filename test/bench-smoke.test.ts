@@ -23,6 +23,7 @@ describe('npm run bench (smoke)', () => {
         ...['--duration', '1', '--warmup', '0', '--connections', '2', '--members', '20', '--history-rows', '40'],
         ...['--growth-rows', '400', '--growth-requests', '20', '--redeem-accounts', '2', '--redeem-balance', '0.5'],
         ...['--expiry-lots', '200'],
+        ...['--webhook-seconds', '1', '--webhook-rate', '40', '--webhook-events', '200'],
       ]),
       quiet: true,
       build: false, // the suite's global set-up has built the services
@@ -57,7 +58,19 @@ describe('npm run bench (smoke)', () => {
     expect(redeem.expected_refusals).toBeGreaterThan(0);
     expect(report.problems).toEqual([]);
 
-    for (const service of ['gateway', 'identity', 'ledger', 'claims', 'referrals'])
+    // The webhooks scenario: every delivery arrived, with figures beside their targets.
+    expect('steady' in report.webhooks).toBe(true);
+    if ('steady' in report.webhooks) {
+      const w = report.webhooks;
+      expect(w.steady.earns).toBeGreaterThan(0);
+      expect(w.steady.deliveries).toBeGreaterThanOrEqual(w.steady.earns);
+      expect(w.steady.missing).toBe(0);
+      expect(w.steady.p99_ms).toBeGreaterThanOrEqual(w.steady.p50_ms);
+      expect(w.capacity).toMatchObject({ events: 200, deliveries: 400, missing: 0 });
+      expect('deliveries_per_s' in w.capacity && w.capacity.deliveries_per_s).toBeGreaterThan(0);
+      expect(w.targets).toEqual({ deliveries_per_s: 1000, p99_ms: 1000, rate_per_s: 500 });
+    }
+    for (const service of ['gateway', 'identity', 'ledger', 'claims', 'referrals', 'webhooks'])
       expect(report.memory_mb[service]).toBeGreaterThan(10);
     expect(report.machine.cpu_calibration_ms).toBeGreaterThan(0);
     expect('balance' in report.growth).toBe(true);
@@ -75,6 +88,12 @@ describe('npm run bench (smoke)', () => {
     const table = formatTable(report);
     expect(table).toMatch(/expiry: [\d,]+ lots\/s/);
     for (const name of ALL_SCENARIOS) expect(table).toContain(name);
+    expect(table).toMatch(
+      /webhooks, one endpoint, healthy local receiver: steady .* deliveries\/s, event to delivery p50/,
+    );
+    expect(table).toMatch(
+      /webhooks capacity, one replica draining a backlog for 2 endpoints: 400 deliveries of 200 events/,
+    );
     const written = await writeReport(report, out);
     expect(written.map((p) => path.basename(p))).toEqual(['latest.json', 'latest.svg', 'latest.png']);
     const json = JSON.parse(readFileSync(path.join(out, 'latest.json'), 'utf8')) as {

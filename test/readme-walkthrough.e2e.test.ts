@@ -48,7 +48,7 @@ function run(
 }
 
 beforeAll(async () => {
-  sys = await startTestSystem({ services: ['identity', 'ledger', 'claims', 'referrals'] });
+  sys = await startTestSystem({ services: ['identity', 'ledger', 'claims', 'referrals', 'webhooks'] });
   dir = mkdtempSync(path.join(tmpdir(), 'loyalty-walkthrough-'));
 });
 afterAll(async () => {

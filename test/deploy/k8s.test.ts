@@ -257,7 +257,7 @@ describe.each([
   });
 
   it('gives every service a compliant Deployment, a Service and a PodDisruptionBudget', () => {
-    expect(serviceNames).toEqual(['claims', 'gateway', 'identity', 'ledger', 'referrals']);
+    expect(serviceNames).toEqual(['claims', 'gateway', 'identity', 'ledger', 'referrals', 'webhooks']);
     expect(serviceNames.flatMap((s) => deploymentProblems(s, ms, secretKeys))).toEqual([]);
     expect(
       ms
@@ -352,7 +352,7 @@ describe('base', () => {
   it('uses the local image names that deploy/compose.yaml builds', () => {
     for (const m of base)
       for (const c of containersOf(m))
-        expect(c.image).toMatch(/^loyalty\/(gateway|identity|ledger|claims|referrals|migrate):dev$/);
+        expect(c.image).toMatch(/^loyalty\/(gateway|identity|ledger|claims|referrals|webhooks|migrate):dev$/);
   });
 });
 
@@ -582,6 +582,7 @@ const egressAllowed: Record<string, number[]> = {
   ledger: [53, 4222, 5432],
   claims: [53, 4222, 5432],
   referrals: [53, 4222, 5432],
+  webhooks: [53, 4222, 5432, 80, 443],
   migrate: [53, 5432],
   pgbouncer: [53, 5432],
 };
@@ -591,6 +592,7 @@ const egressRequired: Record<string, number[]> = {
   ledger: [4222, 5432],
   claims: [4222, 5432],
   referrals: [4222, 5432],
+  webhooks: [4222, 5432, 80, 443],
   migrate: [5432],
   pgbouncer: [5432],
 };
@@ -631,9 +633,37 @@ describe.each([
   ['base', base],
   ['production overlay', production],
 ])('network policies of the %s', (_name, ms) => {
-  it('isolate every pod; only the gateway takes ingress; services reach only NATS, PostgreSQL, Redis, SMTP, DNS', () => {
+  it('isolate every pod; only the gateway takes ingress; services reach only NATS, PostgreSQL, Redis, SMTP, DNS, and webhooks the web', () => {
     expect(workloads(ms).length).toBeGreaterThanOrEqual(serviceNames.length + 1);
     expect(networkProblems(ms)).toEqual([]);
+  });
+
+  it('let only webhooks out to the internet, on 80 and 443, and never to private or link-local ranges', () => {
+    for (const w of workloads(ms)) {
+      const web = rulesFor(ms, w.labels, 'Egress').rules.filter((r) =>
+        portsOf(r.rule, w.ports).some((p) => p === 80 || p === 443),
+      );
+      if (w.name !== 'webhooks') {
+        expect(web, w.name).toEqual([]);
+        continue;
+      }
+      expect(web).toHaveLength(1);
+      const { rule } = web[0]!;
+      expect(portsOf(rule, w.ports).sort()).toEqual([443, 80]);
+      const blocks = (rule.to ?? []).map((peer) => peer.ipBlock as { cidr: string; except?: string[] });
+      expect(blocks.map((b) => b.cidr)).toEqual(['0.0.0.0/0', '::/0']);
+      for (const range of [
+        '10.0.0.0/8',
+        '172.16.0.0/12',
+        '192.168.0.0/16',
+        '169.254.0.0/16',
+        '127.0.0.0/8',
+        '100.64.0.0/10',
+      ])
+        expect(blocks[0]!.except).toContain(range);
+      for (const range of ['fc00::/7', 'fe80::/10', '::1/128', '::ffff:0:0/96'])
+        expect(blocks[1]!.except).toContain(range);
+    }
   });
 
   it('reach NATS only in its namespace, on 4222', () => {

@@ -8,6 +8,7 @@ import { GatewayConfig } from '../../services/gateway/src/config.ts';
 import { IdentityConfig } from '../../services/identity/src/config.ts';
 import { LedgerConfig } from '../../services/ledger/src/config.ts';
 import { ReferralsConfig } from '../../services/referrals/src/config.ts';
+import { WebhooksConfig } from '../../services/webhooks/src/config.ts';
 
 export const root = path.resolve(import.meta.dirname, '..', '..');
 
@@ -17,6 +18,7 @@ const schemas: Record<string, z.ZodObject> = {
   ledger: LedgerConfig,
   claims: ClaimsConfig,
   referrals: ReferralsConfig,
+  webhooks: WebhooksConfig,
 };
 
 /** Every service of the repository: a folder under services/ with a src/main.ts. */

@@ -7,7 +7,7 @@ import { connectAs } from '../support/nats.ts';
 /** Every service is observable: health, readiness, Prometheus metrics, and NATS micro discovery. */
 let sys: TestSystem;
 beforeAll(async () => {
-  sys = await startTestSystem({ services: ['identity', 'ledger', 'claims', 'referrals'] });
+  sys = await startTestSystem({ services: ['identity', 'ledger', 'claims', 'referrals', 'webhooks'] });
 });
 afterAll(async () => sys?.stop());
 
@@ -18,7 +18,7 @@ it('answers /healthz, /readyz and /metrics on every ops port', async () => {
     gateway: sys.gateway.opsPort,
     ...Object.fromEntries(Object.entries(sys.services).map(([n, s]) => [n, s!.opsPort])),
   };
-  expect(Object.keys(ports).sort()).toEqual(['claims', 'gateway', 'identity', 'ledger', 'referrals']);
+  expect(Object.keys(ports).sort()).toEqual(['claims', 'gateway', 'identity', 'ledger', 'referrals', 'webhooks']);
   for (const [name, port] of Object.entries(ports)) {
     expect((await ops(port, '/healthz')).status, name).toBe(200);
     const ready = await ops(port, '/readyz');
@@ -64,6 +64,10 @@ it('counts HTTP routes, NATS operations, error codes, outbox backlog and consume
   const ledger = await (await ops(sys.services.ledger!.opsPort, '/metrics')).text();
   expect(ledger).toMatch(/loyalty_outbox_backlog\{[^}]*\} \d+/);
   expect(ledger).toMatch(/loyalty_outbox_oldest_age_seconds\{[^}]*\} [\d.]+/);
+  const webhooks = await (await ops(sys.services.webhooks!.opsPort, '/metrics')).text();
+  expect(webhooks).toMatch(/loyalty_consumer_pending\{[^}]*consumer="webhooks-intake"[^}]*\} \d+/);
+  expect(webhooks).toContain('# TYPE loyalty_webhook_attempts_total counter');
+  expect(webhooks).toContain('# TYPE loyalty_webhook_backlog gauge');
 });
 
 it('registers every service with the NATS services protocol ($SRV discovery and stats)', async () => {
@@ -80,7 +84,8 @@ it('registers every service with the NATS services protocol ($SRV discovery and 
     await new Promise((r) => setTimeout(r, 500));
     sub.unsubscribe();
     const root = sys.env.SUBJECT_ROOT;
-    for (const name of ['identity', 'ledger', 'claims', 'referrals']) expect(found).toContain(`${root}-${name}`);
+    for (const name of ['identity', 'ledger', 'claims', 'referrals', 'webhooks'])
+      expect(found).toContain(`${root}-${name}`);
     const stats = await nc.request(`$SRV.STATS.${root}-identity`, undefined, { timeout: 2_000 });
     expect(stats.json<{ endpoints: { name: string }[] }>().endpoints.map((e) => e.name)).toContain('member_check');
   } finally {

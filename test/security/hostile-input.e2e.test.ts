@@ -37,15 +37,20 @@ const TABLES = [
   'identity.staff_sessions',
   'referrals.referrals',
   'referrals.referral_codes',
+  'webhooks.endpoints',
+  'webhooks.events',
+  'webhooks.deliveries',
 ];
 
 beforeAll(async () => {
   // A loaded machine (tests of several checkouts at once) can take more than the default 1.5 s to answer.
   sys = await startTestSystem({
-    services: ['identity', 'ledger', 'claims', 'referrals'],
+    services: ['identity', 'ledger', 'claims', 'referrals', 'webhooks'],
     env: { REQUEST_TIMEOUT_MS: '10000' },
   });
-  creds = await sys.tenant();
+  creds = await sys.tenant({
+    scopes: ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read', 'webhooks_manage'],
+  });
   cashback = await cashbackCard(sys, creds.tenantId);
   points = await pointsCard(sys, creds.tenantId);
   rewardId = await reward(sys, creds.tenantId, points, 10);
@@ -129,6 +134,11 @@ function validValue(op: Operation, f: Field): unknown {
     points_cost: 10,
     cashback_percentage: 5,
     claim_lifetime_hours: 72,
+    endpoint_id: 999_999,
+    delivery_id: 999_999,
+    url: 'http://127.0.0.1:9/hook',
+    event_types: ['*'],
+    contact_email: 'it@example.com',
   };
   if (name in byName) return byName[name];
   const base = unwrap(f.schema)._zod.def as { type: string; entries?: Record<string, string> };

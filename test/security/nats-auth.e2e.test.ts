@@ -197,6 +197,32 @@ describe("the gateway's user", () => {
   });
 });
 
+describe("the webhooks service's user", () => {
+  it('can ask identity whether a tenant exists, and nothing else of identity', async () => {
+    const { nc, errors } = await as('webhooks');
+    const op = identityOperations.getTenant;
+    const ok = await callService(nc, `${root}.${op.service}.${op.operation}`, { meta: meta(), data: {} }, 'r', 2_000);
+    expect(ok).toMatchObject({ ok: true, data: { tenant: { id: live.tenantId, sandbox: false } } });
+    const resolve = identityOperations.resolveMember;
+    const subject = `${root}.${resolve.service}.${resolve.operation}`;
+    const seen = await spy(subject);
+    const refused = await callService(nc, subject, { meta: meta(), data: { member_id: member.id } }, 'r', 1_000);
+    expect(refused).toMatchObject({ ok: false, error: { code: 'service_unavailable' } });
+    await settle();
+    expect(seen.count()).toBe(0);
+    expect(errors).toContainEqual(expect.objectContaining({ subject, op: 'publish' }));
+  });
+
+  it("cannot publish another service's events or listen to the ledger's requests", async () => {
+    const { nc, errors } = await as('webhooks');
+    nc.publish(`${root}.events.ledger.points_earned`, '{}');
+    nc.subscribe(`${root}.ledger.>`, { callback: () => undefined });
+    await nc.flush();
+    await settle();
+    expect(errors.map((e) => e.subject).sort()).toEqual([`${root}.events.ledger.points_earned`, `${root}.ledger.>`]);
+  });
+});
+
 describe('a forged meta', () => {
   const issue = `${identityOperations.issueClaimOtp.service}.${identityOperations.issueClaimOtp.operation}`;
 

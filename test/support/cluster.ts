@@ -13,7 +13,7 @@ import { freePort } from './private-servers.ts';
  */
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-export type ClusterService = 'identity' | 'ledger' | 'claims' | 'referrals' | 'gateway';
+export type ClusterService = 'identity' | 'ledger' | 'claims' | 'referrals' | 'webhooks' | 'gateway';
 
 export class Replica {
   child: ChildProcess | undefined;
@@ -135,7 +135,7 @@ export class Cluster {
 
   /** Compile the services unless `dist/` is already there and `rebuild` is false. */
   static build(rebuild = true): void {
-    const built = ['identity', 'ledger', 'claims', 'referrals', 'gateway'].every((s) =>
+    const built = ['identity', 'ledger', 'claims', 'referrals', 'webhooks', 'gateway'].every((s) =>
       existsSync(path.join(repoRoot, 'services', s, 'dist', 'main.js')),
     );
     if (built && !rebuild) return;

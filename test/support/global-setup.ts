@@ -87,5 +87,8 @@ export default async function setup(): Promise<() => Promise<void>> {
 
 /** This checkout's NATS passwords (var/secrets.json), made on the first run. */
 function natsPasswords() {
-  return ensureSecrets().nats as Record<'gateway' | 'identity' | 'ledger' | 'claims' | 'referrals' | 'admin', string>;
+  return ensureSecrets().nats as Record<
+    'gateway' | 'identity' | 'ledger' | 'claims' | 'referrals' | 'webhooks' | 'admin',
+    string
+  >;
 }

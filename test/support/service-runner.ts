@@ -21,6 +21,7 @@ import { readIdentityConfig, startIdentity } from '@loyalty/identity';
 import { readLedgerConfig, startLedger, type RunningLedger } from '@loyalty/ledger';
 import { readClaimsConfig, startClaims, type ClaimsOptions, type RunningClaims } from '@loyalty/claims';
 import { readReferralsConfig, startReferrals } from '@loyalty/referrals';
+import { readWebhooksConfig, startWebhooks, type RunningWebhooks } from '@loyalty/webhooks';
 import { MailSink } from './mail-sink.ts';
 import { connectAs, localNats, natsUserEnv } from './nats.ts';
 import { createTestDatabase, deleteEventStream, OPERATOR_TOKEN } from './system.ts';
@@ -40,6 +41,7 @@ interface Running {
   ledger: RunningLedger;
   claims: RunningClaims;
   referrals: RunningService;
+  webhooks: RunningWebhooks;
 }
 
 /** Options of a service's start function beyond the clock and the logger the runner passes (e.g. claims' faults). */
@@ -48,6 +50,7 @@ interface Extra {
   ledger: Record<never, never>;
   claims: Pick<ClaimsOptions, 'faults'>;
   referrals: Record<never, never>;
+  webhooks: Record<never, never>;
 }
 
 type In<S> = S extends z.ZodType ? z.input<S> : unknown;
@@ -192,6 +195,7 @@ export async function startService<N extends ServiceName>(
       ledger: () => startLedger(readLedgerConfig(env), { clock, log }),
       claims: () => startClaims(readClaimsConfig(env), { clock, log, ...extra }),
       referrals: () => startReferrals(readReferralsConfig(env), { clock, log }),
+      webhooks: () => startWebhooks(readWebhooksConfig(env), { clock, log }),
     };
     return (await starters[name]()) as Running[N];
   };

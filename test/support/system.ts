@@ -7,6 +7,7 @@ import { readGatewayConfig, startGateway, type RunningGateway } from '@loyalty/g
 import { readLedgerConfig, startLedger } from '@loyalty/ledger';
 import { readClaimsConfig, startClaims } from '@loyalty/claims';
 import { readReferralsConfig, startReferrals } from '@loyalty/referrals';
+import { readWebhooksConfig, startWebhooks } from '@loyalty/webhooks';
 import { checkResponse } from './contract.ts';
 import { MailSink } from './mail-sink.ts';
 import { connectAs, localNats, natsUserEnv } from './nats.ts';
@@ -38,7 +39,7 @@ export async function createTestDatabase(
   };
 }
 
-type ServiceName = 'identity' | 'ledger' | 'claims' | 'referrals';
+type ServiceName = 'identity' | 'ledger' | 'claims' | 'referrals' | 'webhooks';
 
 export interface TestSystem {
   url: string;
@@ -97,6 +98,8 @@ export async function startTestSystem(
     REQUEST_TIMEOUT_MS: '4000',
     NATS_URL: localNats().url,
     REDIS_URL,
+    // The tests' webhook receivers listen on 127.0.0.1; the SSRF tests turn this off.
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...opts.env,
   };
@@ -108,6 +111,7 @@ export async function startTestSystem(
     ledger: () => startLedger(readLedgerConfig(envOf('ledger')), { clock, log: log('ledger') }),
     claims: () => startClaims(readClaimsConfig(envOf('claims')), { clock, log: log('claims') }),
     referrals: () => startReferrals(readReferralsConfig(envOf('referrals')), { clock, log: log('referrals') }),
+    webhooks: () => startWebhooks(readWebhooksConfig(envOf('webhooks')), { clock, log: log('webhooks') }),
   };
   const services: Partial<Record<ServiceName, RunningService>> = {};
   for (const name of names) services[name] = await starters[name]();

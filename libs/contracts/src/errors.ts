@@ -35,6 +35,8 @@ export const errorCatalogue = {
   claim_request_not_found: { status: 404, message: 'Claim request not found.' },
   referral_code_not_found: { status: 404, message: 'Referral code not found.' },
   staff_not_found: { status: 404, message: 'Staff user not found.' },
+  webhook_endpoint_not_found: { status: 404, message: 'Webhook endpoint not found.' },
+  webhook_delivery_not_found: { status: 404, message: 'Webhook delivery not found.' },
   // 405: method
   method_not_allowed: { status: 405, message: 'This method is not allowed on this route.' },
   request_timeout: { status: 408, message: 'The request was not received in time.' },
@@ -52,6 +54,7 @@ export const errorCatalogue = {
   referral_already_applied: { status: 409, message: 'This member already has a referral on this card.' },
   staff_email_taken: { status: 409, message: 'A staff user with this email already exists for the tenant.' },
   last_manager: { status: 409, message: 'The tenant must keep at least one active manager.' },
+  webhook_endpoint_disabled: { status: 409, message: 'The webhook endpoint is disabled; enable it first.' },
   // 431: headers
   headers_too_large: { status: 431, message: 'The request headers are too large.' },
   // 422: business rules
@@ -67,6 +70,11 @@ export const errorCatalogue = {
     message: 'The reference names a purchase of another member or on another card; nothing was refunded.',
   },
   balance_limit_exceeded: { status: 422, message: 'The credit would take the balance past its maximum.' },
+  webhook_url_refused: {
+    status: 422,
+    message: 'The URL cannot be a webhook target (only public http or https addresses, without credentials).',
+  },
+  webhook_endpoint_limit: { status: 422, message: 'The tenant has as many webhook endpoints as it may have.' },
   pin_locked: { status: 423, message: 'PIN redemption is locked after repeated wrong PINs; try again later.' },
   // 429: limits
   rate_limited: { status: 429, message: 'Too many requests; slow down.' },

@@ -16,3 +16,5 @@ export * from './input.ts';
 export * from './events.ts';
 export * from './audit.ts';
 export * from './ops/staff.ts';
+export * from './ops/webhooks.ts';
+export * from './webhook-events.ts';

@@ -126,6 +126,13 @@ export const identityOperations = defineInternalOperations({
     request: VerifyClaimOtpRequest,
     reply: VerifyClaimOtpReply,
   },
+  /** The tenant of the meta, from identity's records (`tenant_not_found` when there is none). */
+  getTenant: {
+    service: 'identity',
+    operation: 'internal.tenant.get',
+    request: z.object({}),
+    reply: z.object({ tenant: z.object({ id: z.number().int(), sandbox: z.boolean() }) }),
+  },
 });
 
 /** A card as other services need it (ledger owns cards, rewards and their settings). */

@@ -3,7 +3,14 @@ import { StaffRole } from './audit.ts';
 import { Text } from './common.ts';
 import type { ErrorBody } from './errors.ts';
 
-export const scopes = ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read'] as const;
+export const scopes = [
+  'points_read',
+  'points_write',
+  'cashback_read',
+  'cashback_write',
+  'card_read',
+  'webhooks_manage',
+] as const;
 export const Scope = z.enum(scopes);
 export type Scope = z.infer<typeof Scope>;
 

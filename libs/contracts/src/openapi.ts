@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { errorCatalogue, type ErrorCode } from './errors.ts';
 import type { Operation } from './ops/types.ts';
+import { WEBHOOK_HEADERS, webhookEnvelopeSchema, webhookEventNames, webhookEventTypes } from './webhook-events.ts';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -227,7 +228,62 @@ const tagDescriptions: Record<string, string> = {
   'Staff: referrals': "The referral programme's statistics and top referrers.",
   'Staff: team': "Managers invite, change and deactivate the tenant's staff users.",
   'Staff: audit': "The tenant's tamper-evident audit log and its verification.",
+  Webhooks:
+    "Endpoints that receive the tenant's events as signed HTTP POSTs (see the `webhooks` section for every event type), and the log of their deliveries.",
+  'Webhooks (operator)': "Any tenant's webhook endpoints and deliveries, for the platform operator.",
+  'Webhook events': 'What the platform POSTs to webhook endpoints: one entry per event type.',
 };
+
+/**
+ * The OpenAPI 3.1 `webhooks` object: what the platform POSTs to an endpoint for each event type,
+ * with the signature headers and what the receiver answers.
+ */
+function webhooksSection(schemas: SchemaCollector): Record<string, unknown> {
+  const header = (name: string, description: string, example: string) => ({
+    name,
+    in: 'header',
+    required: true,
+    description,
+    schema: { type: 'string' },
+    example,
+  });
+  const parameters = [
+    header(
+      WEBHOOK_HEADERS.signature,
+      '`t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" under the endpoint secret>`; during a secret rotation a second `v1` (the old secret). Check one `v1` with a timestamp tolerance (the SDK: `verifyWebhookSignature`).',
+      't=1773480413,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd',
+    ),
+    header(
+      WEBHOOK_HEADERS.eventId,
+      'The event id (as `id` in the body): the same on every attempt.',
+      'b3c1f0d2-9a4e-4e0b-8f57-2f3c9d1e7a10',
+    ),
+    header(WEBHOOK_HEADERS.eventType, 'The event type (as `type` in the body).', 'points.earned'),
+  ];
+  const out: Record<string, unknown> = {};
+  for (const type of webhookEventNames) {
+    out[type] = {
+      post: {
+        operationId: `webhook.${type}`,
+        summary: webhookEventTypes[type].summary,
+        description:
+          'Delivered at least once: answer 2xx within 10 s, or the delivery is retried with exponential backoff and jitter for up to three days. De-duplicate on the event `id`.',
+        tags: ['Webhook events'],
+        security: [{ WebhookSignature: [] }],
+        parameters,
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: schemas.schemaOf(webhookEnvelopeSchema(type), 'output') } },
+        },
+        responses: {
+          '200': { description: 'Received (any 2xx). The body is not read beyond a few KB.' },
+          '400': { description: 'Any other answer (or none within 10 s) fails the attempt; it is retried.' },
+        },
+      },
+    };
+  }
+  return out;
+}
 
 /** The platform is not published under an open licence (package.json: private). */
 const license = { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' };
@@ -332,6 +388,14 @@ function build(ops: Record<string, Operation>, serverUrl: string, audience: Audi
             AppId: { type: 'apiKey', in: 'header', name: 'X-App-Id' },
             ApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
             MemberToken: { type: 'apiKey', in: 'header', name: 'X-Member-Token' },
+            // How a receiver knows a webhook (the `webhooks` section) comes from the platform.
+            WebhookSignature: {
+              type: 'apiKey',
+              in: 'header',
+              name: WEBHOOK_HEADERS.signature,
+              description:
+                'Sent by the platform with every webhook: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" under the endpoint secret>`, and a second `v1` (the old secret) for 24 hours after a rotation. Accept a request when one `v1` matches and `t` is within a tolerance of now (5 minutes); the SDK does both (`verifyWebhookSignature`).',
+            },
           };
   return {
     openapi: '3.1.0',
@@ -360,11 +424,14 @@ function build(ops: Record<string, Operation>, serverUrl: string, audience: Audi
                 'Membership with one-time codes, cashback, points, reward claims and referrals. Every call sends `X-App-Id` and `X-Api-Key`. Failures use `{ success: false, error: { code, message, ... } }`.',
             },
     servers: [{ url: serverUrl }],
-    tags: [...new Set(Object.values(ops).map((op) => op.tag))].map((name) => ({
+    tags: [
+      ...new Set([...Object.values(ops).map((op) => op.tag), ...(audience === 'merchant' ? ['Webhook events'] : [])]),
+    ].map((name) => ({
       name,
       description: tagDescriptions[name] ?? name,
     })),
     paths,
+    ...(audience === 'merchant' ? { webhooks: webhooksSection(schemas) } : {}),
     components: {
       securitySchemes,
       // Only the headers this document's responses use (the operator API has no per-app limits).

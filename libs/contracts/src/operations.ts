@@ -4,6 +4,7 @@ import { claimsOperations } from './ops/claims.ts';
 import { cashbackOperations, ledgerAdminOperations, memberPinOperations, pointsOperations } from './ops/ledger.ts';
 import { quoteOperations } from './ops/quotes.ts';
 import { referralOperations } from './ops/referrals.ts';
+import { webhookAdminOperations, webhookOperations } from './ops/webhooks.ts';
 import { operationExamples } from './ops/examples.ts';
 import { staffAdminOperations, staffOperations } from './ops/staff.ts';
 import { staffOperationExamples } from './ops/staff-examples.ts';
@@ -32,6 +33,7 @@ export const operations: Record<string, Operation> = withExamples({
   ...pointsOperations,
   ...quoteOperations,
   ...memberPinOperations,
+  ...webhookOperations,
 });
 
 /** The operator (provisioning) table, served under /admin/v1 behind the operator token. */
@@ -39,6 +41,7 @@ export const operatorOperations: Record<string, Operation> = withExamples({
   ...adminOperations,
   ...ledgerAdminOperations,
   ...staffAdminOperations,
+  ...webhookAdminOperations,
 });
 
 /** The staff API table, served under /staff/v1 behind staff tokens (the console uses it); its own document. */

@@ -3,7 +3,7 @@
  * for JetStream domain events. The root ("loyalty") is configurable so that test runs and
  * environments sharing one NATS server never see each other's traffic.
  */
-export const services = ['identity', 'ledger', 'claims', 'referrals'] as const;
+export const services = ['identity', 'ledger', 'claims', 'referrals', 'webhooks'] as const;
 export type ServiceName = (typeof services)[number];
 
 export class Subjects {
@@ -27,6 +27,10 @@ export class Subjects {
   /** Core-NATS broadcast telling every ledger replica to forget a card it has cached (settings changed). */
   cardsChanged(): string {
     return `${this.root}.broadcast.cards-changed`;
+  }
+  /** Core-NATS broadcast telling every webhooks replica to forget an endpoint it holds (changed, disabled, deleted). */
+  webhookEndpointsChanged(): string {
+    return `${this.root}.broadcast.webhook-endpoints-changed`;
   }
   /** JetStream stream name for this root (stream names cannot contain dots). */
   streamName(): string {

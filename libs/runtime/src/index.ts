@@ -44,3 +44,4 @@ export { runService, type RunningService, type ServiceRuntime } from './service.
 export { ensureEventStream, Outbox, OutboxRelay, type NewEvent, type OutboxEvent } from './outbox.ts';
 export { EventConsumer } from './consumer.ts';
 export { auditActor, recordAudit } from './audit.ts';
+export { EventBatchConsumer } from './batch-consumer.ts';

@@ -75,6 +75,20 @@ describe('natsPermissions', () => {
       subscribe: ['loyalty.referrals.>', '$SRV.>', '_INBOX_referrals.>'],
       allowResponses: true,
     });
+    expect(natsPermissions('loyalty', 'webhooks')).toEqual({
+      publish: [
+        'loyalty.identity.internal.tenant.get',
+        '_INBOX_gateway.>',
+        '_INBOX.>',
+        'loyalty.events.webhooks.>',
+        'loyalty.broadcast.webhook-endpoints-changed',
+        ...js,
+        ...consumer,
+      ],
+      subscribe: ['loyalty.webhooks.>', '$SRV.>', '_INBOX_webhooks.>', 'loyalty.broadcast.webhook-endpoints-changed'],
+      // Replies to the gateway (and operators' tools) by an explicit allow: no per-message bookkeeping.
+      allowResponses: false,
+    });
   });
 
   it('uses wildcards for the root and the stream when one server serves every root', () => {
@@ -110,7 +124,8 @@ describe('natsServerConfig', () => {
     expect(config).toContain('listen: "0.0.0.0:4222"');
     expect(config).toContain('jetstream: { store_dir: "/data/js" }');
     expect(config).toContain('tls: { cert_file: "/tls/cert.pem", key_file: "/tls/key.pem" }');
-    expect(config.match(/user: "/g)).toHaveLength(5);
+    expect(config.match(/user: "/g)).toHaveLength(natsUsers.length);
+    expect(natsUsers).toContain('webhooks');
     expect(config).not.toContain('user: "admin"');
   });
 

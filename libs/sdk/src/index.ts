@@ -6,6 +6,13 @@ import type { paths } from './schema.ts';
 export type { components, operations, paths } from './schema.ts';
 export { LoyaltyApiError, LoyaltyResponseError, type LoyaltyErrorCode, type LoyaltyFailure } from './errors.ts';
 export { backoffMs, isRetrySafe, retryAfterMs, retryingFetch, type RetryOptions } from './retry.ts';
+export {
+  verifyWebhookSignature,
+  WebhookSignatureError,
+  type VerifyWebhookOptions,
+  type WebhookEndpoint,
+  type WebhookEvent,
+} from './webhooks.ts';
 
 export type HttpMethod = 'get' | 'put' | 'post' | 'delete' | 'patch';
 

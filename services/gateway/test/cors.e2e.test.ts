@@ -58,7 +58,12 @@ describe('CORS on, allowed origin', () => {
       expect(res.status).toBe(204);
       expect(res.headers.get('access-control-allow-origin')).toBe(SHOP);
       expect(res.headers.get('access-control-allow-credentials')).toBeNull();
-      expect(res.headers.get('access-control-allow-methods')?.split(', ').sort()).toEqual(['GET', 'POST']);
+      expect(res.headers.get('access-control-allow-methods')?.split(', ').sort()).toEqual([
+        'DELETE',
+        'GET',
+        'PATCH',
+        'POST',
+      ]);
       expect(res.headers.get('access-control-allow-headers')).toBe(
         'X-App-Id, X-Api-Key, X-Member-Token, Idempotency-Key, Content-Type, X-Request-Id',
       );

@@ -22,6 +22,10 @@ const validBodies: Record<string, Record<string, unknown>> = {
   'admin.reward.update': { name: 'renamed reward', active: false },
   'claims.approve': { staff_note: 'approved' },
   'claims.reject': { staff_note: 'rejected' },
+  'admin.tenant.update': { contact_email: 'it@example.com' },
+  'admin.webhooks.endpoints.create': { url: 'http://127.0.0.1:9/hook', event_types: ['*'] },
+  'webhooks.endpoints.update': { description: 'changed' },
+  'admin.webhooks.endpoints.update': { description: 'changed' },
 };
 
 /** The tables the operations with path parameters write. */
@@ -32,6 +36,8 @@ const TABLES = [
   'ledger.rewards',
   'claims.claim_requests',
   'referrals.referral_codes',
+  'webhooks.endpoints',
+  'webhooks.deliveries',
 ];
 
 const withParams = [
@@ -78,9 +84,10 @@ let tenant: { tenantId: number; appId: string; apiKey: string };
 const claimIds: number[] = [];
 
 beforeAll(async () => {
-  sys = await startTestSystem({ services: ['identity', 'ledger', 'claims', 'referrals'] });
-  tenant = await sys.tenant();
-  const other = await sys.tenant();
+  sys = await startTestSystem({ services: ['identity', 'ledger', 'claims', 'referrals', 'webhooks'] });
+  const scopes = ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read', 'webhooks_manage'];
+  tenant = await sys.tenant({ scopes });
+  const other = await sys.tenant({ scopes });
   api = apiClient(sys.url, tenant);
   const card = async () =>
     (
@@ -121,7 +128,39 @@ beforeAll(async () => {
     expect(c.status, JSON.stringify(c.body)).toBe(200);
     claimIds.push((c.body.data!.claim_request as { id: number }).id);
   }
+  // A webhook endpoint and a delivery (a ping) of each tenant.
+  const hooks: { endpoint: number; delivery: number }[] = [];
+  for (const t of [tenant, other]) {
+    const client = apiClient(sys.url, t);
+    const e = await client('POST', '/api/v1/webhooks/endpoints', {
+      body: { url: 'http://127.0.0.1:9/hook', event_types: ['*'] },
+    });
+    expect(e.status, JSON.stringify(e.body)).toBe(200);
+    const endpoint = (e.body.data!.endpoint as { id: number }).id;
+    const p = await client('POST', `/api/v1/webhooks/endpoints/${endpoint}/ping`);
+    expect(p.status, JSON.stringify(p.body)).toBe(200);
+    hooks.push({ endpoint, delivery: (p.body.data!.delivery as { id: number }).id });
+  }
+  // The pings' first attempts (refused connections) are written first, so nothing of them lands later.
+  for (let left = 150; ; left--) {
+    const { rows } = await sys.db.query(`SELECT count(*)::int AS n FROM webhooks.deliveries WHERE attempt_count = 0`);
+    if (rows[0].n === 0) break;
+    if (left === 0) throw new Error('the pings were not attempted');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  // Disabled, so the pings' deliveries are final (given up) and nothing changes during the tests.
+  for (const [t, h] of [
+    [tenant, hooks[0]!],
+    [other, hooks[1]!],
+  ] as const) {
+    const d = await apiClient(sys.url, t)('PATCH', `/api/v1/webhooks/endpoints/${h.endpoint}`, {
+      body: { enabled: false },
+    });
+    expect(d.status, JSON.stringify(d.body)).toBe(200);
+  }
   Object.assign(values, {
+    endpoint_id: { path: hooks[0]!.endpoint, other: hooks[1]!.endpoint },
+    delivery_id: { path: hooks[0]!.delivery, other: hooks[1]!.delivery },
     tenant_id: { path: tenant.tenantId, other: other.tenantId },
     app_id: { path: tenant.appId, other: other.appId },
     card_id: { path: cardId, other: otherCardId },
@@ -148,7 +187,7 @@ describe('path parameters cannot be overridden', () => {
         expect(await snapshot()).toEqual(before);
       });
 
-      if (op.method === 'POST') {
+      if (op.method === 'POST' || op.method === 'PATCH') {
         it(`${name} (${op.method} ${op.path}): ${param} in the body is refused`, async () => {
           const before = await snapshot();
           const r = await call(operator, op.method, pathOf(op), {
@@ -182,7 +221,7 @@ describe('path parameters cannot be overridden', () => {
 });
 
 function bodyFor(op: Operation, name: string): Record<string, unknown> | undefined {
-  return op.method === 'POST' ? (validBodies[name] ?? {}) : undefined;
+  return op.method === 'POST' || op.method === 'PATCH' ? (validBodies[name] ?? {}) : undefined;
 }
 
 function expectRefused(r: Awaited<ReturnType<typeof call>>, param: string, where: 'query' | 'body') {

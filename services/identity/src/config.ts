@@ -16,6 +16,15 @@ export const IdentityConfig = z.object({
     .optional()
     .transform((v) => v || undefined),
   MAIL_FROM: z.string().default('Loyalty <no-reply@loyalty.local>'),
+  /**
+   * The platform operator's address: told about a tenant's integration (a webhook endpoint disabled
+   * after three days of failures) when the tenant has no contact email. Unset: only logged.
+   */
+  OPERATOR_EMAIL: z
+    .string()
+    .optional()
+    .transform((v) => v || undefined)
+    .pipe(z.email({ message: 'must be an email address' }).optional()),
   /** Notification mails sent at once per event type, over as many pooled SMTP connections. */
   MAIL_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
   /** Notification mails per second per replica (0 = unlimited); codes are never throttled. */

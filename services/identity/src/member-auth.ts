@@ -3,6 +3,7 @@ import {
   withTransaction,
   type Clock,
   type Logger,
+  type Outbox,
   type Pool,
   type PoolClient,
   type Queryable,
@@ -12,6 +13,7 @@ import { MAIL_NAME_MAX, mailText } from './domain/mail-text.ts';
 import { maskEmail, maskPhone } from './domain/masking.ts';
 import { matchesHash, newMemberToken, sha256 } from './domain/secrets.ts';
 import type { Mailer } from './mailer.ts';
+import { recordMemberRegistered } from './events.ts';
 import { checkOtp, issueOtp, type OtpPolicy } from './otp.ts';
 import { findCredentials } from './store/apps.ts';
 import { findMemberBy, insertMember, type Member } from './store/members.ts';
@@ -27,6 +29,8 @@ export interface MemberAuthDeps {
   mailer: Mailer;
   replays: ReplayStore;
   tokenTtlMinutes: number;
+  /** identity's outbox: `member_registered` goes out with the member's row. */
+  outbox: Outbox;
 }
 
 /** Absent contact data is `null` (never `""`): a member created by phone only has no email. */
@@ -107,6 +111,7 @@ export function memberAuth(deps: MemberAuthDeps) {
             phone: data.phone,
             acceptsEmails: data.accepts_emails ?? false,
           });
+          await recordMemberRegistered(db, deps.outbox, member, 'registration', deps.clock.now());
           const { code } = await issueOtp(db, deps.otp, deps.clock, {
             tenantId: meta.tenant_id,
             memberId: member.id,

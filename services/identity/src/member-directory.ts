@@ -1,6 +1,14 @@
 import { AppError, Email, Phone, type MemberSummary, type ServiceMeta } from '@loyalty/contracts';
-import { isUniqueViolation, type Pool, type Queryable } from '@loyalty/runtime';
+import {
+  isUniqueViolation,
+  withTransaction,
+  type Clock,
+  type Outbox,
+  type Pool,
+  type Queryable,
+} from '@loyalty/runtime';
 import { maskEmail, maskPhone } from './domain/masking.ts';
+import { recordMemberRegistered } from './events.ts';
 import { findMemberBy, insertMember, type Member } from './store/members.ts';
 
 export function summary(m: Member): MemberSummary {
@@ -33,7 +41,7 @@ function normalized(by: { member_id?: number; email?: string; phone?: string }) 
 }
 
 /** Members as other services need them: found by id, email or phone within the tenant, or created. */
-export function memberDirectory(pool: Pool) {
+export function memberDirectory(pool: Pool, outbox: Outbox, clock: Clock) {
   return {
     async resolve(
       d: { member_id?: number; email?: string; phone?: string; create_if_missing: boolean; name?: string },
@@ -44,12 +52,17 @@ export function memberDirectory(pool: Pool) {
       if (found) return { member: summary(found), created: false };
       if (!d.create_if_missing || by.id !== undefined) throw new AppError('member_not_found');
       try {
-        const created = await insertMember(pool, {
-          tenantId: meta.tenant_id,
-          name: d.name ?? 'Member',
-          email: by.email ?? null,
-          phone: by.phone ?? null,
-          acceptsEmails: false,
+        // The member and its `member_registered` event commit together.
+        const created = await withTransaction(pool, async (db) => {
+          const member = await insertMember(db, {
+            tenantId: meta.tenant_id,
+            name: d.name ?? 'Member',
+            email: by.email ?? null,
+            phone: by.phone ?? null,
+            acceptsEmails: false,
+          });
+          await recordMemberRegistered(db, outbox, member, 'purchase', clock.now());
+          return member;
         });
         return { member: summary(created), created: true };
       } catch (err) {

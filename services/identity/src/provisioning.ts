@@ -2,7 +2,7 @@ import { AppError, type AdminMeta, type Scope } from '@loyalty/contracts';
 import { auditActor, recordAudit, withTransaction, type Outbox, type Pool, type Queryable } from '@loyalty/runtime';
 import { newApiKey, newAppId, sha256 } from './domain/secrets.ts';
 import { createApp, listApps, revokeApp, rotateKey, type App } from './store/apps.ts';
-import { createTenant, findTenant, listTenants } from './store/tenants.ts';
+import { createTenant, findTenant, listTenants, updateContactEmail } from './store/tenants.ts';
 
 /**
  * Operator provisioning: tenants and apps. Every change is audited (operator actor) in its own
@@ -34,9 +34,13 @@ export function provisioning(pool: Pool, outbox: Outbox, onCredentialsChanged: (
   return {
     /** tenant_not_found unless the tenant exists. */
     requireTenant: tenantOrFail,
-    createTenant: (d: { name: string; sandbox: boolean }, meta: AdminMeta) =>
+    createTenant: (d: { name: string; sandbox: boolean; contact_email?: string }, meta: AdminMeta) =>
       withTransaction(pool, async (db) => {
-        const tenant = await createTenant(db, d.name, d.sandbox);
+        const tenant = await createTenant(db, {
+          name: d.name,
+          sandbox: d.sandbox,
+          contactEmail: d.contact_email ?? null,
+        });
         await audit(
           db,
           meta,
@@ -47,6 +51,27 @@ export function provisioning(pool: Pool, outbox: Outbox, onCredentialsChanged: (
         );
         return { tenant };
       }),
+    updateTenant: (d: { tenant_id: number; contact_email: string | null }, meta: AdminMeta) =>
+      withTransaction(pool, async (db) => {
+        const tenant = await updateContactEmail(db, d.tenant_id, d.contact_email);
+        if (!tenant) throw new AppError('tenant_not_found');
+        await audit(
+          db,
+          meta,
+          tenant.id,
+          'tenant.updated',
+          { tenant_id: tenant.id },
+          {
+            contact_email_set: d.contact_email !== null,
+          },
+        );
+        return { tenant };
+      }),
+    /** The tenant of a service's request (other services ask before acting for a tenant named in a path). */
+    async getTenant(tenantId: number) {
+      const tenant = await tenantOrFail(tenantId);
+      return { tenant: { id: tenant.id, sandbox: tenant.sandbox } };
+    },
     listTenants: async () => ({ tenants: await listTenants(pool) }),
     async createApp(d: { tenant_id: number; name: string; scopes: Scope[] }, meta: AdminMeta) {
       await tenantOrFail(d.tenant_id);

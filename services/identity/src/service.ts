@@ -16,6 +16,7 @@ import { staffMembers } from './staff-members.ts';
 import { staffTeam } from './staff-team.ts';
 import { claimCodes } from './claim-codes.ts';
 import { memberDirectory } from './member-directory.ts';
+import { integrationNoticeEvents, integrationNoticeHandler } from './integration-notices.ts';
 import { notificationHandler, notificationPace, templates } from './notifications.ts';
 import type { IdentityConfig } from './config.ts';
 import { identityEndpoints } from './endpoints.ts';
@@ -47,6 +48,7 @@ export async function startIdentity(
         mailer,
         replays: new ReplayStore(pool, 'identity'),
         tokenTtlMinutes: config.MEMBER_TOKEN_TTL_MINUTES,
+        outbox,
         otp: {
           secret: config.OTP_SECRET,
           ttlMinutes: config.OTP_TTL_MINUTES,
@@ -95,12 +97,30 @@ export async function startIdentity(
           handle: (event, db) => audit.append(event, db),
         }),
       );
+      // Mail to a tenant (or the operator) about its integration, e.g. a webhook endpoint disabled.
+      const noticeHandler = integrationNoticeHandler(mailer, config.OPERATOR_EMAIL, log);
+      for (const type of integrationNoticeEvents) {
+        const [service, event] = type.split('.') as [ServiceName, string];
+        consumers.push(
+          new EventConsumer({
+            nc,
+            subjects,
+            pool,
+            schema: 'identity',
+            durable: `identity-notice-${type.replace('.', '-')}`,
+            filterSubject: subjects.event(service, event),
+            log,
+            metrics,
+            handle: noticeHandler,
+          }),
+        );
+      }
       for (const c of consumers) await c.start();
       return {
         endpoints: identityEndpoints({
           auth,
           admin,
-          directory: memberDirectory(pool),
+          directory: memberDirectory(pool, outbox, authDeps.clock),
           claims: claimCodes(authDeps),
           staff: staffAuth({ ...authDeps, staffTokenTtlMinutes: config.STAFF_TOKEN_TTL_MINUTES }),
           team: staffTeam({ pool, clock: authDeps.clock, outbox, replays: authDeps.replays }),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, IdParam, Text, Timestamp } from '../common.ts';
+import { Email, Id, IdParam, Text, Timestamp } from '../common.ts';
 import { Scope } from '../messages.ts';
 import { defineOperations } from './types.ts';
 
@@ -10,7 +10,16 @@ import { defineOperations } from './types.ts';
 const base = { scope: null, memberToken: false, idempotent: false, tag: 'Provisioning (operator)' } as const;
 
 const Tenant = z
-  .object({ id: Id, name: z.string(), sandbox: z.boolean(), created_at: Timestamp })
+  .object({
+    id: Id,
+    name: z.string(),
+    sandbox: z.boolean(),
+    contact_email: z
+      .string()
+      .nullable()
+      .describe("where the platform writes about the tenant's integration (a webhook endpoint it disabled)"),
+    created_at: Timestamp,
+  })
   .meta({ id: 'Tenant' });
 const App = z
   .object({
@@ -36,9 +45,25 @@ export const adminOperations = defineOperations({
     path: '/admin/v1/tenants',
     operation: 'admin.tenant.create',
     summary: 'Create a tenant (a merchant programme); sandbox tenants return OTP codes in responses',
-    body: z.object({ name: Text.trim().min(1).max(200), sandbox: z.boolean().default(false) }),
+    body: z.object({
+      name: Text.trim().min(1).max(200),
+      sandbox: z.boolean().default(false),
+      contact_email: Email.optional(),
+    }),
     response: z.object({ tenant: Tenant }),
     errors: ['invalid_operator_token'],
+  },
+  'admin.tenant.update': {
+    ...base,
+    service: 'identity',
+    method: 'PATCH',
+    path: '/admin/v1/tenants/:tenant_id',
+    operation: 'admin.tenant.update',
+    summary: "Set or clear a tenant's contact email (null: the operator's address is used)",
+    params: TenantParams,
+    body: z.object({ contact_email: Email.nullable() }),
+    response: z.object({ tenant: Tenant }),
+    errors: ['invalid_operator_token', 'tenant_not_found'],
   },
   'admin.tenant.list': {
     ...base,

@@ -1,4 +1,5 @@
 import type { OperationExample } from './types.ts';
+import { webhookOperationExamples } from './webhook-examples.ts';
 
 /**
  * One request and one success example per operation, shown in the reference. Values follow the
@@ -37,7 +38,13 @@ const claim = {
   rejected_at: null,
   expires_at: '2026-03-17T09:26:53.000Z',
 };
-const tenant = { id: 1, name: 'Corner Coffee', sandbox: true, created_at: at };
+const tenant = {
+  id: 1,
+  name: 'Corner Coffee',
+  sandbox: true,
+  contact_email: 'it@corner-coffee.example',
+  created_at: at,
+};
 const app = {
   app_id: 'app_7f3a9c2e5b1d',
   tenant_id: 1,
@@ -376,7 +383,11 @@ export const operationExamples: Record<string, OperationExample> = {
       pagination,
     },
   },
-  'admin.tenant.create': { request: { name: 'Corner Coffee', sandbox: true }, response: { tenant } },
+  'admin.tenant.create': {
+    request: { name: 'Corner Coffee', sandbox: true, contact_email: 'it@corner-coffee.example' },
+    response: { tenant },
+  },
+  'admin.tenant.update': { request: { contact_email: 'it@corner-coffee.example' }, response: { tenant } },
   'admin.tenant.list': { response: { tenants: [tenant] } },
   'admin.app.create': {
     request: { name: 'Till', scopes: ['points_read', 'points_write'] },
@@ -410,4 +421,5 @@ export const operationExamples: Record<string, OperationExample> = {
   },
   'admin.reward.list': { response: { rewards: [reward], total: 1 } },
   'admin.reward.update': { request: { active: false }, response: { reward: { ...reward, active: false } } },
+  ...webhookOperationExamples,
 };

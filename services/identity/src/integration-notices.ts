@@ -1,0 +1,51 @@
+import type { DomainEvent } from '@loyalty/contracts';
+import type { Logger, PoolClient } from '@loyalty/runtime';
+import { mailText } from './domain/mail-text.ts';
+import type { Mailer } from './mailer.ts';
+import { findTenant } from './store/tenants.ts';
+
+/**
+ * Mail to a tenant about its integration, driven by other services' events: today the webhooks
+ * service's `endpoint_disabled` (every delivery to an endpoint failed for three days). It goes to
+ * the tenant's contact email, or to the operator's address when the tenant has none; a sandbox
+ * tenant's mail goes where all its mail goes (the sandbox server). The event consumer records the
+ * event in the same transaction, so a redelivered event sends no second mail.
+ */
+export const integrationNoticeEvents = ['webhooks.endpoint_disabled'] as const;
+
+export function integrationNoticeHandler(mailer: Mailer, operatorEmail: string | undefined, log: Logger) {
+  return async (event: DomainEvent, db: PoolClient): Promise<void> => {
+    if (event.type !== 'webhooks.endpoint_disabled') return;
+    const tenant = await findTenant(db, event.tenant_id);
+    if (!tenant) return;
+    const to = tenant.contact_email ?? operatorEmail;
+    if (!to) {
+      log.warn(
+        { event: event.id, tenant: tenant.id },
+        'webhook endpoint disabled; no tenant contact and no OPERATOR_EMAIL to tell',
+      );
+      return;
+    }
+    const d = event.data;
+    const url = mailText(d.url ?? '', 300);
+    await mailer.send(
+      {
+        to,
+        subject: `Webhook endpoint ${mailText(d.endpoint_id ?? '', 20)} was disabled`,
+        text:
+          `Hello,\n\nThe webhook endpoint ${url} of ${mailText(tenant.name, 100)} (tenant ${tenant.id}) failed every ` +
+          `delivery since ${mailText(d.failing_since ?? '', 40)}, so it was disabled at ${mailText(d.disabled_at ?? '', 40)}. ` +
+          `Its last error: ${mailText(d.last_error ?? 'unknown', 300)}.\n\n` +
+          `Fix the receiver, then enable the endpoint again (PATCH /api/v1/webhooks/endpoints/${mailText(d.endpoint_id ?? '', 20)} ` +
+          `with {"enabled": true}); the deliveries it missed can be sent again from its delivery log (redeliver).\n`,
+      },
+      tenant.sandbox,
+      log.child({ event_id: event.id }),
+      'notification',
+    );
+    log.info(
+      { event: event.id, tenant: tenant.id, to_operator: !tenant.contact_email },
+      'endpoint-disabled notice mailed',
+    );
+  };
+}

@@ -1,0 +1,12 @@
+import { createLogger, failStartup, runUntilSignal } from '@loyalty/runtime';
+import { readConfig } from './config.ts';
+import { startWebhooks } from './service.ts';
+
+const log = createLogger('webhooks', process.env.LOG_LEVEL ?? 'info');
+try {
+  const config = readConfig();
+  const service = await startWebhooks(config, { log: createLogger('webhooks', config.LOG_LEVEL) });
+  runUntilSignal(service, log, config.SHUTDOWN_TIMEOUT_MS);
+} catch (err) {
+  failStartup(log, err);
+}
