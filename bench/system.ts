@@ -184,14 +184,21 @@ export async function startBenchSystem(opts: {
 /**
  * Events not yet handled: unpublished outbox rows of every service and undelivered or unacknowledged
  * events of every JetStream consumer, with identity's notification mails counted apart (throttled,
- * reported on their own at the end).
+ * reported on their own at the end): points-earned mails are the members' digests waiting to be
+ * mailed, at most one per member who earned.
  */
 async function eventBacklog(nc: NatsConnection, root: string, db: pg.Client): Promise<{ work: number; mail: number }> {
   const jsm = await nc.jetstreamManager();
   const backlog = { work: 0, mail: 0 };
   for await (const c of jsm.consumers.list(new Subjects(root).streamName())) {
-    backlog[c.name.includes('-mail-') ? 'mail' : 'work'] += c.num_pending + c.num_ack_pending;
+    // The points-earned consumer only adds earns to members' digests (work); the mails are the digests.
+    const mail = c.name.includes('-mail-') && !c.name.endsWith('points_earned');
+    backlog[mail ? 'mail' : 'work'] += c.num_pending + c.num_ack_pending;
   }
+  const { rows: digests } = await db
+    .query<{ n: string }>(`SELECT count(*) AS n FROM identity.earn_mail_digests`)
+    .catch(() => ({ rows: [{ n: '0' }] }));
+  backlog.mail += Number(digests[0]!.n);
   const { rows: schemas } = await db.query<{ s: string }>(
     `SELECT table_schema AS s FROM information_schema.tables WHERE table_name = 'outbox'`,
   );

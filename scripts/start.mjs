@@ -7,7 +7,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, createWriteStream, existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { serviceNodeOptions } from './node-flags.mjs';
+import { SERVICE_ENV, serviceNodeOptions } from './node-flags.mjs';
 import {
   checkNode,
   ensureInfrastructure,
@@ -174,6 +174,7 @@ for (const [name, opsPort] of services) {
   launch(name, [`services/${name}/dist/main.js`], {
     OPS_PORT: String(opsPort),
     NODE_OPTIONS: serviceNodeOptions(),
+    ...SERVICE_ENV,
     ...natsUser(name),
   });
 }
@@ -197,6 +198,7 @@ step(`starting the gateway on port ${PORT} (ops port 9100, log var/log/gateway.l
 launch('gateway', ['services/gateway/dist/main.js'], {
   OPS_PORT: '9100',
   NODE_OPTIONS: serviceNodeOptions(),
+  ...SERVICE_ENV,
   ...natsUser('gateway'),
 });
 await waitReady(`http://127.0.0.1:${PORT}/healthz`, 'gateway');

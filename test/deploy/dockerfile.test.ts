@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SERVICE_NODE_OPTIONS } from '../../scripts/node-flags.mjs';
+import { SERVICE_ENV, SERVICE_NODE_OPTIONS } from '../../scripts/node-flags.mjs';
 import { defaultOpsPort, root, serviceNames } from './service-configs.ts';
 
 interface Instruction {
@@ -150,6 +150,10 @@ describe('the heap flags of the image', () => {
     });
     expect(r.status, r.stderr).toBe(0);
     expect(Number(r.stdout) / 2 ** 20).toBeLessThan(150); // the heap limit V8 derives from them
+  });
+  it("sets the services' malloc environment of scripts/node-flags.mjs", () => {
+    const env = one(final, 'ENV');
+    for (const [name, value] of Object.entries(SERVICE_ENV)) expect(env).toMatch(new RegExp(`\\b${name}=${value}\\b`));
   });
 });
 

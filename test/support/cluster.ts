@@ -2,7 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { serviceNodeOptions } from '../../scripts/node-flags.mjs';
+import { SERVICE_ENV, serviceNodeOptions } from '../../scripts/node-flags.mjs';
 import { natsUserEnv } from './nats.ts';
 import { freePort } from './private-servers.ts';
 
@@ -47,9 +47,10 @@ export class Replica {
     this.exitSignal = null;
     const child = spawn(process.execPath, [path.join(repoRoot, 'services', this.service, 'dist', 'main.js')], {
       cwd: repoRoot,
-      // The services' production heap flags (scripts/node-flags.mjs) before any the caller sets.
+      // The services' production heap flags and malloc setting (scripts/node-flags.mjs) before any the caller sets.
       env: {
         ...process.env,
+        ...SERVICE_ENV,
         // Each replica connects as its service's own NATS user (on the cluster's NATS_URL).
         ...natsUserEnv(this.service, this.env.NATS_URL),
         ...this.env,

@@ -100,6 +100,9 @@ export async function startTestSystem(
     REDIS_URL,
     // The tests' webhook receivers listen on 127.0.0.1; the SSRF tests turn this off.
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    // Points-earned mails at once (the digest rule has its own test with a window).
+    EARN_MAIL_WINDOW_SECONDS: '0',
+    EARN_MAIL_INTERVAL_MS: '100',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...opts.env,
   };

@@ -20,6 +20,9 @@ export const AuthenticateReply = Meta.pick({
   scopes: true,
   member_id: true,
   session_id: true,
+}).extend({
+  /** When the member token's session ends (ISO time): the gateway never trusts it past that. */
+  session_expires_at: z.string().optional(),
 });
 export type AuthenticateReply = z.infer<typeof AuthenticateReply>;
 

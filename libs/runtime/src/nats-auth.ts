@@ -59,15 +59,23 @@ const calls: Record<ServiceName, { service: ServiceName; operation: string }[]> 
 const consumers: ReadonlySet<ServiceName> = new Set(['identity', 'referrals', 'webhooks']);
 
 /**
- * Services that answer requests through an explicit allow of their callers' reply inboxes instead of
+ * Every service answers requests through an explicit allow of its callers' reply inboxes, not
  * `allow_responses`. With `allow_responses`, nats-server records the reply subject of every message
  * the user receives, JetStream deliveries included (each `$JS.ACK...` subject is new), and that
  * bookkeeping cost ~0.2 ms of server CPU per event consumed: measured 5.1 s against 0.75 s for
- * 20,000 events (bench/README.md). A service that consumes every event pays it on every earn. Its
- * callers' inboxes are theirs alone (`_INBOX_<user>`), and `_INBOX.` is the default prefix of
- * operators' tools (`$SRV` discovery), which no service user may read.
+ * 20,000 events (bench/README.md). A service that consumes every event pays it on every earn, and
+ * every responder pays it on every request. Its callers' inboxes are theirs alone
+ * (`_INBOX_<user>`: only they may subscribe, and their reply subjects carry a random token), and
+ * `_INBOX.` is the default prefix of operators' tools (`$SRV` discovery), which no service user may
+ * read. The callers of a service: the gateway (every service has public operations) and the
+ * services whose `calls` name one of its operations.
  */
-const explicitReplies: Partial<Record<NatsUser, NatsUser[]>> = { webhooks: ['gateway'] };
+function callersOf(user: ServiceName): NatsUser[] {
+  const callers = (Object.keys(calls) as ServiceName[]).filter((caller) =>
+    calls[caller].some((op) => op.service === user),
+  );
+  return ['gateway', ...callers];
+}
 
 /** Broadcasts (core NATS, no queue group): who sends, who listens. */
 function broadcasts(s: Subjects, user: NatsUser): { publish: string[]; subscribe: string[] } {
@@ -115,17 +123,17 @@ export function natsPermissions(root: string, user: NatsUser): NatsPermissions {
         ]
       : []),
   ];
-  const replyTo = explicitReplies[user];
   return {
     publish: unique([
       ...calls[user].map((op) => s.op(op.service, op.operation)),
-      ...(replyTo ? [...replyTo.map((caller) => `${natsInboxPrefix(caller)}.>`), '_INBOX.>'] : []),
+      ...callersOf(user).map((caller) => `${natsInboxPrefix(caller)}.>`),
+      '_INBOX.>',
       `${root}.events.${user}.>`,
       ...b.publish,
       ...jetstream,
     ]),
     subscribe: unique([s.op(user, '>'), '$SRV.>', inbox, ...b.subscribe]),
-    allowResponses: replyTo === undefined,
+    allowResponses: false,
   };
 }
 

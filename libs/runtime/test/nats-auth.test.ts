@@ -31,19 +31,34 @@ describe('natsPermissions', () => {
 
   it('gives each service its own subjects, the internal operations it calls and the JetStream API it needs', () => {
     expect(natsPermissions('loyalty', 'identity')).toEqual({
-      publish: ['loyalty.events.identity.>', 'loyalty.broadcast.credentials-changed', ...js, ...consumer],
+      publish: [
+        '_INBOX_gateway.>',
+        '_INBOX_ledger.>',
+        '_INBOX_claims.>',
+        '_INBOX_referrals.>',
+        '_INBOX_webhooks.>',
+        '_INBOX.>',
+        'loyalty.events.identity.>',
+        'loyalty.broadcast.credentials-changed',
+        ...js,
+        ...consumer,
+      ],
       subscribe: ['loyalty.identity.>', '$SRV.>', '_INBOX_identity.>'],
-      allowResponses: true,
+      allowResponses: false,
     });
     expect(natsPermissions('loyalty', 'ledger')).toEqual({
       publish: [
         'loyalty.identity.internal.member.resolve',
+        '_INBOX_gateway.>',
+        '_INBOX_claims.>',
+        '_INBOX_referrals.>',
+        '_INBOX.>',
         'loyalty.events.ledger.>',
         'loyalty.broadcast.cards-changed',
         ...js,
       ],
       subscribe: ['loyalty.ledger.>', '$SRV.>', '_INBOX_ledger.>', 'loyalty.broadcast.cards-changed'],
-      allowResponses: true,
+      allowResponses: false,
     });
     expect(natsPermissions('loyalty', 'claims')).toEqual({
       publish: [
@@ -56,11 +71,13 @@ describe('natsPermissions', () => {
         'loyalty.ledger.internal.points.hold',
         'loyalty.ledger.internal.points.release_hold',
         'loyalty.ledger.internal.points.balances',
+        '_INBOX_gateway.>',
+        '_INBOX.>',
         'loyalty.events.claims.>',
         ...js,
       ],
       subscribe: ['loyalty.claims.>', '$SRV.>', '_INBOX_claims.>'],
-      allowResponses: true,
+      allowResponses: false,
     });
     expect(natsPermissions('loyalty', 'referrals')).toEqual({
       publish: [
@@ -68,12 +85,14 @@ describe('natsPermissions', () => {
         'loyalty.ledger.internal.points.credit',
         'loyalty.identity.internal.member.resolve',
         'loyalty.identity.internal.member.get_many',
+        '_INBOX_gateway.>',
+        '_INBOX.>',
         'loyalty.events.referrals.>',
         ...js,
         ...consumer,
       ],
       subscribe: ['loyalty.referrals.>', '$SRV.>', '_INBOX_referrals.>'],
-      allowResponses: true,
+      allowResponses: false,
     });
     expect(natsPermissions('loyalty', 'webhooks')).toEqual({
       publish: [
@@ -86,7 +105,8 @@ describe('natsPermissions', () => {
         ...consumer,
       ],
       subscribe: ['loyalty.webhooks.>', '$SRV.>', '_INBOX_webhooks.>', 'loyalty.broadcast.webhook-endpoints-changed'],
-      // Replies to the gateway (and operators' tools) by an explicit allow: no per-message bookkeeping.
+      // Every service replies to its callers (and operators' tools) by an explicit allow of their
+      // inboxes: no per-message bookkeeping in nats-server.
       allowResponses: false,
     });
   });

@@ -8,28 +8,45 @@ interface Cached {
   expiresAt: number;
 }
 
-const hashKey = (apiKey: string) => createHash('sha256').update(apiKey).digest('base64');
+/** A verified member token: its session, and until when this replica trusts it. */
+interface CachedSession {
+  tenantId: number;
+  memberId: number;
+  sessionId: number;
+  expiresAt: number;
+}
+
+const hashKey = (secret: string) => createHash('sha256').update(secret).digest('base64');
+
+/** Entries kept at most per cache; beyond it the oldest go first (Map order is insertion order). */
+const MAX_ENTRIES = 100_000;
 
 /**
- * Resolves `X-App-Id`/`X-Api-Key` (and `X-Member-Token`) through identity. A verified app key is
- * remembered for a short TTL to save a round trip per request; identity broadcasts every rotation
- * and revocation, and each gateway replica forgets that app at once. Member tokens are checked
- * with identity on every call, so a logout takes effect everywhere immediately.
+ * Resolves `X-App-Id`/`X-Api-Key` (and `X-Member-Token`) through identity. A verified app key and
+ * a verified member token are each remembered for a short TTL (never past the session's own end)
+ * to save a round trip per request; identity broadcasts every key rotation and revocation and
+ * every member logout and token refresh, and each gateway replica forgets that app or session at
+ * once.
  *
- * A revoked or rotated key stops working on every replica within AUTH_CACHE_TTL_MS at the latest:
+ * A revoked key or ended session stops working on every replica within AUTH_CACHE_TTL_MS at the
+ * latest:
  * - a lookup that was already on its way when the eviction arrived may carry identity's answer
  *   from before the change; it answers its own request but is not cached (each eviction is
- *   numbered, and a lookup started before the app's last eviction is not remembered);
+ *   numbered, and a lookup started before the app's or session's last eviction is not remembered);
  * - a replica that loses its NATS connection may miss broadcasts meanwhile, so it forgets every
- *   key when the connection drops and again when it is back (`forgetAll`);
+ *   key and token when the connection drops and again when it is back (`forgetAll`);
  * - a broadcast that is lost otherwise (identity stopped between its commit and the publish) is
  *   covered by the TTL, the hard bound.
  */
 export class CredentialResolver {
   private readonly cache = new Map<string, Cached>();
-  /** Number of the latest eviction (of one app or of all). */
+  /** Verified member tokens by the hash of the token. */
+  private readonly sessions = new Map<string, CachedSession>();
+  /** Session id -> token hash, to forget a session by the id identity broadcasts. */
+  private readonly sessionTokens = new Map<number, string>();
+  /** Number of the latest eviction (of one app, one session or of all). */
   private evictions = 0;
-  /** Per app: number and time of its latest eviction, kept while a lookup could still be in flight. */
+  /** Per app or session: number and time of its latest eviction, kept while a lookup could still be in flight. */
   private readonly evictedAt = new Map<string, { seq: number; at: number }>();
   private allEvictedAt = 0;
 
@@ -40,19 +57,33 @@ export class CredentialResolver {
     private readonly timeoutMs: number,
   ) {}
 
-  forget(appId: string): void {
-    this.cache.delete(appId);
+  private noteEviction(key: string): void {
     const now = Date.now();
-    this.evictedAt.set(appId, { seq: ++this.evictions, at: now });
+    this.evictedAt.set(key, { seq: ++this.evictions, at: now });
     // An entry matters only to lookups started before it; none outlives its timeout.
     if (this.evictedAt.size > 1_000) {
       for (const [id, e] of this.evictedAt) if (e.at < now - 2 * this.timeoutMs) this.evictedAt.delete(id);
     }
   }
 
-  /** Forget every key (a replica that was disconnected may have missed evictions). */
+  forget(appId: string): void {
+    this.cache.delete(appId);
+    this.noteEviction(`app:${appId}`);
+  }
+
+  /** Forget a member session (logout, refresh): its token is asked of identity again. */
+  forgetSession(sessionId: number): void {
+    const tokenHash = this.sessionTokens.get(sessionId);
+    if (tokenHash !== undefined) this.sessions.delete(tokenHash);
+    this.sessionTokens.delete(sessionId);
+    this.noteEviction(`session:${sessionId}`);
+  }
+
+  /** Forget every key and token (a replica that was disconnected may have missed evictions). */
   forgetAll(): void {
     this.cache.clear();
+    this.sessions.clear();
+    this.sessionTokens.clear();
     this.evictedAt.clear();
     this.allEvictedAt = ++this.evictions;
   }
@@ -63,6 +94,16 @@ export class CredentialResolver {
     return hit !== undefined && hit.expiresAt > Date.now() && hit.keyHash === hashKey(apiKey);
   }
 
+  /** Whether this member token is verified by the cache alone. */
+  isTokenCached(memberToken: string): boolean {
+    const hit = this.sessions.get(hashKey(memberToken));
+    return hit !== undefined && hit.expiresAt > Date.now();
+  }
+
+  private evictedSince(key: string, started: number): boolean {
+    return this.allEvictedAt > started || (this.evictedAt.get(key)?.seq ?? 0) > started;
+  }
+
   async resolve(
     appId: string,
     apiKey: string,
@@ -70,9 +111,15 @@ export class CredentialResolver {
     requestId: string,
   ): Promise<AuthenticateReply> {
     const keyHash = hashKey(apiKey);
-    if (memberToken === undefined) {
-      const hit = this.cache.get(appId);
-      if (hit && hit.keyHash === keyHash && hit.expiresAt > Date.now()) return hit.reply;
+    const tokenHash = memberToken === undefined ? undefined : hashKey(memberToken);
+    const now = Date.now();
+    const hit = this.cache.get(appId);
+    if (hit && hit.keyHash === keyHash && hit.expiresAt > now) {
+      if (tokenHash === undefined) return hit.reply;
+      const session = this.sessions.get(tokenHash);
+      // A token is its tenant's: another tenant's app presenting it is asked of identity (which refuses it).
+      if (session && session.expiresAt > now && session.tenantId === hit.reply.tenant_id)
+        return { ...hit.reply, member_id: session.memberId, session_id: session.sessionId };
     }
     const started = this.evictions;
     const op = internalOperations.authenticate;
@@ -84,17 +131,51 @@ export class CredentialResolver {
       this.timeoutMs,
     );
     if (!reply.ok) throw new AppError(reply.error.code, reply.error.message);
-    if (this.ttlMs > 0 && this.allEvictedAt <= started && (this.evictedAt.get(appId)?.seq ?? 0) <= started) {
-      const { member_id: _m, session_id: _s, ...app } = reply.data;
-      this.cache.set(appId, { keyHash, reply: app, expiresAt: Date.now() + this.ttlMs });
+    const { member_id, session_id, session_expires_at, ...app } = reply.data;
+    if (this.ttlMs > 0 && !this.evictedSince(`app:${appId}`, started)) {
+      remember(this.cache, appId, { keyHash, reply: app, expiresAt: Date.now() + this.ttlMs });
     }
-    return reply.data;
+    if (
+      this.ttlMs > 0 &&
+      tokenHash !== undefined &&
+      member_id !== undefined &&
+      session_id !== undefined &&
+      !this.evictedSince(`session:${session_id}`, started)
+    ) {
+      const ends = session_expires_at ? Date.parse(session_expires_at) : Date.now();
+      const expiresAt = Math.min(Date.now() + this.ttlMs, ends);
+      if (expiresAt > Date.now()) {
+        remember(this.sessions, tokenHash, {
+          tenantId: app.tenant_id,
+          memberId: member_id,
+          sessionId: session_id,
+          expiresAt,
+        });
+        this.sessionTokens.set(session_id, tokenHash);
+        if (this.sessionTokens.size > MAX_ENTRIES * 2) this.pruneSessionIndex();
+      }
+    }
+    return member_id === undefined ? app : { ...app, member_id, session_id };
+  }
+
+  /** Drop index entries whose token is no longer cached (bounded memory). */
+  private pruneSessionIndex(): void {
+    for (const [id, tokenHash] of this.sessionTokens) {
+      if (this.sessions.get(tokenHash)?.sessionId !== id) this.sessionTokens.delete(id);
+    }
   }
 }
 
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key); // re-inserted last: the eviction order below is the order of verification
+  map.set(key, value);
+  if (map.size > MAX_ENTRIES) map.delete(map.keys().next().value!);
+}
+
 /**
- * Every replica hears every rotation/revocation (no queue group) and forgets that app's key; on a
- * lost or regained NATS connection it forgets every key, since broadcasts may have been missed.
+ * Every replica hears every rotation/revocation and every ended session (no queue group) and
+ * forgets that app's key or that member token; on a lost or regained NATS connection it forgets
+ * every key and token, since broadcasts may have been missed.
  */
 export function watchCredentialChanges(
   nc: NatsConnection,
@@ -109,7 +190,9 @@ export function watchCredentialChanges(
   return nc.subscribe(subjects.credentialsChanged(), {
     callback: (_err, msg) => {
       try {
-        resolver.forget((msg.json() as { app_id: string }).app_id);
+        const change = msg.json<{ app_id?: unknown; session_id?: unknown }>();
+        if (typeof change.app_id === 'string') resolver.forget(change.app_id);
+        if (typeof change.session_id === 'number') resolver.forgetSession(change.session_id);
       } catch {
         /* a malformed broadcast changes nothing */
       }

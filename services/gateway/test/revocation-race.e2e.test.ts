@@ -4,6 +4,7 @@ import { Subjects } from '@loyalty/contracts';
 import { readGatewayConfig, startGateway, type RunningGateway } from '@loyalty/gateway';
 import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
 import { connectAs } from '../../../test/support/nats.ts';
+import { signedIn } from '../../ledger/test/support.ts';
 import { CredentialResolver, watchCredentialChanges } from '../src/credentials.ts';
 
 /**
@@ -19,7 +20,10 @@ const body = { email: 'someone@example.com' };
 
 beforeAll(async () => {
   // Long enough for a lookup to be held while identity restarts and the revocation is made.
-  sys = await startTestSystem({ env: { REQUEST_TIMEOUT_MS: '20000', AUTH_CACHE_TTL_MS: '600000' } });
+  sys = await startTestSystem({
+    services: ['identity', 'ledger'],
+    env: { REQUEST_TIMEOUT_MS: '20000', AUTH_CACHE_TTL_MS: '600000' },
+  });
   second = await startGateway(readGatewayConfig(sys.envFor('gateway')));
   subjects = new Subjects(sys.env.SUBJECT_ROOT);
 });
@@ -81,6 +85,117 @@ describe('revocation racing a key lookup', () => {
         expect(r.status, url).toBe(401);
         expect(r.body.error).toMatchObject({ code: 'invalid_credentials' });
       }
+    } finally {
+      fake?.unsubscribe();
+      await gatewayNc.close();
+      await identityNc.close();
+    }
+  });
+});
+
+/** A member-token operation that changes nothing twice: setting the same PIN again (current_pin is ignored while none is set). */
+const PIN = '/api/v1/auth/member/pin';
+const pinBody = { pin: '2468', current_pin: '2468' };
+
+describe('member tokens cached at the gateway', () => {
+  it('a logout on one replica stops the token on every replica at once', async () => {
+    const t = await sys.tenant();
+    const [api1, api2] = [apiClient(sys.url, t), apiClient(second.url, t)];
+    const member = await signedIn(api1);
+    for (const api of [api1, api2])
+      expect((await api('POST', PIN, { body: pinBody, token: member.token })).status).toBe(200);
+
+    // Both replicas now trust the token without asking identity: stop identity to prove it.
+    await sys.stopService('identity');
+    try {
+      for (const api of [api1, api2])
+        expect((await api('POST', PIN, { body: pinBody, token: member.token })).status).toBe(200);
+    } finally {
+      await sys.startService('identity');
+    }
+
+    const out = await api2('POST', '/api/v1/auth/member/logout', { token: member.token });
+    expect(out.status, JSON.stringify(out.body)).toBe(200);
+    // No wait: the broadcast was published before identity answered, and each replica reads its
+    // socket before this request's reply.
+    await Promise.all([sys.gateway, second].map((g) => fetch(`${g.url}/healthz`)));
+    for (const api of [api1, api2]) {
+      const r = await api('POST', PIN, { body: pinBody, token: member.token });
+      expect(r.status).toBe(401);
+      expect(r.body.error).toMatchObject({ code: 'invalid_member_token' });
+    }
+  });
+
+  it('a refresh ends the old token everywhere and the new one works', async () => {
+    const t = await sys.tenant();
+    const [api1, api2] = [apiClient(sys.url, t), apiClient(second.url, t)];
+    const member = await signedIn(api1);
+    for (const api of [api1, api2])
+      expect((await api('POST', PIN, { body: pinBody, token: member.token })).status).toBe(200);
+    const r = await api1('POST', '/api/v1/auth/member/refresh', { token: member.token });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const fresh = r.body.data!.member_token as string;
+    await Promise.all([sys.gateway, second].map((g) => fetch(`${g.url}/healthz`)));
+    for (const api of [api1, api2]) {
+      expect((await api('POST', PIN, { body: pinBody, token: member.token })).status).toBe(401);
+      expect((await api('POST', PIN, { body: pinBody, token: fresh })).status).toBe(200);
+    }
+  });
+
+  it("another tenant's app cannot use a cached token", async () => {
+    const [a, b] = [await sys.tenant(), await sys.tenant()];
+    const member = await signedIn(apiClient(sys.url, a));
+    expect((await apiClient(sys.url, a)('POST', PIN, { body: pinBody, token: member.token })).status).toBe(200);
+    const apiB = apiClient(sys.url, b);
+    expect((await apiB('POST', CHECK, { body })).status).toBe(200); // b's key cached too
+    const r = await apiB('POST', PIN, { body: pinBody, token: member.token });
+    expect(r.status).toBe(401);
+    expect(r.body.error).toMatchObject({ code: 'invalid_member_token' });
+  });
+
+  it('does not cache a token lookup answered from before the logout', async () => {
+    const t = await sys.tenant();
+    const api1 = apiClient(sys.url, t);
+    const member = await signedIn(api1);
+    const authenticate = subjects.op('identity', 'internal.authenticate');
+    const gatewayNc = await connectAs('gateway', { url: sys.env.NATS_URL });
+    const identityNc = await connectAs('identity', { url: sys.env.NATS_URL });
+    let fake: ReturnType<NatsConnection['subscribe']> | undefined;
+    try {
+      const genuine = await gatewayNc.request(
+        authenticate,
+        JSON.stringify({
+          meta: { request_id: 'race' },
+          data: { app_id: t.appId, api_key: t.apiKey, member_token: member.token },
+        }),
+        { timeout: 5_000 },
+      );
+      expect(genuine.json<{ ok: boolean }>().ok).toBe(true);
+      expect((await api1('POST', CHECK, { body })).status).toBe(200); // the key is cached, the token not
+
+      await sys.stopService('identity');
+      let held: Msg | undefined;
+      fake = identityNc.subscribe(authenticate, { callback: (_e, m) => void (held ??= m) });
+      await identityNc.flush();
+      const inFlight = api1('POST', PIN, { body: pinBody, token: member.token });
+      await until(() => held !== undefined);
+
+      await sys.startService('identity');
+      const broadcasts = await gatewayNc.subscribe(subjects.credentialsChanged(), { max: 1 });
+      await gatewayNc.flush();
+      expect(
+        (await apiClient(second.url, t)('POST', '/api/v1/auth/member/logout', { token: member.token })).status,
+      ).toBe(200);
+      for await (const _m of broadcasts) break;
+      await fetch(`${sys.url}/healthz`);
+
+      held!.respond(genuine.data);
+      expect((await inFlight).status).toBe(200);
+      fake.unsubscribe();
+      fake = undefined;
+
+      const r = await api1('POST', PIN, { body: pinBody, token: member.token });
+      expect(r.status).toBe(401);
     } finally {
       fake?.unsubscribe();
       await gatewayNc.close();

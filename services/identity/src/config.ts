@@ -29,6 +29,13 @@ export const IdentityConfig = z.object({
   MAIL_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
   /** Notification mails per second per replica (0 = unlimited); codes are never throttled. */
   MAIL_NOTIFICATIONS_PER_SECOND: z.coerce.number().int().min(0).default(10),
+  /**
+   * Points-earned mail: a member's earns within this many seconds of the first become one mail
+   * (0: each earn is mailed on the sender's next turn, still summed with any that arrived meanwhile).
+   */
+  EARN_MAIL_WINDOW_SECONDS: z.coerce.number().int().min(0).default(60),
+  /** How often each replica looks for points-earned mails that are due. */
+  EARN_MAIL_INTERVAL_MS: z.coerce.number().int().positive().default(1000),
   /** Key of the HMAC under which one-time codes are stored. */
   OTP_SECRET: z.string().min(16, 'must be at least 16 characters'),
   OTP_TTL_MINUTES: z.coerce.number().int().positive().default(10),

@@ -31,6 +31,11 @@ export interface MemberAuthDeps {
   tokenTtlMinutes: number;
   /** identity's outbox: `member_registered` goes out with the member's row. */
   outbox: Outbox;
+  /**
+   * Told after a session is revoked (logout, refresh) has committed: identity broadcasts it so
+   * every gateway replica forgets the member token it may have cached.
+   */
+  sessionEnded?: (tenantId: number, sessionId: number) => void;
 }
 
 /** Absent contact data is `null` (never `""`): a member created by phone only has no email. */
@@ -165,7 +170,7 @@ export function memberAuth(deps: MemberAuthDeps) {
     },
 
     async refresh(meta: Meta) {
-      return withTransaction(deps.pool, async (db) => {
+      const session = await withTransaction(deps.pool, async (db) => {
         const memberId =
           meta.session_id !== undefined
             ? await revokeSession(db, meta.session_id, meta.tenant_id, deps.clock.now())
@@ -173,6 +178,8 @@ export function memberAuth(deps: MemberAuthDeps) {
         if (memberId === undefined) throw new AppError('invalid_member_token');
         return openSession(db, deps, meta.tenant_id, memberId);
       });
+      deps.sessionEnded?.(meta.tenant_id, meta.session_id!);
+      return session;
     },
 
     async logout(meta: Meta) {
@@ -181,6 +188,7 @@ export function memberAuth(deps: MemberAuthDeps) {
           ? await revokeSession(deps.pool, meta.session_id, meta.tenant_id, deps.clock.now())
           : undefined;
       if (memberId === undefined) throw new AppError('invalid_member_token');
+      deps.sessionEnded?.(meta.tenant_id, meta.session_id!);
       return { message: 'Logged out. The member token no longer works.' };
     },
 
@@ -203,6 +211,7 @@ export function memberAuth(deps: MemberAuthDeps) {
         if (!session) throw new AppError('invalid_member_token');
         reply.member_id = session.member_id;
         reply.session_id = session.id;
+        reply.session_expires_at = session.expires_at.toISOString();
       }
       return reply;
     },

@@ -18,6 +18,7 @@ import { claimCodes } from './claim-codes.ts';
 import { memberDirectory } from './member-directory.ts';
 import { integrationNoticeEvents, integrationNoticeHandler } from './integration-notices.ts';
 import { notificationHandler, notificationPace, templates } from './notifications.ts';
+import { earnDigestHandler, EarnMailSender } from './earn-mails.ts';
 import type { IdentityConfig } from './config.ts';
 import { identityEndpoints } from './endpoints.ts';
 import { Mailer } from './mailer.ts';
@@ -49,6 +50,9 @@ export async function startIdentity(
         replays: new ReplayStore(pool, 'identity'),
         tokenTtlMinutes: config.MEMBER_TOKEN_TTL_MINUTES,
         outbox,
+        // Tell every gateway replica to forget a member token whose session ended.
+        sessionEnded: (tenantId: number, sessionId: number) =>
+          nc.publish(subjects.credentialsChanged(), jsonCodec.encode({ tenant_id: tenantId, session_id: sessionId })),
         otp: {
           secret: config.OTP_SECRET,
           ttlMinutes: config.OTP_TTL_MINUTES,
@@ -64,8 +68,35 @@ export async function startIdentity(
       );
       // Member notifications: one durable consumer per event type that has a mail template.
       const pace = notificationPace(config.MAIL_NOTIFICATIONS_PER_SECOND);
+      // Points earned: the consumer only adds the earn to the member's digest (no mail, so no
+      // pace); the sender mails due digests outside any transaction. The durable keeps its name
+      // from when each earn was mailed, so an upgraded deployment does not replay old earns.
+      const earnMails = new EarnMailSender({
+        pool,
+        clock: opts.clock ?? systemClock,
+        mailer,
+        log,
+        windowSeconds: config.EARN_MAIL_WINDOW_SECONDS,
+        intervalMs: config.EARN_MAIL_INTERVAL_MS,
+        concurrency: config.MAIL_CONCURRENCY,
+        admit: pace,
+      });
       const consumers = Object.keys(templates).map((type) => {
         const [service, event] = type.split('.') as [ServiceName, string];
+        if (type === 'ledger.points_earned') {
+          return new EventConsumer({
+            nc,
+            subjects,
+            pool,
+            schema: 'identity',
+            durable: `identity-mail-${type.replace('.', '-')}`,
+            filterSubject: subjects.event(service, event),
+            log,
+            metrics,
+            handle: earnDigestHandler(config.EARN_MAIL_WINDOW_SECONDS, opts.clock ?? systemClock),
+            concurrency: config.MAIL_CONCURRENCY,
+          });
+        }
         return new EventConsumer({
           nc,
           subjects,
@@ -116,6 +147,7 @@ export async function startIdentity(
         );
       }
       for (const c of consumers) await c.start();
+      earnMails.start();
       return {
         endpoints: identityEndpoints({
           auth,
@@ -142,6 +174,7 @@ export async function startIdentity(
         ],
         stop: async () => {
           for (const c of consumers) await c.stop();
+          await earnMails.stop();
           mailer.close();
         },
       };

@@ -17,9 +17,9 @@ export async function findLiveSession(
   tenantId: number,
   tokenHash: Buffer,
   now: Date,
-): Promise<{ id: number; member_id: number } | undefined> {
-  const { rows } = await db.query<{ id: number; member_id: number }>(
-    `SELECT id, member_id FROM identity.member_sessions
+): Promise<{ id: number; member_id: number; expires_at: Date } | undefined> {
+  const { rows } = await db.query<{ id: number; member_id: number; expires_at: Date }>(
+    `SELECT id, member_id, expires_at FROM identity.member_sessions
       WHERE token_hash = $1 AND tenant_id = $2 AND revoked_at IS NULL AND expires_at > $3`,
     [tokenHash, tenantId, now],
   );

@@ -1,0 +1,204 @@
+import type { DomainEvent } from '@loyalty/contracts';
+import type { Clock, Logger, Pool, PoolClient } from '@loyalty/runtime';
+import { withTransaction } from '@loyalty/runtime';
+import { MAIL_NAME_MAX, mailText } from './domain/mail-text.ts';
+import type { Mailer } from './mailer.ts';
+import { membersByIds } from './member-directory.ts';
+import { templates } from './notifications.ts';
+import { findTenant } from './store/tenants.ts';
+
+/**
+ * Points-earned mail, summarized. A shop can post many earns for one member within a minute (a
+ * basket split into lines, a busy till, a benchmark): one mail each would flood the member and the
+ * mail queue. The rule: a member's first earn opens a digest due `windowSeconds` later; every earn
+ * until it is mailed joins it; the member then gets one mail (exactly today's text when it holds a
+ * single earn, else "You earned 120 points in 4 purchases" with the balance after the latest).
+ * So a member gets at most one points-earned mail per window, and the mail queue never holds
+ * more than one per member who earned.
+ */
+export interface EarnMailOptions {
+  pool: Pool;
+  clock: Clock;
+  mailer: Mailer;
+  log: Logger;
+  /** How long a digest collects earns after the first (0: mailed on the sender's next turn). */
+  windowSeconds: number;
+  /** How often the sender looks for due digests. */
+  intervalMs: number;
+  /** Mails sent at once. */
+  concurrency: number;
+  /** The replica's notification pace, shared with the other member notifications. */
+  admit?: () => Promise<void>;
+}
+
+interface Digest {
+  tenant_id: string;
+  member_id: string;
+  card_id: string | null;
+  earns: number;
+  points: string;
+  pending_points: string;
+  available_at: Date | null;
+  new_balance: string | null;
+}
+
+/** How long a sender owns the digests it took before another replica may take them again. */
+const LEASE = "interval '5 minutes'";
+/** After a failed mail, when to try again. */
+const RETRY_SECONDS = 60;
+
+/** The consumer's handler of `ledger.points_earned`: the earn joins its member's digest (no mail here). */
+export function earnDigestHandler(windowSeconds: number, clock: Clock) {
+  return async (event: DomainEvent, db: PoolClient): Promise<void> => {
+    const d = event.data;
+    const memberId = Number(d.member_id);
+    const points = Number(d.points);
+    if (!Number.isInteger(memberId) || !Number.isInteger(points) || points <= 0) return;
+    const cardId = Number.isInteger(Number(d.card_id)) ? Number(d.card_id) : null;
+    const balance = Number.isInteger(Number(d.new_balance)) ? Number(d.new_balance) : null;
+    const pending = d.pending === true;
+    const availableAt = pending && typeof d.available_at === 'string' ? d.available_at : null;
+    await db.query(
+      `INSERT INTO identity.earn_mail_digests AS g
+         (tenant_id, member_id, card_id, earns, points, pending_points, available_at, new_balance, balance_at, due_at)
+       VALUES ($1, $2, $3, 1, $4, $5, $6, $7, $8, $9::timestamptz + make_interval(secs => $10))
+       ON CONFLICT (tenant_id, member_id) DO UPDATE SET
+         card_id = CASE WHEN g.card_id = EXCLUDED.card_id THEN g.card_id END,
+         earns = g.earns + 1,
+         points = g.points + EXCLUDED.points,
+         pending_points = g.pending_points + EXCLUDED.pending_points,
+         available_at = GREATEST(g.available_at, EXCLUDED.available_at),
+         new_balance = CASE WHEN EXCLUDED.balance_at >= g.balance_at THEN EXCLUDED.new_balance ELSE g.new_balance END,
+         balance_at = GREATEST(g.balance_at, EXCLUDED.balance_at)`,
+      [
+        event.tenant_id,
+        memberId,
+        cardId,
+        points,
+        pending ? points : 0,
+        availableAt,
+        balance,
+        event.occurred_at,
+        clock.now(),
+        windowSeconds,
+      ],
+    );
+  };
+}
+
+/** The mail of a digest: one earn keeps the single-earn text; several are summed up. */
+export function digestMail(g: Digest, name: string): { subject: string; text: string } {
+  const points = Number(g.points);
+  const pending = Number(g.pending_points);
+  if (g.earns === 1) {
+    return templates['ledger.points_earned']!(
+      {
+        points,
+        pending: pending > 0,
+        available_at: g.available_at?.toISOString(),
+        new_balance: g.new_balance === null ? undefined : Number(g.new_balance),
+      },
+      name,
+    )!;
+  }
+  const n = (v: unknown) => mailText(v, 20);
+  const later =
+    pending > 0 && g.available_at
+      ? ` ${n(pending)} of them can be spent from ${g.available_at.toISOString().slice(0, 10)}.`
+      : '';
+  const balance =
+    g.card_id !== null && g.new_balance !== null ? ` Your balance is now ${n(g.new_balance)} points.` : '';
+  return {
+    subject: `You earned ${n(points)} points`,
+    text: `Hello ${name},\n\nYou earned ${n(points)} points in ${n(g.earns)} purchases.${later}${balance}\n`,
+  };
+}
+
+/** Mails due digests: safe in every replica (rows are leased with SKIP LOCKED), at least once. */
+export class EarnMailSender {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(private readonly o: EarnMailOptions) {}
+
+  start(): void {
+    const tick = () => {
+      this.running = this.sendDue()
+        .then(() => undefined)
+        .catch((err: Error) => this.o.log.warn({ err: err.message }, 'earn mail digests failed'))
+        .finally(() => {
+          this.running = undefined;
+          if (!this.stopped) this.timer = setTimeout(tick, this.o.intervalMs);
+        });
+    };
+    this.timer = setTimeout(tick, this.o.intervalMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** Send every digest due now; returns how many were mailed. */
+  async sendDue(): Promise<number> {
+    let mailed = 0;
+    for (;;) {
+      const now = this.o.clock.now();
+      const { rows } = await this.o.pool.query<Digest>(
+        `UPDATE identity.earn_mail_digests g SET lease_until = $1::timestamptz + ${LEASE}
+          WHERE (tenant_id, member_id) IN (
+            SELECT tenant_id, member_id FROM identity.earn_mail_digests
+             WHERE due_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
+             ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+          RETURNING tenant_id, member_id, card_id, earns, points, pending_points, available_at, new_balance`,
+        [now, this.o.concurrency * 4],
+      );
+      if (rows.length === 0 || this.stopped) return mailed;
+      const results = await Promise.all(rows.map((g) => this.send(g)));
+      mailed += results.filter(Boolean).length;
+    }
+  }
+
+  private async send(g: Digest): Promise<boolean> {
+    const tenantId = Number(g.tenant_id);
+    const log = this.o.log.child({ tenant: tenantId, member: Number(g.member_id) });
+    const [member] = await membersByIds(this.o.pool, tenantId, [Number(g.member_id)]);
+    let sent = false;
+    if (member?.email) {
+      const tenant = await findTenant(this.o.pool, tenantId);
+      await this.o.admit?.();
+      try {
+        const mail = digestMail(g, mailText(member.name, MAIL_NAME_MAX));
+        await this.o.mailer.send({ to: member.email, ...mail }, tenant?.sandbox ?? false, log, 'notification');
+        sent = true;
+        log.info({ earns: g.earns, points: Number(g.points) }, 'points earned mail sent');
+      } catch (err) {
+        log.warn({ err: (err as Error).message }, 'points earned mail failed; retried later');
+        await this.o.pool.query(
+          `UPDATE identity.earn_mail_digests SET lease_until = $3::timestamptz + make_interval(secs => ${RETRY_SECONDS})
+            WHERE tenant_id = $1 AND member_id = $2`,
+          [g.tenant_id, g.member_id, this.o.clock.now()],
+        );
+        return false;
+      }
+    }
+    // What was mailed (or cannot be: no member, no address) leaves the digest; earns that joined
+    // it while the mail was on its way stay for the next one, a window from now.
+    await withTransaction(this.o.pool, async (db) => {
+      await db.query(
+        `UPDATE identity.earn_mail_digests
+            SET earns = earns - $3, points = points - $4, pending_points = pending_points - $5,
+                lease_until = NULL, due_at = $6::timestamptz + make_interval(secs => $7)
+          WHERE tenant_id = $1 AND member_id = $2`,
+        [g.tenant_id, g.member_id, g.earns, g.points, g.pending_points, this.o.clock.now(), this.o.windowSeconds],
+      );
+      await db.query(`DELETE FROM identity.earn_mail_digests WHERE tenant_id = $1 AND member_id = $2 AND earns <= 0`, [
+        g.tenant_id,
+        g.member_id,
+      ]);
+    });
+    return sent;
+  }
+}
