@@ -1,5 +1,5 @@
 // Growth: balance and history latency of one account with 10,000 journal rows, then again after
-// the same account (and so the ledger's journal) has grown to 1,000,000 rows. The extra rows are
+// the same account (and so the ledger's journal) has grown to 10,000,000 rows (--growth-rows). The extra rows are
 // inserted with SQL (generate_series) straight into the ledger schema, keeping the stored balance
 // equal to the journal's sum, as a long-lived account would look.
 import type pg from 'pg';

@@ -65,7 +65,7 @@ const HELP = `npm run bench -- [options]
   --url <gateway>       drive a running system (operator token from OPERATOR_TOKEN or var/secrets.json)
   --database-url <url>  with --url: that system's database, for the baseline and the growth figure
   --scenarios <a,b>     subset of ${ALL_SCENARIOS.join(', ')}
-  --skip-growth         leave out the 10,000 vs 1,000,000 journal rows figure
+  --skip-growth         leave out the 10,000 vs 10,000,000 journal rows figure
   --skip-baseline       leave out the direct-SQL baselines (naive and tuned)
   --skip-expiry         leave out the lots-expired-per-second figure
   --expiry-lots <n>     lots due at once for that figure (default 1000000)
@@ -75,7 +75,7 @@ const HELP = `npm run bench -- [options]
   --webhook-events <n>  events injected into the stream for the delivery capacity figure (default 10000)
   --members <n>         members for the earn and balance scenarios (default 2000)
   --history-rows <n>    journal rows of the history member (default 10000)
-  --growth-rows <n>     journal rows of the large account (default 1000000)
+  --growth-rows <n>     journal rows of the large account (default 10000000)
   --growth-requests <n> sequential requests per growth measurement (default 300)
   --redeem-accounts <n> accounts the redemption scenario concentrates on (default 4)
   --redeem-balance <x>  cashback each of them starts with (default 25.00; each redemption takes 0.10)
@@ -105,7 +105,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       'webhook-events': { type: 'string', default: '10000' },
       members: { type: 'string', default: '2000' },
       'history-rows': { type: 'string', default: '10000' },
-      'growth-rows': { type: 'string', default: '1000000' },
+      'growth-rows': { type: 'string', default: '10000000' },
       'redeem-accounts': { type: 'string', default: '4' },
       'redeem-balance': { type: 'string', default: '25' },
       'growth-requests': { type: 'string', default: '300' },

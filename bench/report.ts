@@ -4,6 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Measured } from './load.ts';
 import type { WebhooksReport } from './webhooks.ts';
+import { formatTargets, type TargetCheck } from './targets.ts';
 
 export interface ScenarioReport {
   name: string;
@@ -71,6 +72,8 @@ export interface BenchReport {
   notification_mail_backlog_at_end: number | null;
   targets: Record<string, string>;
   problems: string[];
+  /** Issue 20's targets judged against this run (bench/targets.ts). */
+  target_checks: TargetCheck[];
 }
 
 export function scenarioReport(
@@ -189,11 +192,12 @@ export function formatTable(r: BenchReport): string {
   }
   if (r.notification_mail_backlog_at_end)
     out.push(
-      `notification mails not yet sent at the end: ${r.notification_mail_backlog_at_end} (identity mails each points earn; see bench/README.md)`,
+      `notification mails not yet sent at the end: ${r.notification_mail_backlog_at_end} (points-earned mails are one digest per member a minute; see bench/README.md)`,
     );
   out.push(
     r.problems.length === 0 ? 'checks: no unexpected errors, no overdraft' : `PROBLEMS:\n  ${r.problems.join('\n  ')}`,
   );
+  if (r.target_checks.length > 0) out.push('', formatTargets(r.target_checks));
   return out.join('\n');
 }
 

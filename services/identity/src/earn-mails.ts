@@ -1,5 +1,5 @@
 import type { DomainEvent } from '@loyalty/contracts';
-import type { Clock, Logger, Pool, PoolClient } from '@loyalty/runtime';
+import type { Clock, Logger, Pool } from '@loyalty/runtime';
 import { withTransaction } from '@loyalty/runtime';
 import { MAIL_NAME_MAX, mailText } from './domain/mail-text.ts';
 import type { Mailer } from './mailer.ts';
@@ -47,42 +47,118 @@ const LEASE = "interval '5 minutes'";
 /** After a failed mail, when to try again. */
 const RETRY_SECONDS = 60;
 
-/** The consumer's handler of `ledger.points_earned`: the earn joins its member's digest (no mail here). */
-export function earnDigestHandler(windowSeconds: number, clock: Clock) {
-  return async (event: DomainEvent, db: PoolClient): Promise<void> => {
-    const d = event.data;
-    const memberId = Number(d.member_id);
-    const points = Number(d.points);
-    if (!Number.isInteger(memberId) || !Number.isInteger(points) || points <= 0) return;
-    const cardId = Number.isInteger(Number(d.card_id)) ? Number(d.card_id) : null;
-    const balance = Number.isInteger(Number(d.new_balance)) ? Number(d.new_balance) : null;
-    const pending = d.pending === true;
-    const availableAt = pending && typeof d.available_at === 'string' ? d.available_at : null;
-    await db.query(
-      `INSERT INTO identity.earn_mail_digests AS g
-         (tenant_id, member_id, card_id, earns, points, pending_points, available_at, new_balance, balance_at, due_at)
-       VALUES ($1, $2, $3, 1, $4, $5, $6, $7, $8, $9::timestamptz + make_interval(secs => $10))
-       ON CONFLICT (tenant_id, member_id) DO UPDATE SET
-         card_id = CASE WHEN g.card_id = EXCLUDED.card_id THEN g.card_id END,
-         earns = g.earns + 1,
-         points = g.points + EXCLUDED.points,
-         pending_points = g.pending_points + EXCLUDED.pending_points,
-         available_at = GREATEST(g.available_at, EXCLUDED.available_at),
-         new_balance = CASE WHEN EXCLUDED.balance_at >= g.balance_at THEN EXCLUDED.new_balance ELSE g.new_balance END,
-         balance_at = GREATEST(g.balance_at, EXCLUDED.balance_at)`,
-      [
-        event.tenant_id,
-        memberId,
-        cardId,
-        points,
-        pending ? points : 0,
-        availableAt,
-        balance,
-        event.occurred_at,
-        clock.now(),
-        windowSeconds,
-      ],
-    );
+interface Earn {
+  tenantId: number;
+  memberId: number;
+  cardId: number | null;
+  earns: number;
+  points: number;
+  pendingPoints: number;
+  availableAt: string | null;
+  newBalance: number | null;
+  balanceAt: string;
+}
+
+/** An event's earn, or null when it is not one a member can be told about. */
+function earnOf(event: DomainEvent): Earn | null {
+  const d = event.data;
+  const memberId = Number(d.member_id);
+  const points = Number(d.points);
+  if (!Number.isSafeInteger(memberId) || !Number.isSafeInteger(points) || points <= 0) return null;
+  const pending = d.pending === true;
+  const availableAt = pending && typeof d.available_at === 'string' && !Number.isNaN(Date.parse(d.available_at));
+  return {
+    tenantId: event.tenant_id,
+    memberId,
+    cardId: Number.isSafeInteger(Number(d.card_id)) ? Number(d.card_id) : null,
+    earns: 1,
+    points,
+    pendingPoints: pending ? points : 0,
+    availableAt: availableAt ? (d.available_at as string) : null,
+    newBalance: Number.isSafeInteger(Number(d.new_balance)) ? Number(d.new_balance) : null,
+    balanceAt: Number.isNaN(Date.parse(event.occurred_at)) ? new Date(0).toISOString() : event.occurred_at,
+  };
+}
+
+/** Earns of one member within a batch, summed as the digest sums them. */
+function merge(a: Earn, b: Earn): Earn {
+  const later = Date.parse(b.balanceAt) >= Date.parse(a.balanceAt) ? b : a;
+  return {
+    ...a,
+    cardId: a.cardId === b.cardId ? a.cardId : null,
+    earns: a.earns + b.earns,
+    points: a.points + b.points,
+    pendingPoints: a.pendingPoints + b.pendingPoints,
+    availableAt:
+      a.availableAt && b.availableAt
+        ? Date.parse(a.availableAt) >= Date.parse(b.availableAt)
+          ? a.availableAt
+          : b.availableAt
+        : (a.availableAt ?? b.availableAt),
+    newBalance: later.newBalance,
+    balanceAt: later.balanceAt,
+  };
+}
+
+/**
+ * The batch handler of `ledger.points_earned`: each new earn joins its member's digest (no mail
+ * here). One transaction per batch: the events' ids are recorded (a redelivered one is skipped),
+ * then the batch's earns, summed per member, are upserted in one statement, in key order so two
+ * batches never wait on each other's rows in opposite orders.
+ */
+export function earnDigestHandler(o: { pool: Pool; clock: Clock; windowSeconds: number; consumer: string }) {
+  return async (events: DomainEvent[]): Promise<void> => {
+    if (events.length === 0) return;
+    await withTransaction(o.pool, async (db) => {
+      const { rows: fresh } = await db.query<{ event_id: string }>(
+        `INSERT INTO identity.processed_events (consumer, event_id) SELECT $1, unnest($2::text[])
+         ON CONFLICT DO NOTHING RETURNING event_id`,
+        [o.consumer, events.map((e) => e.id)],
+      );
+      const isFresh = new Set(fresh.map((r) => r.event_id));
+      const byMember = new Map<string, Earn>();
+      for (const event of events) {
+        if (!isFresh.has(event.id)) continue; // handled before: a redelivery joins nothing
+        isFresh.delete(event.id); // the same event twice in one batch counts once
+        const earn = earnOf(event);
+        if (!earn) continue;
+        const key = `${earn.tenantId}:${earn.memberId}`;
+        const seen = byMember.get(key);
+        byMember.set(key, seen ? merge(seen, earn) : earn);
+      }
+      const earns = [...byMember.values()].sort((a, b) => a.tenantId - b.tenantId || a.memberId - b.memberId);
+      if (earns.length === 0) return;
+      const col = <K extends keyof Earn>(k: K) => earns.map((e) => e[k]);
+      await db.query(
+        `INSERT INTO identity.earn_mail_digests AS g
+           (tenant_id, member_id, card_id, earns, points, pending_points, available_at, new_balance, balance_at, due_at)
+         SELECT t, m, c, e, p, pp, a, b, ba, $10::timestamptz + make_interval(secs => $11)
+           FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[], $6::bigint[],
+                       $7::timestamptz[], $8::bigint[], $9::timestamptz[]) AS x(t, m, c, e, p, pp, a, b, ba)
+          ORDER BY t, m
+         ON CONFLICT (tenant_id, member_id) DO UPDATE SET
+           card_id = CASE WHEN g.card_id = EXCLUDED.card_id THEN g.card_id END,
+           earns = g.earns + EXCLUDED.earns,
+           points = g.points + EXCLUDED.points,
+           pending_points = g.pending_points + EXCLUDED.pending_points,
+           available_at = GREATEST(g.available_at, EXCLUDED.available_at),
+           new_balance = CASE WHEN EXCLUDED.balance_at >= g.balance_at THEN EXCLUDED.new_balance ELSE g.new_balance END,
+           balance_at = GREATEST(g.balance_at, EXCLUDED.balance_at)`,
+        [
+          col('tenantId'),
+          col('memberId'),
+          col('cardId'),
+          col('earns'),
+          col('points'),
+          col('pendingPoints'),
+          col('availableAt'),
+          col('newBalance'),
+          col('balanceAt'),
+          o.clock.now(),
+          o.windowSeconds,
+        ],
+      );
+    });
   };
 }
 

@@ -1,4 +1,5 @@
 import {
+  EventBatchConsumer,
   EventConsumer,
   jsonCodec,
   packageDir,
@@ -26,6 +27,9 @@ import { memberAuth } from './member-auth.ts';
 import { provisioning } from './provisioning.ts';
 
 export const SERVICE_VERSION = '0.1.0';
+
+/** The points-earned digests' durable: the name of the consumer that once mailed each earn. */
+const EARN_DIGEST_CONSUMER = 'identity-mail-ledger-points_earned';
 
 /** Composition root: config -> connections -> endpoints -> shutdown. */
 export async function startIdentity(
@@ -68,9 +72,9 @@ export async function startIdentity(
       );
       // Member notifications: one durable consumer per event type that has a mail template.
       const pace = notificationPace(config.MAIL_NOTIFICATIONS_PER_SECOND);
-      // Points earned: the consumer only adds the earn to the member's digest (no mail, so no
-      // pace); the sender mails due digests outside any transaction. The durable keeps its name
-      // from when each earn was mailed, so an upgraded deployment does not replay old earns.
+      // Points earned: the consumer only adds earns to their members' digests, a batch at a time (no
+      // mail, so no pace); the sender mails due digests outside any transaction. The durable keeps
+      // its name from when each earn was mailed, so an upgraded deployment does not replay old earns.
       const earnMails = new EarnMailSender({
         pool,
         clock: opts.clock ?? systemClock,
@@ -81,9 +85,26 @@ export async function startIdentity(
         concurrency: config.MAIL_CONCURRENCY,
         admit: pace,
       });
-      const consumers = Object.keys(templates).map((type) => {
-        const [service, event] = type.split('.') as [ServiceName, string];
-        if (type === 'ledger.points_earned') {
+      const earnDigests = new EventBatchConsumer({
+        nc,
+        subjects,
+        durable: EARN_DIGEST_CONSUMER,
+        filterSubject: subjects.event('ledger', 'points_earned'),
+        log,
+        metrics,
+        handle: earnDigestHandler({
+          pool,
+          clock: opts.clock ?? systemClock,
+          windowSeconds: config.EARN_MAIL_WINDOW_SECONDS,
+          consumer: EARN_DIGEST_CONSUMER,
+        }),
+        // A few milliseconds gather many earns into one transaction and one acknowledgement write.
+        lingerMs: 5,
+      });
+      const consumers = Object.keys(templates)
+        .filter((type) => type !== 'ledger.points_earned')
+        .map((type) => {
+          const [service, event] = type.split('.') as [ServiceName, string];
           return new EventConsumer({
             nc,
             subjects,
@@ -93,25 +114,12 @@ export async function startIdentity(
             filterSubject: subjects.event(service, event),
             log,
             metrics,
-            handle: earnDigestHandler(config.EARN_MAIL_WINDOW_SECONDS, opts.clock ?? systemClock),
+            handle: notificationHandler(mailer, log),
+            // Mails wait on the mail server, not on the CPU: several at once over pooled connections.
             concurrency: config.MAIL_CONCURRENCY,
+            admit: pace,
           });
-        }
-        return new EventConsumer({
-          nc,
-          subjects,
-          pool,
-          schema: 'identity',
-          durable: `identity-mail-${type.replace('.', '-')}`,
-          filterSubject: subjects.event(service, event),
-          log,
-          metrics,
-          handle: notificationHandler(mailer, log),
-          // Mails wait on the mail server, not on the CPU: several at once over pooled connections.
-          concurrency: config.MAIL_CONCURRENCY,
-          admit: pace,
         });
-      });
       // The audit log: every service's audit events, appended to their tenant's hash chain in
       // delivery order (one at a time; a tenant's appends are serialized by its head row anyway).
       const audit = auditLog({ pool, clock: authDeps.clock, log });
@@ -147,6 +155,7 @@ export async function startIdentity(
         );
       }
       for (const c of consumers) await c.start();
+      await earnDigests.start();
       earnMails.start();
       return {
         endpoints: identityEndpoints({
@@ -174,6 +183,7 @@ export async function startIdentity(
         ],
         stop: async () => {
           for (const c of consumers) await c.stop();
+          await earnDigests.stop();
           await earnMails.stop();
           mailer.close();
         },

@@ -1,0 +1,98 @@
+// The targets of the third speed round (issue 20), each judged against the same run's own
+// baselines, printed beside the figures and kept in latest.json.
+import type { BenchReport } from './report.ts';
+
+export interface TargetCheck {
+  target: string;
+  figure: string;
+  /** null: not measured in this run (a scenario or figure was left out). */
+  met: boolean | null;
+}
+
+export const TARGETS = {
+  earnTunedRatio: 0.4,
+  earnP99Ms: 25,
+  balanceTunedRatio: 0.35,
+  historyTunedRatio: 0.45,
+  redeemNaiveRatio: 1.0,
+  redeemP99Ms: 60,
+  peakRssMb: 100,
+  growthRows: 10_000_000,
+  growthRatio: 1.5,
+} as const;
+
+const x = (v: number | null | undefined) => (v === null || v === undefined ? '-' : `${v.toFixed(2)}x`);
+const ms = (v: number) => `${v.toFixed(1)} ms`;
+
+/** Judge a report (without its `target_checks`) against the targets. */
+export function checkTargets(r: Omit<BenchReport, 'target_checks'>, membersWhoEarned: number | null): TargetCheck[] {
+  const out: TargetCheck[] = [];
+  const scenario = (name: string) => r.scenarios.find((s) => s.name === name);
+  for (const name of ['points_earn', 'cashback_earn']) {
+    const s = scenario(name);
+    out.push({
+      target: `${name} >= ${TARGETS.earnTunedRatio}x tuned statements direct, p99 <= ${TARGETS.earnP99Ms} ms`,
+      figure: s ? `${x(s.tuned_ratio)}, p99 ${ms(s.p99_ms)}` : 'not run',
+      met:
+        s && s.tuned_ratio !== null ? s.tuned_ratio >= TARGETS.earnTunedRatio && s.p99_ms <= TARGETS.earnP99Ms : null,
+    });
+  }
+  for (const [name, ratio] of [
+    ['points_balance', TARGETS.balanceTunedRatio],
+    ['points_history', TARGETS.historyTunedRatio],
+  ] as const) {
+    const s = scenario(name);
+    out.push({
+      target: `${name} >= ${ratio}x tuned statements direct`,
+      figure: s ? x(s.tuned_ratio) : 'not run',
+      met: s && s.tuned_ratio !== null ? s.tuned_ratio >= ratio : null,
+    });
+  }
+  const redeem = scenario('cashback_redeem');
+  out.push({
+    target: `cashback_redeem (member token) >= ${TARGETS.redeemNaiveRatio}x naive baseline, p99 <= ${TARGETS.redeemP99Ms} ms`,
+    figure: redeem ? `${x(redeem.ratio)}, p99 ${ms(redeem.p99_ms)}` : 'not run',
+    met:
+      redeem && redeem.ratio !== null
+        ? redeem.ratio >= TARGETS.redeemNaiveRatio && redeem.p99_ms <= TARGETS.redeemP99Ms
+        : null,
+  });
+  const rss = Object.entries(r.memory_mb);
+  const worst = rss.reduce<[string, number] | null>((w, e) => (w === null || e[1] > w[1] ? e : w), null);
+  out.push({
+    target: `peak RSS <= ${TARGETS.peakRssMb} MB for every service`,
+    figure: worst ? `largest ${worst[0]} ${worst[1].toFixed(0)} MB` : 'not measured',
+    met: worst ? worst[1] <= TARGETS.peakRssMb : null,
+  });
+  if ('balance' in r.growth) {
+    const g = r.growth;
+    const enough = g.rows_large >= TARGETS.growthRows;
+    out.push({
+      target: `growth: balance and history p50 within ${TARGETS.growthRatio}x from 10,000 to ${TARGETS.growthRows.toLocaleString('en-US')} journal rows`,
+      figure: `balance ${x(g.balance.ratio_p50)}, history ${x(g.history.ratio_p50)} at ${g.rows_large.toLocaleString('en-US')} rows`,
+      met: enough ? g.balance.ratio_p50 <= TARGETS.growthRatio && g.history.ratio_p50 <= TARGETS.growthRatio : null,
+    });
+  } else {
+    out.push({ target: 'growth to 10,000,000 journal rows', figure: `skipped (${r.growth.skipped})`, met: null });
+  }
+  const backlog = r.notification_mail_backlog_at_end;
+  out.push({
+    target: 'notification mails queued at the end <= one per member who earned',
+    figure: backlog === null ? 'unknown' : `${backlog} queued, ${membersWhoEarned ?? '?'} members earned`,
+    met: backlog === null || membersWhoEarned === null ? null : backlog <= membersWhoEarned,
+  });
+  out.push({
+    target: 'every check of the benchmark passes',
+    figure: r.problems.length === 0 ? 'no problems' : `${r.problems.length} problems`,
+    met: r.problems.length === 0,
+  });
+  return out;
+}
+
+export function formatTargets(checks: TargetCheck[]): string {
+  const verdict = (m: boolean | null) => (m === null ? 'not measured' : m ? 'met' : 'NOT MET');
+  return [
+    'targets (issue 20), each against this run:',
+    ...checks.map((c) => `  [${verdict(c.met)}] ${c.target}: ${c.figure}`),
+  ].join('\n');
+}
