@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { Measured } from './load.ts';
 import type { WebhooksReport } from './webhooks.ts';
 import { formatTargets, type TargetCheck } from './targets.ts';
+import { formatCpu } from './cpu.ts';
 
 export interface ScenarioReport {
   name: string;
@@ -28,6 +29,11 @@ export interface ScenarioReport {
   tuned_ratio: number | null;
   target_ratio: number;
   checks: string[];
+  /**
+   * CPU microseconds per request by process (bench/cpu.ts), with `total`: the full path (its run
+   * and the background work it left) and the tuned statements direct (this process and PostgreSQL).
+   */
+  cpu_us_per_request: { full: Record<string, number> | null; tuned: Record<string, number> | null };
 }
 
 export interface GrowthFigure {
@@ -84,6 +90,7 @@ export function scenarioReport(
   tuned: Measured | null,
   targetRatio: number,
   checks: string[],
+  cpu: ScenarioReport['cpu_us_per_request'] = { full: null, tuned: null },
 ): ScenarioReport {
   return {
     name,
@@ -104,6 +111,7 @@ export function scenarioReport(
     tuned_ratio: tuned && tuned.rps > 0 ? Math.round((full.rps / tuned.rps) * 100) / 100 : null,
     target_ratio: targetRatio,
     checks,
+    cpu_us_per_request: cpu,
   };
 }
 
@@ -152,6 +160,15 @@ export function formatTable(r: BenchReport): string {
   out.push(
     "base: the naive direct baseline (bench/baseline.ts); tuned: the services' own statements, direct (bench/baseline-tuned.ts)",
   );
+  const withCpu = r.scenarios.filter((s) => s.cpu_us_per_request.full);
+  if (withCpu.length > 0) {
+    out.push('', 'CPU per request, by process (user + system time from /proc; bench/cpu.ts):');
+    for (const s of withCpu) {
+      out.push(`  ${s.name} full path: ${formatCpu(s.cpu_us_per_request.full!)}`);
+      if (s.cpu_us_per_request.tuned)
+        out.push(`  ${' '.repeat(s.name.length)} tuned direct: ${formatCpu(s.cpu_us_per_request.tuned)}`);
+    }
+  }
   out.push('');
   out.push(
     `peak RSS (MB): ${Object.entries(r.memory_mb)

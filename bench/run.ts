@@ -27,6 +27,7 @@ import { formatProfile, summarizeProfile } from './profile-summary.ts';
 import { PROFILE_DIR, runningSystem, startBenchSystem } from './system.ts';
 import { measureWebhooks, type WebhooksReport } from './webhooks.ts';
 import { checkTargets } from './targets.ts';
+import { cpuPerRequest, sampleCpu } from './cpu.ts';
 import { repoRoot } from '../test/support/cluster.ts';
 
 /** Targets of the issue: full path / baseline throughput. */
@@ -105,6 +106,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       }
       log(`${name}: full path, ${opts.connections} connections, ${opts.duration} s`);
       const http = httpScenario(name, fixture, 'full', api, opts.connections);
+      const cpuBefore = sampleCpu(system.pids());
       const full = await runHttp({
         url: system.url,
         connections: opts.connections,
@@ -113,11 +115,14 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
         next: http.next,
         expectedStatuses: expected,
       });
+      // The CPU of the run and of the background work it left (outbox relay, consumers).
+      await settle(`${name} (full path)`);
+      const cpuFull = cpuPerRequest(cpuBefore, sampleCpu(system.pids()), full.requests);
       const checks = (await http.check?.()) ?? [];
       let base: Measured | null = null;
       let tuned: Measured | null = null;
+      let cpuTuned: Record<string, number> | null = null;
       if (pool && !opts.skipBaseline) {
-        await settle(`${name} (full path)`);
         log(`${name}: baseline, direct SQL from one process, pool of ${opts.connections}`);
         if (opts.warmup > 0)
           await runDirect({
@@ -143,16 +148,21 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
             expectedStatuses: expected,
           });
         const ceiling = tunedScenario(name, pool, fixture, 'baseline');
+        const tunedBefore = sampleCpu({});
         tuned = await runDirect({
           concurrency: opts.connections,
           seconds: opts.duration,
           op: ceiling.op,
           expectedStatuses: expected,
         });
+        cpuTuned = cpuPerRequest(tunedBefore, sampleCpu({}), tuned.requests);
         checks.push(...((await ceiling.check?.()) ?? []));
       }
       await settle(name);
-      const report = scenarioReport(name, DESCRIPTIONS[name], full, base, tuned, TARGET_RATIO[name], checks);
+      const report = scenarioReport(name, DESCRIPTIONS[name], full, base, tuned, TARGET_RATIO[name], checks, {
+        full: cpuFull,
+        tuned: cpuTuned,
+      });
       scenarios.push(report);
       log(
         `${name}: ${full.rps} rps, p50 ${full.p50_ms} ms, p99 ${full.p99_ms} ms, ${full.errors} errors${base ? `; baseline ${base.rps} rps (${report.ratio}x)` : ''}${tuned ? `; tuned statements direct ${tuned.rps} rps (${report.tuned_ratio}x)` : ''}`,

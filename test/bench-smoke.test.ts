@@ -51,6 +51,10 @@ describe('npm run bench (smoke)', () => {
       expect(s.baseline_errors).toBe(0);
       expect(s.ratio).toBeCloseTo(s.rps / s.baseline_rps!, 1);
       expect(s.checks).toEqual([]);
+      // Where each request's CPU went, from /proc: the full path's processes, and the direct side's.
+      expect(s.cpu_us_per_request.full?.total, s.name).toBeGreaterThan(0);
+      expect(Object.keys(s.cpu_us_per_request.full!)).toEqual(expect.arrayContaining(['gateway', 'postgres']));
+      expect(s.cpu_us_per_request.tuned?.total, s.name).toBeGreaterThan(0);
     }
     // Two accounts of 0.50 allow exactly ten redemptions of 0.10; the rest are the expected 422s.
     const redeem = report.scenarios.find((s) => s.name === 'cashback_redeem')!;
@@ -112,6 +116,9 @@ describe('npm run bench (smoke)', () => {
     expect(report.target_checks[7]!.met).toBe(true); // at most one queued mail per member who earned
     expect(report.target_checks[8]!.met).toBe(true);
     expect(table).toContain('targets (issue 20), each against this run:');
+    expect(table).toMatch(
+      /points_earn full path: [\d,]+ µs \(.*gateway \d+.*\); \d+ cores at that cost: at most [\d,]+\/s/,
+    );
     expect(table).toMatch(/\[(met|NOT MET)\] points_earn >= 0.4x tuned statements direct, p99 <= 25 ms: [\d.]+x, p99/);
     const written = await writeReport(report, out);
     expect(written.map((p) => path.basename(p))).toEqual(['latest.json', 'latest.svg', 'latest.png']);
