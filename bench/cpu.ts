@@ -9,18 +9,28 @@ import os from 'node:os';
 /** Clock ticks per second of /proc's times (USER_HZ: 100 on every Linux this runs on). */
 const TICKS = 100;
 
-function procCpuSeconds(pid: number): number | null {
+/**
+ * A process's CPU seconds; with `children`, also those of its children that exited and were
+ * waited for (PostgreSQL's postmaster collects its backends' time when they exit).
+ */
+function procCpuSeconds(pid: number, children = false): number | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name (which may hold spaces) start after the last ')'.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / TICKS; // utime, stime (fields 14 and 15)
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+    // utime, stime, cutime, cstime: fields 14 to 17 of proc(5).
+    return (f[11]! + f[12]! + (children ? f[13]! + f[14]! : 0)) / TICKS;
   } catch {
     return null;
   }
 }
 
-/** Summed CPU seconds of every process whose command is one of `names` (all PostgreSQL backends, say). */
+/**
+ * Summed CPU seconds of every process whose command is one of `names`, the exited children they
+ * collected included: a PostgreSQL backend that closes between two samples (an idle pool
+ * connection timing out) moves its time into the postmaster's children's time, so the sum never
+ * goes back.
+ */
 function cpuByCommand(names: string[]): Record<string, number> {
   const out: Record<string, number> = Object.fromEntries(names.map((n) => [n, 0]));
   let pids: string[] = [];
@@ -36,7 +46,7 @@ function cpuByCommand(names: string[]): Record<string, number> {
     } catch {
       continue;
     }
-    if (comm in out) out[comm]! += procCpuSeconds(Number(pid)) ?? 0;
+    if (comm in out) out[comm]! += procCpuSeconds(Number(pid), true) ?? 0;
   }
   return out;
 }
@@ -44,9 +54,8 @@ function cpuByCommand(names: string[]): Record<string, number> {
 export type CpuSample = Record<string, number>;
 
 /**
- * Cumulative CPU seconds now: each service process, PostgreSQL, nats-server, Redis, and this
- * process (the load generator and the direct baselines). PostgreSQL backends that exit between two
- * samples take their time with them; the benchmark's pools keep theirs open, so that is little.
+ * Cumulative CPU seconds now: each service process, PostgreSQL (every backend and the ones that
+ * exited), nats-server, Redis, and this process (the load generator and the direct baselines).
  */
 export function sampleCpu(servicePids: Record<string, number>): CpuSample | null {
   if (os.platform() !== 'linux') return null;

@@ -42,7 +42,7 @@ export function run(command, opts = {}) {
 export function checkNode() {
   const [major, minor] = process.versions.node.split('.').map(Number);
   const patch = Number(process.versions.node.split('.')[2]);
-  // 20.18.1: undici 7 (the webhooks service's HTTP client) and testcontainers need it.
+  // 20.18.1: testcontainers needs it.
   if (major < 20 || (major === 20 && (minor < 18 || (minor === 18 && patch < 1))))
     fail(`Node.js 20.18.1 or newer is needed (this is ${process.versions.node}).`);
 }

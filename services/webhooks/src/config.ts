@@ -27,7 +27,7 @@ export const WebhooksConfig = z.object({
   /** Attempts in flight at once per replica (open sockets). */
   WEBHOOK_MAX_IN_FLIGHT: int(1, 16_384, 512),
   /** Deliveries a replica holds in memory, waiting for a slot (the rest waits in the database). */
-  WEBHOOK_MAX_QUEUED: int(100, 1_000_000, 20_000),
+  WEBHOOK_MAX_QUEUED: int(100, 1_000_000, 4_000),
   /**
    * How long a replica owns a delivery it took (in memory or in flight); a replica that dies
    * hands its deliveries back when this runs out. Longer than the timeout with room to spare.
