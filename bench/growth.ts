@@ -46,12 +46,24 @@ export async function measureGrowth(
   const historyPath = `/api/v1/loyalty/points/history?card_id=${f.pointsCardId}&member_id=${f.historyMemberId}&limit=20&offset=0`;
   const before = await journalFacts(pool, f);
   opts.log(`growth: measuring balance and history at ${before.rows.toLocaleString('en-US')} journal rows`);
+  // Each figure is the best of three rounds (the lowest p50, with its p99): the account is measured
+  // minutes apart before and after the bulk load, and a burst of background work on the 2 cores
+  // (autovacuum, a checkpoint, the previous phase's mails) in one round moved a p50 by up to 2x
+  // (seen: balance, which never reads the journal, 1.30 -> 2.35 ms).
+  const best = (a: GrowthFigure, b: GrowthFigure) => (b.p50_ms < a.p50_ms ? b : a);
   const measure = async () => {
-    // 50 requests first (connection, caches, plans), then the measured ones.
-    await latency(api, f, balancePath, 50);
-    const balance = await latency(api, f, balancePath, opts.requests);
-    await latency(api, f, historyPath, 50);
-    return { balance, history: await latency(api, f, historyPath, opts.requests) };
+    let balance: GrowthFigure | undefined;
+    let history: GrowthFigure | undefined;
+    for (let round = 0; round < 3; round++) {
+      // 50 requests first (connection, caches, plans), then the measured ones.
+      await latency(api, f, balancePath, 50);
+      const b = await latency(api, f, balancePath, opts.requests);
+      await latency(api, f, historyPath, 50);
+      const h = await latency(api, f, historyPath, opts.requests);
+      balance = balance ? best(balance, b) : b;
+      history = history ? best(history, h) : h;
+    }
+    return { balance: balance!, history: history! };
   };
   const small = await measure();
 
