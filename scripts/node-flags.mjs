@@ -5,7 +5,7 @@
 // generation keep every service's memory bounded at the same throughput (figures in bench/README.md).
 // --v8-pool-size=2: V8's helper threads (parallel GC, compilation) for the 2 cores a service gets,
 // not the default 4 (each thread's buffers are resident).
-export const SERVICE_NODE_OPTIONS = '--max-old-space-size=96 --max-semi-space-size=2 --v8-pool-size=2';
+export const SERVICE_NODE_OPTIONS = '--max-old-space-size=96 --max-semi-space-size=1 --v8-pool-size=2';
 
 // The environment of every service process beside NODE_OPTIONS (deploy/Dockerfile sets the same).
 // glibc's malloc gives each thread that allocates its own arena (up to 8 per core); libuv's pool

@@ -4,6 +4,7 @@ import { Subjects } from '@loyalty/contracts';
 import { readGatewayConfig, startGateway, type RunningGateway } from '@loyalty/gateway';
 import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
 import { connectAs } from '../../../test/support/nats.ts';
+import { until } from '../../../test/support/until.ts';
 import { signedIn } from '../../ledger/test/support.ts';
 import { CredentialResolver, watchCredentialChanges } from '../src/credentials.ts';
 
@@ -31,14 +32,6 @@ afterAll(async () => {
   await second?.stop();
   await sys?.stop();
 });
-
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('revocation racing a key lookup', () => {
   it('does not cache an answer from before the revocation, on either replica', async () => {

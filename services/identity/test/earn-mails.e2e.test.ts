@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Subjects } from '@loyalty/contracts';
 import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
 import { connectAs } from '../../../test/support/nats.ts';
+import { until } from '../../../test/support/until.ts';
 import { digestMail } from '../src/earn-mails.ts';
 
 /**
@@ -27,14 +28,6 @@ afterAll(async () => {
   await nc?.drain();
   await sys?.stop();
 });
-
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 let n = 0;
 async function member(api: ReturnType<typeof apiClient>): Promise<{ id: number; email: string }> {
