@@ -17,7 +17,10 @@ function procCpuSeconds(pid: number, children = false): number | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name (which may hold spaces) start after the last ')'.
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+    const f = stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .split(' ')
+      .map(Number);
     // utime, stime, cutime, cstime: fields 14 to 17 of proc(5).
     return (f[11]! + f[12]! + (children ? f[13]! + f[14]! : 0)) / TICKS;
   } catch {
