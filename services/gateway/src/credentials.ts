@@ -19,7 +19,7 @@ interface CachedSession {
 const hashKey = (secret: string) => createHash('sha256').update(secret).digest('base64');
 
 /** Entries kept at most per cache; beyond it the oldest go first (Map order is insertion order). */
-const MAX_ENTRIES = 100_000;
+const MAX_ENTRIES = 20_000;
 
 /**
  * Resolves `X-App-Id`/`X-Api-Key` (and `X-Member-Token`) through identity. A verified app key and
@@ -166,10 +166,16 @@ export class CredentialResolver {
   }
 }
 
-function remember<V>(map: Map<string, V>, key: string, value: V): void {
-  map.delete(key); // re-inserted last: the eviction order below is the order of verification
+function remember<V extends { expiresAt: number }>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key); // re-inserted last: the order of the map is the order of verification
   map.set(key, value);
-  if (map.size > MAX_ENTRIES) map.delete(map.keys().next().value!);
+  // Expired entries go from the front (the oldest verified; a session's own end can make a later
+  // one expire sooner, which the size bound then covers): a few per insert at most, so the cache
+  // holds about what was verified within the TTL, never more than MAX_ENTRIES.
+  for (const [k, v] of map) {
+    if (map.size <= MAX_ENTRIES && v.expiresAt > Date.now()) break;
+    map.delete(k);
+  }
 }
 
 /**
