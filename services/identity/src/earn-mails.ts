@@ -4,7 +4,6 @@ import { withTransaction } from '@loyalty/runtime';
 import { MAIL_NAME_MAX, mailText } from './domain/mail-text.ts';
 import type { Mailer } from './mailer.ts';
 import { membersByIds } from './member-directory.ts';
-import { templates } from './notifications.ts';
 import { findTenant } from './store/tenants.ts';
 
 /**
@@ -162,30 +161,22 @@ export function earnDigestHandler(o: { pool: Pool; clock: Clock; windowSeconds: 
   };
 }
 
-/** The mail of a digest: one earn keeps the single-earn text; several are summed up. */
+/** The mail of a digest: one earn told alone (the text of the mail per earn before digests); several summed up. */
 export function digestMail(g: Digest, name: string): { subject: string; text: string } {
+  const n = (v: unknown) => mailText(v, 20);
   const points = Number(g.points);
   const pending = Number(g.pending_points);
-  if (g.earns === 1) {
-    return templates['ledger.points_earned']!(
-      {
-        points,
-        pending: pending > 0,
-        available_at: g.available_at?.toISOString(),
-        new_balance: g.new_balance === null ? undefined : Number(g.new_balance),
-      },
-      name,
-    )!;
-  }
-  const n = (v: unknown) => mailText(v, 20);
-  const later =
-    pending > 0 && g.available_at
-      ? ` ${n(pending)} of them can be spent from ${g.available_at.toISOString().slice(0, 10)}.`
-      : '';
+  const day = g.available_at?.toISOString().slice(0, 10) ?? '';
   const balance =
     g.card_id !== null && g.new_balance !== null ? ` Your balance is now ${n(g.new_balance)} points.` : '';
+  const subject = `You earned ${n(points)} points`;
+  if (g.earns === 1) {
+    const then = pending > 0 ? ` They can be spent from ${day}.` : balance;
+    return { subject, text: `Hello ${name},\n\nYou earned ${n(points)} points.${then}\n` };
+  }
+  const later = pending > 0 && day ? ` ${n(pending)} of them can be spent from ${day}.` : '';
   return {
-    subject: `You earned ${n(points)} points`,
+    subject,
     text: `Hello ${name},\n\nYou earned ${n(points)} points in ${n(g.earns)} purchases.${later}${balance}\n`,
   };
 }
@@ -220,7 +211,7 @@ export class EarnMailSender {
   /** Send every digest due now; returns how many were mailed. */
   async sendDue(): Promise<number> {
     let mailed = 0;
-    for (;;) {
+    while (!this.stopped) {
       const now = this.o.clock.now();
       const { rows } = await this.o.pool.query<Digest>(
         `UPDATE identity.earn_mail_digests g SET lease_until = $1::timestamptz + ${LEASE}
@@ -231,10 +222,11 @@ export class EarnMailSender {
           RETURNING tenant_id, member_id, card_id, earns, points, pending_points, available_at, new_balance`,
         [now, this.o.concurrency * 4],
       );
-      if (rows.length === 0 || this.stopped) return mailed;
+      if (rows.length === 0) break;
       const results = await Promise.all(rows.map((g) => this.send(g)));
       mailed += results.filter(Boolean).length;
     }
+    return mailed;
   }
 
   private async send(g: Digest): Promise<boolean> {

@@ -24,12 +24,7 @@ const staffNote = (d: Record<string, unknown>) =>
 const day = (v: unknown) => mailText(typeof v === 'string' ? v.slice(0, 10) : '', 10);
 
 export const templates: Record<string, Template> = {
-  'ledger.points_earned': (d, name) => ({
-    subject: `You earned ${num(d.points)} points`,
-    text: d.pending
-      ? `Hello ${name},\n\nYou earned ${num(d.points)} points. They can be spent from ${day(d.available_at)}.\n`
-      : `Hello ${name},\n\nYou earned ${num(d.points)} points. Your balance is now ${num(d.new_balance)} points.\n`,
-  }),
+  // Points earned: summarized per member in earn-mails.ts, not mailed per event.
   // Lots (ledger): once per lot, the card's expiry_warning_days before it expires.
   'ledger.points_expiring': (d, name) => ({
     subject: `${num(d.points)} points expire on ${day(d.expires_on)}`,

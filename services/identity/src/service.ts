@@ -101,25 +101,23 @@ export async function startIdentity(
         // A few milliseconds gather many earns into one transaction and one acknowledgement write.
         lingerMs: 5,
       });
-      const consumers = Object.keys(templates)
-        .filter((type) => type !== 'ledger.points_earned')
-        .map((type) => {
-          const [service, event] = type.split('.') as [ServiceName, string];
-          return new EventConsumer({
-            nc,
-            subjects,
-            pool,
-            schema: 'identity',
-            durable: `identity-mail-${type.replace('.', '-')}`,
-            filterSubject: subjects.event(service, event),
-            log,
-            metrics,
-            handle: notificationHandler(mailer, log),
-            // Mails wait on the mail server, not on the CPU: several at once over pooled connections.
-            concurrency: config.MAIL_CONCURRENCY,
-            admit: pace,
-          });
+      const consumers = Object.keys(templates).map((type) => {
+        const [service, event] = type.split('.') as [ServiceName, string];
+        return new EventConsumer({
+          nc,
+          subjects,
+          pool,
+          schema: 'identity',
+          durable: `identity-mail-${type.replace('.', '-')}`,
+          filterSubject: subjects.event(service, event),
+          log,
+          metrics,
+          handle: notificationHandler(mailer, log),
+          // Mails wait on the mail server, not on the CPU: several at once over pooled connections.
+          concurrency: config.MAIL_CONCURRENCY,
+          admit: pace,
         });
+      });
       // The audit log: every service's audit events, appended to their tenant's hash chain in
       // delivery order (one at a time; a tenant's appends are serialized by its head row anyway).
       const audit = auditLog({ pool, clock: authDeps.clock, log });
