@@ -33,55 +33,69 @@ afterAll(async () => {
   await sys?.stop();
 });
 
+/**
+ * A lookup that races a revocation: identity's genuine answer for `data` (valid now) is taken, then
+ * identity stops and a stand-in holds the gateway's lookup made by `request`; identity comes back,
+ * `revoke` runs and both replicas read its broadcast; only then does the held lookup get the answer
+ * from before. Returns the held request's response.
+ */
+async function answeredFromBefore<R>(
+  data: Record<string, string>,
+  request: () => Promise<R>,
+  revoke: () => Promise<void>,
+): Promise<R> {
+  const authenticate = subjects.op('identity', 'internal.authenticate');
+  const gatewayNc = await connectAs('gateway', { url: sys.env.NATS_URL });
+  const identityNc = await connectAs('identity', { url: sys.env.NATS_URL });
+  let fake: ReturnType<NatsConnection['subscribe']> | undefined;
+  try {
+    const genuine = await gatewayNc.request(authenticate, JSON.stringify({ meta: { request_id: 'race' }, data }), {
+      timeout: 5_000,
+    });
+    expect(genuine.json<{ ok: boolean }>().ok).toBe(true);
+
+    // Identity is slow: the gateway's lookup is held here.
+    await sys.stopService('identity');
+    let held: Msg | undefined;
+    fake = identityNc.subscribe(authenticate, { callback: (_e, m) => void (held ??= m) });
+    await identityNc.flush();
+    const inFlight = request();
+    await until(() => held !== undefined);
+
+    // The revocation happens and is broadcast while that lookup is in flight.
+    await sys.startService('identity');
+    const broadcasts = await gatewayNc.subscribe(subjects.credentialsChanged(), { max: 1 });
+    await gatewayNc.flush();
+    await revoke();
+    for await (const _m of broadcasts) break;
+    await Promise.all([sys.gateway, second].map((g) => fetch(`${g.url}/healthz`))); // both have read their sockets
+
+    // Then the held answer (from before the revocation) arrives.
+    held!.respond(genuine.data);
+    return await inFlight;
+  } finally {
+    fake?.unsubscribe();
+    await gatewayNc.close();
+    await identityNc.close();
+  }
+}
+
 describe('revocation racing a key lookup', () => {
   it('does not cache an answer from before the revocation, on either replica', async () => {
     const t = await sys.tenant();
-    const authenticate = subjects.op('identity', 'internal.authenticate');
-    const gatewayNc = await connectAs('gateway', { url: sys.env.NATS_URL });
-    const identityNc = await connectAs('identity', { url: sys.env.NATS_URL });
-    let fake: ReturnType<NatsConnection['subscribe']> | undefined;
-    try {
-      // Identity's genuine answer for the key while it is valid: what a slow lookup brings back.
-      const genuine = await gatewayNc.request(
-        authenticate,
-        JSON.stringify({ meta: { request_id: 'race' }, data: { app_id: t.appId, api_key: t.apiKey } }),
-        { timeout: 5_000 },
-      );
-      expect(genuine.json<{ ok: boolean }>().ok).toBe(true);
-      const api2 = apiClient(second.url, t);
-      expect((await api2('POST', CHECK, { body })).status).toBe(200); // the second replica caches the key
+    const api2 = apiClient(second.url, t);
+    expect((await api2('POST', CHECK, { body })).status).toBe(200); // the second replica caches the key
+    const inFlight = await answeredFromBefore(
+      { app_id: t.appId, api_key: t.apiKey },
+      () => apiClient(sys.url, t)('POST', CHECK, { body }),
+      async () => void (await sys.admin('POST', `/admin/v1/apps/${t.appId}/revoke`)),
+    );
+    expect(inFlight.status).toBe(200); // the request it answers was made before the revocation
 
-      // Identity is slow: the first gateway's lookup is held here.
-      await sys.stopService('identity');
-      let held: Msg | undefined;
-      fake = identityNc.subscribe(authenticate, { callback: (_e, m) => void (held ??= m) });
-      await identityNc.flush();
-      const inFlight = apiClient(sys.url, t)('POST', CHECK, { body });
-      await until(() => held !== undefined);
-
-      // The revocation happens and is broadcast while that lookup is in flight.
-      await sys.startService('identity');
-      const broadcasts = await gatewayNc.subscribe(subjects.credentialsChanged(), { max: 1 });
-      await gatewayNc.flush();
-      await sys.admin('POST', `/admin/v1/apps/${t.appId}/revoke`);
-      for await (const _m of broadcasts) break;
-      await Promise.all([sys.gateway, second].map((g) => fetch(`${g.url}/healthz`))); // both have read their sockets
-
-      // Then the held answer (from before the revocation) arrives.
-      held!.respond(genuine.data);
-      expect((await inFlight).status).toBe(200); // the request it answers was made before the revocation
-      fake.unsubscribe();
-      fake = undefined;
-
-      for (const url of [sys.url, second.url]) {
-        const r = await apiClient(url, t)('POST', CHECK, { body });
-        expect(r.status, url).toBe(401);
-        expect(r.body.error).toMatchObject({ code: 'invalid_credentials' });
-      }
-    } finally {
-      fake?.unsubscribe();
-      await gatewayNc.close();
-      await identityNc.close();
+    for (const url of [sys.url, second.url]) {
+      const r = await apiClient(url, t)('POST', CHECK, { body });
+      expect(r.status, url).toBe(401);
+      expect(r.body.error).toMatchObject({ code: 'invalid_credentials' });
     }
   });
 });
@@ -150,50 +164,19 @@ describe('member tokens cached at the gateway', () => {
     const t = await sys.tenant();
     const api1 = apiClient(sys.url, t);
     const member = await signedIn(api1);
-    const authenticate = subjects.op('identity', 'internal.authenticate');
-    const gatewayNc = await connectAs('gateway', { url: sys.env.NATS_URL });
-    const identityNc = await connectAs('identity', { url: sys.env.NATS_URL });
-    let fake: ReturnType<NatsConnection['subscribe']> | undefined;
-    try {
-      const genuine = await gatewayNc.request(
-        authenticate,
-        JSON.stringify({
-          meta: { request_id: 'race' },
-          data: { app_id: t.appId, api_key: t.apiKey, member_token: member.token },
-        }),
-        { timeout: 5_000 },
-      );
-      expect(genuine.json<{ ok: boolean }>().ok).toBe(true);
-      expect((await api1('POST', CHECK, { body })).status).toBe(200); // the key is cached, the token not
+    expect((await api1('POST', CHECK, { body })).status).toBe(200); // the key is cached, the token not
+    const inFlight = await answeredFromBefore(
+      { app_id: t.appId, api_key: t.apiKey, member_token: member.token },
+      () => api1('POST', PIN, { body: pinBody, token: member.token }),
+      async () => {
+        const out = await apiClient(second.url, t)('POST', '/api/v1/auth/member/logout', { token: member.token });
+        expect(out.status).toBe(200);
+      },
+    );
+    expect(inFlight.status).toBe(200);
 
-      await sys.stopService('identity');
-      let held: Msg | undefined;
-      fake = identityNc.subscribe(authenticate, { callback: (_e, m) => void (held ??= m) });
-      await identityNc.flush();
-      const inFlight = api1('POST', PIN, { body: pinBody, token: member.token });
-      await until(() => held !== undefined);
-
-      await sys.startService('identity');
-      const broadcasts = await gatewayNc.subscribe(subjects.credentialsChanged(), { max: 1 });
-      await gatewayNc.flush();
-      expect(
-        (await apiClient(second.url, t)('POST', '/api/v1/auth/member/logout', { token: member.token })).status,
-      ).toBe(200);
-      for await (const _m of broadcasts) break;
-      await fetch(`${sys.url}/healthz`);
-
-      held!.respond(genuine.data);
-      expect((await inFlight).status).toBe(200);
-      fake.unsubscribe();
-      fake = undefined;
-
-      const r = await api1('POST', PIN, { body: pinBody, token: member.token });
-      expect(r.status).toBe(401);
-    } finally {
-      fake?.unsubscribe();
-      await gatewayNc.close();
-      await identityNc.close();
-    }
+    const r = await api1('POST', PIN, { body: pinBody, token: member.token });
+    expect(r.status).toBe(401);
   });
 });
 
