@@ -5,7 +5,7 @@
 // speed work; the statements are copied from their store modules of that day (ledger:
 // store/cards.ts findCard, store/accounts.ts credit / debitIfCovered / findBalance /
 // appendJournal, runtime recordEvent's outbox insert; identity: store/members.ts findMemberBy,
-// and since lots (issue 17) the credit's lot and, for a debit, the lots it takes, one statement
+// and since lots the credit's lot and, for a debit, the lots it takes, one statement
 // per lot under the account's lock, as a straightforward service would write them;
 // store/apps.ts findCredentials, store/sessions.ts findLiveSession), except the history page,
 // which is the ledger's current statement (see the points_history case). The services now do less

@@ -78,7 +78,7 @@ export interface BenchReport {
   notification_mail_backlog_at_end: number | null;
   targets: Record<string, string>;
   problems: string[];
-  /** Issue 20's targets judged against this run (bench/targets.ts). */
+  /** The speed targets judged against this run (bench/targets.ts). */
   target_checks: TargetCheck[];
 }
 

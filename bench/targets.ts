@@ -1,4 +1,4 @@
-// The targets of the third speed round (issue 20), each judged against the same run's own
+// The targets of the third speed round, each judged against the same run's own
 // baselines, printed beside the figures and kept in latest.json.
 import type { BenchReport } from './report.ts';
 
@@ -92,7 +92,7 @@ export function checkTargets(r: Omit<BenchReport, 'target_checks'>, membersWhoEa
 export function formatTargets(checks: TargetCheck[]): string {
   const verdict = (m: boolean | null) => (m === null ? 'not measured' : m ? 'met' : 'NOT MET');
   return [
-    'targets (issue 20), each against this run:',
+    'targets, each against this run:',
     ...checks.map((c) => `  [${verdict(c.met)}] ${c.target}: ${c.figure}`),
   ].join('\n');
 }

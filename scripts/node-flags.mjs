@@ -13,7 +13,7 @@ export const SERVICE_NODE_OPTIONS = '--max-old-space-size=96 --max-semi-space-si
 // raises its mmap threshold as large blocks are freed, after which freed socket and JSON buffers
 // stay in the heap instead of going back to the system: a fixed 128 KB threshold returns them.
 // Together with the flags above they took 10-20 MB off each service's peak RSS at no measured
-// throughput (bench/README.md, issue 20).
+// throughput (bench/README.md).
 export const SERVICE_ENV = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' };
 
 /** NODE_OPTIONS for a service process: the service flags, then whatever the caller adds. */

@@ -98,7 +98,7 @@ describe('npm run bench (smoke)', () => {
     expect(table).toMatch(
       /webhooks capacity, one replica draining a backlog for 2 endpoints: 400 deliveries of 200 events/,
     );
-    // Issue 20's targets are judged and printed beside the figures (a smoke run's figures meet
+    // The speed targets are judged and printed beside the figures (a smoke run's figures meet
     // some and not others; what matters is that each is measured from this run).
     expect(report.target_checks.map((c) => c.target.split(' ')[0])).toEqual([
       'points_earn',
@@ -115,7 +115,7 @@ describe('npm run bench (smoke)', () => {
     expect(report.target_checks[6]!.met).toBeNull(); // 400 rows are not the target's 10,000,000
     expect(report.target_checks[7]!.met).toBe(true); // at most one queued mail per member who earned
     expect(report.target_checks[8]!.met).toBe(true);
-    expect(table).toContain('targets (issue 20), each against this run:');
+    expect(table).toContain('targets, each against this run:');
     expect(table).toMatch(
       /points_earn full path: [\d,]+ µs \(.*gateway \d+.*\); \d+ cores at that cost: at most [\d,]+\/s/,
     );

@@ -28,7 +28,7 @@ const movement = {
   card_id: Id,
 };
 
-/** A credit's lot (issue 17): when it becomes spendable and when it expires (absent on events older than lots). */
+/** A credit's lot: when it becomes spendable and when it expires (absent on events older than lots). */
 const lotTerms = {
   pending: z.boolean().optional().describe("the credit waits for the card's return window (pending_days)"),
   available_at: Timestamp.optional().describe('when it is (or was) spendable'),

@@ -18,7 +18,7 @@ import {
 export const HOLD_MARGIN_MS = 24 * 3_600_000;
 
 /**
- * The ledger holds of claim requests (issue 17), all under the claim's key `claim:<id>`: placed
+ * The ledger holds of claim requests, all under the claim's key `claim:<id>`: placed
  * when a request is created, captured by its approval (the debit under the same key), released
  * when it is rejected or expires. Each release is asked once the decision is committed; one that
  * fails (the ledger away) is asked again by the sweeper until it is done, so a hold never outlives

@@ -12,7 +12,7 @@ import { creditTerms, lotEventFields } from './lot-views.ts';
 
 type MemberRef = { member_id?: number; email?: string; phone?: string };
 
-/** Interface section 4.2: cashback earn, redeem, balance, history and refund. Money is cents inside. */
+/** The cashback operations of the interface: cashback earn, redeem, balance, history and refund. Money is cents inside. */
 export function cashbackProduct(deps: LedgerDeps, books: Accounting) {
   const { clock } = deps;
   const events = journalEvents(deps.outbox);

@@ -26,7 +26,7 @@ function keyOf(meta: LedgerMeta): string {
 }
 
 /**
- * Holds (design section 10): a claim request reserves its reward's points when it is created, so
+ * Holds: a claim request reserves its reward's points when it is created, so
  * no redemption can spend them while staff decide. A hold moves the amount from the spendable
  * balance to `held`, taking it from the lots soonest-expiring first (what a lot gives to a hold
  * does not expire while held); the claim's approval captures it (the `reward_claimed` journal row,

@@ -20,7 +20,7 @@ export interface LotSweep {
 }
 
 /**
- * What time does to lots, in every replica at once (issue 17): accounts whose next_change_at has
+ * What time does to lots, in every replica at once: accounts whose next_change_at has
  * come are settled (pending lots mature, expired lots expire with their journal rows and events),
  * members are warned of coming expiries once per lot, and holds that outlived their claim are
  * released. Accounts and lots are taken with FOR UPDATE SKIP LOCKED, so replicas share the work and

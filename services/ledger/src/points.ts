@@ -15,7 +15,7 @@ import { findReward } from './store/cards.ts';
 type MemberRef = { member_id?: number; email?: string; phone?: string };
 
 /**
- * Interface section 4.3: points earn, redeem, refund, balance and history; and the points
+ * The points operations of the interface: points earn, redeem, refund, balance and history; and the points
  * movements other services ask for (claim approval debits, referral bonus credits).
  */
 export function pointsProduct(deps: LedgerDeps, books: Accounting, holds: Holds) {

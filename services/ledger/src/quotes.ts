@@ -32,7 +32,7 @@ const EMPTY: AccountView = { balance: 0, pending: 0, held: 0, next_expiries: [] 
 const refusal = (code: Warning['code'], message: string): Warning => ({ code, message });
 
 /**
- * Quotes (issue 17): the same formulas, the same refund plan and the same account state as the
+ * Quotes: the same formulas, the same refund plan and the same account state as the
  * operations, read without a lock and without writing anything (no member is created, no key is
  * stored, nothing is published). A concurrent change can make the operation differ from its
  * quote; the operation itself decides under the account's lock.

@@ -3,7 +3,7 @@ import { apiClient, startTestSystem, type TestSystem } from '../../../test/suppo
 import { cashbackCard, email, journalOf, pointsCard, signedIn, storedAndJournal, type Api } from './support.ts';
 
 /**
- * Interface section 4.2 end to end through the gateway: identity, the ledger and the gateway over
+ * The cashback operations end to end through the gateway: identity, the ledger and the gateway over
  * real PostgreSQL and NATS. Card: 5%, minimum purchase 10.00, cap 50.00 per purchase.
  */
 let sys: TestSystem;

@@ -14,7 +14,7 @@ import {
 } from './support.ts';
 
 /**
- * Lots, holds and quotes (issue 17) end to end through the gateway, with time moved by the
+ * Lots, holds and quotes end to end through the gateway, with time moved by the
  * injectable clock: pending credits becoming spendable, expiry with its journal rows and warning
  * mail (read from the SMTP sink), refunds inside the return window, holds of claim requests
  * (blocking a redemption, released by rejection and expiry, captured by approval), quotes that

@@ -16,7 +16,7 @@ import { lotsAgree } from './support.ts';
  * The lot model under random sequences (fast-check), on the real ledger (its SQL, over NATS, with
  * a ManualClock): earns (pending for 3 days, expiring after a card setting that changes midway),
  * redemptions, refunds naming purchases or not, holds, captures, releases, clock moves and sweeps.
- * A small reference model written here from the rules (issue 17) predicts every answer; after each
+ * A small reference model written here from the rules predicts every answer; after each
  * step the account's spendable, pending and held amounts must be the model's, the stored amounts
  * must equal the lots and the journal (lotsAgree), the spendable balance is never negative, and at
  * the end the journal holds exactly the rows the model wrote, in order.

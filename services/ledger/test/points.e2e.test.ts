@@ -16,7 +16,7 @@ import {
 } from './support.ts';
 
 /**
- * Interface section 4.3 end to end through the gateway, the points_earned mail through identity's
+ * The points operations end to end through the gateway, the points_earned mail through identity's
  * event consumer and the SMTP sink. The ledger's operations for the claims and referrals services
  * are tested on the ledger alone (ledger.service.test.ts).
  */

@@ -42,7 +42,7 @@ const unknownName = (id: number): MemberSummary => ({
   is_active: false,
 });
 
-/** The referral programme of section 4.5: codes, validation, application, statistics. */
+/** The referral programme: codes, validation, application, statistics. */
 export function referralProgramme(deps: ProgrammeDeps) {
   const { pool, clients, payments, outbox, clock } = deps;
 

@@ -26,7 +26,7 @@ export const RESPONSE_READ_LIMIT = 4096;
  * dispatcher's business: the agents do not limit connections themselves.
  *
  * Not undici: its HTTP parser is WebAssembly, whose compiled code and memory cost the service
- * ~40 MB of resident memory at the same delivery rate (bench/README.md, issue 20); Node's parser
+ * ~40 MB of resident memory at the same delivery rate (bench/README.md); Node's parser
  * is native and already loaded.
  */
 export class Sender {

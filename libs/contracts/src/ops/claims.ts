@@ -3,7 +3,7 @@ import { Email, Id, IdParam, Pagination, Text, Timestamp, pageQuery } from '../c
 import { defineOperations } from './types.ts';
 
 /**
- * Reward claim requests (interface section 4.4): a member proves who they are with a mailed code,
+ * Reward claim requests: a member proves who they are with a mailed code,
  * a claim request is created, staff approve (points are deducted through the ledger) or reject it.
  * A pending request expires after the card's claim lifetime.
  */

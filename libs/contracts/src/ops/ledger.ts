@@ -15,7 +15,7 @@ import { memberFields, memberRequired, memberRule, needsMember, Reference } from
 import { defineOperations } from './types.ts';
 
 /**
- * Cashback (interface section 4.2) and points (section 4.3), owned by the ledger service, plus the
+ * Cashback and points, owned by the ledger service, plus the
  * member's redemption PIN and the operator's card and reward provisioning.
  * Money is a JSON number with at most two decimals; the ledger keeps it in integer cents.
  */

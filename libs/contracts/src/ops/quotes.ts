@@ -4,7 +4,7 @@ import { memberFields, memberRequired, memberRule, needsMember, Reference } from
 import { defineOperations } from './types.ts';
 
 /**
- * Quotes (issue 17): what an earn, a redemption or a refund would do now (amounts, the new
+ * Quotes: what an earn, a redemption or a refund would do now (amounts, the new
  * balances, warnings) without changing anything. The body is the operation's own body plus
  * `operation`; a redemption's member is named like an earn's (no member token: a quote moves
  * nothing). A request the operation would refuse as malformed or unknown (card, member, reward)

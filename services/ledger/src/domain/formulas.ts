@@ -9,7 +9,7 @@ export interface CashbackRule {
 }
 
 /**
- * Cashback of a purchase (design section 4): purchase x percentage / 100 rounded half-up to the
+ * Cashback of a purchase: purchase x percentage / 100 rounded half-up to the
  * cent; a purchase below the minimum earns nothing; one purchase never earns more than the cap.
  */
 export function cashbackFor(purchaseCents: number, rule: CashbackRule): number {

@@ -1,4 +1,4 @@
-/** Journal labels (design section 4) and how each one reads in a history and as a domain event. */
+/** Journal labels and how each one reads in a history and as a domain event. */
 export const journalEvents = [
   'cashback_earned',
   'cashback_redeemed',
@@ -10,7 +10,7 @@ export const journalEvents = [
   'referral_bonus',
   /** A manager's manual credit or debit with a reason (staff console); signed like any row. */
   'staff_adjustment',
-  /** What was left of a lot when it expired (lots, issue 17). */
+  /** What was left of a lot when it expired. */
   'points_expired',
   'cashback_expired',
 ] as const;

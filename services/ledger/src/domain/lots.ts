@@ -1,5 +1,5 @@
 /**
- * The lifecycle of points and cashback (design section 10): every credit is a lot that becomes
+ * The lifecycle of points and cashback: every credit is a lot that becomes
  * spendable at `availableAt` (after the card's pending period, for purchases) and expires at
  * `expiresAt` (the card's expiry policy), and the member is warned `expiry_warning_days` before.
  * Pure rules; the store applies them (store/lots.ts).
@@ -51,7 +51,7 @@ export interface RefundPlan {
 }
 
 /**
- * What a refund deducts (design section 4, lots in section 10). `requested` is the computed or
+ * What a refund deducts (rounding and lots). `requested` is the computed or
  * explicit deduction; `purchaseCap` what the named purchase earned minus what refunds on it already
  * took (null: no purchase named). The purchase's own lot gives first, pending or not; the rest
  * comes from the spendable balance, never below zero, and what it cannot cover is reported.
