@@ -1,5 +1,5 @@
 -- Up Migration
--- Holds (issue 17): a claim request reserves its reward's points in the ledger when it is created
+-- Holds: a claim request reserves its reward's points in the ledger when it is created
 -- (under the key claim:<id>), the approval captures them, a rejection or an expiry releases them.
 -- `holding`: the request exists while its hold is being placed; nobody sees it, and the sweeper
 -- removes one left behind by a crash (releasing a hold it may have got).

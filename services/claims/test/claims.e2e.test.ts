@@ -4,7 +4,7 @@ import { apiClient, startTestSystem, type TestSystem } from '../../../test/suppo
 import { connectAs } from '../../../test/support/nats.ts';
 
 /**
- * Section 4.4 end to end through the gateway: identity (claim codes, masked members, mail),
+ * Reward claims end to end through the gateway: identity (claim codes, masked members, mail),
  * ledger (cards, rewards, the debit) and claims, over real Postgres, NATS and SMTP.
  */
 let sys: TestSystem;

@@ -1,5 +1,5 @@
 -- Up Migration
--- Points and cashback that live like money (design section 10, issue 17): every credit is a lot
+-- Points and cashback that live like money: every credit is a lot
 -- with the moment it becomes spendable and the moment it expires; holds reserve spendable lots for
 -- a pending claim. Amounts are the card's unit (cents or points), as everywhere in the ledger.
 

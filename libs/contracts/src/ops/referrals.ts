@@ -3,7 +3,7 @@ import { countParam, Id, IdParam, Text, Timestamp, pageQuery } from '../common.t
 import { defineOperations } from './types.ts';
 
 /**
- * Referral programme (interface document 4.5), served by services/referrals. Methods and scopes
+ * Referral programme, served by services/referrals. Methods and scopes
  * are not shown by the document; the platform's choice: reads are GET with points_read, validate
  * is a POST with points_read (it changes nothing), apply is a POST with points_write.
  */
