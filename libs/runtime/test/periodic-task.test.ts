@@ -4,7 +4,7 @@ import { createLogger, PeriodicTask } from '../src/index.ts';
 /** The periodic task: the pause, `wake` (coalesced), "again at once while there is more", stop, failures. */
 const log = createLogger('test', 'silent');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const tasks: PeriodicTask[] = [];
+const tasks: { stop(): Promise<void> }[] = [];
 
 async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -64,7 +64,8 @@ function earnOf(event: DomainEvent): Earn | null {
   const points = Number(d.points);
   if (!Number.isSafeInteger(memberId) || !Number.isSafeInteger(points) || points <= 0) return null;
   const pending = d.pending === true;
-  const availableAt = pending && typeof d.available_at === 'string' && !Number.isNaN(Date.parse(d.available_at));
+  const availableAt =
+    pending && typeof d.available_at === 'string' && !Number.isNaN(Date.parse(d.available_at)) ? d.available_at : null;
   return {
     tenantId: event.tenant_id,
     memberId,
@@ -72,7 +73,7 @@ function earnOf(event: DomainEvent): Earn | null {
     earns: 1,
     points,
     pendingPoints: pending ? points : 0,
-    availableAt: availableAt ? (d.available_at as string) : null,
+    availableAt,
     newBalance: Number.isSafeInteger(Number(d.new_balance)) ? Number(d.new_balance) : null,
     balanceAt: Number.isNaN(Date.parse(event.occurred_at)) ? new Date(0).toISOString() : event.occurred_at,
   };
@@ -250,7 +251,7 @@ export class EarnMailSender {
         sent = true;
         log.info({ earns: g.earns, points: Number(g.points) }, 'points earned mail sent');
       } catch (err) {
-        log.warn({ err: (err as Error).message }, 'points earned mail failed; retried later');
+        log.warn({ err: err instanceof Error ? err.message : String(err) }, 'points earned mail failed; retried later');
         await this.o.pool.query(
           `UPDATE identity.earn_mail_digests SET lease_until = $3::timestamptz + make_interval(secs => ${RETRY_SECONDS})
             WHERE tenant_id = $1 AND member_id = $2`,

@@ -57,6 +57,20 @@ export function startLedger(config: LedgerConfig, opts: LedgerOptions = {}): Pro
   );
 }
 
+/** Postings outside a transaction, gathered into one statement (group commit), measured. */
+function postingBatcher(rt: ServiceRuntime, config: LedgerConfig): PostingBatcher {
+  const postingsPerStatement = rt.metrics.histogram(
+    'loyalty_ledger_postings_per_statement',
+    'Postings made by one posting statement outside a transaction (group commit)',
+    [1, 2, 4, 8, 16, 32, 64, 100],
+  );
+  return new PostingBatcher((direction, postings) => postMany(rt.pool, direction, postings), {
+    statements: config.POSTING_STATEMENTS,
+    maxBatch: 100,
+    observe: (n) => postingsPerStatement.observe(n),
+  });
+}
+
 async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<ServiceDeclaration<LedgerHooks>> {
   const { pool, nc, subjects, log, metrics, outbox, clock } = rt;
   // Cards are cached per replica; a replica that changes a card tells every other one.
@@ -66,11 +80,6 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
     subject: subjects.cardsChanged(),
     metrics,
   });
-  const postingsPerStatement = metrics.histogram(
-    'loyalty_ledger_postings_per_statement',
-    'Postings made by one posting statement outside a transaction (group commit)',
-    [1, 2, 4, 8, 16, 32, 64, 100],
-  );
   const pins = memberPins({
     pool,
     clock,
@@ -93,11 +102,7 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
     members: memberDirectory(client, config.MEMBER_CACHE_TTL_MS),
     outbox,
     replays: new ReplayStore(pool, 'ledger'),
-    postings: new PostingBatcher((direction, postings) => postMany(pool, direction, postings), {
-      statements: config.POSTING_STATEMENTS,
-      maxBatch: 100,
-      observe: (n) => postingsPerStatement.observe(n),
-    }),
+    postings: postingBatcher(rt, config),
     expiredSubjects: lotSubjects('expired'),
   };
   const books = accounting(deps);
