@@ -1,6 +1,6 @@
 import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg, type NatsConnection } from 'nats';
 import type { DomainEvent, Subjects } from '@loyalty/contracts';
-import type { Logger } from './logger.ts';
+import { errorMessage, type Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
 
 /**
@@ -90,9 +90,10 @@ export class EventBatchConsumer {
         });
     }
     const consumer = await this.opts.nc.jetstream().consumers.get(stream, durable);
-    this.messages = await consumer.consume({ max_messages: buffered });
+    const messages = await consumer.consume({ max_messages: buffered });
+    this.messages = messages;
     this.loop = (async () => {
-      for await (const msg of this.messages!) {
+      for await (const msg of messages) {
         // Stopping: hand what is still buffered back for another replica; the loop must run to the
         // iterator's end (no break), or close() would never resolve.
         if (this.stopped) {
@@ -162,7 +163,7 @@ export class EventBatchConsumer {
       for (const msg of decoded) msg.ack();
     } catch (err) {
       this.opts.log.warn(
-        { err: (err as Error).message, events: events.length },
+        { err: errorMessage(err), events: events.length },
         'event batch handling failed; will be redelivered',
       );
       for (const msg of decoded) msg.nak(2_000);

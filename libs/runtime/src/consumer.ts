@@ -3,7 +3,7 @@ import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg, type NatsC
 import pLimit from 'p-limit';
 import type { DomainEvent, Subjects } from '@loyalty/contracts';
 import { withTransaction, type Pool, type PoolClient } from './db.ts';
-import type { Logger } from './logger.ts';
+import { errorMessage, type Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
 
 /**
@@ -87,7 +87,8 @@ export class EventConsumer {
     const consumer = await this.opts.nc.jetstream().consumers.get(stream, durable);
     const concurrency = Math.max(1, this.opts.concurrency ?? 1);
     const buffered = Math.max(64, concurrency * 2);
-    this.messages = await consumer.consume({ max_messages: buffered });
+    const messages = await consumer.consume({ max_messages: buffered });
+    this.messages = messages;
     // With a relevance check, every buffered event may wait for it at once (so they share one
     // query); the handlers still run `concurrency` at a time, in delivery order.
     const inFlight = this.opts.relevant ? buffered : concurrency;
@@ -95,7 +96,7 @@ export class EventConsumer {
     const relevance = this.opts.relevant && relevanceBatcher(this.opts.relevant);
     const running = new Set<Promise<void>>();
     this.loop = (async () => {
-      for await (const msg of this.messages!) {
+      for await (const msg of messages) {
         // Stopping: hand what is still buffered back to the server for another replica. The loop
         // must run to the iterator's end (no break), or close() would never resolve.
         if (this.stopped) {
@@ -136,7 +137,7 @@ export class EventConsumer {
       msg.ack();
     } catch (err) {
       this.opts.log.warn(
-        { err: (err as Error).message, event: event.id, type: event.type },
+        { err: errorMessage(err), event: event.id, type: event.type },
         'event handling failed; will be redelivered',
       );
       msg.nak(2_000);

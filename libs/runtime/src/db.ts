@@ -87,7 +87,7 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
   } finally {
     pendingCommits.delete(client);
     // A connection-level failure destroys the client instead of returning it to the pool.
-    client.release(failure !== undefined && isConnectionLost(failure) ? (failure as Error) : undefined);
+    client.release(failure instanceof Error && isConnectionLost(failure) ? failure : undefined);
   }
 }
 
@@ -115,15 +115,21 @@ const LOST_MESSAGE =
  * to an error of the statement: a retryable 503 for the caller, and a client to destroy.
  */
 export function isConnectionLost(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
+  const code = fieldOf(err, 'code');
   // 08: connection exceptions; 57P0x: the server is shutting down; 53300: too many connections.
-  if (typeof e?.code === 'string' && (/^(08|57P0|53300)/.test(e.code) || LOST_CODES.has(e.code))) return true;
-  return LOST_MESSAGE.test(e?.message ?? '');
+  if (code !== undefined && (/^(08|57P0|53300)/.test(code) || LOST_CODES.has(code))) return true;
+  return LOST_MESSAGE.test(fieldOf(err, 'message') ?? '');
+}
+
+/** A string field of a thrown value (pg errors carry `code`, `constraint`), if it has one. */
+function fieldOf(err: unknown, field: string): string | undefined {
+  if (typeof err !== 'object' || err === null || !(field in err)) return undefined;
+  const value: unknown = Reflect.get(err, field);
+  return typeof value === 'string' ? value : undefined;
 }
 
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
-  const e = err as { code?: string; constraint?: string };
-  return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
+  return fieldOf(err, 'code') === '23505' && (constraint === undefined || fieldOf(err, 'constraint') === constraint);
 }
 
 /** Resolve a folder next to the calling module's package (works from src/ and from dist/). */

@@ -19,7 +19,7 @@ import {
 } from '@loyalty/contracts';
 import { isConnectionLost } from './db.ts';
 import { isReplay } from './idempotency.ts';
-import type { Logger } from './logger.ts';
+import { errorMessage, type Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
 import { jsonCodec } from './nats.ts';
 
@@ -42,14 +42,27 @@ export interface HandlerContext<M> {
 /** What a handler of an operation answers: its response data, with a top-level message where the contract has one. */
 type Answer<T> = Promise<T | WithMessage<T>>;
 
-/** One served subject: the schemas its message is checked against, and the handler. */
-export interface Endpoint {
-  /** Who may call: the request's `meta` is validated like any other input. */
-  meta: z.ZodType;
-  /** Validates `data` again at the service: other services call it too, not only the gateway. */
-  input: z.ZodType | undefined;
-  handler: (data: never, ctx: HandlerContext<never>) => Promise<unknown>;
+/** What a request message carries, before it is checked. */
+export interface RequestMessage {
+  meta: unknown;
+  data: unknown;
 }
+
+/**
+ * One served subject: checks the message's `meta` (who may call) and `data` (validated again at the
+ * service: other services call it too, not only the gateway) against the operation's schemas, then
+ * runs the handler with what they answered.
+ */
+export interface Endpoint {
+  run(message: RequestMessage, ctx: { requestId: string; log: Logger }): Promise<unknown>;
+}
+
+/** A schema's check, as a function (the schema's output type kept). */
+type Check<T> = (value: unknown) => z.ZodSafeParseResult<T>;
+const check =
+  <T>(schema: z.ZodType<T>): Check<T> =>
+  (value) =>
+    schema.safeParse(value);
 
 /**
  * The subject -> handler table of one service. A handler registered for an operation of the
@@ -66,7 +79,7 @@ export class Endpoints {
     op: O,
     handler: (input: OperationInput<O>, ctx: HandlerContext<Meta>) => Answer<OperationOutput<O>>,
   ): this {
-    return this.add(op, Meta, operationInput(op), handler);
+    return this.add(op, check(Meta), check(operationInput(op)), handler);
   }
 
   /** An operation of the operator table (`/admin/v1`): no tenant in the meta, the path names it. */
@@ -74,7 +87,7 @@ export class Endpoints {
     op: O,
     handler: (input: OperationInput<O>, ctx: HandlerContext<AdminMeta>) => Answer<OperationOutput<O>>,
   ): this {
-    return this.add(op, AdminMeta, operationInput(op), handler);
+    return this.add(op, check(AdminMeta), check(operationInput(op)), handler);
   }
 
   /**
@@ -88,7 +101,7 @@ export class Endpoints {
   ): this {
     if (!op.staffRole) throw new Error(`${op.operation} is a sign-in operation; register it with staffSignIn`);
     const role = op.staffRole;
-    return this.add(op, StaffMeta, operationInput(op), async (input, ctx: HandlerContext<StaffMeta>) => {
+    return this.add(op, check(StaffMeta), check(operationInput(op)), async (input, ctx: HandlerContext<StaffMeta>) => {
       if (role === 'manager' && ctx.meta.staff.role !== 'manager') throw new AppError('insufficient_role');
       return handler(input, ctx);
     });
@@ -100,36 +113,73 @@ export class Endpoints {
     handler: (input: OperationInput<O>, ctx: HandlerContext<StaffSignInMeta>) => Answer<OperationOutput<O>>,
   ): this {
     if (op.staffRole) throw new Error(`${op.operation} needs a staff token; register it with staff`);
-    return this.add(op, StaffSignInMeta, operationInput(op), handler);
+    return this.add(op, check(StaffSignInMeta), check(operationInput(op)), handler);
   }
 
-  /** An operation other services (or the gateway) call over NATS. */
-  internal<O extends InternalOperation>(
-    op: O,
-    handler: (input: z.output<O['request']>, ctx: HandlerContext<ServiceMeta>) => Promise<z.output<O['reply']>>,
+  /** An operation other services call over NATS for a tenant (its meta is a `ServiceMeta`). */
+  internal<Req extends z.ZodType, Rep extends z.ZodType>(
+    op: InternalOperation<Req, Rep> & { meta?: undefined },
+    handler: (input: z.output<Req>, ctx: HandlerContext<ServiceMeta>) => Promise<z.output<Rep>>,
   ): this {
-    const request = op.request as z.ZodType<z.output<O['request']>>;
-    return this.add(op, (op.meta ?? ServiceMeta) as z.ZodType<ServiceMeta>, request, handler);
+    return this.add(
+      op,
+      (v) => ServiceMeta.safeParse(v),
+      (v) => op.request.safeParse(v),
+      handler,
+    );
+  }
+
+  /**
+   * An operation the gateway calls before it knows the tenant (authentication): the message's
+   * meta is checked against the operation's own meta schema; the handler has the request id.
+   */
+  gatewayInternal<Req extends z.ZodType, Rep extends z.ZodType>(
+    op: InternalOperation<Req, Rep> & { meta: z.ZodType },
+    handler: (input: z.output<Req>, ctx: HandlerContext<unknown>) => Promise<z.output<Rep>>,
+  ): this {
+    return this.add(
+      op,
+      (v) => op.meta.safeParse(v),
+      (v) => op.request.safeParse(v),
+      handler,
+    );
   }
 
   /** A subject of this service that no contract describes (e.g. `system.ping`). */
   plain(operation: string, handler: () => Promise<unknown>): this {
-    this.table[operation] = { meta: ServiceMeta.partial(), input: undefined, handler };
-    return this;
+    const meta = ServiceMeta.partial();
+    return this.add({ service: this.service, operation }, (v) => meta.safeParse(v), anything, handler);
   }
 
   private add<I, M>(
     op: { service: ServiceName; operation: string },
-    meta: z.ZodType<M>,
-    input: z.ZodType<I>,
+    meta: Check<M>,
+    input: Check<I>,
     handler: (input: I, ctx: HandlerContext<M>) => Promise<unknown>,
   ): this {
     if (op.service !== this.service) throw new Error(`${op.operation} belongs to ${op.service}, not ${this.service}`);
     if (this.table[op.operation]) throw new Error(`${op.operation} is registered twice`);
-    this.table[op.operation] = { meta, input, handler: handler as Endpoint['handler'] };
+    this.table[op.operation] = {
+      async run(message, ctx) {
+        const checkedMeta = meta(message.meta);
+        if (!checkedMeta.success) throw validationError(checkedMeta.error, 'meta.');
+        const checkedInput = input(message.data ?? {});
+        if (!checkedInput.success) throw validationError(checkedInput.error);
+        return handler(checkedInput.data, {
+          meta: checkedMeta.data,
+          requestId: ctx.requestId,
+          get log() {
+            return ctx.log;
+          },
+        });
+      },
+    };
     return this;
   }
 }
+
+/** The check of a subject no contract describes: whatever data it carries (its handler reads none). */
+const anything: Check<unknown> = (value) => ({ success: true, data: value });
 
 function validationError(error: z.ZodError, prefix = ''): AppError {
   return new AppError('validation_error', undefined, {
@@ -161,7 +211,7 @@ export async function serveEndpoints(opts: {
   log: Logger;
   metrics?: Metrics;
 }): Promise<ServedEndpoints> {
-  const inFlight = { count: 0, idle: [] as (() => void)[] };
+  const inFlight: { count: number; idle: (() => void)[] } = { count: 0, idle: [] };
   const srv = await opts.nc.services.add({
     name: `${opts.subjects.root}-${opts.service}`,
     version: opts.version,
@@ -206,7 +256,6 @@ async function handle(
   // The request's logger is made only when something is logged: most requests log nothing.
   let child: Logger | undefined;
   const ctx = {
-    meta: undefined as never,
     requestId,
     get log(): Logger {
       return (child ??= opts.log.child({ request_id: requestId, operation }));
@@ -214,17 +263,7 @@ async function handle(
   };
   let reply: ReplyMessage;
   try {
-    const message = decodeRequest(msg);
-    const meta = ep.meta.safeParse(message.meta);
-    if (!meta.success) throw validationError(meta.error, 'meta.');
-    let input: unknown = message.data;
-    if (ep.input) {
-      const parsed = ep.input.safeParse(message.data ?? {});
-      if (!parsed.success) throw validationError(parsed.error);
-      input = parsed.data;
-    }
-    ctx.meta = meta.data as never;
-    const out = await ep.handler(input as never, ctx);
+    const out = await ep.run(decodeRequest(msg), ctx);
     reply =
       out instanceof WithMessage
         ? { ok: true, data: out.data, message: out.message, ...(out.replayed ? { replayed: true } : {}) }
@@ -240,7 +279,7 @@ async function handle(
   if (opts.log.isLevelEnabled('debug')) ctx.log.debug({ ok: reply.ok, ms: Math.round(seconds * 1000) }, 'handled');
 }
 
-function decodeRequest(msg: Msg): { meta: unknown; data: unknown } {
+function decodeRequest(msg: Msg): RequestMessage {
   let decoded: unknown;
   try {
     decoded = jsonCodec.decode(msg.data);
@@ -254,8 +293,7 @@ function decodeRequest(msg: Msg): { meta: unknown; data: unknown } {
       fields: [{ field: '(message)', message: 'must be an object' }],
     });
   }
-  const { meta, data } = decoded as { meta?: unknown; data?: unknown };
-  return { meta, data };
+  return { meta: 'meta' in decoded ? decoded.meta : undefined, data: 'data' in decoded ? decoded.data : undefined };
 }
 
 /** The failure reply of a thrown error: catalogue errors as they are, a lost database as 503, anything else 500. */
@@ -263,7 +301,7 @@ function failureOf(err: unknown, log: Logger): ReturnType<AppError['toBody']> {
   if (err instanceof AppError) return err.toBody();
   if (isConnectionLost(err)) {
     // Postgres (or another dependency) is restarting: a retryable 503, not a 500.
-    log.warn({ err: (err as Error).message }, 'dependency unavailable');
+    log.warn({ err: errorMessage(err) }, 'dependency unavailable');
     return new AppError('service_unavailable').toBody();
   }
   log.error({ err }, 'handler failed');

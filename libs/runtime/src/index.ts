@@ -37,10 +37,26 @@ export { callService, ContractViolationError, ServiceClient, ServiceUnavailableE
 export { Metrics } from './metrics.ts';
 export { startOpsServer, type ReadinessCheck } from './ops-server.ts';
 export { ReplayStore, requestHash, stableStringify, type ReplayKey } from './idempotency.ts';
-export { PeriodicTask } from './periodic-task.ts';
+export { PeriodicTask, type PeriodicTaskOptions } from './periodic-task.ts';
+export {
+  BroadcastListener,
+  ReplicaCache,
+  type Forgotten,
+  type LoadTicket,
+  type ReplicaCacheOptions,
+} from './replica-cache.ts';
 export { purge, PURGE_BATCH, sharedPurgeRules, type PurgeRule } from './purge.ts';
 export { failStartup, runUntilSignal, type Stoppable } from './lifecycle.ts';
-export { runService, type RunningService, type ServiceRuntime } from './service.ts';
+export {
+  runService,
+  startInOrder,
+  type RunningService,
+  type RunOptions,
+  type ServiceDeclaration,
+  type ServiceDefinition,
+  type ServicePart,
+  type ServiceRuntime,
+} from './service.ts';
 export { ensureEventStream, Outbox, OutboxRelay, type NewEvent, type OutboxEvent } from './outbox.ts';
 export { EventConsumer } from './consumer.ts';
 export { auditActor, recordAudit } from './audit.ts';

@@ -28,3 +28,8 @@ export function createLogger(service: string, level = 'info', destination?: Dest
     destination,
   );
 }
+
+/** The message of a thrown value, for a log line (anything may be thrown). */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

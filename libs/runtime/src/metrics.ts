@@ -10,6 +10,7 @@ export class Metrics {
   readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
   readonly httpErrors: Counter<'route' | 'code'>;
   private readonly purgedRows: Counter<'table'>;
+  private readonly cacheLookups: Counter<'cache' | 'result'>;
 
   constructor(service: string) {
     this.registry.setDefaultLabels({ service });
@@ -46,6 +47,17 @@ export class Metrics {
       labelNames: ['table'],
       registers: [this.registry],
     });
+    this.cacheLookups = new Counter({
+      name: 'loyalty_cache_lookups_total',
+      help: 'Lookups of a replica cache (credentials, cards, webhook routes), by cache and result (hit or miss)',
+      labelNames: ['cache', 'result'],
+      registers: [this.registry],
+    });
+  }
+
+  /** Count lookups of the cache `cache` that it answered (`hit`) or that had to be loaded (`miss`). */
+  cacheLookup(cache: string, result: 'hit' | 'miss', n = 1): void {
+    if (n > 0) this.cacheLookups.inc({ cache, result }, n);
   }
 
   /** Count rows the purge deleted from `table` (a table of the service's schema). */

@@ -71,9 +71,7 @@ const consumers: ReadonlySet<ServiceName> = new Set(['identity', 'referrals', 'w
  * services whose `calls` name one of its operations.
  */
 function callersOf(user: ServiceName): NatsUser[] {
-  const callers = (Object.keys(calls) as ServiceName[]).filter((caller) =>
-    calls[caller].some((op) => op.service === user),
-  );
+  const callers = services.filter((caller) => calls[caller].some((op) => op.service === user));
   return ['gateway', ...callers];
 }
 

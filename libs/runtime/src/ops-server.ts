@@ -1,7 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Logger } from './logger.ts';
+import { errorMessage, type Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
+
+const isAddress = (a: string | AddressInfo | null): a is AddressInfo => typeof a === 'object' && a !== null;
 
 export type ReadinessCheck = () => Promise<void>;
 
@@ -35,7 +37,7 @@ export async function startOpsServer(opts: {
               results[name] = 'ok';
             } catch (err) {
               ready = false;
-              results[name] = (err as Error).message || 'failed';
+              results[name] = errorMessage(err) || 'failed';
             }
           }),
         );
@@ -50,7 +52,8 @@ export async function startOpsServer(opts: {
     });
   });
   await new Promise<void>((resolve) => server.listen(opts.port, opts.host, resolve));
-  const port = (server.address() as AddressInfo).port;
+  const address = server.address();
+  const port = isAddress(address) ? address.port : opts.port;
   return {
     port,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),

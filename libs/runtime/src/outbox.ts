@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { type JetStreamClient, type NatsConnection, RetentionPolicy, StorageType } from 'nats';
 import type { DomainEvent, ServiceName, Subjects } from '@loyalty/contracts';
 import { afterCommit, isConnectionLost, type Pool, type Queryable } from './db.ts';
-import type { Logger } from './logger.ts';
+import { errorMessage, type Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
 
 /**
@@ -28,7 +28,7 @@ export async function ensureEventStream(nc: NatsConnection, subjects: Subjects):
       await jsm.streams.add(config);
     } catch (err) {
       // Another replica created it between our two calls.
-      if (!/already in use|exists/i.test((err as Error).message)) throw err;
+      if (!/already in use|exists/i.test(errorMessage(err))) throw err;
     }
   }
 }
@@ -185,7 +185,7 @@ export class OutboxRelay {
         try {
           await this.drain();
         } catch (err) {
-          this.opts.log.warn({ err: (err as Error).message }, 'outbox relay pass failed; will retry');
+          this.opts.log.warn({ err: errorMessage(err) }, 'outbox relay pass failed; will retry');
         }
         if (this.stopped) break;
         // Rows committed while the pass ran were not in it: linger only, not a whole interval.
@@ -231,13 +231,14 @@ export class OutboxRelay {
   private async publishBatch(): Promise<number> {
     const client = await this.opts.pool.connect();
     const table = `${this.opts.schema}.outbox`;
-    let failure: Error | undefined;
+    let failure: unknown;
     try {
+      // eslint-disable-next-line @typescript-eslint/consistent-type-assertions -- pg answers a multi-statement query with one result per statement; its types know one
       const claimed = (await client.query(
         `BEGIN; SET LOCAL synchronous_commit = off;
          SELECT id, subject, payload::text AS payload FROM ${table} WHERE published_at IS NULL ORDER BY created_at LIMIT ${this.batchSize} FOR UPDATE SKIP LOCKED`,
       )) as unknown as pg.QueryResult<{ id: string; subject: string; payload: string }>[];
-      const rows = claimed[2]!.rows;
+      const rows = claimed[2]?.rows ?? [];
       await Promise.all(
         rows.map((row) => this.js.publish(row.subject, row.payload, { msgID: row.id, timeout: 5_000 })),
       );
@@ -258,11 +259,11 @@ export class OutboxRelay {
       );
       return rows.length;
     } catch (err) {
-      failure = err as Error;
+      failure = err;
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
-      client.release(failure !== undefined && isConnectionLost(failure) ? failure : undefined);
+      client.release(failure instanceof Error && isConnectionLost(failure) ? failure : undefined);
     }
   }
 

@@ -55,16 +55,33 @@ async function request<T>(
   } catch {
     throw new ServiceUnavailableError(subject);
   }
-  let reply: ReplyMessage<T> | undefined;
+  let reply: unknown;
   try {
-    reply = jsonCodec.decode(raw) as ReplyMessage<T>;
+    reply = jsonCodec.decode(raw);
   } catch {
     reply = undefined;
   }
-  if (reply && typeof reply === 'object' && (reply.ok === true || (reply.ok === false && reply.error?.code)))
-    return reply;
+  if (isReplyMessage<T>(reply)) return reply;
   log?.error({ subject, request_id: requestId }, 'undecodable reply');
   throw new ContractViolationError(subject, 'undecodable reply');
+}
+
+/**
+ * Whether a decoded reply has the shape of a reply message: `ok: true` (its data is the caller's to
+ * check against the contract), or `ok: false` with an error code.
+ */
+function isReplyMessage<T>(v: unknown): v is ReplyMessage<T> {
+  if (typeof v !== 'object' || v === null || !('ok' in v)) return false;
+  if (v.ok === true) return true;
+  return (
+    v.ok === false &&
+    'error' in v &&
+    typeof v.error === 'object' &&
+    v.error !== null &&
+    'code' in v.error &&
+    typeof v.error.code === 'string' &&
+    v.error.code.length > 0
+  );
 }
 
 /**
@@ -83,9 +100,14 @@ export async function callService<T = unknown>(
   try {
     return await request<T>(nc, subject, message, requestId, timeoutMs, log);
   } catch (err) {
-    return { ok: false, error: (err as AppError).toBody() };
+    return { ok: false, error: (err instanceof AppError ? err : new AppError('internal_error')).toBody() };
   }
 }
+
+/** The meta an operation's request carries: its own schema's, else a tenant's `ServiceMeta`. */
+export type MetaOf<O extends InternalOperation> = O extends { meta: infer M extends z.ZodType }
+  ? z.input<M> & { request_id: string }
+  : ServiceMeta;
 
 /**
  * Calls other services' operations, typed by their contracts: the request is what the operation's
@@ -104,11 +126,11 @@ export class ServiceClient {
     private readonly opts: { timeoutMs: number; log: Logger },
   ) {}
 
-  async call<O extends InternalOperation>(
-    op: O,
-    meta: ServiceMeta,
+  async call<Rep extends z.ZodType, O extends InternalOperation<z.ZodType, Rep>>(
+    op: O & { reply: Rep },
+    meta: MetaOf<O>,
     data: z.input<O['request']>,
-  ): Promise<z.output<O['reply']>> {
+  ): Promise<z.output<Rep>> {
     const subject = this.subjects.op(op.service, op.operation);
     if (inTransaction()) throw new Error(`${subject} called while a database transaction is open`);
     const reply = await request(this.nc, subject, { meta, data }, meta.request_id, this.opts.timeoutMs, this.opts.log);
@@ -124,6 +146,6 @@ export class ServiceClient {
       );
       throw new ContractViolationError(subject, 'reply breaks its contract');
     }
-    return parsed.data as z.output<O['reply']>;
+    return parsed.data;
   }
 }

@@ -1,3 +1,17 @@
+/**
+ * A service is a declaration. Its `setup(rt)` builds the domain from the runtime's connections and
+ * returns what the service is made of:
+ * - `endpoints`: what it answers (request/reply operations, `endpoints.ts`);
+ * - `consumers`: what it listens to (durable event consumers, broadcast listeners, `consumers.ts`);
+ * - `tasks`: what it does on its own (periodic tasks, `tasks.ts`);
+ * - `caches`: per-replica caches forgotten by broadcast and on a NATS reconnect;
+ * - `purge`: its own tables' rules for the runtime's periodic purge;
+ * - `hooks`: typed handles for tests and benchmarks (`running.hooks.sweep()`);
+ * - `close`: what to release last (mail connections, HTTP agents, a dispatcher's in-flight work).
+ * `runService` migrates, connects, then starts caches, consumers, tasks and endpoints in that order
+ * and stops them in the reverse order, then the outbox relay, NATS (drained), the pool and the ops
+ * port. A start-up that fails part-way stops what it had started.
+ */
 import { Subjects, type ServiceName } from '@loyalty/contracts';
 import type { z } from 'zod';
 import { systemClock, type Clock } from './clock.ts';
@@ -14,6 +28,13 @@ import { purge, sharedPurgeRules, type PurgeRule } from './purge.ts';
 
 type BaseConfig = z.infer<z.ZodObject<typeof commonEnv & typeof databaseEnv>>;
 
+/** Anything started and stopped with the service: an event consumer, a periodic task, a cache. */
+export interface ServicePart {
+  start(): void | Promise<void>;
+  /** Take no new work; finish what is in progress. */
+  stop(): void | Promise<void>;
+}
+
 export interface ServiceRuntime {
   name: ServiceName;
   log: Logger;
@@ -21,104 +42,185 @@ export interface ServiceRuntime {
   nc: NatsConnection;
   subjects: Subjects;
   metrics: Metrics;
+  /** The time the service reads (a test's ManualClock, else the system's). */
+  clock: Clock;
   /** This service's transactional outbox; its relay runs while the service does. */
   outbox: Outbox;
   isStopping(): boolean;
 }
 
-export interface RunningService {
+/** What `setup` returns: see the top of this file. */
+export interface ServiceDeclaration<Hooks> {
+  endpoints: Endpoints;
+  consumers: ServicePart[];
+  tasks: ServicePart[];
+  caches: ServicePart[];
+  purge?: PurgeRule[];
+  hooks: Hooks;
+  close?: () => Promise<void>;
+}
+
+export interface ServiceDefinition<Hooks> {
+  name: ServiceName;
+  version: string;
+  migrationsDir: string;
+  setup: (rt: ServiceRuntime) => Promise<ServiceDeclaration<Hooks>>;
+}
+
+export interface RunningService<Hooks = unknown> {
   opsPort: number;
+  /** The service's own handles for tests and benchmarks (its declaration's `hooks`). */
+  hooks: Hooks;
   /** Run a pass of the purge now (tests; it also runs every PURGE_INTERVAL_MS): rows deleted per table. */
   purgeNow(): Promise<Record<string, number>>;
   stop(): Promise<void>;
 }
 
-/**
- * The common start-up of a service that owns a Postgres schema: migrations, pool, NATS, the event
- * stream, the outbox, metrics, the ops port; then `setup` wires the domain and returns the
- * endpoint table (and what to stop). Stopping: leave the queue group, answer what is in flight,
- * stop background work and the outbox relay, drain NATS, close the pool.
- */
-export async function runService(opts: {
-  name: ServiceName;
-  version: string;
+export interface RunOptions {
   config: BaseConfig;
-  migrationsDir: string;
   log?: Logger;
-  /** The time the purge compares with (a test's ManualClock). */
+  /** The time the purge and the domain read (a test's ManualClock). */
   clock?: Clock;
-  /**
-   * Wires the domain. `purge`: the service's own tables' rules, purged with the shared tables by
-   * the runtime's one periodic purge.
-   */
-  setup: (rt: ServiceRuntime) => Promise<{ endpoints: Endpoints; stop?: () => Promise<void>; purge?: PurgeRule[] }>;
-}): Promise<RunningService> {
-  const { config, name } = opts;
+}
+
+/** The connections every service holds, and how to let go of them (after its parts stopped). */
+interface Infrastructure {
+  rt: ServiceRuntime;
+  setStopping(): void;
+  release(): Promise<void>;
+}
+
+async function connect(definition: ServiceDefinition<unknown>, opts: RunOptions): Promise<Infrastructure> {
+  const { config } = opts;
+  const { name } = definition;
   const log = opts.log ?? createLogger(name, config.LOG_LEVEL);
   const subjects = new Subjects(config.SUBJECT_ROOT);
   if (config.MIGRATE_ON_START)
-    await migrate({ databaseUrl: config.DATABASE_URL, schema: name, dir: opts.migrationsDir, log });
+    await migrate({ databaseUrl: config.DATABASE_URL, schema: name, dir: definition.migrationsDir, log });
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE, log, name);
   const nc = await connectNats(config.NATS_URL, name, log, {
     user: config.NATS_USER,
     password: config.NATS_PASSWORD,
     tlsCa: config.NATS_TLS_CA,
+  }).catch(async (err: unknown) => {
+    await pool.end();
+    throw err;
   });
   const metrics = new Metrics(name);
-  await ensureEventStream(nc, subjects);
   const outbox = new Outbox({ pool, nc, subjects, service: name, log, metrics });
   let stopping = false;
-  const rt: ServiceRuntime = { name, log, pool, nc, subjects, metrics, outbox, isStopping: () => stopping };
-  const wired = await opts.setup(rt);
-  wired.endpoints.plain('system.ping', pingEndpoint(name, opts.version));
-  outbox.start();
-  // Old idempotency records, processed-event ids and the service's own dead rows, in every replica:
-  // bounded batches that skip rows another replica's pass holds (purge.ts).
-  const purgeRules = [...sharedPurgeRules, ...(wired.purge ?? [])];
-  const purgeTask = new PeriodicTask({
-    name: 'purge',
-    intervalMs: config.PURGE_INTERVAL_MS,
-    log,
-    run: async () => {
-      const deleted = await purge(pool, name, purgeRules, opts.clock ?? systemClock, metrics);
-      if (Object.values(deleted).some((n) => n > 0)) log.info({ deleted }, 'purged old rows');
-      return deleted;
-    },
-  });
-  purgeTask.start();
-  const served = await serveEndpoints({
-    nc,
-    subjects,
-    service: name,
-    version: opts.version,
-    endpoints: wired.endpoints,
-    log,
-    metrics,
-  });
-  const ops = await startOpsServer({
-    host: config.OPS_HOST,
-    port: config.OPS_PORT,
-    metrics,
-    log,
-    isShuttingDown: () => stopping,
-    checks: {
-      postgres: async () => void (await pool.query('SELECT 1')),
-      nats: () => natsReady(nc),
-    },
-  });
-  log.info({ opsPort: ops.port, subjects: subjects.op(name, '>') }, `${name} ready`);
+  const clock = opts.clock ?? systemClock;
+  const rt: ServiceRuntime = { name, log, pool, nc, subjects, metrics, clock, outbox, isStopping: () => stopping };
   return {
-    opsPort: ops.port,
-    purgeNow: () => purgeTask.runNow(),
-    async stop() {
-      stopping = true;
-      await served.stop();
-      await purgeTask.stop();
-      await wired.stop?.();
+    rt,
+    setStopping: () => void (stopping = true),
+    async release() {
       await outbox.stop();
       await nc.drain();
       await pool.end();
-      await ops.close();
     },
   };
+}
+
+/**
+ * Starts parts in the order given and stops what it started in the reverse order; a part that
+ * fails to start stops those before it and the error is passed on.
+ */
+export async function startInOrder(parts: ServicePart[]): Promise<() => Promise<void>> {
+  const started: ServicePart[] = [];
+  const stopAll = async () => {
+    for (const part of started.reverse()) await part.stop();
+    started.length = 0;
+  };
+  try {
+    for (const part of parts) {
+      await part.start();
+      started.push(part);
+    }
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+  return stopAll;
+}
+
+/** The runtime's own task: old idempotency records, processed-event ids and the service's dead rows. */
+function purgeTask(rt: ServiceRuntime, intervalMs: number, rules: PurgeRule[]): PeriodicTask<Record<string, number>> {
+  // Every replica runs it: bounded batches that skip rows another replica's pass holds (purge.ts).
+  const all = [...sharedPurgeRules, ...rules];
+  return new PeriodicTask({
+    name: 'purge',
+    intervalMs,
+    log: rt.log,
+    run: async () => {
+      const deleted = await purge(rt.pool, rt.name, all, rt.clock, rt.metrics);
+      if (Object.values(deleted).some((n) => n > 0)) rt.log.info({ deleted }, 'purged old rows');
+      return deleted;
+    },
+  });
+}
+
+/** The service's endpoints as a part: served on start (the queue group joined), left on stop. */
+function served(rt: ServiceRuntime, version: string, endpoints: Endpoints): ServicePart {
+  let stop: (() => Promise<void>) | undefined;
+  endpoints.plain('system.ping', pingEndpoint(rt.name, version));
+  return {
+    async start() {
+      ({ stop } = await serveEndpoints({ ...rt, service: rt.name, version, endpoints }));
+    },
+    stop: () => stop?.(),
+  };
+}
+
+/** Run a service declared by `definition`: see the top of this file for the order of things. */
+export async function runService<Hooks>(
+  definition: ServiceDefinition<Hooks>,
+  opts: RunOptions,
+): Promise<RunningService<Hooks>> {
+  const { config } = opts;
+  const infra = await connect(definition, opts);
+  const { rt } = infra;
+  let stopParts: () => Promise<void> = async () => undefined;
+  let close: (() => Promise<void>) | undefined;
+  try {
+    await ensureEventStream(rt.nc, rt.subjects);
+    const declared = await definition.setup(rt);
+    close = declared.close;
+    const purging = purgeTask(rt, config.PURGE_INTERVAL_MS, declared.purge ?? []);
+    rt.outbox.start();
+    stopParts = await startInOrder([
+      ...declared.caches,
+      ...declared.consumers,
+      ...declared.tasks,
+      purging,
+      served(rt, definition.version, declared.endpoints),
+    ]);
+    const ops = await startOpsServer({
+      host: config.OPS_HOST,
+      port: config.OPS_PORT,
+      metrics: rt.metrics,
+      log: rt.log,
+      isShuttingDown: rt.isStopping,
+      checks: { postgres: async () => void (await rt.pool.query('SELECT 1')), nats: () => natsReady(rt.nc) },
+    });
+    rt.log.info({ opsPort: ops.port, subjects: rt.subjects.op(rt.name, '>') }, `${rt.name} ready`);
+    return {
+      opsPort: ops.port,
+      hooks: declared.hooks,
+      purgeNow: () => purging.runNow(),
+      async stop() {
+        infra.setStopping();
+        await stopParts();
+        await close?.();
+        await infra.release();
+        await ops.close();
+      },
+    };
+  } catch (err) {
+    infra.setStopping();
+    await stopParts();
+    await close?.();
+    await infra.release();
+    throw err;
+  }
 }

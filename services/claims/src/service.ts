@@ -3,26 +3,31 @@ import {
   ReplayStore,
   runService,
   ServiceClient,
-  systemClock,
   type Clock,
   type Logger,
   type RunningService,
+  type ServiceDeclaration,
+  type ServiceRuntime,
 } from '@loyalty/runtime';
 import { approvals, type ClaimFaults } from './approval.ts';
 import { claimRequests, type ClaimDeps } from './claim-requests.ts';
 import type { ClaimsConfig } from './config.ts';
+import { claimsConsumers } from './consumers.ts';
 import { claimsEndpoints } from './endpoints.ts';
 import { claimsClients } from './clients.ts';
 import { claimHolds } from './claim-holds.ts';
 import { staffQueue } from './staff-queue.ts';
-import { ClaimSweeper, type ClaimSweep } from './sweeper.ts';
+import type { ClaimSweep } from './sweeper.ts';
+import { claimsTasks } from './tasks.ts';
 
 export const SERVICE_VERSION = '0.1.0';
 
-export interface RunningClaims extends RunningService {
+export interface ClaimsHooks {
   /** Run one sweep now (expiry and stalled approvals) instead of waiting for the interval. */
   sweep(): Promise<ClaimSweep>;
 }
+
+export type RunningClaims = RunningService<ClaimsHooks>;
 
 export interface ClaimsOptions {
   log?: Logger;
@@ -32,49 +37,47 @@ export interface ClaimsOptions {
   faults?: ClaimFaults;
 }
 
-/** Composition root: config -> connections -> endpoints -> shutdown. */
-export async function startClaims(config: ClaimsConfig, opts: ClaimsOptions = {}): Promise<RunningClaims> {
-  let sweeper: ClaimSweeper | undefined;
-  const running = await runService({
-    name: 'claims',
-    version: SERVICE_VERSION,
-    config,
-    log: opts.log,
-    clock: opts.clock,
-    migrationsDir: packageDir(import.meta.url, '../migrations'),
-    async setup({ pool, nc, subjects, log, outbox }) {
-      const clock = opts.clock ?? systemClock;
-      const clients = claimsClients(new ServiceClient(nc, subjects, { timeoutMs: config.REQUEST_TIMEOUT_MS, log }));
-      const holds = claimHolds({ pool, clients, log });
-      const deps: ClaimDeps = {
-        pool,
-        clock,
-        clients,
-        holds,
-        outbox,
-        replays: new ReplayStore(pool, 'claims'),
-        expireIfDue: async (tenantId, id) => void (await sweeper!.expire({ tenantId, id })),
-      };
-      const approval = approvals(deps, opts.faults);
-      sweeper = new ClaimSweeper({
-        pool,
-        outbox,
-        clock,
-        log,
-        intervalMs: config.CLAIM_SWEEP_INTERVAL_MS,
-        resumeAfterMs: config.CLAIM_APPROVAL_RESUME_AFTER_MS,
-        resume: (claim) => approval.resume(claim, log),
-        holds,
-      });
-      sweeper.start();
-      const requests = claimRequests(deps);
-      return {
-        endpoints: claimsEndpoints(requests, approval, staffQueue(deps, requests, approval)),
-        stop: async () => {
-          await sweeper?.stop();
-        },
-      };
+/** Composition root: the claims endpoints and the claim sweeper. */
+export function startClaims(config: ClaimsConfig, opts: ClaimsOptions = {}): Promise<RunningClaims> {
+  return runService(
+    {
+      name: 'claims',
+      version: SERVICE_VERSION,
+      migrationsDir: packageDir(import.meta.url, '../migrations'),
+      setup: (rt) => setupClaims(rt, config, opts.faults),
     },
-  });
-  return { ...running, sweep: () => sweeper!.sweep() };
+    { config, log: opts.log, clock: opts.clock },
+  );
+}
+
+async function setupClaims(
+  rt: ServiceRuntime,
+  config: ClaimsConfig,
+  faults: ClaimFaults | undefined,
+): Promise<ServiceDeclaration<ClaimsHooks>> {
+  const { pool, nc, subjects, log, outbox, clock } = rt;
+  const clients = claimsClients(new ServiceClient(nc, subjects, { timeoutMs: config.REQUEST_TIMEOUT_MS, log }));
+  const holds = claimHolds({ pool, clients, log });
+  // The sweeper finishes stalled approvals; requests expire through it when they are read late.
+  const { claimSweeper } = claimsTasks({ pool, outbox, clock, log, holds }, config, (claim) =>
+    approval.resume(claim, log),
+  );
+  const deps: ClaimDeps = {
+    pool,
+    clock,
+    clients,
+    holds,
+    outbox,
+    replays: new ReplayStore(pool, 'claims'),
+    expireIfDue: async (tenantId, id) => void (await claimSweeper.expire({ tenantId, id })),
+  };
+  const approval = approvals(deps, faults);
+  const requests = claimRequests(deps);
+  return {
+    endpoints: claimsEndpoints(requests, approval, staffQueue(deps, requests, approval)),
+    consumers: claimsConsumers(),
+    tasks: [claimSweeper],
+    caches: [],
+    hooks: { sweep: () => claimSweeper.sweep() },
+  };
 }

@@ -358,9 +358,9 @@ describe('approve', () => {
     await claims.restart({ faults: { afterLedgerDebit: crashAfterDebit } });
     expect((await approve(id)).ok).toBe(false);
     await claims.restart();
-    expect((await claims.service.sweep()).resumed).toBe(0); // too recent: it may still be running
+    expect((await claims.service.hooks.sweep()).resumed).toBe(0); // too recent: it may still be running
     claims.clock.advance(2 * MINUTE);
-    const swept = await claims.service.sweep();
+    const swept = await claims.service.hooks.sweep();
     expect(swept.resumed).toBeGreaterThanOrEqual(1);
     expect(await getClaim(id)).toMatchObject({ status: 'approved', points_deducted: 100 });
     expect(balance(card, m.id)).toBe(400);
@@ -389,7 +389,7 @@ describe('approve', () => {
     expect(await auditOf(id)).toEqual([]); // not approved yet: nothing audited
     await claims.restart();
     claims.clock.advance(2 * MINUTE);
-    await claims.service.sweep();
+    await claims.service.hooks.sweep();
     expect(await auditOf(id)).toEqual([
       expect.objectContaining({
         actor: { type: 'staff', id: 9, email: 'tom@example.com', role: 'staff' },
@@ -483,7 +483,7 @@ describe('holds', () => {
     }
     expect(holds.get(`claim:${id}`)!.status).toBe('held');
     const before = releaseHold.calls.length;
-    expect((await claims.service.sweep()).released).toBeGreaterThanOrEqual(1);
+    expect((await claims.service.hooks.sweep()).released).toBeGreaterThanOrEqual(1);
     expect(releaseHold.calls.length).toBeGreaterThan(before);
     expect(holds.get(`claim:${id}`)!.status).toBe('released');
     expect(balance(card, m.id)).toBe(300);
@@ -501,9 +501,9 @@ describe('holds', () => {
     holds.set(`claim:${id}`, { card, member: m.id, points: 100, status: 'held' });
     balances.set(account(card, m.id), 200);
     expect(await getClaim(id).catch((e: Error) => e.message)).toMatch(/not found/);
-    expect((await claims.service.sweep()).abandoned).toBe(0); // too young: its creation may still be running
+    expect((await claims.service.hooks.sweep()).abandoned).toBe(0); // too young: its creation may still be running
     claims.clock.advance(2 * MINUTE);
-    expect((await claims.service.sweep()).abandoned).toBeGreaterThanOrEqual(1);
+    expect((await claims.service.hooks.sweep()).abandoned).toBeGreaterThanOrEqual(1);
     expect(holds.get(`claim:${id}`)!.status).toBe('released');
     expect(balance(card, m.id)).toBe(300);
     const left = await claims.db.query('SELECT id FROM claims.claim_requests WHERE id = $1', [id]);
@@ -522,11 +522,11 @@ describe('expiry', () => {
     expect(Date.parse(record.expires_at) - Date.parse(record.created_at)).toBe(2 * HOUR);
 
     claims.clock.advance(HOUR);
-    await claims.service.sweep();
+    await claims.service.hooks.sweep();
     expect((await getClaim(id)).status).toBe('pending');
 
     claims.clock.advance(HOUR + 1_000);
-    expect((await claims.service.sweep()).expired).toBeGreaterThanOrEqual(1);
+    expect((await claims.service.hooks.sweep()).expired).toBeGreaterThanOrEqual(1);
     expect((await getClaim(id)).status).toBe('expired');
     const a = await approve(id);
     expect(a).toMatchObject({ ok: false, error: { code: 'claim_request_not_pending', current_status: 'expired' } });
@@ -577,10 +577,10 @@ describe('expiry', () => {
     const replica = await claims.replica();
     try {
       const results = await Promise.all([
-        claims.service.sweep(),
-        replica.sweep(),
-        claims.service.sweep(),
-        replica.sweep(),
+        claims.service.hooks.sweep(),
+        replica.hooks.sweep(),
+        claims.service.hooks.sweep(),
+        replica.hooks.sweep(),
       ]);
       expect(results.reduce((s, r) => s + r.expired, 0)).toBeGreaterThanOrEqual(ids.length);
     } finally {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { operations, operatorOperations, staffApiOperations, type Subjects } from '@loyalty/contracts';
-import type { Logger, Metrics, NatsConnection } from '@loyalty/runtime';
+import type { Logger, Metrics, NatsConnection, ServiceClient } from '@loyalty/runtime';
 import type { GatewayConfig } from './config.ts';
 import type { CredentialResolver } from './credentials.ts';
 import { cors } from './plugins/cors.ts';
@@ -27,6 +27,8 @@ export interface GatewayDeps {
   log: Logger;
   metrics: Metrics;
   credentials: CredentialResolver;
+  /** Calls identity's operations (staff authentication), replies checked against their contracts. */
+  identity: ServiceClient;
 }
 
 /**
@@ -67,11 +69,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   if (config.CORS_ORIGINS.length > 0)
     await app.register(cors, { origins: config.CORS_ORIGINS, methods: [...new Set(routes.map((r) => r.method))] });
   await app.register(credentials, { credentials: deps.credentials });
-  await app.register(staffAuthentication, {
-    nc: deps.nc,
-    subjects: deps.subjects,
-    timeoutMs: config.REQUEST_TIMEOUT_MS,
-  });
+  await app.register(staffAuthentication, { identity: deps.identity });
   await app.register(rateLimiting, { config, redis: deps.redis, credentials: deps.credentials });
   await app.register(docs, { publicBaseUrl: config.PUBLIC_BASE_URL });
   await app.register(opsEndpoints, { metrics, publicMetrics: config.PUBLIC_METRICS });

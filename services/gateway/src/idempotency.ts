@@ -1,5 +1,24 @@
+import type { FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
-import { AppError } from '@loyalty/contracts';
+import { AppError, type Operation } from '@loyalty/contracts';
+import { header } from './headers.ts';
+
+/** The longest Idempotency-Key accepted (the services' meta schemas take no more). */
+const MAX_KEY_LENGTH = 255;
+
+/**
+ * The request's Idempotency-Key, for an operation that takes one (undefined when none is given or
+ * the operation takes none); a key over 255 characters is a validation error naming the header.
+ * Services check a key an operation needs is there (`idempotency_key_required`).
+ */
+export function idempotencyKeyOf(req: FastifyRequest, op: Pick<Operation, 'idempotent'>): string | undefined {
+  const key = op.idempotent ? header(req, 'idempotency-key') : undefined;
+  if (key !== undefined && key.length > MAX_KEY_LENGTH)
+    throw new AppError('validation_error', undefined, {
+      fields: [{ field: 'Idempotency-Key', message: `must be at most ${MAX_KEY_LENGTH} characters` }],
+    });
+  return key;
+}
 
 /** How long an Idempotency-Key stays bound to the first operation it was used on. */
 export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;

@@ -1,9 +1,19 @@
+import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { Subjects } from '@loyalty/contracts';
-import { connectNats, createLogger, Metrics, natsReady, startOpsServer, type Logger } from '@loyalty/runtime';
+import {
+  connectNats,
+  createLogger,
+  Metrics,
+  natsReady,
+  ServiceClient,
+  startInOrder,
+  startOpsServer,
+  type Logger,
+} from '@loyalty/runtime';
 import { buildGateway } from './app.ts';
 import type { GatewayConfig } from './config.ts';
-import { CredentialResolver, watchCredentialChanges } from './credentials.ts';
+import { CredentialResolver } from './credentials.ts';
 
 export interface RunningGateway {
   url: string;
@@ -12,7 +22,13 @@ export interface RunningGateway {
   stop(): Promise<void>;
 }
 
-/** Composition root of the gateway: connections, the Fastify app, the ops port, shutdown. */
+const isAddress = (a: string | AddressInfo | null): a is AddressInfo => typeof a === 'object' && a !== null;
+
+/**
+ * Composition root of the gateway: connections, its caches (verified keys and member tokens,
+ * forgotten by identity's broadcast and on a NATS reconnect), the Fastify app, the ops port,
+ * shutdown in the reverse order.
+ */
 export async function startGateway(config: GatewayConfig, opts: { log?: Logger } = {}): Promise<RunningGateway> {
   const log = opts.log ?? createLogger('gateway', config.LOG_LEVEL);
   const subjects = new Subjects(config.SUBJECT_ROOT);
@@ -24,9 +40,18 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger }
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
   redis.on('error', (err) => log.warn({ err: err.message }, 'redis error'));
   const metrics = new Metrics('gateway');
-  const credentials = new CredentialResolver(nc, subjects, config.AUTH_CACHE_TTL_MS, config.REQUEST_TIMEOUT_MS);
-  const invalidations = watchCredentialChanges(nc, subjects, credentials);
-  const app = await buildGateway({ config, nc, redis, subjects, log, metrics, credentials });
+  const timeoutMs = config.REQUEST_TIMEOUT_MS;
+  const credentials = new CredentialResolver({
+    nc,
+    subjects,
+    ttlMs: config.AUTH_CACHE_TTL_MS,
+    timeoutMs,
+    log,
+    metrics,
+  });
+  const stopCaches = await startInOrder(credentials.caches);
+  const identity = new ServiceClient(nc, subjects, { timeoutMs, log });
+  const app = await buildGateway({ config, nc, redis, subjects, log, metrics, credentials, identity });
   let stopping = false;
   const ops = await startOpsServer({
     host: config.OPS_HOST,
@@ -40,7 +65,8 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger }
     },
   });
   await app.listen({ port: config.PORT, host: config.HOST });
-  const port = (app.server.address() as { port: number }).port;
+  const address = app.server.address();
+  const port = isAddress(address) ? address.port : config.PORT;
   log.info({ port, opsPort: ops.port }, 'gateway listening');
   return {
     url: `http://127.0.0.1:${port}`,
@@ -49,7 +75,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger }
     async stop() {
       stopping = true;
       await app.close(); // stops accepting, lets in-flight requests finish
-      invalidations.unsubscribe();
+      await stopCaches();
       await nc.drain();
       redis.disconnect();
       await ops.close();

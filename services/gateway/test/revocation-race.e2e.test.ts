@@ -6,7 +6,8 @@ import { apiClient, startTestSystem, type TestSystem } from '../../../test/suppo
 import { connectAs } from '../../../test/support/nats.ts';
 import { until } from '../../../test/support/until.ts';
 import { signedIn } from '../../ledger/test/support.ts';
-import { CredentialResolver, watchCredentialChanges } from '../src/credentials.ts';
+import { createLogger, startInOrder } from '@loyalty/runtime';
+import { CredentialResolver } from '../src/credentials.ts';
 
 /**
  * A revoked key stops working on every replica, whatever the timing: a lookup already in flight
@@ -184,8 +185,14 @@ describe('NATS reconnect', () => {
   it('forgets every cached key when the connection drops and comes back', async () => {
     const t = await sys.tenant();
     const nc = await connectAs('gateway', { url: sys.env.NATS_URL, reconnectTimeWait: 50 });
-    const resolver = new CredentialResolver(nc, subjects, 600_000, 5_000);
-    const sub = watchCredentialChanges(nc, subjects, resolver);
+    const resolver = new CredentialResolver({
+      nc,
+      subjects,
+      ttlMs: 600_000,
+      timeoutMs: 5_000,
+      log: createLogger('gateway', 'silent'),
+    });
+    const stopCaches = await startInOrder(resolver.caches);
     try {
       await resolver.resolve(t.appId, t.apiKey, undefined, 'reconnect-1');
       expect(resolver.isCached(t.appId, t.apiKey)).toBe(true);
@@ -198,7 +205,7 @@ describe('NATS reconnect', () => {
         return resolver.isCached(t.appId, t.apiKey);
       });
     } finally {
-      sub.unsubscribe();
+      await stopCaches();
       await nc.close();
     }
   });

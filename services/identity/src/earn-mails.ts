@@ -1,6 +1,5 @@
 import type { DomainEvent } from '@loyalty/contracts';
-import type { Clock, Logger, Pool } from '@loyalty/runtime';
-import { withTransaction } from '@loyalty/runtime';
+import { PeriodicTask, withTransaction, type Clock, type Logger, type Pool } from '@loyalty/runtime';
 import { MAIL_NAME_MAX, mailText } from './domain/mail-text.ts';
 import type { Mailer } from './mailer.ts';
 import { membersByIds } from './member-directory.ts';
@@ -65,7 +64,8 @@ function earnOf(event: DomainEvent): Earn | null {
   const points = Number(d.points);
   if (!Number.isSafeInteger(memberId) || !Number.isSafeInteger(points) || points <= 0) return null;
   const pending = d.pending === true;
-  const availableAt = pending && typeof d.available_at === 'string' && !Number.isNaN(Date.parse(d.available_at));
+  const availableAt =
+    pending && typeof d.available_at === 'string' && !Number.isNaN(Date.parse(d.available_at)) ? d.available_at : null;
   return {
     tenantId: event.tenant_id,
     memberId,
@@ -73,7 +73,7 @@ function earnOf(event: DomainEvent): Earn | null {
     earns: 1,
     points,
     pendingPoints: pending ? points : 0,
-    availableAt: availableAt ? (d.available_at as string) : null,
+    availableAt,
     newBalance: Number.isSafeInteger(Number(d.new_balance)) ? Number(d.new_balance) : null,
     balanceAt: Number.isNaN(Date.parse(event.occurred_at)) ? new Date(0).toISOString() : event.occurred_at,
   };
@@ -181,52 +181,60 @@ export function digestMail(g: Digest, name: string): { subject: string; text: st
   };
 }
 
-/** Mails due digests: safe in every replica (rows are leased with SKIP LOCKED), at least once. */
+/**
+ * Mails due digests: safe in every replica (rows are leased with SKIP LOCKED), at least once. A
+ * pass takes one batch; a full batch makes the next pass start at once.
+ */
 export class EarnMailSender {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = false;
+  private readonly task: PeriodicTask<{ taken: number; mailed: number }>;
 
-  constructor(private readonly o: EarnMailOptions) {}
+  constructor(private readonly o: EarnMailOptions) {
+    this.task = new PeriodicTask({
+      name: 'earn-mails',
+      intervalMs: o.intervalMs,
+      log: o.log,
+      run: () => this.sendBatch(),
+      more: ({ taken }) => taken >= this.batchSize,
+    });
+  }
+
+  private get batchSize(): number {
+    return this.o.concurrency * 4;
+  }
 
   start(): void {
-    const tick = () => {
-      this.running = this.sendDue()
-        .then(() => undefined)
-        .catch((err: Error) => this.o.log.warn({ err: err.message }, 'earn mail digests failed'))
-        .finally(() => {
-          this.running = undefined;
-          if (!this.stopped) this.timer = setTimeout(tick, this.o.intervalMs);
-        });
-    };
-    this.timer = setTimeout(tick, this.o.intervalMs);
+    this.task.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+  /** No digest is taken once stopping; mails on their way finish. */
+  stop(): Promise<void> {
+    return this.task.stop();
   }
 
-  /** Send every digest due now; returns how many were mailed. */
+  /** Send every digest due now (after the pass in progress); returns how many were mailed. */
   async sendDue(): Promise<number> {
     let mailed = 0;
-    while (!this.stopped) {
-      const now = this.o.clock.now();
-      const { rows } = await this.o.pool.query<Digest>(
-        `UPDATE identity.earn_mail_digests g SET lease_until = $1::timestamptz + ${LEASE}
-          WHERE (tenant_id, member_id) IN (
-            SELECT tenant_id, member_id FROM identity.earn_mail_digests
-             WHERE due_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
-             ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-          RETURNING tenant_id, member_id, card_id, earns, points, pending_points, available_at, new_balance`,
-        [now, this.o.concurrency * 4],
-      );
-      if (rows.length === 0) break;
-      const results = await Promise.all(rows.map((g) => this.send(g)));
-      mailed += results.filter(Boolean).length;
+    for (;;) {
+      const pass = await this.task.runNow();
+      mailed += pass.mailed;
+      if (pass.taken < this.batchSize) return mailed;
     }
-    return mailed;
+  }
+
+  /** Lease one batch of due digests and mail them. */
+  private async sendBatch(): Promise<{ taken: number; mailed: number }> {
+    const now = this.o.clock.now();
+    const { rows } = await this.o.pool.query<Digest>(
+      `UPDATE identity.earn_mail_digests g SET lease_until = $1::timestamptz + ${LEASE}
+        WHERE (tenant_id, member_id) IN (
+          SELECT tenant_id, member_id FROM identity.earn_mail_digests
+           WHERE due_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
+           ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+        RETURNING tenant_id, member_id, card_id, earns, points, pending_points, available_at, new_balance`,
+      [now, this.batchSize],
+    );
+    const results = await Promise.all(rows.map((g) => this.send(g)));
+    return { taken: rows.length, mailed: results.filter(Boolean).length };
   }
 
   private async send(g: Digest): Promise<boolean> {
@@ -243,7 +251,7 @@ export class EarnMailSender {
         sent = true;
         log.info({ earns: g.earns, points: Number(g.points) }, 'points earned mail sent');
       } catch (err) {
-        log.warn({ err: (err as Error).message }, 'points earned mail failed; retried later');
+        log.warn({ err: err instanceof Error ? err.message : String(err) }, 'points earned mail failed; retried later');
         await this.o.pool.query(
           `UPDATE identity.earn_mail_digests SET lease_until = $3::timestamptz + make_interval(secs => ${RETRY_SECONDS})
             WHERE tenant_id = $1 AND member_id = $2`,

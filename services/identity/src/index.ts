@@ -1,2 +1,2 @@
-export { startIdentity } from './service.ts';
+export { startIdentity, type IdentityHooks, type RunningIdentity } from './service.ts';
 export { readConfig as readIdentityConfig, IdentityConfig } from './config.ts';

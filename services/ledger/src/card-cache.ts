@@ -1,35 +1,48 @@
-import { LRUCache } from 'lru-cache';
-import type { Queryable } from '@loyalty/runtime';
+import { ReplicaCache, type Metrics, type NatsConnection, type Queryable } from '@loyalty/runtime';
 import { findCard, type Card } from './store/cards.ts';
+
+/** The card a card-changed broadcast (`{ card_id }`) names; a malformed one names none. */
+const changedCard = (m: unknown): number[] =>
+  typeof m === 'object' && m !== null && 'card_id' in m && typeof m.card_id === 'number' ? [m.card_id] : [];
 
 /**
  * Cards as the money operations read them, kept for a short time: every earn, redemption and
  * read names a card, and its settings change rarely (operator API). The replica that changes a
- * card forgets it at once and broadcasts the change, so every other replica forgets it too; the
- * TTL bounds how long a missed broadcast (NATS reconnecting) could leave an old setting in use.
- * Only cards that exist are kept: a card created a moment ago is never hidden by a cached miss.
+ * card forgets it at once and broadcasts the change (`changed`), so every other replica forgets it
+ * too; a replica whose NATS connection drops forgets every card (it may have missed broadcasts),
+ * and a read that raced a change is not kept. The TTL bounds what a broadcast lost otherwise
+ * could leave in use. Only cards that exist are kept: a card created a moment ago is never
+ * hidden by a cached miss.
  */
 export class CardCache {
-  private readonly cards: LRUCache<number, Card> | undefined;
+  readonly cache: ReplicaCache<number, Card>;
 
   constructor(
     private readonly db: Queryable,
-    ttlMs: number,
-    max = 10_000,
+    opts: { ttlMs: number; maxEntries?: number; nc?: NatsConnection; subject?: string; metrics?: Metrics },
   ) {
-    this.cards = ttlMs > 0 ? new LRUCache<number, Card>({ max, ttl: ttlMs }) : undefined;
+    this.cache = new ReplicaCache<number, Card>({
+      name: 'ledger-cards',
+      ttlMs: opts.ttlMs,
+      maxEntries: opts.maxEntries ?? 10_000,
+      metrics: opts.metrics,
+      nc: opts.nc,
+      broadcast: opts.subject === undefined ? undefined : { subject: opts.subject, forgets: changedCard },
+    });
   }
 
   /** The tenant's card, or undefined (also for another tenant's card). */
   async get(tenantId: number, cardId: number): Promise<Card | undefined> {
-    const hit = this.cards?.get(cardId);
-    if (hit) return hit.tenant_id === tenantId ? hit : undefined;
-    const card = await findCard(this.db, tenantId, cardId);
-    if (card) this.cards?.set(cardId, card);
-    return card;
+    const card = await this.cache.load(cardId, () => findCard(this.db, tenantId, cardId));
+    return card?.tenant_id === tenantId ? card : undefined;
   }
 
   forget(cardId: number): void {
-    this.cards?.delete(cardId);
+    this.cache.forget(cardId);
+  }
+
+  /** A card's settings changed here: forget it on this replica at once and on every other one. */
+  changed(cardId: number): void {
+    this.cache.announce({ card_id: cardId });
   }
 }

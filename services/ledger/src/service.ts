@@ -1,36 +1,42 @@
 import {
-  jsonCodec,
   packageDir,
   ReplayStore,
   runService,
   ServiceClient,
-  systemClock,
   type Clock,
   type Logger,
   type RunningService,
+  type ServiceDeclaration,
+  type ServiceRuntime,
 } from '@loyalty/runtime';
 import { accounting } from './accounting.ts';
 import { CardCache } from './card-cache.ts';
 import { cardCatalogue } from './card-catalogue.ts';
 import { cashbackProduct } from './cashback.ts';
 import type { LedgerConfig } from './config.ts';
+import { ledgerConsumers } from './consumers.ts';
 import { ledgerEndpoints } from './endpoints.ts';
 import { memberDirectory } from './clients.ts';
 import { memberPins } from './member-pins.ts';
 import { pointsProduct } from './points.ts';
 import { holdsOf } from './holds.ts';
-import { LotSweeper, type LotSweep } from './lot-sweeper.ts';
+import type { LotSweep } from './lot-sweeper.ts';
 import { PostingBatcher } from './posting-batcher.ts';
 import { quotes } from './quotes.ts';
 import { staffDesk } from './staff-desk.ts';
 import { postMany } from './store/accounts.ts';
+import { ledgerTasks } from './tasks.ts';
 
 export const SERVICE_VERSION = '0.2.0';
 
-export interface RunningLedger extends RunningService {
+export interface LedgerHooks {
   /** Run one lot sweep now (settle due accounts, warn of expiries, release overdue holds): tests, benchmarks. */
   sweepLots(): Promise<LotSweep>;
+  /** The card cache (tests look at what it holds). */
+  cards: CardCache;
 }
+
+export type RunningLedger = RunningService<LedgerHooks>;
 
 export interface LedgerOptions {
   log?: Logger;
@@ -38,103 +44,85 @@ export interface LedgerOptions {
   clock?: Clock;
 }
 
-/** Composition root: config -> connections -> endpoints -> shutdown. */
-export async function startLedger(config: LedgerConfig, opts: LedgerOptions = {}): Promise<RunningLedger> {
-  let sweeper: LotSweeper | undefined;
-  const running = await runService({
-    name: 'ledger',
-    version: SERVICE_VERSION,
-    config,
-    log: opts.log,
-    clock: opts.clock,
-    migrationsDir: packageDir(import.meta.url, '../migrations'),
-    async setup({ pool, nc, subjects, log, metrics, outbox }) {
-      const clock = opts.clock ?? systemClock;
-      // Cards are cached per replica; a replica that changes a card tells every other one.
-      const cards = new CardCache(pool, config.CARD_CACHE_TTL_MS);
-      const cardChanges = nc.subscribe(subjects.cardsChanged(), {
-        callback: (_err, msg) => {
-          try {
-            cards.forget((msg.json() as { card_id: number }).card_id);
-          } catch {
-            /* a malformed broadcast changes nothing */
-          }
-        },
-      });
-      const cardChanged = (cardId: number) => {
-        cards.forget(cardId);
-        nc.publish(subjects.cardsChanged(), jsonCodec.encode({ card_id: cardId }));
-      };
-      const postingsPerStatement = metrics.histogram(
-        'loyalty_ledger_postings_per_statement',
-        'Postings made by one posting statement outside a transaction (group commit)',
-        [1, 2, 4, 8, 16, 32, 64, 100],
-      );
-      const pins = memberPins({
-        pool,
-        clock,
-        policy: {
-          maxAttempts: config.PIN_MAX_ATTEMPTS,
-          lockMs: config.PIN_LOCK_MINUTES * 60_000,
-          maxLockMs: config.PIN_MAX_LOCK_MINUTES * 60_000,
-        },
-      });
-      const client = new ServiceClient(nc, subjects, { timeoutMs: config.REQUEST_TIMEOUT_MS, log });
-      const deps = {
-        pool,
-        clock,
-        pins,
-        cards,
-        members: memberDirectory(client, config.MEMBER_CACHE_TTL_MS),
-        outbox,
-        replays: new ReplayStore(pool, 'ledger'),
-        postings: new PostingBatcher((direction, postings) => postMany(pool, direction, postings), {
-          statements: config.POSTING_STATEMENTS,
-          maxBatch: 100,
-          observe: (n) => postingsPerStatement.observe(n),
-        }),
-        expiredSubjects: lotSubjects('expired'),
-      };
-      const books = accounting(deps);
-      const holds = holdsOf(deps, books);
-      sweeper = new LotSweeper({
-        pool,
-        clock,
-        log,
-        metrics,
-        outbox,
-        holds,
-        intervalMs: config.LOT_SWEEP_INTERVAL_MS,
-        batch: config.LOT_SWEEP_BATCH,
-        expired: lotSubjects('expired'),
-        expiring: lotSubjects('expiring'),
-      });
-      sweeper.start();
-      const cashback = cashbackProduct(deps, books);
-      const points = pointsProduct(deps, books, holds);
-      return {
-        endpoints: ledgerEndpoints({
-          cards: cardCatalogue(pool, outbox, cardChanged),
-          cashback,
-          points,
-          holds,
-          quotes: quotes(deps, books),
-          pins,
-          desk: staffDesk(deps, books, { points, cashback }),
-        }),
-        stop: async () => {
-          cardChanges.unsubscribe();
-          await sweeper?.stop();
-        },
-      };
+/** Composition root: the ledger's endpoints, its lot sweeper and its card cache. */
+export function startLedger(config: LedgerConfig, opts: LedgerOptions = {}): Promise<RunningLedger> {
+  return runService(
+    {
+      name: 'ledger',
+      version: SERVICE_VERSION,
+      migrationsDir: packageDir(import.meta.url, '../migrations'),
+      setup: (rt) => setupLedger(rt, config),
+    },
+    { config, ...opts },
+  );
+}
 
-      function lotSubjects(what: 'expired' | 'expiring') {
-        return {
-          points: subjects.event('ledger', `points_${what}`),
-          cashback: subjects.event('ledger', `cashback_${what}`),
-        };
-      }
+/** Postings outside a transaction, gathered into one statement (group commit), measured. */
+function postingBatcher(rt: ServiceRuntime, config: LedgerConfig): PostingBatcher {
+  const postingsPerStatement = rt.metrics.histogram(
+    'loyalty_ledger_postings_per_statement',
+    'Postings made by one posting statement outside a transaction (group commit)',
+    [1, 2, 4, 8, 16, 32, 64, 100],
+  );
+  return new PostingBatcher((direction, postings) => postMany(rt.pool, direction, postings), {
+    statements: config.POSTING_STATEMENTS,
+    maxBatch: 100,
+    observe: (n) => postingsPerStatement.observe(n),
+  });
+}
+
+async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<ServiceDeclaration<LedgerHooks>> {
+  const { pool, nc, subjects, log, metrics, outbox, clock } = rt;
+  // Cards are cached per replica; a replica that changes a card tells every other one.
+  const cards = new CardCache(pool, {
+    ttlMs: config.CARD_CACHE_TTL_MS,
+    nc,
+    subject: subjects.cardsChanged(),
+    metrics,
+  });
+  const pins = memberPins({
+    pool,
+    clock,
+    policy: {
+      maxAttempts: config.PIN_MAX_ATTEMPTS,
+      lockMs: config.PIN_LOCK_MINUTES * 60_000,
+      maxLockMs: config.PIN_MAX_LOCK_MINUTES * 60_000,
     },
   });
-  return { ...running, sweepLots: () => sweeper!.sweep() };
+  const client = new ServiceClient(nc, subjects, { timeoutMs: config.REQUEST_TIMEOUT_MS, log });
+  const lotSubjects = (what: 'expired' | 'expiring') => ({
+    points: subjects.event('ledger', `points_${what}`),
+    cashback: subjects.event('ledger', `cashback_${what}`),
+  });
+  const deps = {
+    pool,
+    clock,
+    pins,
+    cards,
+    members: memberDirectory(client, config.MEMBER_CACHE_TTL_MS),
+    outbox,
+    replays: new ReplayStore(pool, 'ledger'),
+    postings: postingBatcher(rt, config),
+    expiredSubjects: lotSubjects('expired'),
+  };
+  const books = accounting(deps);
+  const holds = holdsOf(deps, books);
+  const { lotSweeper } = ledgerTasks({ pool, clock, log, metrics, outbox, holds }, config, lotSubjects);
+  const cashback = cashbackProduct(deps, books);
+  const points = pointsProduct(deps, books, holds);
+  return {
+    endpoints: ledgerEndpoints({
+      cards: cardCatalogue(pool, outbox, (cardId) => cards.changed(cardId)),
+      cashback,
+      points,
+      holds,
+      quotes: quotes(deps, books),
+      pins,
+      desk: staffDesk(deps, books, { points, cashback }),
+    }),
+    consumers: ledgerConsumers(),
+    tasks: [lotSweeper],
+    caches: [cards.cache],
+    hooks: { sweepLots: () => lotSweeper.sweep(), cards },
+  };
 }

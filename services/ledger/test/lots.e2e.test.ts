@@ -249,7 +249,7 @@ describe('expiry', () => {
     ]);
 
     sys.clock.advance(20 * DAY + 1_000); // the first lot's time
-    expect((await ledger().sweepLots()).expired).toBeGreaterThanOrEqual(1);
+    expect((await ledger().hooks.sweepLots()).expired).toBeGreaterThanOrEqual(1);
     expect(await pointsBalance(card, m.id)).toMatchObject({
       points_balance: 70,
       next_expiries: [{ points: 70, expires_at: second.expires_at }],
@@ -263,7 +263,7 @@ describe('expiry', () => {
       expect.objectContaining({ card_id: card, points: 15, lots: 1, previous_balance: 85, new_balance: 70 }),
     ]);
     // Sweeping again changes nothing: each lot expires once.
-    await ledger().sweepLots();
+    await ledger().hooks.sweepLots();
     expect((await history(card, m.id)).filter((t) => t.event === 'points_expired')).toHaveLength(1);
     await lotsAgree(sys, card, m.id);
   });
@@ -286,14 +286,14 @@ describe('expiry', () => {
     const m = await signedIn(api);
     const earned = await earnPoints(card, m.id, 120);
     sys.clock.advance(22 * DAY); // 8 days before: too early
-    expect((await ledger().sweepLots()).warned).toBe(0);
+    expect((await ledger().hooks.sweepLots()).warned).toBe(0);
     sys.clock.advance(DAY + 1_000);
-    expect((await ledger().sweepLots()).warned).toBeGreaterThanOrEqual(1);
+    expect((await ledger().hooks.sweepLots()).warned).toBeGreaterThanOrEqual(1);
     const day = (earned.expires_at as string).slice(0, 10);
     const mail = await sys.mail.waitFor(m.email, (x) => x.subject.includes('expire on'));
     expect(mail.subject).toBe(`120 points expire on ${day}`);
     expect(mail.text).toContain(`120 of your points expire on ${day}`);
-    await ledger().sweepLots();
+    await ledger().hooks.sweepLots();
     await new Promise((r) => setTimeout(r, 300));
     expect(sys.mail.messages.filter((x) => x.to.includes(m.email) && x.subject.includes('expire on'))).toHaveLength(1);
   });
@@ -325,7 +325,7 @@ describe('expiry', () => {
       next_expiries: [{ amount: 2.5, expires_at: earned.expires_at }],
     });
     sys.clock.advance(10 * DAY);
-    await ledger().sweepLots();
+    await ledger().hooks.sweepLots();
     const h = await ok(api('GET', `${CB}/history?card_id=${card}&member_id=${m.id}`));
     expect((h.transactions as Body[])[0]).toMatchObject({
       amount: -2.5,
@@ -382,7 +382,7 @@ describe('holds of claim requests', () => {
     await ok(claim(card, prize, m));
     expect(await pointsBalance(card, m.id)).toMatchObject({ points_balance: 0, held_points: 60 });
     sys.clock.advance(2 * HOUR + 1_000);
-    expect((await claimsService().sweep()).expired).toBeGreaterThanOrEqual(1);
+    expect((await claimsService().hooks.sweep()).expired).toBeGreaterThanOrEqual(1);
     expect(await pointsBalance(card, m.id)).toMatchObject({ points_balance: 60, held_points: 0 });
     await lotsAgree(sys, card, m.id);
   });
@@ -407,7 +407,7 @@ describe('holds of claim requests', () => {
     await earnPoints(card, m.id, 50);
     const id = ((await ok(claim(card, prize, m))).claim_request as { id: number }).id;
     sys.clock.advance(DAY + 1_000);
-    await ledger().sweepLots();
+    await ledger().hooks.sweepLots();
     expect(await pointsBalance(card, m.id)).toMatchObject({ points_balance: 0, held_points: 30 });
     await ok(api('POST', `${CLAIMS}/${id}/reject`, { body: {} }));
     expect(await pointsBalance(card, m.id)).toMatchObject({ points_balance: 0, held_points: 0 });

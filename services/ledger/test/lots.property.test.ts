@@ -324,7 +324,7 @@ async function run(steps: Step[]): Promise<void> {
     } else if (s.kind === 'advance') {
       ledger.clock.advance(s.hours * HOUR);
     } else if (s.kind === 'sweep') {
-      await ledger.service.sweepLots();
+      await ledger.service.hooks.sweepLots();
       // The sweep also releases holds past their own expiry.
       for (const h of m.holds.values())
         if (h.status === 'held' && h.expiresAt <= now()) {

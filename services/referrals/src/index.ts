@@ -1,2 +1,2 @@
-export { startReferrals } from './service.ts';
+export { startReferrals, type ReferralsHooks, type RunningReferrals } from './service.ts';
 export { readConfig as readReferralsConfig, ReferralsConfig } from './config.ts';

@@ -1,4 +1,4 @@
-import type { Clock, Logger, Pool } from '@loyalty/runtime';
+import { PeriodicTask, type Clock, type Logger, type Pool } from '@loyalty/runtime';
 import type { Dispatcher } from './dispatcher.ts';
 import { claimDue, dueEndpoints } from './store/deliveries.ts';
 
@@ -14,14 +14,13 @@ const PER_ENDPOINT = 500;
  * A pass finds the endpoints with something due (one index probe per endpoint with pending
  * deliveries, however many it has) and takes, per endpoint, what its lane has room for, oldest due
  * first; the replica's free capacity is shared evenly between them. So one endpoint's backlog never
- * crowds out another's, and a slow endpoint's backlog stays in the database. A pass runs every
- * `intervalMs`, at once again when one endpoint got all it asked for, and a lane that emptied while
- * its endpoint has more waiting asks for its own (`refill`).
+ * crowds out another's, and a slow endpoint's backlog stays in the database. A pass runs at start,
+ * then every `intervalMs`, at once again when one endpoint got all it asked for and the replica
+ * has room, and a lane that emptied while its endpoint has more waiting asks for its own (`refill`).
  */
 export class RetryPoller {
   private stopped = false;
-  private loop: Promise<void> | undefined;
-  private wakeUp: (() => void) | undefined;
+  private readonly task: PeriodicTask<boolean>;
   private refills = new Set<Promise<void>>();
 
   constructor(
@@ -33,26 +32,25 @@ export class RetryPoller {
       intervalMs: number;
       leaseMs: number;
     },
-  ) {}
+  ) {
+    this.task = new PeriodicTask({
+      name: 'webhook-retry-poll',
+      intervalMs: deps.intervalMs,
+      log: deps.log,
+      run: () => this.pass(),
+      more: (more) => more && deps.dispatcher.freeCapacity() > 0,
+    });
+  }
 
   start(): void {
-    this.loop = (async () => {
-      while (!this.stopped) {
-        let more = false;
-        try {
-          more = await this.pass();
-        } catch (err) {
-          this.deps.log.warn({ err: (err as Error).message }, 'taking due webhook deliveries failed; will retry');
-        }
-        if (this.stopped) break;
-        if (more && this.deps.dispatcher.freeCapacity() > 0) continue;
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, this.deps.intervalMs);
-          this.wakeUp = () => (clearTimeout(t), resolve());
-        });
-        this.wakeUp = undefined;
-      }
-    })();
+    this.stopped = false;
+    this.task.start();
+    this.task.wake(); // what a stopped replica left due is taken at once
+  }
+
+  /** Take due deliveries now (after the pass in progress): answers whether some endpoint has more waiting. */
+  poll(): Promise<boolean> {
+    return this.task.runNow();
   }
 
   /** One pass over every endpoint with something due: answers whether some endpoint has more waiting. */
@@ -95,7 +93,8 @@ export class RetryPoller {
         }
       } catch (err) {
         // The periodic pass takes it later.
-        this.deps.log.warn({ err: (err as Error).message, endpoint: endpointId }, 'refilling a webhook lane failed');
+        const message = err instanceof Error ? err.message : String(err);
+        this.deps.log.warn({ err: message, endpoint: endpointId }, 'refilling a webhook lane failed');
       } finally {
         dispatcher.refilled(endpointId, full);
       }
@@ -106,8 +105,7 @@ export class RetryPoller {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.wakeUp?.();
-    await this.loop;
+    await this.task.stop();
     await Promise.all(this.refills);
   }
 }

@@ -171,7 +171,7 @@ describe('delivery engine', () => {
       const before = d!.attempt_count;
       // Jump to the next attempt and take it now.
       hooks.clock.advance(Math.max(0, d!.next_attempt_at!.getTime() - hooks.clock.now().getTime()) + 1_000);
-      await hooks.service.poll();
+      await hooks.service.hooks.poll();
       [d] = await eventually(
         () => deliveriesOf(ep.id),
         (rows) => rows[0]!.attempt_count > before || rows[0]!.status !== 'pending',
@@ -290,13 +290,13 @@ describe('delivery engine', () => {
     // Earlier tests' failing endpoints are swept too; this one is disabled only after three days.
     const enabled = async () =>
       (await hooks.db.query(`SELECT enabled FROM webhooks.endpoints WHERE id = $1`, [ep.id])).rows[0].enabled;
-    await hooks.service.sweep();
+    await hooks.service.hooks.sweep();
     expect(await enabled()).toBe(true); // failing, but not for three days yet
     hooks.clock.advance(RETRY_WINDOW_MS - 60_000);
-    await hooks.service.sweep();
+    await hooks.service.hooks.sweep();
     expect(await enabled()).toBe(true);
     hooks.clock.advance(120_000);
-    expect(await hooks.service.sweep()).toBeGreaterThanOrEqual(1);
+    expect(await hooks.service.hooks.sweep()).toBeGreaterThanOrEqual(1);
     expect(await enabled()).toBe(false);
     const { endpoint } = await hooks.request(webhookOperations['webhooks.endpoints.get'], publicMeta(tenant), {
       endpoint_id: ep.id,
@@ -336,7 +336,7 @@ describe('delivery engine', () => {
       (r) => r.rows[0].failing_since === null,
     );
     hooks.clock.advance(RETRY_WINDOW_MS + 60_000);
-    await hooks.service.sweep();
+    await hooks.service.hooks.sweep();
     const { rows } = await hooks.db.query(`SELECT enabled FROM webhooks.endpoints WHERE id = $1`, [ep.id]);
     expect(rows[0].enabled).toBe(true);
   });

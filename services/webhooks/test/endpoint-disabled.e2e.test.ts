@@ -46,7 +46,7 @@ describe('an endpoint failing for three days', () => {
       (e) => e.failing_since !== null,
     );
     sys.clock.advance(72 * 3600_000 + 60_000);
-    await (sys.services.webhooks as RunningWebhooks).sweep();
+    await (sys.services.webhooks as RunningWebhooks).hooks.sweep();
 
     const mailA = await sys.mail.waitFor('dev@corner-coffee.example', (m) => m.subject.includes(`${a.id}`), 10_000);
     expect(mailA.subject).toBe(`Webhook endpoint ${a.id} was disabled`);
@@ -63,7 +63,7 @@ describe('an endpoint failing for three days', () => {
       expect.objectContaining({ status: 'failed', next_attempt_at: null, failed_at: expect.any(String) }),
     ]);
     // A second sweep disables nothing more and mails nobody again.
-    await (sys.services.webhooks as RunningWebhooks).sweep();
+    await (sys.services.webhooks as RunningWebhooks).hooks.sweep();
     expect(sys.mail.messages.filter((m) => m.subject.startsWith('Webhook endpoint'))).toHaveLength(2);
   });
 });

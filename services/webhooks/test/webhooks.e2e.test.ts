@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookEnvelopeSchema, webhookEventNames, type WebhookEventName } from '@loyalty/contracts';
+import type { RunningService } from '@loyalty/runtime';
 import { verifyWebhookSignature, WebhookSignatureError } from '@loyalty/sdk';
 import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
 import { WebhookReceiver, type ReceivedWebhook } from '../../../test/support/webhook-receiver.ts';
@@ -312,7 +313,7 @@ describe('event types', () => {
     );
     await claim();
     sys.clock.advance(73 * 3600_000); // past the claim lifetime (72 h)
-    await (sys.services.claims as unknown as { sweep(): Promise<unknown> }).sweep();
+    await (sys.services.claims as RunningService<{ sweep(): Promise<unknown> }>).hooks.sweep();
     // referral.applied and referral.completed (the card pays at once)
     const code = await ok(m.api('GET', `/api/v1/loyalty/cards/${m.pointsCard}/members/${anaId}/referral-code`));
     const bo = await ok(
@@ -347,7 +348,8 @@ describe('event types', () => {
         body: { card_id: m.cashbackCard, member_id: anaId, purchase_amount: 30 },
       }),
     );
-    const lots = sys.services.ledger as unknown as { sweepLots(): Promise<{ warned: number; expired: number }> };
+    const lots = (sys.services.ledger as RunningService<{ sweepLots(): Promise<{ warned: number; expired: number }> }>)
+      .hooks;
     sys.clock.advance(24 * 3600_000 + 1_000);
     expect((await lots.sweepLots()).warned).toBeGreaterThanOrEqual(2);
     sys.clock.advance(24 * 3600_000);

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import { AppError, type AuthenticateReply, type Meta, type Operation } from '@loyalty/contracts';
 import type { CredentialResolver } from '../credentials.ts';
 import { header } from '../headers.ts';
+import { idempotencyKeyOf } from '../idempotency.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -49,12 +50,7 @@ async function authenticate(resolver: CredentialResolver, req: FastifyRequest, o
     throw new AppError('insufficient_scope', `This operation needs the ${op.scope} scope.`, {
       required_scope: op.scope,
     });
-  const idempotencyKey = op.idempotent ? header(req, 'idempotency-key') : undefined;
-  if (idempotencyKey !== undefined && idempotencyKey.length > 255) {
-    throw new AppError('validation_error', undefined, {
-      fields: [{ field: 'Idempotency-Key', message: 'must be at most 255 characters' }],
-    });
-  }
+  const idempotencyKey = idempotencyKeyOf(req, op);
   return {
     request_id: req.id,
     tenant_id: auth.tenant_id,

@@ -1,15 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import {
-  AppError,
-  internalOperations,
-  type Operation,
-  type StaffActorMeta,
-  type StaffMeta,
-  type Subjects,
-} from '@loyalty/contracts';
-import { callService, type NatsConnection } from '@loyalty/runtime';
+import { AppError, internalOperations, type Operation, type StaffMeta } from '@loyalty/contracts';
+import type { ServiceClient } from '@loyalty/runtime';
 import { header } from '../headers.ts';
+import { idempotencyKeyOf } from '../idempotency.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -23,9 +17,8 @@ declare module 'fastify' {
 }
 
 export interface StaffAuthOptions {
-  nc: NatsConnection;
-  subjects: Subjects;
-  timeoutMs: number;
+  /** Calls identity's operations, replies checked against their contracts. */
+  identity: ServiceClient;
 }
 
 /**
@@ -34,28 +27,18 @@ export interface StaffAuthOptions {
  * replica), the operation's least role checked, the Idempotency-Key header checked.
  */
 export const staffAuthentication = fp<StaffAuthOptions>(
-  async (app, { nc, subjects, timeoutMs }) => {
-    const op = internalOperations.authenticateStaff;
-    const subject = subjects.op(op.service, op.operation);
+  async (app, { identity }) => {
     app.decorateRequest('staffMeta', undefined);
     app.decorate('authenticateStaff', (operation: Operation) => async (req: FastifyRequest) => {
       const token = /^Bearer\s+(\S+)$/i.exec(header(req, 'authorization') ?? '')?.[1];
       if (!token) throw new AppError('staff_token_required');
-      const reply = await callService<{ tenant_id: number; staff: StaffActorMeta; session_id: number }>(
-        nc,
-        subject,
-        { meta: { request_id: req.id }, data: { staff_token: token } },
-        req.id,
-        timeoutMs,
+      const { tenant_id, staff, session_id } = await identity.call(
+        internalOperations.authenticateStaff,
+        { request_id: req.id },
+        { staff_token: token },
       );
-      if (!reply.ok) throw new AppError(reply.error.code, reply.error.message);
-      const { tenant_id, staff, session_id } = reply.data;
       if (operation.staffRole === 'manager' && staff.role !== 'manager') throw new AppError('insufficient_role');
-      const idempotencyKey = operation.idempotent ? header(req, 'idempotency-key') : undefined;
-      if (idempotencyKey !== undefined && idempotencyKey.length > 255)
-        throw new AppError('validation_error', undefined, {
-          fields: [{ field: 'Idempotency-Key', message: 'must be at most 255 characters' }],
-        });
+      const idempotencyKey = idempotencyKeyOf(req, operation);
       req.staffMeta = {
         request_id: req.id,
         tenant_id,
