@@ -11,20 +11,20 @@ import {
   type RunningService,
 } from '@loyalty/runtime';
 import { AUDIT_EVENT, type ServiceName } from '@loyalty/contracts';
-import { auditLog } from './audit-log.ts';
-import { staffAuth } from './staff-auth.ts';
-import { staffMembers } from './staff-members.ts';
-import { staffTeam } from './staff-team.ts';
-import { claimCodes } from './claim-codes.ts';
-import { memberDirectory } from './member-directory.ts';
-import { integrationNoticeEvents, integrationNoticeHandler } from './integration-notices.ts';
-import { notificationHandler, notificationPace, templates } from './notifications.ts';
-import { earnDigestHandler, EarnMailSender } from './earn-mails.ts';
+import { auditLog } from './audit/audit-log.ts';
+import { staffAuth } from './staff/staff-auth.ts';
+import { staffMembers } from './staff/staff-members.ts';
+import { staffTeam } from './staff/staff-team.ts';
+import { claimCodes } from './members/claim-codes.ts';
+import { memberDirectory } from './members/member-directory.ts';
+import { integrationNoticeEvents, integrationNoticeHandler } from './mail/integration-notices.ts';
+import { notificationHandler, notificationPace, templates } from './mail/notifications.ts';
+import { earnDigestHandler, EarnMailSender } from './mail/earn-mails.ts';
 import type { IdentityConfig } from './config.ts';
 import { identityEndpoints } from './endpoints.ts';
-import { Mailer } from './mailer.ts';
-import { memberAuth } from './member-auth.ts';
-import { provisioning } from './provisioning.ts';
+import { Mailer } from './mail/mailer.ts';
+import { memberAuth } from './members/member-auth.ts';
+import { provisioning } from './tenants/provisioning.ts';
 
 export const SERVICE_VERSION = '0.1.0';
 

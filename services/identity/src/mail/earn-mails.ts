@@ -1,10 +1,10 @@
 import type { DomainEvent } from '@loyalty/contracts';
 import type { Clock, Logger, Pool } from '@loyalty/runtime';
 import { withTransaction } from '@loyalty/runtime';
-import { MAIL_NAME_MAX, mailText } from './domain/mail-text.ts';
+import { MAIL_NAME_MAX, mailText } from '../domain/mail-text.ts';
 import type { Mailer } from './mailer.ts';
-import { membersByIds } from './member-directory.ts';
-import { findTenant } from './store/tenants.ts';
+import { membersByIds } from '../members/member-directory.ts';
+import { findTenant } from '../store/tenants.ts';
 
 /**
  * Points-earned mail, summarized. A shop can post many earns for one member within a minute (a

@@ -7,9 +7,9 @@ import {
   type Pool,
   type Queryable,
 } from '@loyalty/runtime';
-import { maskEmail, maskPhone } from './domain/masking.ts';
-import { recordMemberRegistered } from './events.ts';
-import { findMemberBy, insertMember, type Member } from './store/members.ts';
+import { maskEmail, maskPhone } from '../domain/masking.ts';
+import { recordMemberRegistered } from '../events.ts';
+import { findMemberBy, insertMember, type Member } from '../store/members.ts';
 
 export function summary(m: Member): MemberSummary {
   return {

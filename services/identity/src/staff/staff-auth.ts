@@ -1,17 +1,17 @@
 import { AppError, type StaffMeta } from '@loyalty/contracts';
 import { withTransaction, type Logger } from '@loyalty/runtime';
-import { MAIL_NAME_MAX, mailText } from './domain/mail-text.ts';
-import { newStaffToken, sha256 } from './domain/secrets.ts';
-import type { MemberAuthDeps } from './member-auth.ts';
-import { checkOtp, issueOtp } from './otp.ts';
+import { MAIL_NAME_MAX, mailText } from '../domain/mail-text.ts';
+import { newStaffToken, sha256 } from '../domain/secrets.ts';
+import type { MemberAuthDeps } from '../members/member-auth.ts';
+import { checkOtp, issueOtp } from '../members/otp.ts';
 import {
   findLiveStaffSession,
   findStaff,
   insertStaffSession,
   markSignedIn,
   revokeStaffSession,
-} from './store/staff.ts';
-import { findTenant } from './store/tenants.ts';
+} from '../store/staff.ts';
+import { findTenant } from '../store/tenants.ts';
 
 export interface StaffAuthDeps extends MemberAuthDeps {
   staffTokenTtlMinutes: number;

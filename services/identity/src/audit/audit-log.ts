@@ -1,7 +1,7 @@
 import { AuditEntry, queryDateRange, type AuditActor, type DomainEvent, type StaffMeta } from '@loyalty/contracts';
 import type { Clock, Logger, Pool, PoolClient } from '@loyalty/runtime';
-import { ChainVerifier, rowHash } from './domain/audit-chain.ts';
-import { appendRow, chainPage, findHead, isRecorded, listRows, lockHead } from './store/audit.ts';
+import { ChainVerifier, rowHash } from '../domain/audit-chain.ts';
+import { appendRow, chainPage, findHead, isRecorded, listRows, lockHead } from '../store/audit.ts';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 /** What the actor filter matches: a staff user's email, an app's id, or `operator`. */

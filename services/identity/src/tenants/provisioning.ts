@@ -1,8 +1,8 @@
 import { AppError, type AdminMeta, type Scope } from '@loyalty/contracts';
 import { auditActor, recordAudit, withTransaction, type Outbox, type Pool, type Queryable } from '@loyalty/runtime';
-import { newApiKey, newAppId, sha256 } from './domain/secrets.ts';
-import { createApp, listApps, revokeApp, rotateKey, type App } from './store/apps.ts';
-import { createTenant, findTenant, listTenants, updateContactEmail } from './store/tenants.ts';
+import { newApiKey, newAppId, sha256 } from '../domain/secrets.ts';
+import { createApp, listApps, revokeApp, rotateKey, type App } from '../store/apps.ts';
+import { createTenant, findTenant, listTenants, updateContactEmail } from '../store/tenants.ts';
 
 /**
  * Operator provisioning: tenants and apps. Every change is audited (operator actor) in its own

@@ -9,16 +9,16 @@ import {
   type Queryable,
   type ReplayStore,
 } from '@loyalty/runtime';
-import { MAIL_NAME_MAX, mailText } from './domain/mail-text.ts';
-import { maskEmail, maskPhone } from './domain/masking.ts';
-import { matchesHash, newMemberToken, sha256 } from './domain/secrets.ts';
-import type { Mailer } from './mailer.ts';
-import { recordMemberRegistered } from './events.ts';
+import { MAIL_NAME_MAX, mailText } from '../domain/mail-text.ts';
+import { maskEmail, maskPhone } from '../domain/masking.ts';
+import { matchesHash, newMemberToken, sha256 } from '../domain/secrets.ts';
+import type { Mailer } from '../mail/mailer.ts';
+import { recordMemberRegistered } from '../events.ts';
 import { checkOtp, issueOtp, type OtpPolicy } from './otp.ts';
-import { findCredentials } from './store/apps.ts';
-import { findMemberBy, insertMember, type Member } from './store/members.ts';
-import { findLiveSession, insertSession, revokeSession } from './store/sessions.ts';
-import { findTenant } from './store/tenants.ts';
+import { findCredentials } from '../store/apps.ts';
+import { findMemberBy, insertMember, type Member } from '../store/members.ts';
+import { findLiveSession, insertSession, revokeSession } from '../store/sessions.ts';
+import { findTenant } from '../store/tenants.ts';
 
 const REGISTRATION_ENDPOINT = '/api/v1/auth/member/register';
 

@@ -8,8 +8,8 @@ import {
   revokeStaffSessions,
   updateStaff,
   type StaffUser,
-} from './store/staff.ts';
-import { findTenant } from './store/tenants.ts';
+} from '../store/staff.ts';
+import { findTenant } from '../store/tenants.ts';
 
 export interface StaffTeamDeps {
   pool: Pool;

@@ -3,7 +3,7 @@ import nodemailer, { type Transporter } from 'nodemailer';
 import { parseConnectionUrl } from 'nodemailer/lib/shared/index.js';
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
 import type { Logger } from '@loyalty/runtime';
-import { MAIL_SUBJECT_MAX, mailText } from './domain/mail-text.ts';
+import { MAIL_SUBJECT_MAX, mailText } from '../domain/mail-text.ts';
 
 export interface Mail {
   to: string;
