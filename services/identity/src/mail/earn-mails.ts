@@ -2,8 +2,8 @@ import type { DomainEvent } from '@loyalty/contracts';
 import type { Clock, Logger, Pool } from '@loyalty/runtime';
 import { withTransaction } from '@loyalty/runtime';
 import { MAIL_NAME_MAX, mailText } from '../domain/mail-text.ts';
-import type { Mailer } from './mailer.ts';
-import { membersByIds } from '../members/member-directory.ts';
+import { mailError, type Mailer } from './mailer.ts';
+import { membersByIds } from '../store/members.ts';
 import { findTenant } from '../store/tenants.ts';
 
 /**
@@ -65,7 +65,9 @@ function earnOf(event: DomainEvent): Earn | null {
   const points = Number(d.points);
   if (!Number.isSafeInteger(memberId) || !Number.isSafeInteger(points) || points <= 0) return null;
   const pending = d.pending === true;
-  const availableAt = pending && typeof d.available_at === 'string' && !Number.isNaN(Date.parse(d.available_at));
+  const available = d.available_at;
+  const availableAt =
+    pending && typeof available === 'string' && !Number.isNaN(Date.parse(available)) ? available : null;
   return {
     tenantId: event.tenant_id,
     memberId,
@@ -73,7 +75,7 @@ function earnOf(event: DomainEvent): Earn | null {
     earns: 1,
     points,
     pendingPoints: pending ? points : 0,
-    availableAt: availableAt ? (d.available_at as string) : null,
+    availableAt,
     newBalance: Number.isSafeInteger(Number(d.new_balance)) ? Number(d.new_balance) : null,
     balanceAt: Number.isNaN(Date.parse(event.occurred_at)) ? new Date(0).toISOString() : event.occurred_at,
   };
@@ -243,7 +245,7 @@ export class EarnMailSender {
         sent = true;
         log.info({ earns: g.earns, points: Number(g.points) }, 'points earned mail sent');
       } catch (err) {
-        log.warn({ err: (err as Error).message }, 'points earned mail failed; retried later');
+        log.warn({ err: mailError(err) }, 'points earned mail failed; retried later');
         await this.o.pool.query(
           `UPDATE identity.earn_mail_digests SET lease_until = $3::timestamptz + make_interval(secs => ${RETRY_SECONDS})
             WHERE tenant_id = $1 AND member_id = $2`,

@@ -26,7 +26,7 @@ export function transportOptions(url: string, connections: number): SMTPPool.Opt
     connectionTimeout: 5_000,
     greetingTimeout: 5_000,
     socketTimeout: 10_000,
-    ...(parseConnectionUrl(url) as Partial<SMTPPool.Options>),
+    ...parseConnectionUrl(url),
   };
   if (!options.secure) {
     options.getSocket = (o, callback) => {
@@ -41,6 +41,11 @@ export function transportOptions(url: string, connections: number): SMTPPool.Opt
     };
   }
   return options;
+}
+
+/** Why a send failed, for the log line (nodemailer rejects with an Error; anything else is shown as is). */
+export function mailError(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 /** What a mail is: a code the member waits for at the till, or a notification that can wait. */

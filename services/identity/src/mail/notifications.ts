@@ -3,7 +3,7 @@ import type { DomainEvent } from '@loyalty/contracts';
 import type { Logger, PoolClient } from '@loyalty/runtime';
 import { MAIL_NAME_MAX, MAIL_NOTE_MAX, MAIL_REWARD_MAX, mailText } from '../domain/mail-text.ts';
 import type { Mailer } from './mailer.ts';
-import { membersByIds } from '../members/member-directory.ts';
+import { membersByIds } from '../store/members.ts';
 import { findTenant } from '../store/tenants.ts';
 
 /**
