@@ -6,7 +6,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createLogger, migrate, systemClock, withTransaction } from '@loyalty/runtime';
-import { auditLog } from '../services/identity/src/audit-log.ts';
+import { auditLog } from '@loyalty/identity';
 
 const ADMIN_URL =
   process.env.BENCH_POSTGRES_URL || process.env.LOYALTY_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';

@@ -8,8 +8,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createLogger, migrate } from '@loyalty/runtime';
 import type { ReferralPeriod } from '@loyalty/contracts';
-import { periodStart } from '../services/referrals/src/domain/stats.ts';
-import { countReferrals, topReferrers } from '../services/referrals/src/store/referrals.ts';
+import { countReferrals, periodStart, topReferrers } from '@loyalty/referrals';
 
 const ADMIN_URL =
   process.env.BENCH_POSTGRES_URL || process.env.LOYALTY_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';

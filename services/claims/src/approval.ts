@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, type AuditActor, type ServiceMeta } from '@loyalty/contracts';
-import { withTransaction, type Logger } from '@loyalty/runtime';
+import { withTransaction, type Logger, type ReplayKey } from '@loyalty/runtime';
 import { recordDecisionAudit } from './audit.ts';
 import { notPending, type ClaimDeps } from './claim-requests.ts';
 import { debitCertainlyNotApplied, debitKey, decide } from './domain/claim-request.ts';
 import { recordClaimEvent } from './events.ts';
+import { failureFields } from './failure.ts';
 import {
   findClaimRequest,
   markApproved,
@@ -50,64 +51,11 @@ export function approvals(deps: ClaimDeps, faults: ClaimFaults = {}) {
     const replay = key.key ? await deps.replays.find<ApprovedReply>({ ...key, key: key.key }) : undefined;
     if (replay) return replay;
     await deps.expireIfDue(meta.tenant_id, d.request_id);
-
-    // Step 1: take the request.
     const attempt = randomUUID();
-    const claim = await withTransaction(deps.pool, async (db) => {
-      const found = await findClaimRequest(db, meta.tenant_id, d.request_id, true);
-      if (!found) throw new AppError('claim_request_not_found');
-      const now = deps.clock.now();
-      const decision = decide(found, 'approve', now);
-      if (!decision.ok) throw notPending(decision.currentStatus);
-      return markApproving(db, found.id, attempt, now, d.staff_note, actor);
-    });
-
-    // Step 2: the debit, idempotent under the claim's key.
-    let debit = { points: 0, transaction_id: null as number | null };
-    if (claim.points_cost > 0) {
-      try {
-        const r = await deps.clients.debitPoints(meta, debitKey(claim.id), {
-          card_id: claim.card_id,
-          member_id: claim.member_id,
-          points: claim.points_cost,
-          event: 'reward_claimed',
-          reference: debitKey(claim.id),
-          metadata: { claim_request_id: claim.id, reward_id: claim.reward_id, reward_name: claim.reward_name },
-        });
-        debit = { points: r.points, transaction_id: r.transaction_id };
-      } catch (err) {
-        if (err instanceof AppError && debitCertainlyNotApplied(err.code))
-          await releaseApproval(deps.pool, claim.id, attempt);
-        throw err;
-      }
-    }
+    const claim = await takeRequest(deps, meta, d, attempt, actor);
+    const debit = await debitOnce(deps, meta, claim, attempt);
     await faults.afterLedgerDebit?.(claim);
-
-    // Step 3: record the approval with its event (and the Idempotency-Key response) in one transaction.
-    return deps.replays.run(key, async (db): Promise<ApprovedReply> => {
-      const now = deps.clock.now();
-      const done = await markApproved(db, claim.id, {
-        pointsDeducted: debit.points,
-        transactionId: debit.transaction_id,
-        now,
-        staffNote: d.staff_note,
-      });
-      if (!done) {
-        // A concurrent attempt on the same request finished first (with the same debit).
-        const current = await findClaimRequest(db, meta.tenant_id, claim.id);
-        throw notPending(current?.status ?? 'approved');
-      }
-      await recordClaimEvent(db, deps.outbox, 'claim_approved', done, now);
-      await recordDecisionAudit(deps.outbox, db, done, 'claim.approved', meta.request_id, now);
-      return {
-        claim_request: {
-          id: done.id,
-          status: 'approved' as const,
-          points_deducted: done.points_deducted!,
-          approved_at: done.approved_at!.toISOString(),
-        },
-      };
-    });
+    return recordApproval(deps, key, meta, claim, debit, d.staff_note);
   }
 
   return {
@@ -122,16 +70,90 @@ export function approvals(deps: ClaimDeps, faults: ClaimFaults = {}) {
         return true;
       } catch (err) {
         log.warn(
-          {
-            claim_request_id: claim.id,
-            request_id: requestId,
-            code: (err as AppError).code,
-            err: (err as Error).message,
-          },
+          { claim_request_id: claim.id, request_id: requestId, ...failureFields(err) },
           'stalled approval not finished',
         );
         return false;
       }
     },
   };
+}
+
+/** What the ledger debited for an approval (nothing for a reward that costs no points). */
+interface Debit {
+  points: number;
+  transaction_id: number | null;
+}
+
+/** Step 1: take the request (pending, or `approving` left by an earlier attempt) for this attempt. */
+function takeRequest(
+  deps: ClaimDeps,
+  meta: ServiceMeta,
+  d: { request_id: number; staff_note?: string },
+  attempt: string,
+  actor: AuditActor | undefined,
+): Promise<ClaimRequest> {
+  return withTransaction(deps.pool, async (db) => {
+    const found = await findClaimRequest(db, meta.tenant_id, d.request_id, true);
+    if (!found) throw new AppError('claim_request_not_found');
+    const now = deps.clock.now();
+    const decision = decide(found, 'approve', now);
+    if (!decision.ok) throw notPending(decision.currentStatus);
+    return markApproving(db, found.id, attempt, now, d.staff_note, actor);
+  });
+}
+
+/** Step 2: the debit, idempotent under the claim's key; a certain refusal hands the request back. */
+async function debitOnce(deps: ClaimDeps, meta: ServiceMeta, claim: ClaimRequest, attempt: string): Promise<Debit> {
+  if (claim.points_cost <= 0) return { points: 0, transaction_id: null };
+  try {
+    const r = await deps.clients.debitPoints(meta, debitKey(claim.id), {
+      card_id: claim.card_id,
+      member_id: claim.member_id,
+      points: claim.points_cost,
+      event: 'reward_claimed',
+      reference: debitKey(claim.id),
+      metadata: { claim_request_id: claim.id, reward_id: claim.reward_id, reward_name: claim.reward_name },
+    });
+    return { points: r.points, transaction_id: r.transaction_id };
+  } catch (err) {
+    if (err instanceof AppError && debitCertainlyNotApplied(err.code))
+      await releaseApproval(deps.pool, claim.id, attempt);
+    throw err;
+  }
+}
+
+/** Step 3: record the approval with its event (and the Idempotency-Key response) in one transaction. */
+function recordApproval(
+  deps: ClaimDeps,
+  key: Omit<ReplayKey, 'key'> & { key: string | undefined },
+  meta: ServiceMeta,
+  claim: ClaimRequest,
+  debit: Debit,
+  staffNote: string | undefined,
+): Promise<ApprovedReply> {
+  return deps.replays.run(key, async (db): Promise<ApprovedReply> => {
+    const now = deps.clock.now();
+    const done = await markApproved(db, claim.id, {
+      pointsDeducted: debit.points,
+      transactionId: debit.transaction_id,
+      now,
+      staffNote,
+    });
+    if (!done) {
+      // A concurrent attempt on the same request finished first (with the same debit).
+      const current = await findClaimRequest(db, meta.tenant_id, claim.id);
+      throw notPending(current?.status ?? 'approved');
+    }
+    await recordClaimEvent(db, deps.outbox, 'claim_approved', done, now);
+    await recordDecisionAudit(deps.outbox, db, done, 'claim.approved', meta.request_id, now);
+    return {
+      claim_request: {
+        id: done.id,
+        status: 'approved' as const,
+        points_deducted: done.points_deducted,
+        approved_at: done.approved_at.toISOString(),
+      },
+    };
+  });
 }

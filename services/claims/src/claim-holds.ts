@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, type ServiceMeta } from '@loyalty/contracts';
+import type { ServiceMeta } from '@loyalty/contracts';
 import type { Logger, Pool } from '@loyalty/runtime';
 import type { ClaimsClients } from './clients.ts';
 import { debitKey } from './domain/claim-request.ts';
+import { failureFields } from './failure.ts';
 import {
   deleteHolding,
   holdsToRelease,
@@ -40,7 +41,7 @@ export function claimHolds(deps: { pool: Pool; clients: ClaimsClients; log: Logg
       return true;
     } catch (err) {
       log.warn(
-        { claim_request_id: claim.id, code: (err as AppError).code, err: (err as Error).message },
+        { claim_request_id: claim.id, ...failureFields(err) },
         'claim hold not released; the sweeper will ask again',
       );
       return false;

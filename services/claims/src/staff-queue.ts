@@ -17,7 +17,8 @@ export function staffQueue(
   claims: ReturnType<typeof claimRequests>,
   approval: ReturnType<typeof approvals>,
 ) {
-  async function records(meta: StaffMeta, rows: ClaimRequest[]) {
+  /** What the queue shows of these rows: members and balances asked for all of them at once. */
+  async function recordMaker(meta: StaffMeta, rows: ClaimRequest[]) {
     const members: Map<number, MemberSummary> = await deps.clients.members(
       meta,
       rows.map((r) => r.member_id),
@@ -30,16 +31,17 @@ export function staffQueue(
       )
       .catch(() => []);
     const balanceOf = new Map(balances.map((b) => [`${b.card_id}:${b.member_id}`, b.points_balance]));
-    return rows.map((r) => ({
+    return (r: ClaimRequest) => ({
       ...claimRecord(r, members.get(r.member_id)),
       member_points_balance: balanceOf.get(`${r.card_id}:${r.member_id}`) ?? null,
-    }));
+    });
   }
 
   async function current(meta: StaffMeta, id: number) {
     const claim = await findClaimRequest(deps.pool, meta.tenant_id, id);
     if (!claim) throw new AppError('claim_request_not_found');
-    return { claim_request: (await records(meta, [claim]))[0]! };
+    const record = await recordMaker(meta, [claim]);
+    return { claim_request: record(claim) };
   }
 
   return {
@@ -55,7 +57,8 @@ export function staffQueue(
         limit: q.limit,
         offset: q.offset,
       });
-      return { claim_requests: await records(meta, rows), pagination: pagination(q.limit, q.offset, total) };
+      const record = await recordMaker(meta, rows);
+      return { claim_requests: rows.map(record), pagination: pagination(q.limit, q.offset, total) };
     },
 
     async approve(d: { request_id: number; note?: string }, meta: StaffMeta) {

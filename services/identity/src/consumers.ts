@@ -1,11 +1,11 @@
 import { AUDIT_EVENT } from '@loyalty/contracts';
 import { EventBatchConsumer, EventConsumer, type ServicePart, type ServiceRuntime } from '@loyalty/runtime';
-import type { auditLog } from './audit-log.ts';
+import type { auditLog } from './audit/audit-log.ts';
 import type { IdentityConfig } from './config.ts';
-import { earnDigestHandler } from './earn-mails.ts';
-import { integrationNoticeEvents, integrationNoticeHandler } from './integration-notices.ts';
-import type { Mailer } from './mailer.ts';
-import { notificationHandler, templates } from './notifications.ts';
+import { earnDigestHandler } from './mail/earn-mails.ts';
+import { integrationNoticeEvents, integrationNoticeHandler } from './mail/integration-notices.ts';
+import type { Mailer } from './mail/mailer.ts';
+import { notificationHandler, templates } from './mail/notifications.ts';
 
 /** The points-earned digests' durable: the name of the consumer that once mailed each earn. */
 const EARN_DIGEST_CONSUMER = 'identity-mail-ledger-points_earned';

@@ -7,14 +7,14 @@ import {
   staffOperations,
 } from '@loyalty/contracts';
 import { Endpoints } from '@loyalty/runtime';
-import type { auditLog } from './audit-log.ts';
-import type { claimCodes } from './claim-codes.ts';
-import type { memberAuth } from './member-auth.ts';
-import type { memberDirectory } from './member-directory.ts';
-import type { provisioning } from './provisioning.ts';
-import type { staffAuth } from './staff-auth.ts';
-import type { staffMembers } from './staff-members.ts';
-import type { staffTeam } from './staff-team.ts';
+import type { auditLog } from './audit/audit-log.ts';
+import type { claimCodes } from './members/claim-codes.ts';
+import type { memberAuth } from './members/member-auth.ts';
+import type { memberDirectory } from './members/member-directory.ts';
+import type { provisioning } from './tenants/provisioning.ts';
+import type { staffAuth } from './staff/staff-auth.ts';
+import type { staffMembers } from './staff/staff-members.ts';
+import type { staffTeam } from './staff/staff-team.ts';
 
 export interface IdentityParts {
   auth: ReturnType<typeof memberAuth>;

@@ -9,19 +9,19 @@ import {
   type ServiceDeclaration,
   type ServiceRuntime,
 } from '@loyalty/runtime';
-import { auditLog } from './audit-log.ts';
-import { staffAuth } from './staff-auth.ts';
-import { staffMembers } from './staff-members.ts';
-import { staffTeam } from './staff-team.ts';
-import { claimCodes } from './claim-codes.ts';
-import { memberDirectory } from './member-directory.ts';
-import { notificationPace } from './notifications.ts';
+import { auditLog } from './audit/audit-log.ts';
+import { staffAuth } from './staff/staff-auth.ts';
+import { staffMembers } from './staff/staff-members.ts';
+import { staffTeam } from './staff/staff-team.ts';
+import { claimCodes } from './members/claim-codes.ts';
+import { memberDirectory } from './members/member-directory.ts';
+import { notificationPace } from './mail/notifications.ts';
 import type { IdentityConfig } from './config.ts';
 import { identityConsumers } from './consumers.ts';
 import { identityEndpoints } from './endpoints.ts';
-import { Mailer } from './mailer.ts';
-import { memberAuth } from './member-auth.ts';
-import { provisioning } from './provisioning.ts';
+import { Mailer } from './mail/mailer.ts';
+import { memberAuth } from './members/member-auth.ts';
+import { provisioning } from './tenants/provisioning.ts';
 import { identityTasks } from './tasks.ts';
 
 export const SERVICE_VERSION = '0.1.0';

@@ -1,7 +1,7 @@
 import type { Clock, Logger, Pool } from '@loyalty/runtime';
 import type { IdentityConfig } from './config.ts';
-import { EarnMailSender } from './earn-mails.ts';
-import type { Mailer } from './mailer.ts';
+import { EarnMailSender } from './mail/earn-mails.ts';
+import type { Mailer } from './mail/mailer.ts';
 
 /**
  * What identity does on its own, in every replica: the earn-mail sender mails the points-earned

@@ -5,7 +5,7 @@ import { Subjects } from '@loyalty/contracts';
 import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
 import { connectAs } from '../../../test/support/nats.ts';
 import { until } from '../../../test/support/until.ts';
-import { digestMail } from '../src/earn-mails.ts';
+import { digestMail } from '../src/mail/earn-mails.ts';
 
 /**
  * Points-earned mail is summarized: every earn of a member within EARN_MAIL_WINDOW_SECONDS of the

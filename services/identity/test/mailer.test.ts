@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@loyalty/runtime';
 import { MailSink } from '../../../test/support/mail-sink.ts';
-import { Mailer, transportOptions } from '../src/mailer.ts';
-import { notificationPace } from '../src/notifications.ts';
+import { Mailer, transportOptions } from '../src/mail/mailer.ts';
+import { notificationPace } from '../src/mail/notifications.ts';
 
 describe('Mailer', () => {
   let sink: MailSink;

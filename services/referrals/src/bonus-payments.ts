@@ -46,6 +46,19 @@ function backgroundMeta(tenantId: number, what: string): ServiceMeta {
   return { request_id: `referrals-${what}-${randomUUID()}`, tenant_id: tenantId };
 }
 
+/** Pays a due referral; `alsoInTx` writes what must commit with the completion (apply's idempotency record). */
+type Pay = (
+  meta: ServiceMeta,
+  r: Referral,
+  alsoInTx?: (db: PoolClient, done: Referral) => Promise<void>,
+) => Promise<Referral>;
+
+/** Why a payment failed, for the log: an AppError's code, else the error's message. */
+function reasonOf(err: unknown): string {
+  if (err instanceof AppError) return err.code;
+  return err instanceof Error ? err.message : String(err);
+}
+
 /**
  * Paying a due referral: credit both parties through the ledger under the deterministic keys
  * `referral:<id>:referrer` / `referral:<id>:referee`, then mark it completed with a
@@ -53,7 +66,18 @@ function backgroundMeta(tenantId: number, what: string): ServiceMeta {
  * replica: the ledger replays a credit it has already made, and only one completion commits.
  */
 export function bonusPayments(deps: PaymentDeps) {
-  const { pool, clients, outbox, clock, log } = deps;
+  const pay = payer(deps);
+  return {
+    pay,
+    /** Finish payments left due by a crash or a failed call. Returns how many were completed. */
+    sweep: (retryAfterMs: number, batch = 50) => sweep(deps, pay, retryAfterMs, batch),
+    ...firstPurchases(deps, pay),
+  };
+}
+export type BonusPayments = ReturnType<typeof bonusPayments>;
+
+function payer(deps: PaymentDeps): Pay {
+  const { pool, clients, outbox, clock } = deps;
 
   async function credit(meta: ServiceMeta, r: Referral) {
     const tx: { referrer?: number; referee?: number } = {};
@@ -83,12 +107,7 @@ export function bonusPayments(deps: PaymentDeps) {
     return done;
   }
 
-  /** `alsoInTx` writes what must commit with the completion (apply's idempotency record). */
-  async function pay(
-    meta: ServiceMeta,
-    r: Referral,
-    alsoInTx?: (db: PoolClient, done: Referral) => Promise<void>,
-  ): Promise<Referral> {
+  return async (meta, r, alsoInTx) => {
     const tx = await credit(meta, r);
     const done = await withTransaction(pool, async (db) => {
       const d = await complete(db, r, tx);
@@ -96,70 +115,69 @@ export function bonusPayments(deps: PaymentDeps) {
       return d;
     });
     return done;
-  }
-
-  /** Finish payments left due by a crash or a failed call. Returns how many were completed. */
-  async function sweep(retryAfterMs: number, batch = 50): Promise<number> {
-    const now = clock.now();
-    const stale = await leaseStalePayments(pool, new Date(now.getTime() - retryAfterMs), now, batch);
-    let completed = 0;
-    for (const r of stale) {
-      try {
-        const done = await pay(backgroundMeta(r.tenant_id, 'sweeper'), r);
-        if (done.status === 'completed') completed++;
-        log.info({ referral_id: r.id }, 'interrupted referral bonus payment finished');
-      } catch (err) {
-        log.warn(
-          { referral_id: r.id, err: err instanceof AppError ? err.code : (err as Error).message },
-          'referral bonus payment failed; will retry',
-        );
-      }
-    }
-    return completed;
-  }
-
-  /**
-   * Most points earns concern no waiting referral: the consumer asks about every earn delivered
-   * together in one indexed read and acknowledges those without a transaction (a commit per earn,
-   * then a read per earn, were most of what each points earn cost behind the earn itself).
-   */
-  async function awaitPayment(events: DomainEvent[]): Promise<boolean[]> {
-    const accounts = events.map(purchaseAccount);
-    const asked = accounts.filter((a) => a !== null);
-    const answers = await awaitingFirstPurchase(pool, asked);
-    let k = 0;
-    return accounts.map((a) => (a === null ? false : answers[k++]!));
-  }
-
-  /**
-   * The ledger's points_earned event, in the consumer's transaction (which also records the
-   * event id, so a redelivery does nothing): a referral waiting for the referee's first purchase
-   * becomes due with that commit. It is paid after the commit, never inside the transaction (the
-   * ledger is another service); if paying fails or the process dies first, it stays due and the
-   * sweeper finishes it.
-   */
-  async function onPointsEarned(event: DomainEvent, db: PoolClient): Promise<void> {
-    const account = purchaseAccount(event);
-    if (!account) return;
-    const due = await markPaymentDue(db, account.tenantId, account.cardId, account.memberId, clock.now());
-    if (!due) return;
-    afterCommit(db, () => {
-      pay(backgroundMeta(event.tenant_id, 'first-purchase'), due).catch((err: unknown) =>
-        log.warn(
-          { referral_id: due.id, err: err instanceof AppError ? err.code : (err as Error).message },
-          'first-purchase referral bonus not paid yet; the sweeper retries',
-        ),
-      );
-    });
-  }
-
-  return { pay, sweep, onPointsEarned, awaitPayment };
+  };
 }
-export type BonusPayments = ReturnType<typeof bonusPayments>;
+
+async function sweep(deps: PaymentDeps, pay: Pay, retryAfterMs: number, batch: number): Promise<number> {
+  const now = deps.clock.now();
+  const stale = await leaseStalePayments(deps.pool, new Date(now.getTime() - retryAfterMs), now, batch);
+  let completed = 0;
+  for (const r of stale) {
+    try {
+      const done = await pay(backgroundMeta(r.tenant_id, 'sweeper'), r);
+      if (done.status === 'completed') completed++;
+      deps.log.info({ referral_id: r.id }, 'interrupted referral bonus payment finished');
+    } catch (err) {
+      deps.log.warn({ referral_id: r.id, err: reasonOf(err) }, 'referral bonus payment failed; will retry');
+    }
+  }
+  return completed;
+}
+
+/** Referrals that wait for the referee's first purchase: the ledger's earns make them due. */
+function firstPurchases(deps: PaymentDeps, pay: Pay) {
+  const { pool, clock, log } = deps;
+  return {
+    /**
+     * Most points earns concern no waiting referral: the consumer asks about every earn delivered
+     * together in one indexed read and acknowledges those without a transaction (a commit per earn,
+     * then a read per earn, were most of what each points earn cost behind the earn itself).
+     */
+    async awaitPayment(events: DomainEvent[]): Promise<boolean[]> {
+      const accounts = events.map(purchaseAccount);
+      const asked = accounts.filter((a) => a !== null);
+      // One answer per account asked, in order.
+      const answers = (await awaitingFirstPurchase(pool, asked))[Symbol.iterator]();
+      return accounts.map((a) => a !== null && answers.next().value === true);
+    },
+
+    /**
+     * The ledger's points_earned event, in the consumer's transaction (which also records the
+     * event id, so a redelivery does nothing): a referral waiting for the referee's first purchase
+     * becomes due with that commit. It is paid after the commit, never inside the transaction (the
+     * ledger is another service); if paying fails or the process dies first, it stays due and the
+     * sweeper finishes it.
+     */
+    async onPointsEarned(event: DomainEvent, db: PoolClient): Promise<void> {
+      const account = purchaseAccount(event);
+      if (!account) return;
+      const due = await markPaymentDue(db, account.tenantId, account.cardId, account.memberId, clock.now());
+      if (!due) return;
+      afterCommit(db, () => {
+        pay(backgroundMeta(event.tenant_id, 'first-purchase'), due).catch((err: unknown) =>
+          log.warn(
+            { referral_id: due.id, err: reasonOf(err) },
+            'first-purchase referral bonus not paid yet; the sweeper retries',
+          ),
+        );
+      });
+    },
+  };
+}
 
 /** The account of a points_earned event that is a purchase (a first purchase can complete a referral); null otherwise. */
 function purchaseAccount(event: DomainEvent): EarnAccount | null {
-  const data = event.data as { member_id?: unknown; card_id?: unknown; event?: unknown };
-  if (typeof data.member_id !== 'number' || typeof data.card_id !== 'number' || !isPurchaseEarn(data)) return null;
-  return { tenantId: event.tenant_id, cardId: data.card_id, memberId: data.member_id };
+  const { member_id: memberId, card_id: cardId } = event.data;
+  if (typeof memberId !== 'number' || typeof cardId !== 'number' || !isPurchaseEarn(event.data)) return null;
+  return { tenantId: event.tenant_id, cardId, memberId };
 }

@@ -42,25 +42,33 @@ const unknownName = (id: number): MemberSummary => ({
   is_active: false,
 });
 
+/** The card, which must be a points card: referral bonuses are points. */
+async function pointsCard(clients: ReferralsClients, meta: ServiceMeta, cardId: number) {
+  const card = await clients.card(meta, cardId);
+  if (card.reward_system !== 'points')
+    throw new AppError('wrong_card_type', 'Referrals run on points cards; this card is a cashback card.');
+  return card;
+}
+
+function applyReply(r: Referral) {
+  return new WithMessage({ referral: appliedReferralView(r) }, applyMessage(r));
+}
+
 /** The referral programme: codes, validation, application, statistics. */
 export function referralProgramme(deps: ProgrammeDeps) {
-  const { pool, clients, payments, outbox, clock } = deps;
+  return {
+    ...referralCodes(deps),
+    apply: (d: ApplyRequest, meta: Meta) => applyReferral(deps, d, meta),
+    ...referralStatistics(deps),
+  };
+}
+export type ReferralProgramme = ReturnType<typeof referralProgramme>;
 
-  /** The card, which must be a points card: referral bonuses are points. */
-  async function pointsCard(meta: ServiceMeta, cardId: number) {
-    const card = await clients.card(meta, cardId);
-    if (card.reward_system !== 'points')
-      throw new AppError('wrong_card_type', 'Referrals run on points cards; this card is a cashback card.');
-    return card;
-  }
-
-  function applyReply(r: Referral) {
-    return new WithMessage({ referral: appliedReferralView(r) }, applyMessage(r));
-  }
-
+function referralCodes(deps: ProgrammeDeps) {
+  const { pool, clients } = deps;
   return {
     async code(d: { card_id: number; member_id: number }, meta: Meta) {
-      await pointsCard(meta, d.card_id);
+      await pointsCard(clients, meta, d.card_id);
       const member = await clients.member(meta, d.member_id);
       const code = await ensureCode(pool, { tenantId: meta.tenant_id, cardId: d.card_id, memberId: member.id }, () =>
         generateReferralCode(),
@@ -88,85 +96,96 @@ export function referralProgramme(deps: ProgrammeDeps) {
         },
       };
     },
+  };
+}
 
-    /**
-     * Write the referral (pending) first, then pay both bonuses through the ledger, then mark it
-     * completed: a crash or failure in between leaves it pending with its payment due, which a
-     * retried apply or the sweeper finishes without paying twice.
-     */
-    async apply(d: { referral_code: string; card_id: number; referee_member_id: number }, meta: Meta) {
-      const key = meta.idempotency_key;
-      const replayKey = (k: string) => ({ tenantId: meta.tenant_id, key: k, operation: APPLY_OPERATION, data: d });
-      if (key) {
-        const replay = await deps.replays.find<{
-          message: string;
-          data: { referral: ReturnType<typeof appliedReferralView> };
-        }>(replayKey(key));
-        if (replay) return new WithMessage(replay.data, replay.message, true);
-      }
-      const remember = async (db: Queryable, r: Referral) => {
-        if (!key) return;
-        const reply = applyReply(r);
-        await deps.replays.save(db, replayKey(key), { message: reply.message, data: reply.data });
-      };
+interface ApplyRequest {
+  referral_code: string;
+  card_id: number;
+  referee_member_id: number;
+}
 
-      const card = await pointsCard(meta, d.card_id);
-      const normalized = normalizeReferralCode(d.referral_code);
-      const code = normalized ? await findCode(pool, meta.tenant_id, normalized) : undefined;
-      if (!code || code.card_id !== d.card_id) throw new AppError('referral_code_not_found');
-      const referee = await clients.member(meta, d.referee_member_id);
-      checkApplicable(card, code.member_id, referee.id);
+type AppliedReply = { message: string; data: { referral: ReturnType<typeof appliedReferralView> } };
 
-      const now = clock.now();
-      const waitForPurchase = card.referral_bonus_on_first_purchase;
-      const inserted = await withTransaction(pool, async (db) => {
-        const r = await insertReferral(db, {
-          tenantId: meta.tenant_id,
-          cardId: d.card_id,
-          referrerId: code.member_id,
-          refereeId: referee.id,
-          code: code.code,
-          referrerBonus: card.referrer_bonus,
-          refereeBonus: card.referee_bonus,
-          paymentDueAt: waitForPurchase ? null : now,
-          applyKey: key ?? null,
-          createdAt: now,
-        });
-        if (!r) return undefined;
-        await outbox.record(db, {
-          type: 'referral_applied',
-          tenantId: meta.tenant_id,
-          data: referralEventData(r),
-          occurredAt: now,
-        });
-        if (waitForPurchase) await remember(db, r);
-        return r;
-      });
+/**
+ * Write the referral (pending) first, then pay both bonuses through the ledger, then mark it
+ * completed: a crash or failure in between leaves it pending with its payment due, which a
+ * retried apply or the sweeper finishes without paying twice.
+ */
+async function applyReferral(deps: ProgrammeDeps, d: ApplyRequest, meta: Meta) {
+  const { pool, clients } = deps;
+  const key = meta.idempotency_key;
+  const replayKey = (k: string) => ({ tenantId: meta.tenant_id, key: k, operation: APPLY_OPERATION, data: d });
+  if (key) {
+    const replay = await deps.replays.find<AppliedReply>(replayKey(key));
+    if (replay) return new WithMessage(replay.data, replay.message, true);
+  }
+  const remember = async (db: Queryable, r: Referral) => {
+    if (!key) return;
+    const reply = applyReply(r);
+    await deps.replays.save(db, replayKey(key), { message: reply.message, data: reply.data });
+  };
 
-      let referral = inserted;
-      if (!referral) {
-        const existing = await findByReferee(pool, meta.tenant_id, d.card_id, referee.id);
-        const outcome = existing ? existingReferralOutcome(existing, code.member_id, key) : 'already_applied';
-        if (!existing || outcome === 'already_applied') throw new AppError('referral_already_applied');
-        referral = existing; // a retry of the apply that created it
-        if (outcome === 'answer') {
-          await remember(pool, referral);
-          return applyReply(referral);
-        }
-      }
-      if (referral.payment_due_at === null) return applyReply(referral); // waits for the first purchase
-      const done = await payments.pay(meta, referral, remember);
-      return applyReply(done);
-    },
+  const card = await pointsCard(clients, meta, d.card_id);
+  const normalized = normalizeReferralCode(d.referral_code);
+  const code = normalized ? await findCode(pool, meta.tenant_id, normalized) : undefined;
+  if (!code || code.card_id !== d.card_id) throw new AppError('referral_code_not_found');
+  const referee = await clients.member(meta, d.referee_member_id);
+  checkApplicable(card, code.member_id, referee.id);
 
+  const now = deps.clock.now();
+  const waitForPurchase = card.referral_bonus_on_first_purchase;
+  const inserted = await withTransaction(pool, async (db) => {
+    const r = await insertReferral(db, {
+      tenantId: meta.tenant_id,
+      cardId: d.card_id,
+      referrerId: code.member_id,
+      refereeId: referee.id,
+      code: code.code,
+      referrerBonus: card.referrer_bonus,
+      refereeBonus: card.referee_bonus,
+      paymentDueAt: waitForPurchase ? null : now,
+      applyKey: key ?? null,
+      createdAt: now,
+    });
+    if (!r) return undefined;
+    await deps.outbox.record(db, {
+      type: 'referral_applied',
+      tenantId: meta.tenant_id,
+      data: referralEventData(r),
+      occurredAt: now,
+    });
+    if (waitForPurchase) await remember(db, r);
+    return r;
+  });
+
+  let referral = inserted;
+  if (!referral) {
+    const existing = await findByReferee(pool, meta.tenant_id, d.card_id, referee.id);
+    const outcome = existing ? existingReferralOutcome(existing, code.member_id, key) : 'already_applied';
+    if (!existing || outcome === 'already_applied') throw new AppError('referral_already_applied');
+    referral = existing; // a retry of the apply that created it
+    if (outcome === 'answer') {
+      await remember(pool, referral);
+      return applyReply(referral);
+    }
+  }
+  if (referral.payment_due_at === null) return applyReply(referral); // waits for the first purchase
+  const done = await deps.payments.pay(meta, referral, remember);
+  return applyReply(done);
+}
+
+function referralStatistics(deps: ProgrammeDeps) {
+  const { pool, clients, clock } = deps;
+  return {
     async stats(d: { card_id: number; period: ReferralPeriod }, meta: ServiceMeta) {
-      await pointsCard(meta, d.card_id);
+      await pointsCard(clients, meta, d.card_id);
       const counts = await countReferrals(pool, d.card_id, periodStart(d.period, clock.now()));
       return { stats: referralStats(counts), period: d.period };
     },
 
     async topReferrers(d: { card_id: number; period: ReferralPeriod; limit: number }, meta: ServiceMeta) {
-      await pointsCard(meta, d.card_id);
+      await pointsCard(clients, meta, d.card_id);
       const top = await topReferrers(pool, d.card_id, periodStart(d.period, clock.now()), d.limit);
       const members = await clients.members(
         meta,
@@ -188,7 +207,7 @@ export function referralProgramme(deps: ProgrammeDeps) {
     },
 
     async referralsOf(d: { card_id: number; member_id: number; limit: number; offset: number }, meta: ServiceMeta) {
-      await pointsCard(meta, d.card_id);
+      await pointsCard(clients, meta, d.card_id);
       const referrer = await clients.member(meta, d.member_id);
       const page = await referralsOfReferrer(pool, d.card_id, referrer.id, d.limit, d.offset);
       const members = await clients.members(
@@ -212,4 +231,3 @@ export function referralProgramme(deps: ProgrammeDeps) {
     },
   };
 }
-export type ReferralProgramme = ReturnType<typeof referralProgramme>;

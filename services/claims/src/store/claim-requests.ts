@@ -1,6 +1,7 @@
 import type { ClaimStatus as PublicClaimStatus } from '@loyalty/contracts';
 import type { ClaimStatus } from '../domain/claim-request.ts';
 import type { Queryable } from '@loyalty/runtime';
+import { returnedRow } from './rows.ts';
 
 export interface ClaimRequest {
   id: number;
@@ -28,6 +29,17 @@ export interface ClaimRequest {
   decided_by: Record<string, unknown> | null;
 }
 
+/** A request the approval's last step recorded: its debit and time are set. */
+export interface ApprovedClaimRequest extends ClaimRequest {
+  points_deducted: number;
+  approved_at: Date;
+}
+
+/** A request just rejected: its time is set. */
+export interface RejectedClaimRequest extends ClaimRequest {
+  rejected_at: Date;
+}
+
 const T = 'claims.claim_requests';
 
 export type HoldStatus = 'none' | 'held' | 'released' | 'captured';
@@ -52,7 +64,7 @@ export async function insertClaimRequest(
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'holding') RETURNING *`,
     [c.tenantId, c.cardId, c.memberId, c.rewardId, c.rewardName, c.pointsCost, c.memberNote, c.createdAt, c.expiresAt],
   );
-  return rows[0]!;
+  return returnedRow(rows, 'insert claim request');
 }
 
 /** holding -> pending once its hold is placed (`held`, or `none` for a reward that costs nothing). */
@@ -155,7 +167,7 @@ export async function markApproving(
       WHERE id = $1 RETURNING *`,
     [id, attempt, now, staffNote ?? null, decidedBy ? JSON.stringify(decidedBy) : null],
   );
-  return rows[0]!;
+  return returnedRow(rows, 'mark claim request approving');
 }
 
 /** approving -> approved, whichever attempt applied the debit (they all used the same ledger key). */
@@ -163,8 +175,8 @@ export async function markApproved(
   db: Queryable,
   id: number,
   r: { pointsDeducted: number; transactionId: number | null; now: Date; staffNote: string | undefined },
-): Promise<ClaimRequest | undefined> {
-  const { rows } = await db.query<ClaimRequest>(
+): Promise<ApprovedClaimRequest | undefined> {
+  const { rows } = await db.query<ApprovedClaimRequest>(
     `UPDATE ${T} SET status = 'approved', points_deducted = $2, ledger_transaction_id = $3, approved_at = $4, staff_note = COALESCE($5, staff_note),
             hold_status = CASE hold_status WHEN 'held' THEN 'captured' ELSE hold_status END
       WHERE id = $1 AND status = 'approving' RETURNING *`,
@@ -188,12 +200,12 @@ export async function markRejected(
   now: Date,
   staffNote: string | undefined,
   decidedBy: Record<string, unknown>,
-): Promise<ClaimRequest> {
-  const { rows } = await db.query<ClaimRequest>(
+): Promise<RejectedClaimRequest> {
+  const { rows } = await db.query<RejectedClaimRequest>(
     `UPDATE ${T} SET status = 'rejected', rejected_at = $2, staff_note = COALESCE($3, staff_note), decided_by = $4 WHERE id = $1 RETURNING *`,
     [id, now, staffNote ?? null, JSON.stringify(decidedBy)],
   );
-  return rows[0]!;
+  return returnedRow(rows, 'mark claim request rejected');
 }
 
 /**

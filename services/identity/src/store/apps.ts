@@ -1,5 +1,6 @@
 import type { Scope } from '@loyalty/contracts';
 import type { Queryable } from '@loyalty/runtime';
+import { returnedRow } from './rows.ts';
 
 export interface App {
   app_id: string;
@@ -29,7 +30,7 @@ export async function createApp(
     `INSERT INTO identity.apps (id, tenant_id, name, scopes, key_hash) VALUES ($1, $2, $3, $4, $5) RETURNING ${cols}`,
     [a.id, a.tenantId, a.name, a.scopes, a.keyHash],
   );
-  return rows[0]!;
+  return returnedRow(rows, 'insert app');
 }
 
 export async function listApps(db: Queryable, tenantId: number): Promise<App[]> {

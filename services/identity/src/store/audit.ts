@@ -1,9 +1,19 @@
+import type { AuditActor } from '@loyalty/contracts';
 import type { Queryable } from '@loyalty/runtime';
 import { GENESIS_HASH, type ChainedContent } from '../domain/audit-chain.ts';
+import { returnedRow } from './rows.ts';
 
 export interface AuditLogRow extends ChainedContent {
   recorded_at: string;
   hash: string;
+}
+
+/** A row as the log lists it: its JSON columns hold the appended entry's parts (contracts' AuditEntry). */
+export interface AuditListRow extends AuditLogRow {
+  actor: AuditActor;
+  target: Record<string, number | string>;
+  amounts: Record<string, number>;
+  details: Record<string, unknown>;
 }
 
 const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
@@ -20,7 +30,7 @@ export async function lockHead(db: Queryable, tenantId: number): Promise<{ seq: 
     `SELECT seq, hash FROM identity.audit_heads WHERE tenant_id = $1 FOR UPDATE`,
     [tenantId],
   );
-  return rows[0]!;
+  return returnedRow(rows, 'lock audit head');
 }
 
 export async function findHead(db: Queryable, tenantId: number): Promise<{ seq: number; hash: string }> {
@@ -93,7 +103,7 @@ export interface AuditFilter {
 }
 
 /** A page of the tenant's rows, newest first, with the count of all that match. */
-export async function listRows(db: Queryable, f: AuditFilter): Promise<{ rows: AuditLogRow[]; total: number }> {
+export async function listRows(db: Queryable, f: AuditFilter): Promise<{ rows: AuditListRow[]; total: number }> {
   const where = ['tenant_id = $1'];
   const args: unknown[] = [f.tenantId];
   if (f.actor !== undefined) {
@@ -115,7 +125,7 @@ export async function listRows(db: Queryable, f: AuditFilter): Promise<{ rows: A
   }
   const w = where.join(' AND ');
   const [page, count] = await Promise.all([
-    db.query<AuditLogRow>(
+    db.query<AuditListRow>(
       `SELECT ${cols} FROM identity.audit_log WHERE ${w} ORDER BY seq DESC LIMIT ${f.limit} OFFSET ${f.offset}`,
       args,
     ),

@@ -1,5 +1,6 @@
 import { AppError } from '@loyalty/contracts';
 import { isUniqueViolation, type Queryable } from '@loyalty/runtime';
+import { returnedRow } from './rows.ts';
 
 export interface Member {
   id: number;
@@ -38,7 +39,7 @@ export async function insertMember(
       `INSERT INTO identity.members (tenant_id, name, email, phone, accepts_emails) VALUES ($1, $2, $3, $4, $5) RETURNING ${cols}`,
       [m.tenantId, m.name, m.email, m.phone, m.acceptsEmails],
     );
-    return rows[0]!;
+    return returnedRow(rows, 'insert member');
   } catch (err) {
     if (isUniqueViolation(err, 'members_tenant_email'))
       throw new AppError('email_taken', undefined, { field: 'email' });
@@ -46,4 +47,37 @@ export async function insertMember(
       throw new AppError('phone_taken', undefined, { field: 'phone' });
     throw err;
   }
+}
+
+export async function membersByIds(db: Queryable, tenantId: number, ids: number[]): Promise<Member[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<Member>(
+    `SELECT ${cols} FROM identity.members WHERE tenant_id = $1 AND id = ANY($2::bigint[])`,
+    [tenantId, ids],
+  );
+  return rows;
+}
+
+/** A member as staff see it: unmasked, with its creation time. */
+export interface MemberView {
+  id: number;
+  name: string;
+  email: string | null;
+  phone: string | null;
+  is_active: boolean;
+  created_at: string;
+}
+
+/** One member of the tenant by id, email or phone, for the staff console. */
+export async function findMemberView(
+  db: Queryable,
+  tenantId: number,
+  by: { column: 'id' | 'email' | 'phone'; value: string | number },
+): Promise<MemberView | undefined> {
+  const { rows } = await db.query<MemberView>(
+    `SELECT id, name, email, phone, is_active, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at
+       FROM identity.members WHERE tenant_id = $1 AND ${by.column} = $2`,
+    [tenantId, by.value],
+  );
+  return rows[0];
 }

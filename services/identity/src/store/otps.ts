@@ -1,4 +1,5 @@
 import type { Queryable } from '@loyalty/runtime';
+import { returnedRow } from './rows.ts';
 
 /** Whose code it is: a member's (sign-in, claim) or a staff user's (console sign-in). */
 export type CodeHolder = { memberId: number } | { staffId: number };
@@ -43,7 +44,7 @@ export async function insertOtp(
       o.expiresAt,
     ],
   );
-  return rows[0]!;
+  return returnedRow(rows, 'insert otp');
 }
 
 /** Codes issued to a member (or staff user) for any purpose since `since`, newest first (for cooldown and hourly cap). */
@@ -71,7 +72,7 @@ export async function recordWrongAttempt(db: Queryable, id: number): Promise<num
     `UPDATE identity.otps SET attempts = attempts + 1 WHERE id = $1 RETURNING attempts`,
     [id],
   );
-  return rows[0]!.attempts;
+  return returnedRow(rows, 'count otp attempt').attempts;
 }
 
 export async function consumeOtp(db: Queryable, id: number, now: Date): Promise<boolean> {

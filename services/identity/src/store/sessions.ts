@@ -1,4 +1,5 @@
 import type { Queryable } from '@loyalty/runtime';
+import { returnedRow } from './rows.ts';
 
 export async function insertSession(
   db: Queryable,
@@ -8,7 +9,7 @@ export async function insertSession(
     `INSERT INTO identity.member_sessions (tenant_id, member_id, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
     [s.tenantId, s.memberId, s.tokenHash, s.now, s.expiresAt],
   );
-  return rows[0]!.id;
+  return returnedRow(rows, 'insert member session').id;
 }
 
 /** A live session of the tenant for this token hash: not revoked, not expired. */

@@ -1,6 +1,7 @@
 import type { StaffRole } from '@loyalty/contracts';
 import { AppError } from '@loyalty/contracts';
 import { isUniqueViolation, type Queryable } from '@loyalty/runtime';
+import { returnedRow } from './rows.ts';
 
 /** A staff user as the staff API shows it. */
 export interface StaffUser {
@@ -26,7 +27,7 @@ export async function insertStaff(
       `INSERT INTO identity.staff_users (tenant_id, email, name, role, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING ${cols}`,
       [s.tenantId, s.email, s.name, s.role, s.now],
     );
-    return rows[0]!;
+    return returnedRow(rows, 'insert staff user');
   } catch (err) {
     if (isUniqueViolation(err, 'staff_users_tenant_email')) throw new AppError('staff_email_taken');
     throw err;
@@ -63,7 +64,7 @@ export async function updateStaff(
     `UPDATE identity.staff_users SET name = $2, role = $3, active = $4 WHERE id = $1 RETURNING ${cols}`,
     [id, s.name, s.role, s.active],
   );
-  return rows[0]!;
+  return returnedRow(rows, 'update staff user');
 }
 
 /** The tenant's active managers, locked (so two managers cannot demote each other at once). */
@@ -80,7 +81,7 @@ export async function markSignedIn(db: Queryable, id: number, now: Date): Promis
     `UPDATE identity.staff_users SET last_sign_in_at = $2 WHERE id = $1 RETURNING ${cols}`,
     [id, now],
   );
-  return rows[0]!;
+  return returnedRow(rows, 'mark staff signed in');
 }
 
 export async function insertStaffSession(
@@ -91,7 +92,7 @@ export async function insertStaffSession(
     `INSERT INTO identity.staff_sessions (tenant_id, staff_id, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
     [s.tenantId, s.staffId, s.tokenHash, s.now, s.expiresAt],
   );
-  return rows[0]!.id;
+  return returnedRow(rows, 'insert staff session').id;
 }
 
 /** The live session of a token hash with its active staff user: not revoked, not expired. */

@@ -1,4 +1,5 @@
 import type { Queryable } from '@loyalty/runtime';
+import { returnedRow } from './rows.ts';
 
 export interface Tenant {
   id: number;
@@ -18,7 +19,7 @@ export async function createTenant(
     `INSERT INTO identity.tenants (name, sandbox, contact_email) VALUES ($1, $2, $3) RETURNING ${cols}`,
     [t.name, t.sandbox, t.contactEmail],
   );
-  return rows[0]!;
+  return returnedRow(rows, 'insert tenant');
 }
 
 export async function listTenants(db: Queryable): Promise<Tenant[]> {

@@ -1,10 +1,10 @@
 import pThrottle from 'p-throttle';
 import type { DomainEvent } from '@loyalty/contracts';
 import type { Logger, PoolClient } from '@loyalty/runtime';
-import { MAIL_NAME_MAX, MAIL_NOTE_MAX, MAIL_REWARD_MAX, mailText } from './domain/mail-text.ts';
+import { MAIL_NAME_MAX, MAIL_NOTE_MAX, MAIL_REWARD_MAX, mailText } from '../domain/mail-text.ts';
 import type { Mailer } from './mailer.ts';
-import { membersByIds } from './member-directory.ts';
-import { findTenant } from './store/tenants.ts';
+import { membersByIds } from '../store/members.ts';
+import { findTenant } from '../store/tenants.ts';
 
 /**
  * Member notifications driven by other services' domain events. Each template turns an event into

@@ -3,7 +3,7 @@ import nodemailer, { type Transporter } from 'nodemailer';
 import { parseConnectionUrl } from 'nodemailer/lib/shared/index.js';
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
 import type { Logger } from '@loyalty/runtime';
-import { MAIL_SUBJECT_MAX, mailText } from './domain/mail-text.ts';
+import { MAIL_SUBJECT_MAX, mailText } from '../domain/mail-text.ts';
 
 export interface Mail {
   to: string;
@@ -26,7 +26,7 @@ export function transportOptions(url: string, connections: number): SMTPPool.Opt
     connectionTimeout: 5_000,
     greetingTimeout: 5_000,
     socketTimeout: 10_000,
-    ...(parseConnectionUrl(url) as Partial<SMTPPool.Options>),
+    ...parseConnectionUrl(url),
   };
   if (!options.secure) {
     options.getSocket = (o, callback) => {
@@ -41,6 +41,11 @@ export function transportOptions(url: string, connections: number): SMTPPool.Opt
     };
   }
   return options;
+}
+
+/** Why a send failed, for the log line (nodemailer rejects with an Error; anything else is shown as is). */
+export function mailError(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 /** What a mail is: a code the member waits for at the till, or a notification that can wait. */

@@ -1,6 +1,6 @@
 import { AppError } from '@loyalty/contracts';
 import type { Clock, PoolClient } from '@loyalty/runtime';
-import { newOtpCode, otpHash, otpMatches } from './domain/secrets.ts';
+import { newOtpCode, otpHash, otpMatches } from '../domain/secrets.ts';
 import {
   consumeOtp,
   insertOtp,
@@ -8,7 +8,7 @@ import {
   recentOtps,
   recordWrongAttempt,
   type CodeHolder,
-} from './store/otps.ts';
+} from '../store/otps.ts';
 
 /** The code's HMAC is bound to its holder: a member's codes as before, a staff user's under `staff:`. */
 function bindingOf(holder: CodeHolder): number | string {

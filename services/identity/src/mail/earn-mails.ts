@@ -1,9 +1,9 @@
 import type { DomainEvent } from '@loyalty/contracts';
 import { PeriodicTask, withTransaction, type Clock, type Logger, type Pool } from '@loyalty/runtime';
-import { MAIL_NAME_MAX, mailText } from './domain/mail-text.ts';
-import type { Mailer } from './mailer.ts';
-import { membersByIds } from './member-directory.ts';
-import { findTenant } from './store/tenants.ts';
+import { MAIL_NAME_MAX, mailText } from '../domain/mail-text.ts';
+import { mailError, type Mailer } from './mailer.ts';
+import { membersByIds } from '../store/members.ts';
+import { findTenant } from '../store/tenants.ts';
 
 /**
  * Points-earned mail, summarized. A shop can post many earns for one member within a minute (a
@@ -64,8 +64,9 @@ function earnOf(event: DomainEvent): Earn | null {
   const points = Number(d.points);
   if (!Number.isSafeInteger(memberId) || !Number.isSafeInteger(points) || points <= 0) return null;
   const pending = d.pending === true;
+  const available = d.available_at;
   const availableAt =
-    pending && typeof d.available_at === 'string' && !Number.isNaN(Date.parse(d.available_at)) ? d.available_at : null;
+    pending && typeof available === 'string' && !Number.isNaN(Date.parse(available)) ? available : null;
   return {
     tenantId: event.tenant_id,
     memberId,
@@ -251,7 +252,7 @@ export class EarnMailSender {
         sent = true;
         log.info({ earns: g.earns, points: Number(g.points) }, 'points earned mail sent');
       } catch (err) {
-        log.warn({ err: err instanceof Error ? err.message : String(err) }, 'points earned mail failed; retried later');
+        log.warn({ err: mailError(err) }, 'points earned mail failed; retried later');
         await this.o.pool.query(
           `UPDATE identity.earn_mail_digests SET lease_until = $3::timestamptz + make_interval(secs => ${RETRY_SECONDS})
             WHERE tenant_id = $1 AND member_id = $2`,

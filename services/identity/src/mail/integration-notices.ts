@@ -1,8 +1,8 @@
 import type { DomainEvent } from '@loyalty/contracts';
 import type { Logger, PoolClient } from '@loyalty/runtime';
-import { mailText } from './domain/mail-text.ts';
+import { mailText } from '../domain/mail-text.ts';
 import type { Mailer } from './mailer.ts';
-import { findTenant } from './store/tenants.ts';
+import { findTenant } from '../store/tenants.ts';
 
 /**
  * Mail to a tenant about its integration, driven by other services' events: today the webhooks

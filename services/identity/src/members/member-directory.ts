@@ -1,15 +1,8 @@
 import { AppError, Email, Phone, type MemberSummary, type ServiceMeta } from '@loyalty/contracts';
-import {
-  isUniqueViolation,
-  withTransaction,
-  type Clock,
-  type Outbox,
-  type Pool,
-  type Queryable,
-} from '@loyalty/runtime';
-import { maskEmail, maskPhone } from './domain/masking.ts';
-import { recordMemberRegistered } from './events.ts';
-import { findMemberBy, insertMember, type Member } from './store/members.ts';
+import { isUniqueViolation, withTransaction, type Clock, type Outbox, type Pool } from '@loyalty/runtime';
+import { maskEmail, maskPhone } from '../domain/masking.ts';
+import { recordMemberRegistered } from '../events.ts';
+import { findMemberBy, insertMember, membersByIds, type Member } from '../store/members.ts';
 
 export function summary(m: Member): MemberSummary {
   return {
@@ -79,13 +72,4 @@ export function memberDirectory(pool: Pool, outbox: Outbox, clock: Clock) {
       return { members: (await membersByIds(pool, meta.tenant_id, d.ids)).map(summary) };
     },
   };
-}
-
-export async function membersByIds(db: Queryable, tenantId: number, ids: number[]): Promise<Member[]> {
-  if (ids.length === 0) return [];
-  const { rows } = await db.query<Member>(
-    `SELECT id, tenant_id, name, email, phone, accepts_emails, is_active FROM identity.members WHERE tenant_id = $1 AND id = ANY($2::bigint[])`,
-    [tenantId, ids],
-  );
-  return rows;
 }

@@ -1,27 +1,25 @@
 import { AppError, type AdminMeta, type Scope } from '@loyalty/contracts';
 import { auditActor, recordAudit, withTransaction, type Outbox, type Pool, type Queryable } from '@loyalty/runtime';
-import { newApiKey, newAppId, sha256 } from './domain/secrets.ts';
-import { createApp, listApps, revokeApp, rotateKey, type App } from './store/apps.ts';
-import { createTenant, findTenant, listTenants, updateContactEmail } from './store/tenants.ts';
+import { newApiKey, newAppId, sha256 } from '../domain/secrets.ts';
+import { createApp, listApps, revokeApp, rotateKey, type App } from '../store/apps.ts';
+import { createTenant, findTenant, listTenants, updateContactEmail } from '../store/tenants.ts';
+
+/** Records an operator's change to a tenant or app as an audit event, in the change's transaction. */
+type Audit = (
+  db: Queryable,
+  meta: AdminMeta,
+  tenantId: number,
+  action: string,
+  target: Record<string, string | number>,
+  details?: Record<string, unknown>,
+) => Promise<unknown>;
 
 /**
  * Operator provisioning: tenants and apps. Every change is audited (operator actor) in its own
  * transaction. `onCredentialsChanged` tells every gateway to forget a cached key (after the commit).
  */
 export function provisioning(pool: Pool, outbox: Outbox, onCredentialsChanged: (appId: string) => void) {
-  async function tenantOrFail(id: number) {
-    const tenant = await findTenant(pool, id);
-    if (!tenant) throw new AppError('tenant_not_found');
-    return tenant;
-  }
-  const audit = (
-    db: Queryable,
-    meta: AdminMeta,
-    tenantId: number,
-    action: string,
-    target: Record<string, string | number>,
-    details: Record<string, unknown> = {},
-  ) =>
+  const audit: Audit = (db, meta, tenantId, action, target, details = {}) =>
     recordAudit(outbox, db, tenantId, {
       actor: auditActor(meta),
       action,
@@ -29,11 +27,19 @@ export function provisioning(pool: Pool, outbox: Outbox, onCredentialsChanged: (
       details,
       request_id: meta.request_id,
     });
-  const appTarget = (app: App) => ({ app_id: app.app_id });
+  return { ...tenantAdmin(pool, audit), ...appAdmin(pool, audit, onCredentialsChanged) };
+}
 
+async function tenantOrFail(pool: Pool, id: number) {
+  const tenant = await findTenant(pool, id);
+  if (!tenant) throw new AppError('tenant_not_found');
+  return tenant;
+}
+
+function tenantAdmin(pool: Pool, audit: Audit) {
   return {
     /** tenant_not_found unless the tenant exists. */
-    requireTenant: tenantOrFail,
+    requireTenant: (id: number) => tenantOrFail(pool, id),
     createTenant: (d: { name: string; sandbox: boolean; contact_email?: string }, meta: AdminMeta) =>
       withTransaction(pool, async (db) => {
         const tenant = await createTenant(db, {
@@ -69,12 +75,18 @@ export function provisioning(pool: Pool, outbox: Outbox, onCredentialsChanged: (
       }),
     /** The tenant of a service's request (other services ask before acting for a tenant named in a path). */
     async getTenant(tenantId: number) {
-      const tenant = await tenantOrFail(tenantId);
+      const tenant = await tenantOrFail(pool, tenantId);
       return { tenant: { id: tenant.id, sandbox: tenant.sandbox } };
     },
     listTenants: async () => ({ tenants: await listTenants(pool) }),
+  };
+}
+
+function appAdmin(pool: Pool, audit: Audit, onCredentialsChanged: (appId: string) => void) {
+  const appTarget = (app: App) => ({ app_id: app.app_id });
+  return {
     async createApp(d: { tenant_id: number; name: string; scopes: Scope[] }, meta: AdminMeta) {
-      await tenantOrFail(d.tenant_id);
+      await tenantOrFail(pool, d.tenant_id);
       const apiKey = newApiKey();
       const scopes = [...new Set(d.scopes)];
       return withTransaction(pool, async (db) => {
@@ -90,7 +102,7 @@ export function provisioning(pool: Pool, outbox: Outbox, onCredentialsChanged: (
       });
     },
     async listApps(d: { tenant_id: number }) {
-      await tenantOrFail(d.tenant_id);
+      await tenantOrFail(pool, d.tenant_id);
       return { apps: await listApps(pool, d.tenant_id) };
     },
     async rotateKey(d: { app_id: string }, meta: AdminMeta) {

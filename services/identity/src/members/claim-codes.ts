@@ -2,7 +2,7 @@ import { AppError, Email, type ServiceMeta } from '@loyalty/contracts';
 import { withTransaction, type Logger } from '@loyalty/runtime';
 import { isSandbox, mailCode, type MemberAuthDeps } from './member-auth.ts';
 import { checkOtp, issueOtp } from './otp.ts';
-import { findMemberBy } from './store/members.ts';
+import { findMemberBy } from '../store/members.ts';
 
 /**
  * The `reason` of a claim code that is not right: an unknown email, a member without a code, a

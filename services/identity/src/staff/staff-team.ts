@@ -8,8 +8,8 @@ import {
   revokeStaffSessions,
   updateStaff,
   type StaffUser,
-} from './store/staff.ts';
-import { findTenant } from './store/tenants.ts';
+} from '../store/staff.ts';
+import { findTenant } from '../store/tenants.ts';
 
 export interface StaffTeamDeps {
   pool: Pool;
@@ -27,37 +27,11 @@ const nameOf = (email: string) => email.split('@')[0] ?? email;
  * manager, and a deactivated user's sessions end at once.
  */
 export function staffTeam(deps: StaffTeamDeps) {
-  async function create(
-    tenantId: number,
-    d: { email: string; name?: string; role: StaffRole },
-    meta: StaffMeta | AdminMeta,
-    key: string | undefined,
-    operation: string,
-  ) {
-    return deps.replays.run({ tenantId, key, operation, data: d }, async (db) => {
-      const staff = await insertStaff(db, {
-        tenantId,
-        email: d.email,
-        name: d.name ?? nameOf(d.email),
-        role: d.role,
-        now: deps.clock.now(),
-      });
-      await recordAudit(deps.outbox, db, tenantId, {
-        actor: auditActor(meta),
-        action: 'staff.created',
-        target: { staff_id: staff.id },
-        details: { email: staff.email, role: staff.role },
-        request_id: meta.request_id,
-      });
-      return { staff };
-    });
-  }
-
   return {
     list: async (meta: StaffMeta) => ({ staff: await listStaff(deps.pool, meta.tenant_id) }),
 
     invite: (d: { email: string; name: string; role: StaffRole }, meta: StaffMeta) =>
-      create(meta.tenant_id, d, meta, meta.idempotency_key, 'staff.team.invite'),
+      create(deps, meta.tenant_id, d, meta, meta.idempotency_key, 'staff.team.invite'),
 
     async update(d: { staff_id: number; name?: string; role?: StaffRole; active?: boolean }, meta: StaffMeta) {
       return deps.replays.run(
@@ -89,7 +63,7 @@ export function staffTeam(deps: StaffTeamDeps) {
     async adminCreate(d: { tenant_id: number; email: string; name?: string; role: StaffRole }, meta: AdminMeta) {
       if (!(await findTenant(deps.pool, d.tenant_id))) throw new AppError('tenant_not_found');
       const { tenant_id: tenantId, ...rest } = d;
-      return create(tenantId, rest, meta, undefined, 'admin.staff.create');
+      return create(deps, tenantId, rest, meta, undefined, 'admin.staff.create');
     },
 
     async adminList(d: { tenant_id: number }) {
@@ -97,6 +71,34 @@ export function staffTeam(deps: StaffTeamDeps) {
       return { staff: await listStaff(deps.pool, d.tenant_id) };
     },
   };
+}
+
+/** A staff user created and audited in one transaction, under the caller's idempotency key. */
+async function create(
+  deps: StaffTeamDeps,
+  tenantId: number,
+  d: { email: string; name?: string; role: StaffRole },
+  meta: StaffMeta | AdminMeta,
+  key: string | undefined,
+  operation: string,
+) {
+  return deps.replays.run({ tenantId, key, operation, data: d }, async (db) => {
+    const staff = await insertStaff(db, {
+      tenantId,
+      email: d.email,
+      name: d.name ?? nameOf(d.email),
+      role: d.role,
+      now: deps.clock.now(),
+    });
+    await recordAudit(deps.outbox, db, tenantId, {
+      actor: auditActor(meta),
+      action: 'staff.created',
+      target: { staff_id: staff.id },
+      details: { email: staff.email, role: staff.role },
+      request_id: meta.request_id,
+    });
+    return { staff };
+  });
 }
 
 function changes(before: StaffUser, after: StaffUser): Record<string, { from: unknown; to: unknown }> {

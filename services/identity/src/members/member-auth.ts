@@ -9,16 +9,16 @@ import {
   type Queryable,
   type ReplayStore,
 } from '@loyalty/runtime';
-import { MAIL_NAME_MAX, mailText } from './domain/mail-text.ts';
-import { maskEmail, maskPhone } from './domain/masking.ts';
-import { matchesHash, newMemberToken, sha256 } from './domain/secrets.ts';
-import type { Mailer } from './mailer.ts';
-import { recordMemberRegistered } from './events.ts';
+import { MAIL_NAME_MAX, mailText } from '../domain/mail-text.ts';
+import { maskEmail, maskPhone } from '../domain/masking.ts';
+import { matchesHash, newMemberToken, sha256 } from '../domain/secrets.ts';
+import { mailError, type Mailer } from '../mail/mailer.ts';
+import { recordMemberRegistered } from '../events.ts';
 import { checkOtp, issueOtp, type OtpPolicy } from './otp.ts';
-import { findCredentials } from './store/apps.ts';
-import { findMemberBy, insertMember, type Member } from './store/members.ts';
-import { findLiveSession, insertSession, revokeSession } from './store/sessions.ts';
-import { findTenant } from './store/tenants.ts';
+import { findCredentials } from '../store/apps.ts';
+import { findMemberBy, insertMember, type Member } from '../store/members.ts';
+import { findLiveSession, insertSession, revokeSession } from '../store/sessions.ts';
+import { findTenant } from '../store/tenants.ts';
 
 const REGISTRATION_ENDPOINT = '/api/v1/auth/member/register';
 
@@ -83,12 +83,18 @@ export async function mailCode(
       log,
     );
   } catch (err) {
-    log.error({ err: (err as Error).message }, 'otp mail failed');
+    log.error({ err: mailError(err) }, 'otp mail failed');
     throw new AppError('email_delivery_failed');
   }
 }
 
+/** Member sign-in and its sessions: registration and codes, then tokens checked on every call. */
 export function memberAuth(deps: MemberAuthDeps) {
+  return { ...registration(deps), ...sessions(deps) };
+}
+
+/** Registration and sign-in codes. */
+function registration(deps: MemberAuthDeps) {
   return {
     async check(data: { email?: string; phone?: string }, meta: Meta) {
       const member = await findMemberBy(
@@ -117,12 +123,7 @@ export function memberAuth(deps: MemberAuthDeps) {
             acceptsEmails: data.accepts_emails ?? false,
           });
           await recordMemberRegistered(db, deps.outbox, member, 'registration', deps.clock.now());
-          const { code } = await issueOtp(db, deps.otp, deps.clock, {
-            tenantId: meta.tenant_id,
-            memberId: member.id,
-            purpose: 'login',
-          });
-          await mailCode(deps, log, sandbox, member, code, 'sign-in');
+          const code = await issueSignInCode(db, deps, log, sandbox, member);
           return {
             message: 'Member registered. A one-time code was sent by email.',
             member: { id: member.id, name: member.name, ...masked(member) },
@@ -139,12 +140,7 @@ export function memberAuth(deps: MemberAuthDeps) {
         const member = await findMemberBy(db, meta.tenant_id, { email: data.email }, true);
         if (!member) throw memberNotFound();
         if (!member.is_active) throw new AppError('member_inactive');
-        const { code } = await issueOtp(db, deps.otp, deps.clock, {
-          tenantId: meta.tenant_id,
-          memberId: member.id,
-          purpose: 'login',
-        });
-        await mailCode(deps, log, sandbox, member, code, 'sign-in');
+        const code = await issueSignInCode(db, deps, log, sandbox, member);
         return {
           message: 'A one-time code was sent by email.',
           expires_in_minutes: deps.otp.ttlMinutes,
@@ -153,7 +149,34 @@ export function memberAuth(deps: MemberAuthDeps) {
         };
       });
     },
+  };
+}
 
+/** Issue a sign-in code to the member and mail it, in the caller's transaction; returns the code. */
+async function issueSignInCode(
+  db: PoolClient,
+  deps: MemberAuthDeps,
+  log: Logger,
+  sandbox: boolean,
+  member: Member,
+): Promise<string> {
+  const { code } = await issueOtp(db, deps.otp, deps.clock, {
+    tenantId: member.tenant_id,
+    memberId: member.id,
+    purpose: 'login',
+  });
+  await mailCode(deps, log, sandbox, member, code, 'sign-in');
+  return code;
+}
+
+/** Member tokens: opened by a code, rotated, revoked, and resolved for the gateway. */
+function sessions(deps: MemberAuthDeps) {
+  /** The session the request's member token opened; a request without one has no session to end. */
+  const sessionOf = (meta: Meta): number => {
+    if (meta.session_id === undefined) throw new AppError('invalid_member_token');
+    return meta.session_id;
+  };
+  return {
     async verifyOtp(data: { email: string; code: string }, meta: Meta) {
       // A wrong try must be counted even though the answer is a failure: commit, then throw.
       const outcome = await withTransaction(deps.pool, async (db) => {
@@ -170,52 +193,51 @@ export function memberAuth(deps: MemberAuthDeps) {
     },
 
     async refresh(meta: Meta) {
+      const sessionId = sessionOf(meta);
       const session = await withTransaction(deps.pool, async (db) => {
-        const memberId =
-          meta.session_id !== undefined
-            ? await revokeSession(db, meta.session_id, meta.tenant_id, deps.clock.now())
-            : undefined;
+        const memberId = await revokeSession(db, sessionId, meta.tenant_id, deps.clock.now());
         if (memberId === undefined) throw new AppError('invalid_member_token');
         return openSession(db, deps, meta.tenant_id, memberId);
       });
-      deps.sessionEnded?.(meta.tenant_id, meta.session_id!);
+      deps.sessionEnded?.(meta.tenant_id, sessionId);
       return session;
     },
 
     async logout(meta: Meta) {
-      const memberId =
-        meta.session_id !== undefined
-          ? await revokeSession(deps.pool, meta.session_id, meta.tenant_id, deps.clock.now())
-          : undefined;
+      const sessionId = sessionOf(meta);
+      const memberId = await revokeSession(deps.pool, sessionId, meta.tenant_id, deps.clock.now());
       if (memberId === undefined) throw new AppError('invalid_member_token');
-      deps.sessionEnded?.(meta.tenant_id, meta.session_id!);
+      deps.sessionEnded?.(meta.tenant_id, sessionId);
       return { message: 'Logged out. The member token no longer works.' };
     },
 
-    /** Resolve app credentials, and a member token when one is presented (gateway -> identity). */
-    async authenticate(data: { app_id: string; api_key: string; member_token?: string }): Promise<AuthenticateReply> {
-      const creds = await findCredentials(deps.pool, data.app_id);
-      // Hash even for an unknown app so the answer takes the same time either way.
-      const ok = creds
-        ? matchesHash(data.api_key, creds.key_hash)
-        : matchesHash(data.api_key, Buffer.alloc(32)) && false;
-      if (!creds || !ok || creds.revoked) throw new AppError('invalid_credentials');
-      const reply: AuthenticateReply = {
-        tenant_id: creds.tenant_id,
-        app_id: data.app_id,
-        sandbox: creds.sandbox,
-        scopes: creds.scopes,
-      };
-      if (data.member_token !== undefined) {
-        const session = await findLiveSession(deps.pool, creds.tenant_id, sha256(data.member_token), deps.clock.now());
-        if (!session) throw new AppError('invalid_member_token');
-        reply.member_id = session.member_id;
-        reply.session_id = session.id;
-        reply.session_expires_at = session.expires_at.toISOString();
-      }
-      return reply;
-    },
+    authenticate: (data: { app_id: string; api_key: string; member_token?: string }) => authenticate(deps, data),
   };
+}
+
+/** Resolve app credentials, and a member token when one is presented (gateway -> identity). */
+async function authenticate(
+  deps: MemberAuthDeps,
+  data: { app_id: string; api_key: string; member_token?: string },
+): Promise<AuthenticateReply> {
+  const creds = await findCredentials(deps.pool, data.app_id);
+  // Hash even for an unknown app so the answer takes the same time either way.
+  const ok = creds ? matchesHash(data.api_key, creds.key_hash) : matchesHash(data.api_key, Buffer.alloc(32)) && false;
+  if (!creds || !ok || creds.revoked) throw new AppError('invalid_credentials');
+  const reply: AuthenticateReply = {
+    tenant_id: creds.tenant_id,
+    app_id: data.app_id,
+    sandbox: creds.sandbox,
+    scopes: creds.scopes,
+  };
+  if (data.member_token !== undefined) {
+    const session = await findLiveSession(deps.pool, creds.tenant_id, sha256(data.member_token), deps.clock.now());
+    if (!session) throw new AppError('invalid_member_token');
+    reply.member_id = session.member_id;
+    reply.session_id = session.id;
+    reply.session_expires_at = session.expires_at.toISOString();
+  }
+  return reply;
 }
 
 async function openSession(db: PoolClient, deps: MemberAuthDeps, tenantId: number, memberId: number) {

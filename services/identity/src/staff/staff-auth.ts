@@ -1,17 +1,19 @@
 import { AppError, type StaffMeta } from '@loyalty/contracts';
-import { withTransaction, type Logger } from '@loyalty/runtime';
-import { MAIL_NAME_MAX, mailText } from './domain/mail-text.ts';
-import { newStaffToken, sha256 } from './domain/secrets.ts';
-import type { MemberAuthDeps } from './member-auth.ts';
-import { checkOtp, issueOtp } from './otp.ts';
+import { withTransaction, type Logger, type PoolClient } from '@loyalty/runtime';
+import { mailError } from '../mail/mailer.ts';
+import { MAIL_NAME_MAX, mailText } from '../domain/mail-text.ts';
+import { newStaffToken, sha256 } from '../domain/secrets.ts';
+import type { MemberAuthDeps } from '../members/member-auth.ts';
+import { checkOtp, issueOtp } from '../members/otp.ts';
 import {
   findLiveStaffSession,
   findStaff,
   insertStaffSession,
   markSignedIn,
   revokeStaffSession,
-} from './store/staff.ts';
-import { findTenant } from './store/tenants.ts';
+  type StaffUser,
+} from '../store/staff.ts';
+import { findTenant } from '../store/tenants.ts';
 
 export interface StaffAuthDeps extends MemberAuthDeps {
   staffTokenTtlMinutes: number;
@@ -46,20 +48,7 @@ export function staffAuth(deps: StaffAuthDeps) {
           staffId: staff.id,
           purpose: PURPOSE,
         });
-        try {
-          await deps.mailer.send(
-            {
-              to: staff.email,
-              subject: 'Your staff console sign-in code',
-              text: `Hello ${mailText(staff.name, MAIL_NAME_MAX)},\n\nYour sign-in code for the staff console is ${code}. It is valid for ${deps.otp.ttlMinutes} minutes and can be used once.\n`,
-            },
-            tenant.sandbox,
-            log,
-          );
-        } catch (err) {
-          log.error({ err: (err as Error).message }, 'staff code mail failed');
-          throw new AppError('email_delivery_failed');
-        }
+        await mailStaffCode(deps, log, tenant.sandbox, staff, code);
         return { ...answer, ...(tenant.sandbox ? { code } : {}) };
       });
     },
@@ -71,23 +60,7 @@ export function staffAuth(deps: StaffAuthDeps) {
         if (!staff || !staff.active) return { error: new AppError('invalid_otp') };
         const check = await checkOtp(db, deps.otp, deps.clock, { staffId: staff.id }, PURPOSE, d.code);
         if (!check.ok) return { error: check.error };
-        const now = deps.clock.now();
-        const token = newStaffToken();
-        const expiresAt = new Date(now.getTime() + deps.staffTokenTtlMinutes * 60_000);
-        await insertStaffSession(db, {
-          tenantId: staff.tenant_id,
-          staffId: staff.id,
-          tokenHash: sha256(token),
-          now,
-          expiresAt,
-        });
-        const signedIn = await markSignedIn(db, staff.id, now);
-        return {
-          staff_token: token,
-          expires_at: expiresAt.toISOString(),
-          expires_in_minutes: deps.staffTokenTtlMinutes,
-          staff: signedIn,
-        };
+        return openStaffSession(db, deps, staff);
       });
       if ('error' in outcome) throw outcome.error;
       return outcome;
@@ -118,5 +91,50 @@ export function staffAuth(deps: StaffAuthDeps) {
         session_id: s.session_id,
       };
     },
+  };
+}
+
+/** Mail a staff sign-in code; the transaction that issued it is still open, so a failure issues nothing. */
+async function mailStaffCode(
+  deps: StaffAuthDeps,
+  log: Logger,
+  sandbox: boolean,
+  staff: StaffUser,
+  code: string,
+): Promise<void> {
+  try {
+    await deps.mailer.send(
+      {
+        to: staff.email,
+        subject: 'Your staff console sign-in code',
+        text: `Hello ${mailText(staff.name, MAIL_NAME_MAX)},\n\nYour sign-in code for the staff console is ${code}. It is valid for ${deps.otp.ttlMinutes} minutes and can be used once.\n`,
+      },
+      sandbox,
+      log,
+    );
+  } catch (err) {
+    log.error({ err: mailError(err) }, 'staff code mail failed');
+    throw new AppError('email_delivery_failed');
+  }
+}
+
+/** A new staff token for the staff user, stored as its hash, and the user's sign-in time. */
+async function openStaffSession(db: PoolClient, deps: StaffAuthDeps, staff: StaffUser) {
+  const now = deps.clock.now();
+  const token = newStaffToken();
+  const expiresAt = new Date(now.getTime() + deps.staffTokenTtlMinutes * 60_000);
+  await insertStaffSession(db, {
+    tenantId: staff.tenant_id,
+    staffId: staff.id,
+    tokenHash: sha256(token),
+    now,
+    expiresAt,
+  });
+  const signedIn = await markSignedIn(db, staff.id, now);
+  return {
+    staff_token: token,
+    expires_at: expiresAt.toISOString(),
+    expires_in_minutes: deps.staffTokenTtlMinutes,
+    staff: signedIn,
   };
 }
