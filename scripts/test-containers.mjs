@@ -16,6 +16,7 @@
 //  7. down -v (KEEP_CONTAINERS=1 leaves everything running), and a summary with timings.
 //
 // Environment: GATEWAY_PORT, MAILPIT_UI_PORT, BURST (earns, default 600), BURST_CONCURRENCY (16),
+// HEALTH_TIMEOUT (seconds for every container to be healthy, 600),
 // KEEP_CONTAINERS, DOCKERD_ARGS (extra dockerd flags when this script starts it),
 // COMPOSE_PROJECT_NAME. `.ci/run` runs it after `npm test` with --skip-without-docker: where no
 // Docker engine can be had (not installed and not installable, not root, dockerd does not start)
@@ -37,6 +38,8 @@ const GATEWAY_PORT = process.env.GATEWAY_PORT || '38300';
 const MAILPIT_UI_PORT = process.env.MAILPIT_UI_PORT || '38325';
 const BURST = Number(process.env.BURST ?? 600);
 const BURST_CONCURRENCY = Number(process.env.BURST_CONCURRENCY ?? 16);
+// Every container healthy within this (HEALTH_TIMEOUT seconds): a busy 2-core machine needs minutes.
+const HEALTH_TIMEOUT_MS = Number(process.env.HEALTH_TIMEOUT ?? 600) * 1000;
 const images = ['gateway', 'identity', 'ledger', 'claims', 'referrals', 'webhooks', 'migrate'];
 const baseUrl = `http://127.0.0.1:${GATEWAY_PORT}`;
 
@@ -305,10 +308,11 @@ try {
     // Both Composes wait for each dependency's health before starting what depends on it, so
     // `up -d` returns late; the health of each container is watched meanwhile.
     const up = composeUp();
-    const healthy = waitHealthy(Object.keys(model.services), 300_000, upAt);
+    const healthy = waitHealthy(Object.keys(model.services), HEALTH_TIMEOUT_MS, upAt);
+    // Awaited below; handled now so that a time-out while `up` still runs is not an unhandled rejection.
+    healthy.catch(() => {});
     const upResult = await up;
     if (!upResult.ok) {
-      healthy.catch(() => {}); // the failure reported is compose's; the watch would only time out later
       throw new Error(`compose up failed:\n${upResult.out.split('\n').slice(-30).join('\n')}`);
     }
     summary.healthyAt = await healthy;
