@@ -25,3 +25,10 @@ export declare function missingServersMessage(
 export declare function missingWhere(kind: 'postgres' | 'nats' | 'redis', url: string | null): string;
 export declare function chromiumPath(env?: Record<string, string | undefined>): string | undefined;
 export declare function ensureChromium(): void;
+export declare const PNPM_VERSION: string;
+export declare const pnpmEntry: string;
+export declare function ensurePnpm(): void;
+export declare function installDependencies(): void;
+export declare function pnpmEnv(env?: Record<string, string | undefined>): Record<string, string | undefined>;
+export declare function pnpmCommand(args: string): string;
+export declare function runPnpm(args: string, opts?: { env?: Record<string, string | undefined> }): void;

@@ -47,17 +47,55 @@ export function checkNode() {
     fail(`Node.js 20.18.1 or newer is needed (this is ${process.versions.node}).`);
 }
 
-/** pnpm through npm when it is missing (corepack cannot fetch it here). */
+// pnpm: always the version of package.json's packageManager, installed with npm into this
+// checkout (var/tools), never whatever `pnpm` is on PATH: a global pnpm 10 refuses to switch to
+// 9.15.9 (registry signature check), pnpm 12 warns and runs itself against a pnpm 9 lockfile, and
+// pnpm 11 does not run on Node 20. The pinned one is called by its path, and the commands it runs
+// get its directory first on PATH, so a script calling `pnpm` gets the same version.
+const toolsDir = path.join(root, 'var', 'tools');
+/** The pinned pnpm's entry point (run with this Node). */
+export const pnpmEntry = path.join(toolsDir, 'node_modules', 'pnpm', 'bin', 'pnpm.cjs');
+const pnpmBinDir = path.join(toolsDir, 'node_modules', '.bin');
+
+function installedPnpmVersion() {
+  try {
+    return JSON.parse(readFileSync(path.join(toolsDir, 'node_modules', 'pnpm', 'package.json'), 'utf8')).version;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Install pnpm PNPM_VERSION into var/tools with npm, unless it is there already. */
 export function ensurePnpm() {
-  if (has('pnpm')) return;
-  step(`installing pnpm ${PNPM_VERSION} with npm`);
-  run(`npm install -g pnpm@${PNPM_VERSION}`);
-  if (!has('pnpm')) fail("pnpm was installed but is not on PATH; add npm's global bin directory to PATH.");
+  if (installedPnpmVersion() === PNPM_VERSION && existsSync(pnpmEntry)) return;
+  step(`installing pnpm ${PNPM_VERSION} into var/tools with npm (whatever pnpm is on PATH is not used)`);
+  mkdirSync(toolsDir, { recursive: true });
+  // A package.json of its own, so npm does not take the checkout's for the project to change.
+  writeFileSync(path.join(toolsDir, 'package.json'), '{ "private": true }\n');
+  run(
+    `npm install --prefix "${toolsDir}" --no-save --no-package-lock --no-audit --no-fund --loglevel=error pnpm@${PNPM_VERSION}`,
+  );
+  if (installedPnpmVersion() !== PNPM_VERSION) fail(`npm did not install pnpm ${PNPM_VERSION} into var/tools`);
+}
+
+/** The environment of a pinned pnpm command: its own directory first on PATH. */
+export function pnpmEnv(env = process.env) {
+  return { ...env, PATH: `${pnpmBinDir}${path.delimiter}${env.PATH ?? ''}` };
+}
+
+/** The shell command that runs the pinned pnpm with `args` (a string, as typed after `pnpm`). */
+export function pnpmCommand(args) {
+  return `"${process.execPath}" "${pnpmEntry}" ${args}`;
+}
+
+/** Run the pinned pnpm (ensurePnpm first); fails the set-up when it fails. */
+export function runPnpm(args, opts = {}) {
+  run(pnpmCommand(args), { ...opts, env: pnpmEnv(opts.env) });
 }
 
 export function installDependencies() {
-  step('installing dependencies (pnpm install)');
-  run('pnpm install --frozen-lockfile --prefer-offline --reporter=silent');
+  step(`installing dependencies (pnpm ${PNPM_VERSION} install)`);
+  runPnpm('install --frozen-lockfile --prefer-offline --reporter=silent');
 }
 
 export function reachable(port, host = '127.0.0.1', timeoutMs = 1000) {

@@ -11,8 +11,10 @@ import {
   ensureChromium,
   ensurePnpm,
   installDependencies,
+  pnpmCommand,
+  pnpmEnv,
   root,
-  run,
+  runPnpm,
   startLocalServers,
   step,
 } from './bootstrap.mjs';
@@ -23,14 +25,14 @@ installDependencies();
 await startLocalServers();
 ensureChromium();
 step('type-checking and linting (npm run check)');
-run('pnpm run --silent check');
+runPnpm('run --silent check');
 step('running the test suite (vitest)');
 const results = path.join(root, 'var', 'test-results.json');
 const extra = process.argv.slice(2).join(' ');
 const r = spawnSync(
   'sh',
-  ['-c', `pnpm exec vitest run --reporter=default --reporter=json --outputFile.json=${results} ${extra}`],
-  { stdio: 'inherit', cwd: root },
+  ['-c', pnpmCommand(`exec vitest run --reporter=default --reporter=json --outputFile.json=${results} ${extra}`)],
+  { stdio: 'inherit', cwd: root, env: pnpmEnv() },
 );
 if (existsSync(results)) {
   const json = JSON.parse(readFileSync(results, 'utf8'));

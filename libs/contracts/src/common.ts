@@ -27,23 +27,42 @@ export const Phone = Text.trim()
 /** An id in a JSON body (or a reply): a JSON integer, never a string, array or boolean. */
 export const Id = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 /**
+ * How a path or query parameter whose schema coerces HTTP's text ({@link IdParam}, {@link countParam})
+ * is documented: as what a client sends, an integer with its bounds, instead of the coercion's
+ * union of a digit string and an integer. The OpenAPI generator reads it (a `.default()` around
+ * such a parameter adds its default).
+ */
+export const documentedParams = z.registry<{
+  type: 'integer';
+  minimum: number;
+  maximum: number;
+  description?: string;
+}>();
+
+const DIGITS = /^[0-9]{1,16}$/;
+
+/**
  * An id in a path or a query string: plain decimal digits (no `1e3`, `0x10`, ` 7`, `+7`, `7.0`).
  * A number is accepted too because the owning service validates the gateway's already parsed input.
  */
 export const IdParam = z
-  .union([z.string().regex(/^[0-9]{1,16}$/, 'must be a decimal integer (digits only)'), Id])
+  .union([z.string().regex(DIGITS, 'must be a decimal integer (digits only)'), Id])
   .transform(Number)
   .pipe(Id)
-  .describe('decimal digits only, at most 9007199254740991');
+  .describe('decimal digits only, at most 9007199254740991')
+  .register(documentedParams, {
+    type: 'integer',
+    minimum: 1,
+    maximum: Number.MAX_SAFE_INTEGER,
+    description: 'decimal digits only, at most 9007199254740991',
+  });
 /** A non-negative count in a query string (`limit`, `offset`): plain decimal digits, as {@link IdParam}. */
 export function countParam(min: number, max: number) {
   return z
-    .union([
-      z.string().regex(/^[0-9]{1,16}$/, 'must be a decimal integer (digits only)'),
-      z.number().int().min(min).max(max),
-    ])
+    .union([z.string().regex(DIGITS, 'must be a decimal integer (digits only)'), z.number().int().min(min).max(max)])
     .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
+    .pipe(z.number().int().min(min).max(max))
+    .register(documentedParams, { type: 'integer', minimum: min, maximum: max });
 }
 export const Timestamp = z.string().describe('ISO 8601 UTC timestamp');
 
@@ -87,8 +106,8 @@ export function metadataProblem(value: unknown): string | undefined {
   let keys = 0;
   // Iterative walk: a hostile value cannot overflow the stack here.
   const stack: { v: unknown; depth: number }[] = [{ v: value, depth: 1 }];
-  while (stack.length > 0) {
-    const { v, depth } = stack.pop()!;
+  for (let top = stack.pop(); top; top = stack.pop()) {
+    const { v, depth } = top;
     if (v === null || typeof v === 'boolean') continue;
     if (typeof v === 'number') {
       if (!Number.isFinite(v)) return 'numbers must be finite';

@@ -31,8 +31,8 @@ export const MAX_INPUT_DEPTH = 32;
 /** Whether a parsed JSON value nests deeper than `max` levels (iterative: safe on any depth). */
 export function nestsDeeperThan(value: unknown, max: number): boolean {
   const stack: { v: unknown; depth: number }[] = [{ v: value, depth: 0 }];
-  while (stack.length > 0) {
-    const { v, depth } = stack.pop()!;
+  for (let top = stack.pop(); top; top = stack.pop()) {
+    const { v, depth } = top;
     if (typeof v !== 'object' || v === null) continue;
     if (depth + 1 > max) return true;
     for (const item of Array.isArray(v) ? v : Object.values(v)) stack.push({ v: item, depth: depth + 1 });
@@ -92,8 +92,9 @@ export function operationInput<O extends InputSchemas>(op: O): z.ZodType<Operati
     }
     const issues: z.core.$ZodIssue[] = [];
     const data = parseParts(op, input && typeof input === 'object' ? input : {}, issues);
-    if (issues.length > 0) ctx.issues.push(...(issues as never[]));
+    for (const { message, path } of issues) ctx.addIssue({ code: 'custom', message, path });
     // The parts' outputs together are the operation's input (each validated by its own schema).
+    // eslint-disable-next-line @typescript-eslint/consistent-type-assertions -- the merge of the parts' validated outputs
     return data as OperationInput<O>;
   });
 }

@@ -1,9 +1,41 @@
 import { z } from 'zod';
+import { documentedParams } from './common.ts';
 import { errorCatalogue, type ErrorCode } from './errors.ts';
 import type { Operation } from './ops/types.ts';
 import { WEBHOOK_HEADERS, webhookEnvelopeSchema, webhookEventNames, webhookEventTypes } from './webhook-events.ts';
 
 type JsonSchema = Record<string, unknown>;
+
+const isRecord = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** `$ref`s to `#/$defs/<id>` rewritten to `#/components/schemas/<rename(id)>`, everywhere in `schema`. */
+function rewriteRefs(schema: JsonSchema, rename: (id: string) => string): JsonSchema {
+  const value = (v: unknown): unknown => (Array.isArray(v) ? v.map(value) : isRecord(v) ? rewriteRefs(v, rename) : v);
+  const out: JsonSchema = {};
+  for (const [k, item] of Object.entries(schema)) {
+    if (k === '$ref' && typeof item === 'string' && item.startsWith('#/$defs/'))
+      out[k] = `#/components/schemas/${rename(item.slice('#/$defs/'.length))}`;
+    else out[k] = value(item);
+  }
+  return out;
+}
+
+/**
+ * A parameter that coerces HTTP's text (common.ts' `documentedParams`) is documented as the
+ * integer a client sends, not as the coercion's union of a digit string and an integer; a
+ * `.default()` around it adds the default (zod drops defaults of transforming input schemas).
+ */
+function documentParam(ctx: { zodSchema: z.core.$ZodTypes; jsonSchema: JsonSchema }): void {
+  const { zodSchema, jsonSchema } = ctx;
+  if (zodSchema instanceof z.ZodDefault) {
+    if (documentedParams.has(zodSchema.unwrap())) jsonSchema.default = zodSchema.def.defaultValue;
+    return;
+  }
+  const documented = documentedParams.get(zodSchema);
+  if (!documented) return;
+  for (const key of Object.keys(jsonSchema)) delete jsonSchema[key];
+  Object.assign(jsonSchema, documented);
+}
 
 /**
  * Named schemas (`.meta({ id })` on a resource schema) go to `components.schemas` and are referenced;
@@ -14,24 +46,21 @@ class SchemaCollector {
   readonly schemas: Record<string, JsonSchema> = { Failure: failureSchema() };
 
   schemaOf(type: z.ZodType, io: 'input' | 'output'): JsonSchema {
-    const s = z.toJSONSchema(type, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
-    delete s.$schema;
-    const defs = (s.$defs ?? {}) as Record<string, JsonSchema>;
-    delete s.$defs;
-    const rewrite = (v: unknown, rename: (id: string) => string): unknown => {
-      if (Array.isArray(v)) return v.map((item) => rewrite(item, rename));
-      if (v === null || typeof v !== 'object') return v;
-      const out: Record<string, unknown> = {};
-      for (const [k, item] of Object.entries(v)) {
-        if (k === '$ref' && typeof item === 'string' && item.startsWith('#/$defs/'))
-          out[k] = `#/components/schemas/${rename(item.slice('#/$defs/'.length))}`;
-        else out[k] = rewrite(item, rename);
-      }
-      return out;
-    };
+    const {
+      $schema: _dialect,
+      $defs,
+      ...s
+    } = z.toJSONSchema(type, {
+      io,
+      unrepresentable: 'any',
+      target: 'draft-2020-12',
+      override: documentParam,
+    });
+    const defs: Record<string, JsonSchema> = {};
+    for (const [id, def] of Object.entries($defs ?? {})) if (isRecord(def)) defs[id] = def;
     const same = (id: string) =>
       this.schemas[id] === undefined ||
-      JSON.stringify(this.schemas[id]) === JSON.stringify(rewrite(defs[id], (x) => x));
+      JSON.stringify(this.schemas[id]) === JSON.stringify(rewriteRefs(defs[id] ?? {}, (x) => x));
     const names = new Map<string, string>();
     for (const id of Object.keys(defs)) {
       if (same(id)) names.set(id, id);
@@ -40,13 +69,13 @@ class SchemaCollector {
     }
     const rename = (id: string) => names.get(id) ?? id;
     for (const [id, def] of Object.entries(defs)) {
-      const rewritten = rewrite(def, rename) as JsonSchema;
+      const rewritten = rewriteRefs(def, rename);
       const name = rename(id);
       if (this.schemas[name] !== undefined && JSON.stringify(this.schemas[name]) !== JSON.stringify(rewritten))
         throw new Error(`two different schemas are named ${name}`);
       this.schemas[name] = rewritten;
     }
-    return rewrite(s, rename) as JsonSchema;
+    return rewriteRefs(s, rename);
   }
 }
 
@@ -148,14 +177,10 @@ function parametersOf(op: Operation, schemas: SchemaCollector): unknown[] {
     ['query', op.query],
   ] as const) {
     if (!schema) continue;
-    const json = schemas.schemaOf(schema, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
-    for (const [name, prop] of Object.entries(json.properties ?? {})) {
-      params.push({
-        name,
-        in: where,
-        required: where === 'path' || (json.required ?? []).includes(name),
-        schema: prop,
-      });
+    const json = schemas.schemaOf(schema, 'input');
+    const required = Array.isArray(json.required) ? json.required : [];
+    for (const [name, prop] of Object.entries(isRecord(json.properties) ? json.properties : {})) {
+      params.push({ name, in: where, required: where === 'path' || required.includes(name), schema: prop });
     }
   }
   if (op.idempotent) {
@@ -288,141 +313,135 @@ function webhooksSection(schemas: SchemaCollector): Record<string, unknown> {
 /** The platform is not published under an open licence (package.json: private). */
 const license = { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' };
 
+function securityOf(op: Operation, audience: Audience): Record<string, string[]>[] {
+  if (audience === 'operator') return [{ OperatorToken: [] }];
+  if (audience === 'staff') return op.staffRole ? [{ StaffToken: [] }] : [];
+  return [op.memberToken ? { AppId: [], ApiKey: [], MemberToken: [] } : { AppId: [], ApiKey: [] }];
+}
+
+function descriptionOf(op: Operation, audience: Audience): string {
+  let who: string;
+  if (audience === 'operator') who = 'Requires `Authorization: Bearer <operator token>`.';
+  else if (audience === 'staff')
+    who = op.staffRole
+      ? `Requires \`Authorization: Bearer <staff token>\`; role: \`${op.staffRole}\`${op.staffRole === 'staff' ? ' or `manager`' : ''}.`
+      : 'No token: this signs a staff user in.';
+  else who = op.scope ? `Scope: \`${op.scope}\`.` : 'No scope required.';
+  return [who, op.memberToken ? 'Requires `X-Member-Token`.' : ''].filter(Boolean).join(' ');
+}
+
+function requestBodyOf(op: Operation, schemas: SchemaCollector): Record<string, unknown> {
+  if (!op.body) return {};
+  const example = op.example?.request !== undefined ? { example: op.example.request } : {};
+  return {
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: schemas.schemaOf(op.body, 'input'), ...example } },
+    },
+  };
+}
+
+function successResponse(op: Operation, audience: Audience, schemas: SchemaCollector): Record<string, unknown> {
+  const schema: JsonSchema = {
+    type: 'object',
+    required: ['success', 'data'],
+    properties: {
+      success: { const: true },
+      data: schemas.schemaOf(op.response, 'output'),
+      ...(op.topLevelMessage ? { message: { type: 'string' } } : {}),
+    },
+  };
+  const example = op.example
+    ? {
+        example: {
+          success: true,
+          data: op.example.response,
+          ...(op.example.message !== undefined ? { message: op.example.message } : {}),
+        },
+      }
+    : {};
+  return {
+    description: 'Success',
+    headers: responseHeaders(audience, 200, op),
+    content: { 'application/json': { schema, ...example } },
+  };
+}
+
+function operationObject(id: string, op: Operation, audience: Audience, schemas: SchemaCollector) {
+  return {
+    operationId: id,
+    summary: op.summary,
+    tags: [op.tag],
+    description: descriptionOf(op, audience),
+    security: securityOf(op, audience),
+    parameters: parametersOf(op, schemas),
+    ...requestBodyOf(op, schemas),
+    responses: { '200': successResponse(op, audience, schemas), ...failureResponses(op, audience) },
+  };
+}
+
+function securitySchemesOf(audience: Audience): Record<string, unknown> {
+  if (audience === 'staff')
+    return {
+      StaffToken: {
+        type: 'http',
+        scheme: 'bearer',
+        description: 'A staff token from `POST /staff/v1/auth/verify-code` (valid 12 hours).',
+      },
+    };
+  if (audience === 'operator')
+    return {
+      OperatorToken: {
+        type: 'http',
+        scheme: 'bearer',
+        description: 'The operator token (`OPERATOR_TOKEN` of the gateway).',
+      },
+    };
+  return {
+    AppId: { type: 'apiKey', in: 'header', name: 'X-App-Id' },
+    ApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
+    MemberToken: { type: 'apiKey', in: 'header', name: 'X-Member-Token' },
+    // How a receiver knows a webhook (the `webhooks` section) comes from the platform.
+    WebhookSignature: {
+      type: 'apiKey',
+      in: 'header',
+      name: WEBHOOK_HEADERS.signature,
+      description:
+        'Sent by the platform with every webhook: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" under the endpoint secret>`, and a second `v1` (the old secret) for 24 hours after a rotation. Accept a request when one `v1` matches and `t` is within a tolerance of now (5 minutes); the SDK does both (`verifyWebhookSignature`).',
+    },
+  };
+}
+
+const infos: Record<Audience, { title: string; description: string }> = {
+  staff: {
+    title: 'Loyalty platform staff API',
+    description:
+      "The staff console's API: staff users of a tenant sign in with a mailed code and handle claims, look up members, adjust balances (managers), manage staff (managers) and read the audit log (managers). Failures use `{ success: false, error: { code, message, ... } }`.",
+  },
+  operator: {
+    title: 'Loyalty platform operator API',
+    description:
+      'Provisioning of tenants, apps and card programmes, for the platform operator. Every call sends `Authorization: Bearer <operator token>`. Failures use `{ success: false, error: { code, message, ... } }`.',
+  },
+  merchant: {
+    title: 'Loyalty platform API',
+    description:
+      'Membership with one-time codes, cashback, points, reward claims and referrals. Every call sends `X-App-Id` and `X-Api-Key`. Failures use `{ success: false, error: { code, message, ... } }`.',
+  },
+};
+
 function build(ops: Record<string, Operation>, serverUrl: string, audience: Audience): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   const schemas = new SchemaCollector();
   for (const [id, op] of Object.entries(ops)) {
     const path = op.path.replace(/:([a-z_]+)/g, '{$1}');
-    const security: Record<string, string[]>[] =
-      audience === 'operator'
-        ? [{ OperatorToken: [] }]
-        : audience === 'staff'
-          ? op.staffRole
-            ? [{ StaffToken: [] }]
-            : []
-          : [op.memberToken ? { AppId: [], ApiKey: [], MemberToken: [] } : { AppId: [], ApiKey: [] }];
-    const success: JsonSchema = {
-      type: 'object',
-      required: ['success', 'data'],
-      properties: {
-        success: { const: true },
-        data: schemas.schemaOf(op.response, 'output'),
-        ...(op.topLevelMessage ? { message: { type: 'string' } } : {}),
-      },
-    };
     paths[path] ??= {};
-    paths[path][op.method.toLowerCase()] = {
-      operationId: id,
-      summary: op.summary,
-      tags: [op.tag],
-      description: [
-        audience === 'operator'
-          ? 'Requires `Authorization: Bearer <operator token>`.'
-          : audience === 'staff'
-            ? op.staffRole
-              ? `Requires \`Authorization: Bearer <staff token>\`; role: \`${op.staffRole}\`${op.staffRole === 'staff' ? ' or `manager`' : ''}.`
-              : 'No token: this signs a staff user in.'
-            : op.scope
-              ? `Scope: \`${op.scope}\`.`
-              : 'No scope required.',
-        op.memberToken ? 'Requires `X-Member-Token`.' : '',
-      ]
-        .filter(Boolean)
-        .join(' '),
-      security,
-      parameters: parametersOf(op, schemas),
-      ...(op.body
-        ? {
-            requestBody: {
-              required: true,
-              content: {
-                'application/json': {
-                  schema: schemas.schemaOf(op.body, 'input'),
-                  ...(op.example?.request !== undefined ? { example: op.example.request } : {}),
-                },
-              },
-            },
-          }
-        : {}),
-      responses: {
-        '200': {
-          description: 'Success',
-          headers: responseHeaders(audience, 200, op),
-          content: {
-            'application/json': {
-              schema: success,
-              ...(op.example
-                ? {
-                    example: {
-                      success: true,
-                      data: op.example.response,
-                      ...(op.example.message !== undefined ? { message: op.example.message } : {}),
-                    },
-                  }
-                : {}),
-            },
-          },
-        },
-        ...failureResponses(op, audience),
-      },
-    };
+    paths[path][op.method.toLowerCase()] = operationObject(id, op, audience, schemas);
   }
-  const securitySchemes: Record<string, unknown> =
-    audience === 'staff'
-      ? {
-          StaffToken: {
-            type: 'http',
-            scheme: 'bearer',
-            description: 'A staff token from `POST /staff/v1/auth/verify-code` (valid 12 hours).',
-          },
-        }
-      : audience === 'operator'
-        ? {
-            OperatorToken: {
-              type: 'http',
-              scheme: 'bearer',
-              description: 'The operator token (`OPERATOR_TOKEN` of the gateway).',
-            },
-          }
-        : {
-            AppId: { type: 'apiKey', in: 'header', name: 'X-App-Id' },
-            ApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
-            MemberToken: { type: 'apiKey', in: 'header', name: 'X-Member-Token' },
-            // How a receiver knows a webhook (the `webhooks` section) comes from the platform.
-            WebhookSignature: {
-              type: 'apiKey',
-              in: 'header',
-              name: WEBHOOK_HEADERS.signature,
-              description:
-                'Sent by the platform with every webhook: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" under the endpoint secret>`, and a second `v1` (the old secret) for 24 hours after a rotation. Accept a request when one `v1` matches and `t` is within a tolerance of now (5 minutes); the SDK does both (`verifyWebhookSignature`).',
-            },
-          };
+  const { title, description } = infos[audience];
   return {
     openapi: '3.1.0',
-    info:
-      audience === 'staff'
-        ? {
-            title: 'Loyalty platform staff API',
-            version: '1.0.0',
-            license,
-            description:
-              "The staff console's API: staff users of a tenant sign in with a mailed code and handle claims, look up members, adjust balances (managers), manage staff (managers) and read the audit log (managers). Failures use `{ success: false, error: { code, message, ... } }`.",
-          }
-        : audience === 'operator'
-          ? {
-              title: 'Loyalty platform operator API',
-              version: '1.0.0',
-              license,
-              description:
-                'Provisioning of tenants, apps and card programmes, for the platform operator. Every call sends `Authorization: Bearer <operator token>`. Failures use `{ success: false, error: { code, message, ... } }`.',
-            }
-          : {
-              title: 'Loyalty platform API',
-              version: '1.0.0',
-              license,
-              description:
-                'Membership with one-time codes, cashback, points, reward claims and referrals. Every call sends `X-App-Id` and `X-Api-Key`. Failures use `{ success: false, error: { code, message, ... } }`.',
-            },
+    info: { title, version: '1.0.0', license, description },
     servers: [{ url: serverUrl }],
     tags: [
       ...new Set([...Object.values(ops).map((op) => op.tag), ...(audience === 'merchant' ? ['Webhook events'] : [])]),
@@ -433,7 +452,7 @@ function build(ops: Record<string, Operation>, serverUrl: string, audience: Audi
     paths,
     ...(audience === 'merchant' ? { webhooks: webhooksSection(schemas) } : {}),
     components: {
-      securitySchemes,
+      securitySchemes: securitySchemesOf(audience),
       // Only the headers this document's responses use (the operator API has no per-app limits).
       headers: Object.fromEntries(
         Object.entries(headerComponents).filter(([name]) =>

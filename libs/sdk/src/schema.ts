@@ -3310,8 +3310,8 @@ export interface operations {
   'cashback.balance': {
     parameters: {
       query: {
-        card_id: string | number;
-        member_id: string | number;
+        card_id: number;
+        member_id: number;
       };
       header?: never;
       path?: never;
@@ -3904,10 +3904,10 @@ export interface operations {
   'cashback.history': {
     parameters: {
       query: {
-        card_id: string | number;
-        limit?: string | number;
-        member_id: string | number;
-        offset?: string | number;
+        card_id: number;
+        limit?: number;
+        member_id: number;
+        offset?: number;
       };
       header?: never;
       path?: never;
@@ -5135,8 +5135,8 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        card_id: string | number;
-        member_id: string | number;
+        card_id: number;
+        member_id: number;
       };
       cookie?: never;
     };
@@ -5386,7 +5386,7 @@ export interface operations {
       };
       header?: never;
       path: {
-        card_id: string | number;
+        card_id: number;
       };
       cookie?: never;
     };
@@ -5636,12 +5636,12 @@ export interface operations {
   'referrals.top_referrers': {
     parameters: {
       query?: {
-        limit?: string | number;
+        limit?: number;
         period?: '7d' | '30d' | '90d' | 'all';
       };
       header?: never;
       path: {
-        card_id: string | number;
+        card_id: number;
       };
       cookie?: never;
     };
@@ -5894,13 +5894,13 @@ export interface operations {
   'referrals.of_referrer': {
     parameters: {
       query?: {
-        limit?: string | number;
-        offset?: string | number;
+        limit?: number;
+        offset?: number;
       };
       header?: never;
       path: {
-        card_id: string | number;
-        member_id: string | number;
+        card_id: number;
+        member_id: number;
       };
       cookie?: never;
     };
@@ -6153,9 +6153,9 @@ export interface operations {
   'claims.list': {
     parameters: {
       query: {
-        card_id: string | number;
-        limit?: string | number;
-        offset?: string | number;
+        card_id: number;
+        limit?: number;
+        offset?: number;
         status?: 'pending' | 'approved' | 'rejected' | 'expired';
       };
       header?: never;
@@ -6709,7 +6709,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        request_id: string | number;
+        request_id: number;
       };
       cookie?: never;
     };
@@ -6957,7 +6957,7 @@ export interface operations {
         'Idempotency-Key'?: string;
       };
       path: {
-        request_id: string | number;
+        request_id: number;
       };
       cookie?: never;
     };
@@ -7248,7 +7248,7 @@ export interface operations {
         'Idempotency-Key'?: string;
       };
       path: {
-        request_id: string | number;
+        request_id: number;
       };
       cookie?: never;
     };
@@ -7777,8 +7777,8 @@ export interface operations {
   'points.balance': {
     parameters: {
       query: {
-        card_id: string | number;
-        member_id: string | number;
+        card_id: number;
+        member_id: number;
       };
       header?: never;
       path?: never;
@@ -8374,10 +8374,10 @@ export interface operations {
   'points.history': {
     parameters: {
       query: {
-        card_id: string | number;
-        limit?: string | number;
-        member_id: string | number;
-        offset?: string | number;
+        card_id: number;
+        limit?: number;
+        member_id: number;
+        offset?: number;
       };
       header?: never;
       path?: never;
@@ -10094,7 +10094,7 @@ export interface operations {
         'Idempotency-Key'?: string;
       };
       path: {
-        delivery_id: string | number;
+        delivery_id: number;
       };
       cookie?: never;
     };
@@ -10896,7 +10896,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        endpoint_id: string | number;
+        endpoint_id: number;
       };
       cookie?: never;
     };
@@ -11135,7 +11135,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        endpoint_id: string | number;
+        endpoint_id: number;
       };
       cookie?: never;
     };
@@ -11362,7 +11362,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        endpoint_id: string | number;
+        endpoint_id: number;
       };
       cookie?: never;
     };
@@ -11654,13 +11654,13 @@ export interface operations {
   'webhooks.deliveries.list': {
     parameters: {
       query?: {
-        limit?: string | number;
-        offset?: string | number;
+        limit?: number;
+        offset?: number;
         status?: 'pending' | 'delivered' | 'failed';
       };
       header?: never;
       path: {
-        endpoint_id: string | number;
+        endpoint_id: number;
       };
       cookie?: never;
     };
@@ -11933,7 +11933,7 @@ export interface operations {
         'Idempotency-Key'?: string;
       };
       path: {
-        endpoint_id: string | number;
+        endpoint_id: number;
       };
       cookie?: never;
     };
@@ -12199,7 +12199,7 @@ export interface operations {
         'Idempotency-Key'?: string;
       };
       path: {
-        endpoint_id: string | number;
+        endpoint_id: number;
       };
       cookie?: never;
     };

@@ -254,6 +254,23 @@ describe('request claim OTP', () => {
     }
   });
 
+  it('holds no cooldown after a used code: a member who just verified the registration code gets a claim code at once', async () => {
+    const email = newEmail();
+    const phone = `+1555${String(2_000_000 + n * 7919).slice(-7)}`;
+    const reg = await api('POST', '/api/v1/auth/member/register', { body: { name: 'Just Registered', email, phone } });
+    expect(reg.status, JSON.stringify(reg.body)).toBe(200);
+    const verified = await api('POST', '/api/v1/auth/member/verify-otp', {
+      body: { email, code: reg.body.data!.otp_code },
+    });
+    expect(verified.status, JSON.stringify(verified.body)).toBe(200);
+    const claimCode = () => api('POST', `${CLAIMS}/request-otp`, { body: { member_email: email, card_id: card } });
+    const first = await claimCode();
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    // The claim code is unused: the next one still waits for the cooldown.
+    const again = await claimCode();
+    expect([again.status, again.body.error?.code]).toEqual([429, 'otp_cooldown']);
+  });
+
   it('needs the points_write scope', async () => {
     const readOnly = apiClient(sys.url, await sys.tenant({ scopes: ['points_read'] }));
     const r = await readOnly('POST', `${CLAIMS}/request-otp`, {

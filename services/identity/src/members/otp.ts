@@ -28,7 +28,9 @@ export interface OtpPolicy {
  * and the hourly cap cannot be raced. A new code supersedes earlier ones of its purpose: only the
  * newest verifies. The cooldown and the hourly cap count the member's codes of every purpose
  * (sign-in and claim): each code is a mail to the member's inbox, and caps per purpose let a
- * caller send twice the mails by alternating purposes.
+ * caller send twice the mails by alternating purposes. The cooldown waits only on the newest
+ * unused code: a code already used was read, so the next one (e.g. a claim code right after the
+ * registration code) is no resend; the hourly cap still counts used codes.
  */
 export async function issueOtp(
   db: PoolClient,
@@ -39,7 +41,7 @@ export async function issueOtp(
   const now = clock.now();
   const holder: CodeHolder = 'memberId' in target ? { memberId: target.memberId } : { staffId: target.staffId };
   const recent = await recentOtps(db, holder, new Date(now.getTime() - 3_600_000));
-  const last = recent[0];
+  const last = recent.find((otp) => otp.consumed_at === null);
   if (last) {
     const readyAt = last.created_at.getTime() + policy.cooldownSeconds * 1000;
     if (readyAt > now.getTime()) {
@@ -48,8 +50,8 @@ export async function issueOtp(
       });
     }
   }
-  if (recent.length >= policy.hourlyLimit) {
-    const oldest = recent[recent.length - 1]!;
+  const oldest = recent.at(-1);
+  if (oldest && recent.length >= policy.hourlyLimit) {
     const freeAt = oldest.created_at.getTime() + 3_600_000;
     throw new AppError('otp_hourly_limit', undefined, {
       retry_after_seconds: Math.max(1, Math.ceil((freeAt - now.getTime()) / 1000)),

@@ -47,7 +47,7 @@ export async function insertOtp(
   return returnedRow(rows, 'insert otp');
 }
 
-/** Codes issued to a member (or staff user) for any purpose since `since`, newest first (for cooldown and hourly cap). */
+/** Codes issued to a member (or staff user) for any purpose since `since`, used or not, newest first (for cooldown and hourly cap). */
 export async function recentOtps(db: Queryable, holder: CodeHolder, since: Date): Promise<Otp[]> {
   const h = holderColumn(holder);
   const { rows } = await db.query<Otp>(
