@@ -3,12 +3,12 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { z } from 'zod';
-import { ClaimsConfig } from '../../services/claims/src/config.ts';
-import { GatewayConfig } from '../../services/gateway/src/config.ts';
-import { IdentityConfig } from '../../services/identity/src/config.ts';
-import { LedgerConfig } from '../../services/ledger/src/config.ts';
-import { ReferralsConfig } from '../../services/referrals/src/config.ts';
-import { WebhooksConfig } from '../../services/webhooks/src/config.ts';
+import { ClaimsConfig } from '@loyalty/claims';
+import { GatewayConfig } from '@loyalty/gateway';
+import { IdentityConfig } from '@loyalty/identity';
+import { LedgerConfig } from '@loyalty/ledger';
+import { ReferralsConfig } from '@loyalty/referrals';
+import { WebhooksConfig } from '@loyalty/webhooks';
 
 export const root = path.resolve(import.meta.dirname, '..', '..');
 

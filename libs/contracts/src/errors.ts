@@ -95,8 +95,13 @@ export interface ErrorBody {
   [extra: string]: unknown;
 }
 
+/** Whether `code` is one of the catalogue's (a code read from a reply or a log). */
+export function isErrorCode(code: string): code is ErrorCode {
+  return Object.hasOwn(errorCatalogue, code);
+}
+
 export function httpStatusOf(code: string): number {
-  return (errorCatalogue as Record<string, { status: number }>)[code]?.status ?? 500;
+  return isErrorCode(code) ? errorCatalogue[code].status : 500;
 }
 
 /**

@@ -248,13 +248,19 @@ export const webhookEventTypes = {
 } as const satisfies Record<string, WebhookEventType>;
 
 export type WebhookEventName = keyof typeof webhookEventTypes;
-export const webhookEventNames = Object.keys(webhookEventTypes) as WebhookEventName[];
+/** Whether `name` is one of the public event types (a name read from storage or a request). */
+export function isWebhookEventName(name: string): name is WebhookEventName {
+  return Object.hasOwn(webhookEventTypes, name);
+}
+
+export const webhookEventNames: WebhookEventName[] = Object.keys(webhookEventTypes).filter(isWebhookEventName);
 
 /** The public type of a domain event type (`ledger.points_earned` -> `points.earned`); undefined: not delivered. */
 export const webhookTypeOfDomainEvent: ReadonlyMap<string, WebhookEventName> = new Map(
-  (Object.entries(webhookEventTypes) as [WebhookEventName, WebhookEventType][])
-    .filter(([, t]) => t.source !== null)
-    .map(([name, t]) => [t.source!, name]),
+  webhookEventNames.flatMap((name) => {
+    const source: string | null = webhookEventTypes[name].source;
+    return source === null ? [] : [[source, name] as const];
+  }),
 );
 
 /** The body of every delivery: the same for every attempt of it, `id` stable (de-duplicate on it). */

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, type WebhookDelivery } from '@loyalty/contracts';
-import type { Clock, Pool, ReplayStore } from '@loyalty/runtime';
+import type { Clock, Pool, PoolClient, ReplayStore } from '@loyalty/runtime';
 import type { Dispatcher } from './dispatcher.ts';
 import { envelope } from './domain/payload.ts';
 import { RETRY_WINDOW_MS } from './domain/retry-schedule.ts';
 import type { Caller } from './endpoint-registry.ts';
 import { findDelivery, insertDeliveries, leaseDelivery, listDeliveries, type Job } from './store/deliveries.ts';
 import { findEndpoint } from './store/endpoints.ts';
+import { required } from './store/required.ts';
 import { deliveryView } from './views.ts';
 
 export interface DeliveryLogDeps {
@@ -32,10 +33,7 @@ export function deliveryLog(deps: DeliveryLogDeps) {
     c: Caller,
     operation: string,
     data: unknown,
-    make: (
-      now: Date,
-      leaseUntil: Date,
-    ) => (db: import('@loyalty/runtime').PoolClient) => Promise<{ reply: DeliveryReply; job: Job }>,
+    make: (now: Date, leaseUntil: Date) => (db: PoolClient) => Promise<{ reply: DeliveryReply; job: Job }>,
   ): Promise<DeliveryReply> {
     let job: Job | undefined;
     const reply = await replays.run({ tenantId: c.tenantId, key: c.idempotencyKey, operation, data }, async (db) => {
@@ -59,57 +57,83 @@ export function deliveryLog(deps: DeliveryLogDeps) {
     },
 
     ping(c: Caller, d: { endpoint_id: number }): Promise<DeliveryReply> {
-      return sendNow(c, 'webhooks.endpoints.ping', d, (now, leaseUntil) => async (db) => {
-        const endpoint = await findEndpoint(db, c.tenantId, d.endpoint_id);
-        if (!endpoint) throw new AppError('webhook_endpoint_not_found');
-        if (!endpoint.enabled) throw new AppError('webhook_endpoint_disabled');
-        const event = envelope(randomUUID(), 'ping', c.tenantId, now, {
-          endpoint_id: endpoint.id,
-          message: 'A test event from the loyalty platform.',
-        });
-        const [row] = await insertDeliveries(
-          db,
-          [{ event, endpointId: endpoint.id, nextAttemptAt: leaseUntil }],
-          now,
-          RETRY_WINDOW_MS,
-        );
-        const delivery = (await findDelivery(db, c.tenantId, row!.id))!;
-        return {
-          reply: { delivery: deliveryView(delivery) },
-          job: {
-            deliveryId: row!.id,
-            tenantId: c.tenantId,
-            endpointId: endpoint.id,
-            eventId: event.id,
-            type: event.type,
-            body: event.body,
-            attempts: 0,
-            expiresAt: new Date(now.getTime() + RETRY_WINDOW_MS),
-            eventCreatedAt: now,
-            leaseUntil,
-          },
-        };
-      });
+      return sendNow(
+        c,
+        'webhooks.endpoints.ping',
+        d,
+        (now, leaseUntil) => (db) => insertPing(db, c.tenantId, d.endpoint_id, now, leaseUntil),
+      );
     },
 
     redeliver(c: Caller, d: { delivery_id: number }): Promise<DeliveryReply> {
-      return sendNow(c, 'webhooks.deliveries.redeliver', d, (now, leaseUntil) => async (db) => {
-        const found = await findDelivery(db, c.tenantId, d.delivery_id);
-        // A delivery of a deleted endpoint is gone with it.
-        const endpoint = found && (await findEndpoint(db, c.tenantId, found.endpoint_id, true));
-        if (!found || !endpoint) throw new AppError('webhook_delivery_not_found');
-        if (!endpoint.enabled) throw new AppError('webhook_endpoint_disabled');
-        const job = (await leaseDelivery(
-          db,
-          c.tenantId,
-          d.delivery_id,
-          leaseUntil,
-          new Date(now.getTime() + RETRY_WINDOW_MS),
-        ))!;
-        const delivery = (await findDelivery(db, c.tenantId, d.delivery_id))!;
-        return { reply: { delivery: deliveryView(delivery) }, job };
-      });
+      return sendNow(
+        c,
+        'webhooks.deliveries.redeliver',
+        d,
+        (now, leaseUntil) => (db) => leaseRedelivery(db, c.tenantId, d.delivery_id, now, leaseUntil),
+      );
     },
   };
 }
+
+/** A `ping` event for one enabled endpoint and its delivery, leased to this replica until `leaseUntil`. */
+async function insertPing(
+  db: PoolClient,
+  tenantId: number,
+  endpointId: number,
+  now: Date,
+  leaseUntil: Date,
+): Promise<{ reply: DeliveryReply; job: Job }> {
+  const endpoint = await findEndpoint(db, tenantId, endpointId);
+  if (!endpoint) throw new AppError('webhook_endpoint_not_found');
+  if (!endpoint.enabled) throw new AppError('webhook_endpoint_disabled');
+  const event = envelope(randomUUID(), 'ping', tenantId, now, {
+    endpoint_id: endpoint.id,
+    message: 'A test event from the loyalty platform.',
+  });
+  const [row] = await insertDeliveries(
+    db,
+    [{ event, endpointId: endpoint.id, nextAttemptAt: leaseUntil }],
+    now,
+    RETRY_WINDOW_MS,
+  );
+  const deliveryId = required(row, 'the inserted ping delivery').id;
+  const delivery = required(await findDelivery(db, tenantId, deliveryId), 'the ping delivery just inserted');
+  return {
+    reply: { delivery: deliveryView(delivery) },
+    job: {
+      deliveryId,
+      tenantId,
+      endpointId: endpoint.id,
+      eventId: event.id,
+      type: event.type,
+      body: event.body,
+      attempts: 0,
+      expiresAt: new Date(now.getTime() + RETRY_WINDOW_MS),
+      eventCreatedAt: now,
+      leaseUntil,
+    },
+  };
+}
+
+/** An existing delivery of an enabled endpoint, due again (three more days), leased to this replica. */
+async function leaseRedelivery(
+  db: PoolClient,
+  tenantId: number,
+  deliveryId: number,
+  now: Date,
+  leaseUntil: Date,
+): Promise<{ reply: DeliveryReply; job: Job }> {
+  const found = await findDelivery(db, tenantId, deliveryId);
+  // A delivery of a deleted endpoint is gone with it.
+  const endpoint = found && (await findEndpoint(db, tenantId, found.endpoint_id, true));
+  if (!found || !endpoint) throw new AppError('webhook_delivery_not_found');
+  if (!endpoint.enabled) throw new AppError('webhook_endpoint_disabled');
+  const job = await leaseDelivery(db, tenantId, deliveryId, leaseUntil, new Date(now.getTime() + RETRY_WINDOW_MS));
+  const delivery = await findDelivery(db, tenantId, deliveryId);
+  // Gone since it was read (its endpoint deleted meanwhile).
+  if (!job || !delivery) throw new AppError('webhook_delivery_not_found');
+  return { reply: { delivery: deliveryView(delivery) }, job };
+}
+
 export type DeliveryLog = ReturnType<typeof deliveryLog>;

@@ -24,11 +24,17 @@ export interface DispatcherLimits {
 /** How long a lane trusts the endpoint it loaded before it reads it again (URL, secrets, enabled). */
 const TARGET_TTL_MS = 5_000;
 
+/** A place in a lane held by `plan` for a job being inserted. */
+const PLACEHOLDER: unique symbol = Symbol('planned');
+
+/** A lane's queue entry: a job, a held place, or (before `head`) a taken job's emptied slot. */
+type Slot = Job | typeof PLACEHOLDER | undefined;
+
 /** One endpoint's queue in this replica. */
 interface Lane {
   endpointId: number;
   tenant: TenantQueue;
-  queue: Job[];
+  queue: Slot[];
   head: number;
   inFlight: number;
   target: Target | undefined;
@@ -237,13 +243,16 @@ export class Dispatcher {
 
   /** Start attempts while there are free slots: one per tenant in turn, its endpoints in turn. */
   private pump(): void {
-    while (!this.stopped && this.inFlight < this.deps.limits.maxInFlight && this.ready.length > 0) {
-      const tenant = this.ready.shift()!;
+    while (!this.stopped && this.inFlight < this.deps.limits.maxInFlight) {
+      const tenant = this.ready.shift();
+      if (!tenant) break;
       tenant.ready = false;
       const lane = this.nextLane(tenant);
       if (lane) {
-        if (this.fresh(lane)) this.start(lane, this.take(lane)!);
-        else this.load(lane);
+        const target = this.freshTarget(lane);
+        const job = target && this.take(lane); // a startable lane has a job at its head
+        if (target && job) this.start(lane, job, target);
+        else if (!target) this.load(lane);
       }
       this.markReady(tenant);
     }
@@ -252,8 +261,8 @@ export class Dispatcher {
   private nextLane(tenant: TenantQueue): Lane | undefined {
     const n = tenant.lanes.length;
     for (let i = 0; i < n; i++) {
-      const lane = tenant.lanes[(tenant.cursor + i) % n]!;
-      if (this.startable(lane) && !lane.loading) {
+      const lane = tenant.lanes[(tenant.cursor + i) % n];
+      if (lane && this.startable(lane) && !lane.loading) {
         tenant.cursor = (tenant.cursor + i + 1) % n;
         return lane;
       }
@@ -261,8 +270,9 @@ export class Dispatcher {
     return undefined;
   }
 
-  private fresh(lane: Lane): boolean {
-    return lane.target !== undefined && Date.now() - lane.loadedAt < TARGET_TTL_MS;
+  /** The lane's endpoint if it was read recently enough to send to; undefined: read it again first. */
+  private freshTarget(lane: Lane): Target | undefined {
+    return Date.now() - lane.loadedAt < TARGET_TTL_MS ? lane.target : undefined;
   }
 
   /** Read the lane's endpoint; a disabled or deleted one gets nothing more (its jobs are given up). */
@@ -295,7 +305,7 @@ export class Dispatcher {
   private take(lane: Lane): Job | undefined {
     const job = lane.queue[lane.head];
     if (job === undefined || job === PLACEHOLDER) return undefined;
-    lane.queue[lane.head] = undefined as unknown as Job;
+    lane.queue[lane.head] = undefined; // the job is not held here once taken
     lane.head++;
     this.queued--;
     if (lane.head > 1024 && lane.head * 2 > lane.queue.length) {
@@ -306,7 +316,7 @@ export class Dispatcher {
   }
 
   private drain(lane: Lane): Job[] {
-    const jobs = lane.queue.slice(lane.head).filter((j) => j !== PLACEHOLDER);
+    const jobs = lane.queue.slice(lane.head).filter((j): j is Job => j !== PLACEHOLDER && j !== undefined);
     this.queued -= lane.queue.length - lane.head;
     lane.queue = [];
     lane.head = 0;
@@ -323,7 +333,7 @@ export class Dispatcher {
     if (tenant.lanes.length === 0 && tenant.inFlight === 0) this.tenants.delete(tenant.id);
   }
 
-  private start(lane: Lane, job: Job): void {
+  private start(lane: Lane, job: Job, target: Target): void {
     const now = this.deps.clock.now();
     // Not enough lease left for a whole attempt: hand it back rather than risk a second sender.
     if (job.leaseUntil.getTime() - now.getTime() < this.deps.limits.timeoutMs + 2_000) {
@@ -331,7 +341,6 @@ export class Dispatcher {
       this.roomFreed(lane);
       return;
     }
-    const target = lane.target!;
     const tenant = lane.tenant;
     lane.inFlight++;
     tenant.inFlight++;
@@ -411,6 +420,3 @@ export class Dispatcher {
     });
   }
 }
-
-/** A place in a lane held by `plan` for a job being inserted. */
-const PLACEHOLDER = Object.freeze({}) as Job;

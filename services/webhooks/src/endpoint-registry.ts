@@ -1,9 +1,10 @@
 import { AppError, type WebhookEndpoint } from '@loyalty/contracts';
-import { withTransaction, type Clock, type Pool, type ReplayStore } from '@loyalty/runtime';
+import { withTransaction, type Clock, type Pool, type PoolClient, type ReplayStore } from '@loyalty/runtime';
 import { newSigningSecret } from './domain/signature.ts';
 import { failPending } from './store/deliveries.ts';
 import {
   countEndpoints,
+  type EndpointRow,
   deleteEndpoint,
   findEndpoint,
   insertEndpoint,
@@ -45,13 +46,7 @@ type Created = { endpoint: WebhookEndpoint & { secret: string } };
  */
 export function endpointRegistry(deps: RegistryDeps) {
   const { pool, clock, replays } = deps;
-
-  /** The URL must resolve to a public address (unless private targets are allowed). */
-  async function checkTarget(url: string): Promise<void> {
-    const refusal = await deps.guard.refusal(new URL(url));
-    if (refusal)
-      throw new AppError('webhook_url_refused', `The URL cannot be a webhook target: ${refusal}.`, { reason: refusal });
-  }
+  const checkTarget = (url: string) => checkTargetOf(deps.guard, url);
 
   return {
     async create(c: Caller, d: { url: string; event_types: string[]; description?: string }) {
@@ -62,21 +57,7 @@ export function endpointRegistry(deps: RegistryDeps) {
       }
       // Resolving the name takes a network round trip: before the transaction, never inside it.
       await checkTarget(d.url);
-      const created = await replays.run(key, async (db): Promise<Created> => {
-        // One creation at a time per tenant, so two at once cannot both pass the limit.
-        await db.query(`SELECT pg_advisory_xact_lock(hashtextextended('webhooks.endpoints', $1))`, [c.tenantId]);
-        if ((await countEndpoints(db, c.tenantId)) >= deps.maxEndpointsPerTenant)
-          throw new AppError('webhook_endpoint_limit', undefined, { max_endpoints: deps.maxEndpointsPerTenant });
-        const row = await insertEndpoint(db, {
-          tenantId: c.tenantId,
-          url: d.url,
-          description: d.description ?? null,
-          eventTypes: d.event_types,
-          secret: newSigningSecret(),
-          now: clock.now(),
-        });
-        return { endpoint: { ...endpointView(row), secret: row.secret } };
-      });
+      const created = await replays.run(key, (db) => createWithinLimit(db, deps, c.tenantId, d));
       deps.announce(c.tenantId, created.endpoint.id);
       return created;
     },
@@ -91,25 +72,9 @@ export function endpointRegistry(deps: RegistryDeps) {
       return { endpoint: endpointView(row) };
     },
 
-    async update(
-      c: Caller,
-      d: { endpoint_id: number; url?: string; event_types?: string[]; description?: string | null; enabled?: boolean },
-    ) {
+    async update(c: Caller, d: EndpointChange) {
       if (d.url !== undefined) await checkTarget(d.url);
-      const row = await withTransaction(pool, async (db) => {
-        const now = clock.now();
-        const updated = await updateEndpoint(db, c.tenantId, d.endpoint_id, {
-          url: d.url,
-          description: d.description,
-          eventTypes: d.event_types,
-          enabled: d.enabled,
-          now,
-        });
-        if (!updated) throw notFound();
-        // Disabled: nothing more is sent to it; what was pending is given up (redeliver brings it back).
-        if (d.enabled === false) await failPending(db, [updated.id], now, 'the endpoint was disabled');
-        return updated;
-      });
+      const row = await withTransaction(pool, (db) => applyUpdate(db, clock.now(), c.tenantId, d));
       deps.announce(c.tenantId, row.id);
       return { endpoint: endpointView(row) };
     },
@@ -146,4 +111,56 @@ export function endpointRegistry(deps: RegistryDeps) {
     },
   };
 }
+/** The URL must resolve to a public address (unless private targets are allowed). */
+async function checkTargetOf(guard: TargetGuard, url: string): Promise<void> {
+  const refusal = await guard.refusal(new URL(url));
+  if (refusal)
+    throw new AppError('webhook_url_refused', `The URL cannot be a webhook target: ${refusal}.`, { reason: refusal });
+}
+
+/** Insert a tenant's endpoint unless it has the most it may have. */
+async function createWithinLimit(
+  db: PoolClient,
+  deps: Pick<RegistryDeps, 'clock' | 'maxEndpointsPerTenant'>,
+  tenantId: number,
+  d: { url: string; event_types: string[]; description?: string },
+): Promise<Created> {
+  // One creation at a time per tenant, so two at once cannot both pass the limit.
+  await db.query(`SELECT pg_advisory_xact_lock(hashtextextended('webhooks.endpoints', $1))`, [tenantId]);
+  if ((await countEndpoints(db, tenantId)) >= deps.maxEndpointsPerTenant)
+    throw new AppError('webhook_endpoint_limit', undefined, { max_endpoints: deps.maxEndpointsPerTenant });
+  const row = await insertEndpoint(db, {
+    tenantId,
+    url: d.url,
+    description: d.description ?? null,
+    eventTypes: d.event_types,
+    secret: newSigningSecret(),
+    now: deps.clock.now(),
+  });
+  return { endpoint: { ...endpointView(row), secret: row.secret } };
+}
+
+type EndpointChange = {
+  endpoint_id: number;
+  url?: string;
+  event_types?: string[];
+  description?: string | null;
+  enabled?: boolean;
+};
+
+/** Change what the request names; disabling gives up what was pending. */
+async function applyUpdate(db: PoolClient, now: Date, tenantId: number, d: EndpointChange): Promise<EndpointRow> {
+  const updated = await updateEndpoint(db, tenantId, d.endpoint_id, {
+    url: d.url,
+    description: d.description,
+    eventTypes: d.event_types,
+    enabled: d.enabled,
+    now,
+  });
+  if (!updated) throw notFound();
+  // Disabled: nothing more is sent to it; what was pending is given up (redeliver brings it back).
+  if (d.enabled === false) await failPending(db, [updated.id], now, 'the endpoint was disabled');
+  return updated;
+}
+
 export type EndpointRegistry = ReturnType<typeof endpointRegistry>;

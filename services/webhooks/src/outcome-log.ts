@@ -1,5 +1,6 @@
 import { isConnectionLost, type Logger, type Pool } from '@loyalty/runtime';
 import { recordOutcomes, type Outcome } from './store/deliveries.ts';
+import { errorParts } from './error-parts.ts';
 
 /**
  * Group commit of attempt outcomes: outcomes recorded while `statements` statements are in flight
@@ -70,13 +71,13 @@ export class OutcomeLog {
       } catch (err) {
         if (attempt >= retries) {
           this.log.error(
-            { err: (err as Error).message, outcomes: batch.length },
+            { err: errorParts(err).message, outcomes: batch.length },
             'delivery outcomes not written; those deliveries are sent again when their lease ends',
           );
           return;
         }
         const delay = Math.min(200 * 2 ** attempt, 5_000) * (isConnectionLost(err) ? 2 : 1);
-        this.log.warn({ err: (err as Error).message, attempt }, 'writing delivery outcomes failed; retrying');
+        this.log.warn({ err: errorParts(err).message, attempt }, 'writing delivery outcomes failed; retrying');
         await new Promise((r) => setTimeout(r, delay));
       }
     }

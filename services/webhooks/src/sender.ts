@@ -3,6 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { WEBHOOK_HEADERS } from '@loyalty/contracts';
 import { signatureHeader } from './domain/signature.ts';
+import { errorParts } from './error-parts.ts';
 import type { TargetGuard } from './target-guard.ts';
 
 /** How an attempt ended, for the log and the metrics. */
@@ -59,7 +60,8 @@ export class Sender {
     }
     const literal = this.guard.literalRefusal(parsed);
     if (literal) return { outcome: 'refused', httpStatus: null, error: literal, durationMs: 0 };
-    const agent = this.agents[parsed.protocol as 'http:' | 'https:'];
+    const agent =
+      parsed.protocol === 'http:' || parsed.protocol === 'https:' ? this.agents[parsed.protocol] : undefined;
     if (!agent) return { outcome: 'refused', httpStatus: null, error: 'the URL is not http(s)', durationMs: 0 };
     try {
       const status = await this.post(
@@ -135,12 +137,13 @@ class AttemptTimeout extends Error {
 }
 
 function failureOf(err: unknown, timeoutMs: number): Omit<AttemptResult, 'durationMs'> {
-  const e = err as Error & { code?: string; cause?: Error & { code?: string } };
-  const code = e.code ?? e.cause?.code;
+  const e = errorParts(err);
+  const cause = errorParts(e.cause);
+  const code = e.code ?? cause.code;
   if (code === 'ERR_WEBHOOK_ATTEMPT_TIMEOUT')
     return { outcome: 'timeout', httpStatus: null, error: `no answer within ${timeoutMs} ms` };
-  const refused = [e, e.cause].find((x) => x?.code === 'ERR_WEBHOOK_TARGET_REFUSED');
-  if (refused) return { outcome: 'refused', httpStatus: null, error: refused.message };
-  const message = (e.cause?.message ?? e.message ?? 'request failed').slice(0, 300);
+  const refused = [e, cause].find((x) => x.code === 'ERR_WEBHOOK_TARGET_REFUSED');
+  if (refused) return { outcome: 'refused', httpStatus: null, error: refused.message ?? 'the target was refused' };
+  const message = (cause.message ?? e.message ?? 'request failed').slice(0, 300);
   return { outcome: 'connection_error', httpStatus: null, error: code ? `${code}: ${message}` : message };
 }

@@ -1,6 +1,7 @@
 import dns, { type LookupAddress } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import { addressProblem, ipLiteral } from './domain/address-policy.ts';
+import { errorParts } from './error-parts.ts';
 
 /** A webhook target that resolves to an address the platform does not send to. */
 export class RefusedTargetError extends Error {
@@ -43,7 +44,7 @@ export class TargetGuard {
     try {
       addresses = await dns.promises.lookup(url.hostname, { all: true });
     } catch (err) {
-      return `${url.hostname} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'lookup failed'})`;
+      return `${url.hostname} does not resolve (${errorParts(err).code ?? 'lookup failed'})`;
     }
     return this.problemOf(url.hostname, addresses)?.message;
   }
@@ -65,10 +66,12 @@ export class TargetGuard {
     dns.lookup(hostname, { all: true, family: options.family, hints: options.hints }, (err, addresses) => {
       if (err) return callback(err, '', 0);
       const refused = this.problemOf(hostname, addresses);
-      if (refused) return callback(refused, '', 0);
+      const [first] = addresses; // none is refused above
+      if (refused || !first)
+        return callback(refused ?? new RefusedTargetError(`${hostname} resolves to no address`), '', 0);
       // Node asks for every address when it races them (autoSelectFamily), else for one.
-      if (options.all) (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
-      else callback(null, addresses[0]!.address, addresses[0]!.family);
+      if (options.all) callback(null, addresses);
+      else callback(null, first.address, first.family);
     });
   }
 }

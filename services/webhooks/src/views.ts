@@ -1,6 +1,10 @@
 import type { WebhookDelivery, WebhookEndpoint } from '@loyalty/contracts';
+import { z } from 'zod';
 import type { LoggedDelivery } from './store/deliveries.ts';
 import type { EndpointRow } from './store/endpoints.ts';
+
+/** What the log shows of a stored body: its data (the rest is in the delivery's columns). */
+const SentBody = z.object({ data: z.record(z.string(), z.unknown()) });
 
 const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
 
@@ -23,7 +27,7 @@ export function endpointView(e: EndpointRow): WebhookEndpoint {
 
 /** A delivery of the log: its event (the body that is sent), its attempts, its state. */
 export function deliveryView(d: LoggedDelivery): WebhookDelivery {
-  const sent = JSON.parse(d.body) as { data: Record<string, unknown> };
+  const sent = SentBody.parse(JSON.parse(d.body));
   return {
     id: d.id,
     endpoint_id: d.endpoint_id,

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import swagger from '@fastify/swagger';
+import swagger, { type StaticDocumentSpec } from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import {
   buildOpenApiDocument,
@@ -27,10 +27,11 @@ async function serveDocument(
   jsonPath: string,
   uiPrefix: string,
 ): Promise<void> {
+  if (!isOpenApiDocument(document)) throw new Error(`The document served at ${jsonPath} is not an OpenAPI document.`);
   const body = JSON.stringify(document);
   const etag = `"${createHash('sha256').update(body).digest('base64url')}"`;
   await app.register(async (scope) => {
-    await scope.register(swagger, { mode: 'static', specification: { document: document as never } });
+    await scope.register(swagger, { mode: 'static', specification: { document } });
     await scope.register(swaggerUi, { routePrefix: uiPrefix });
   });
   app.get(jsonPath, { logLevel: 'warn' }, async (req, reply) => {
@@ -40,6 +41,13 @@ async function serveDocument(
       return reply.code(304).send();
     return reply.type('application/json; charset=utf-8').send(body);
   });
+}
+
+/** The contract tables' documents come typed as plain records; swagger's static mode wants an OpenAPI one. */
+function isOpenApiDocument(document: unknown): document is StaticDocumentSpec['document'] {
+  if (typeof document !== 'object' || document === null) return false;
+  const { openapi, info, paths } = { openapi: undefined, info: undefined, paths: undefined, ...document };
+  return typeof openapi === 'string' && typeof info === 'object' && info !== null && typeof paths === 'object';
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
 import type { Redis } from 'ioredis';
@@ -69,34 +69,7 @@ export const rateLimiting = fp<RateLimitOptions>(
     const store = sharedRateLimitStore(redis, `${config.REDIS_KEY_PREFIX}rate:`, config.RATE_LIMIT_SYNC_MS);
     const window = config.RATE_LIMIT_WINDOW_MS;
 
-    const cachedAppKey = (req: FastifyRequest) => {
-      const appId = header(req, 'x-app-id');
-      const apiKey = header(req, 'x-api-key');
-      return appId !== undefined && apiKey !== undefined && credentials.isCached(appId, apiKey);
-    };
-
-    app.addHook('onRequest', async (req) => {
-      const url = req.routeOptions.url;
-      if (url === undefined || !(isApi(url) || isOperatorApi(url) || isStaffApi(url))) {
-        const n = store.hit(`ip:${req.ip}`, window);
-        if (n.current > config.IP_RATE_LIMIT_MAX)
-          throw limited(`Rate limit of ${config.IP_RATE_LIMIT_MAX} requests per address reached.`, n.ttl);
-        return;
-      }
-      const failures = store.peek(`auth-fail:${req.ip}`);
-      if (failures.current >= config.AUTH_FAILURE_LIMIT && !(isApi(url) && cachedAppKey(req)))
-        throw limited('Too many failed authentications from this address.', failures.ttl);
-      if (isOperatorApi(url)) {
-        const n = store.hit(`op:${req.ip}`, window);
-        if (n.current > config.OPERATOR_RATE_LIMIT_MAX)
-          throw limited(`Rate limit of ${config.OPERATOR_RATE_LIMIT_MAX} operator requests reached.`, n.ttl);
-      }
-      if (isStaffApi(url)) {
-        const n = store.hit(`staff:${req.ip}`, window);
-        if (n.current > config.STAFF_RATE_LIMIT_MAX)
-          throw limited(`Rate limit of ${config.STAFF_RATE_LIMIT_MAX} staff requests reached.`, n.ttl);
-      }
-    });
+    app.addHook('onRequest', addressLimits(store, config, credentials));
 
     app.addHook('onError', async (req, _reply, err) => {
       if (err instanceof AppError && AUTH_FAILURES.has(err.code))
@@ -122,18 +95,63 @@ export const rateLimiting = fp<RateLimitOptions>(
         ),
     });
 
-    // The per-app limit in the IETF draft's fields too (draft-ietf-httpapi-ratelimit-headers:
-    // a Structured Fields list of quota policies and their current state), next to the
-    // X-RateLimit-* fields @fastify/rate-limit writes on the responses it counted, 429 included.
-    const policy = `"${RATE_POLICY}";q=${config.RATE_LIMIT_MAX};w=${Math.max(1, Math.ceil(window / 1000))}`;
-    app.addHook('onSend', async (_req, reply, payload) => {
-      const remaining = reply.getHeader('x-ratelimit-remaining');
-      const reset = reply.getHeader('x-ratelimit-reset');
-      if (remaining === undefined || reset === undefined) return payload;
-      reply.header('RateLimit-Policy', policy);
-      reply.header('RateLimit', `"${RATE_POLICY}";r=${Number(remaining)};t=${Number(reset)}`);
-      return payload;
-    });
+    app.addHook('onSend', draftRateLimitFields(config.RATE_LIMIT_MAX, window));
   },
   { name: 'gateway-rate-limit', fastify: '5.x', dependencies: ['gateway-credentials'] },
 );
+
+/**
+ * The per-address limits, before authentication: failed authentications, then the operator and
+ * staff APIs' own counts; everything else (unknown routes included) under IP_RATE_LIMIT_MAX.
+ */
+function addressLimits(
+  store: ReturnType<typeof sharedRateLimitStore>,
+  config: RateLimitOptions['config'],
+  credentials: CredentialResolver,
+) {
+  const window = config.RATE_LIMIT_WINDOW_MS;
+  const cachedAppKey = (req: FastifyRequest) => {
+    const appId = header(req, 'x-app-id');
+    const apiKey = header(req, 'x-api-key');
+    return appId !== undefined && apiKey !== undefined && credentials.isCached(appId, apiKey);
+  };
+  return async (req: FastifyRequest): Promise<void> => {
+    const url = req.routeOptions.url;
+    if (url === undefined || !(isApi(url) || isOperatorApi(url) || isStaffApi(url))) {
+      const n = store.hit(`ip:${req.ip}`, window);
+      if (n.current > config.IP_RATE_LIMIT_MAX)
+        throw limited(`Rate limit of ${config.IP_RATE_LIMIT_MAX} requests per address reached.`, n.ttl);
+      return;
+    }
+    const failures = store.peek(`auth-fail:${req.ip}`);
+    if (failures.current >= config.AUTH_FAILURE_LIMIT && !(isApi(url) && cachedAppKey(req)))
+      throw limited('Too many failed authentications from this address.', failures.ttl);
+    if (isOperatorApi(url)) {
+      const n = store.hit(`op:${req.ip}`, window);
+      if (n.current > config.OPERATOR_RATE_LIMIT_MAX)
+        throw limited(`Rate limit of ${config.OPERATOR_RATE_LIMIT_MAX} operator requests reached.`, n.ttl);
+    }
+    if (isStaffApi(url)) {
+      const n = store.hit(`staff:${req.ip}`, window);
+      if (n.current > config.STAFF_RATE_LIMIT_MAX)
+        throw limited(`Rate limit of ${config.STAFF_RATE_LIMIT_MAX} staff requests reached.`, n.ttl);
+    }
+  };
+}
+
+/**
+ * The per-app limit in the IETF draft's fields too (draft-ietf-httpapi-ratelimit-headers: a
+ * Structured Fields list of quota policies and their current state), next to the X-RateLimit-*
+ * fields @fastify/rate-limit writes on the responses it counted, 429 included.
+ */
+function draftRateLimitFields(max: number, windowMs: number) {
+  const policy = `"${RATE_POLICY}";q=${max};w=${Math.max(1, Math.ceil(windowMs / 1000))}`;
+  return async (_req: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> => {
+    const remaining = reply.getHeader('x-ratelimit-remaining');
+    const reset = reply.getHeader('x-ratelimit-reset');
+    if (remaining === undefined || reset === undefined) return payload;
+    reply.header('RateLimit-Policy', policy);
+    reply.header('RateLimit', `"${RATE_POLICY}";r=${Number(remaining)};t=${Number(reset)}`);
+    return payload;
+  };
+}

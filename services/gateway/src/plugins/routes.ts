@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import {
   AppError,
@@ -25,6 +25,13 @@ export interface RoutesOptions {
   redis: Redis;
 }
 
+type Forward = (
+  req: FastifyRequest,
+  reply: FastifyReply,
+  meta: unknown,
+  beforeSend?: () => Promise<void>,
+) => Promise<FastifyReply>;
+
 /**
  * The routes of the contract tables, one loop each: `/api/v1` operations behind the app
  * credentials and the rate limit, operator operations behind the operator token. Each builds the
@@ -32,86 +39,10 @@ export interface RoutesOptions {
  * its answer in the envelope.
  */
 export const contractRoutes = fp<RoutesOptions>(
-  async (app, { config, nc, subjects, redis }) => {
-    const forwarder = (op: Operation) => {
-      const subject = subjects.op(op.service, op.operation);
-      return async (req: FastifyRequest, reply: FastifyReply, meta: unknown, beforeSend?: () => Promise<void>) => {
-        const input = buildOperationInput(op, { params: req.params, query: req.query, body: req.body });
-        if (!input.ok) {
-          const names = [...new Set(input.fields.map((f) => f.field))].join(', ');
-          return sendFailure(
-            reply,
-            new AppError('validation_error', `Invalid request: ${names}.`, { fields: input.fields }),
-          );
-        }
-        await beforeSend?.();
-        const message = await callService(nc, subject, { meta, data: input.data }, req.id, config.REQUEST_TIMEOUT_MS);
-        return sendReply(reply, message);
-      };
-    };
-
-    for (const op of Object.values(operations)) {
-      const forward = forwarder(op);
-      app.route({
-        method: op.method,
-        url: op.path,
-        config: { rateLimit: {} },
-        preValidation: app.authenticate(op),
-        handler: async (req, reply) => {
-          const meta = req.meta;
-          const key = meta?.idempotency_key;
-          // A valid request carrying a key binds it to this operation (idempotency.ts) before it is sent.
-          const claim =
-            meta && key !== undefined
-              ? () =>
-                  claimIdempotencyKey(
-                    redis,
-                    config.REDIS_KEY_PREFIX,
-                    { tenantId: meta.tenant_id, key, operation: op.operation },
-                    config.REQUEST_TIMEOUT_MS,
-                  )
-              : undefined;
-          return forward(req, reply, meta, claim);
-        },
-      });
-    }
-
-    // The staff API: staff token (except sign-in), role, the tenant's Idempotency-Keys as above.
-    for (const op of Object.values(staffApiOperations)) {
-      const forward = forwarder(op);
-      app.route({
-        method: op.method,
-        url: op.path,
-        ...(op.staffRole ? { preValidation: app.authenticateStaff(op) } : {}),
-        handler: async (req, reply) => {
-          const meta = req.staffMeta;
-          if (!meta) return forward(req, reply, { request_id: req.id });
-          const key = meta.idempotency_key;
-          const claim =
-            key !== undefined
-              ? () =>
-                  claimIdempotencyKey(
-                    redis,
-                    config.REDIS_KEY_PREFIX,
-                    { tenantId: meta.tenant_id, key, operation: op.operation },
-                    config.REQUEST_TIMEOUT_MS,
-                  )
-              : undefined;
-          return forward(req, reply, meta, claim);
-        },
-      });
-    }
-
-    const checkOperatorToken = operatorTokenCheck(config.OPERATOR_TOKEN);
-    for (const op of Object.values(operatorOperations)) {
-      const forward = forwarder(op);
-      app.route({
-        method: op.method,
-        url: op.path,
-        preValidation: checkOperatorToken,
-        handler: async (req, reply) => forward(req, reply, { request_id: req.id, operator: true }),
-      });
-    }
+  async (app, deps) => {
+    apiRoutes(app, deps);
+    staffRoutes(app, deps);
+    operatorRoutes(app, deps);
   },
   {
     name: 'gateway-routes',
@@ -120,6 +51,90 @@ export const contractRoutes = fp<RoutesOptions>(
     encapsulate: true,
   },
 );
+
+/** The handler core of one operation: its input from the request, one NATS call, the answer in the envelope. */
+function forwarder({ config, nc, subjects }: RoutesOptions, op: Operation): Forward {
+  const subject = subjects.op(op.service, op.operation);
+  return async (req, reply, meta, beforeSend) => {
+    const input = buildOperationInput(op, { params: req.params, query: req.query, body: req.body });
+    if (!input.ok) {
+      const names = [...new Set(input.fields.map((f) => f.field))].join(', ');
+      return sendFailure(
+        reply,
+        new AppError('validation_error', `Invalid request: ${names}.`, { fields: input.fields }),
+      );
+    }
+    await beforeSend?.();
+    const message = await callService(nc, subject, { meta, data: input.data }, req.id, config.REQUEST_TIMEOUT_MS);
+    return sendReply(reply, message);
+  };
+}
+
+/** A valid request carrying a key binds it to this operation (idempotency.ts) before it is sent. */
+function idempotencyClaim(
+  { config, redis }: RoutesOptions,
+  op: Operation,
+  tenantId: number,
+  key: string | undefined,
+): (() => Promise<void>) | undefined {
+  if (key === undefined) return undefined;
+  return () =>
+    claimIdempotencyKey(
+      redis,
+      config.REDIS_KEY_PREFIX,
+      { tenantId, key, operation: op.operation },
+      config.REQUEST_TIMEOUT_MS,
+    );
+}
+
+/** The `/api/v1` operations: app credentials, scope, rate limit. */
+function apiRoutes(app: FastifyInstance, deps: RoutesOptions): void {
+  for (const op of Object.values(operations)) {
+    const forward = forwarder(deps, op);
+    app.route({
+      method: op.method,
+      url: op.path,
+      config: { rateLimit: {} },
+      preValidation: app.authenticate(op),
+      handler: async (req, reply) => {
+        const meta = req.meta;
+        const claim = meta ? idempotencyClaim(deps, op, meta.tenant_id, meta.idempotency_key) : undefined;
+        return forward(req, reply, meta, claim);
+      },
+    });
+  }
+}
+
+/** The staff API: staff token (except sign-in), role, the tenant's Idempotency-Keys as above. */
+function staffRoutes(app: FastifyInstance, deps: RoutesOptions): void {
+  for (const op of Object.values(staffApiOperations)) {
+    const forward = forwarder(deps, op);
+    app.route({
+      method: op.method,
+      url: op.path,
+      ...(op.staffRole ? { preValidation: app.authenticateStaff(op) } : {}),
+      handler: async (req, reply) => {
+        const meta = req.staffMeta;
+        if (!meta) return forward(req, reply, { request_id: req.id });
+        return forward(req, reply, meta, idempotencyClaim(deps, op, meta.tenant_id, meta.idempotency_key));
+      },
+    });
+  }
+}
+
+/** The operator API, behind the operator token. */
+function operatorRoutes(app: FastifyInstance, deps: RoutesOptions): void {
+  const checkOperatorToken = operatorTokenCheck(deps.config.OPERATOR_TOKEN);
+  for (const op of Object.values(operatorOperations)) {
+    const forward = forwarder(deps, op);
+    app.route({
+      method: op.method,
+      url: op.path,
+      preValidation: checkOperatorToken,
+      handler: async (req, reply) => forward(req, reply, { request_id: req.id, operator: true }),
+    });
+  }
+}
 
 /** The preValidation hook of the operator API: `Authorization: Bearer <OPERATOR_TOKEN>`; unset refuses all. */
 function operatorTokenCheck(token: string | undefined) {
