@@ -9,7 +9,7 @@ import {
   type Queryable,
   type ReplayStore,
 } from '@loyalty/runtime';
-import { planRefund, type RefundPlan } from './domain/lots.ts';
+import { planRefund, type RefundPlan } from './lots/terms.ts';
 import type { JournalEvent } from './domain/journal.ts';
 import { fromCents, MAX_BALANCE } from './domain/money.ts';
 import type { CardCache } from './card-cache.ts';
@@ -41,7 +41,7 @@ import {
   type AccountAmounts,
   type Expiry,
   type LotEventSubjects,
-} from './store/lots.ts';
+} from './lots/store.ts';
 
 export interface LedgerDeps {
   pool: Pool;
@@ -53,7 +53,7 @@ export interface LedgerDeps {
   postings: PostingBatcher;
   outbox: Outbox;
   replays: ReplayStore;
-  /** Subjects of the expiry events a settle writes (store/lots.ts). */
+  /** Subjects of the expiry events a settle writes (lots/store.ts). */
   expiredSubjects: LotEventSubjects;
 }
 

@@ -10,11 +10,11 @@ import {
 } from '@loyalty/contracts';
 import { Endpoints } from '@loyalty/runtime';
 import type { CardCatalogue } from './card-catalogue.ts';
-import type { cashbackProduct } from './cashback.ts';
-import type { Holds } from './holds.ts';
+import type { cashbackProduct } from './products/cashback.ts';
+import type { Holds } from './lots/holds.ts';
 import type { MemberPins } from './member-pins.ts';
-import type { pointsProduct } from './points.ts';
-import type { quotes as quotesOf } from './quotes.ts';
+import type { pointsProduct } from './products/points.ts';
+import type { quotes as quotesOf } from './products/quotes.ts';
 import type { staffDesk } from './staff-desk.ts';
 
 /** Subject -> handler table of the ledger. Handlers stay thin: validate, delegate. */

@@ -4,4 +4,4 @@ export { readConfig as readLedgerConfig, LedgerConfig } from './config.ts';
 // directly (the benchmark's tuned baseline issues exactly what the ledger issues).
 export { PostingBatcher } from './posting-batcher.ts';
 export { findBalance, JOURNAL_PAGE, postingStatement, postMany, type Posting } from './store/accounts.ts';
-export { accountState } from './store/lots.ts';
+export { accountState } from './lots/store.ts';

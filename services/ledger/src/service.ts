@@ -12,16 +12,16 @@ import {
 import { accounting } from './accounting.ts';
 import { CardCache } from './card-cache.ts';
 import { cardCatalogue } from './card-catalogue.ts';
-import { cashbackProduct } from './cashback.ts';
+import { cashbackProduct } from './products/cashback.ts';
 import type { LedgerConfig } from './config.ts';
 import { ledgerEndpoints } from './endpoints.ts';
 import { memberDirectory } from './clients.ts';
 import { memberPins } from './member-pins.ts';
-import { pointsProduct } from './points.ts';
-import { holdsOf } from './holds.ts';
-import { LotSweeper, type LotSweep } from './lot-sweeper.ts';
+import { pointsProduct } from './products/points.ts';
+import { holdsOf } from './lots/holds.ts';
+import { LotSweeper, type LotSweep } from './lots/sweeper.ts';
 import { PostingBatcher } from './posting-batcher.ts';
-import { quotes } from './quotes.ts';
+import { quotes } from './products/quotes.ts';
 import { staffDesk } from './staff-desk.ts';
 import { postMany } from './store/accounts.ts';
 

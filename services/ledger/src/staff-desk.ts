@@ -1,13 +1,13 @@
 import { AppError, type StaffMeta } from '@loyalty/contracts';
 import { auditActor, recordAudit } from '@loyalty/runtime';
 import type { Accounting, LedgerDeps, LedgerMeta } from './accounting.ts';
-import type { cashbackProduct } from './cashback.ts';
+import type { cashbackProduct } from './products/cashback.ts';
 import { balanceFields } from './domain/balance-view.ts';
-import { lotTerms } from './domain/lots.ts';
+import { lotTerms } from './lots/terms.ts';
 import { fromCents, toCents } from './domain/money.ts';
 import { journalEvents } from './events.ts';
-import { lotEventFields } from './lot-views.ts';
-import type { pointsProduct } from './points.ts';
+import { lotEventFields } from './lots/views.ts';
+import type { pointsProduct } from './products/points.ts';
 import { findBalance } from './store/accounts.ts';
 import { listCards, type Card } from './store/cards.ts';
 

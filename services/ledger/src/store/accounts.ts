@@ -1,6 +1,6 @@
 import type { OutboxEvent, Queryable } from '@loyalty/runtime';
 import type { JournalEvent } from '../domain/journal.ts';
-import type { LotTerms } from '../domain/lots.ts';
+import type { LotTerms } from '../lots/terms.ts';
 import { MAX_BALANCE } from '../domain/money.ts';
 
 /**
@@ -30,7 +30,7 @@ export interface Movement {
   rewardId?: number | null;
   metadata?: Record<string, unknown> | null;
   at: Date;
-  /** A credit's lot: when it becomes spendable and when it expires (domain/lots.ts). Debits have none. */
+  /** A credit's lot: when it becomes spendable and when it expires (lots/terms.ts). Debits have none. */
   lot?: LotTerms;
 }
 
@@ -181,7 +181,7 @@ export async function postMany(
   });
 }
 
-/** Set a locked account's spendable and pending amounts (after `lockAccount`, store/lots.ts). */
+/** Set a locked account's spendable and pending amounts (after `lockAccount`, lots/store.ts). */
 export async function setAmounts(
   db: Queryable,
   k: AccountKey,

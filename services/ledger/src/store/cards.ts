@@ -18,7 +18,7 @@ export interface Card {
   referee_bonus: number;
   referral_bonus_on_first_purchase: boolean;
   claim_lifetime_hours: number;
-  /** Lifecycle of credits (domain/lots.ts): null expiry_days never expires. */
+  /** Lifecycle of credits (lots/terms.ts): null expiry_days never expires. */
   expiry_days: number | null;
   pending_days: number;
   expiry_warning_days: number;

@@ -1,16 +1,16 @@
 import { AppError } from '@loyalty/contracts';
-import type { Accounting, LedgerDeps, LedgerMeta } from './accounting.ts';
-import { memberBy } from './accounting.ts';
-import { cardOfKind } from './card-catalogue.ts';
-import { pointsFor } from './domain/formulas.ts';
-import type { JournalEvent } from './domain/journal.ts';
-import { fromCents, parseDecimal, toCents } from './domain/money.ts';
-import { journalEvents } from './events.ts';
-import { findBalance } from './store/accounts.ts';
-import { lotTerms, type LotTerms } from './domain/lots.ts';
-import { creditTerms, lotEventFields } from './lot-views.ts';
-import type { Holds } from './holds.ts';
-import { findReward } from './store/cards.ts';
+import type { Accounting, LedgerDeps, LedgerMeta } from '../accounting.ts';
+import { memberBy } from '../accounting.ts';
+import { cardOfKind } from '../card-catalogue.ts';
+import { pointsFor } from '../domain/formulas.ts';
+import type { JournalEvent } from '../domain/journal.ts';
+import { fromCents, parseDecimal, toCents } from '../domain/money.ts';
+import { journalEvents } from '../events.ts';
+import { findBalance } from '../store/accounts.ts';
+import { lotTerms, type LotTerms } from '../lots/terms.ts';
+import { creditTerms, lotEventFields } from '../lots/views.ts';
+import type { Holds } from '../lots/holds.ts';
+import { findReward } from '../store/cards.ts';
 
 type MemberRef = { member_id?: number; email?: string; phone?: string };
 

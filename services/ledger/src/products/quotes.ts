@@ -1,13 +1,13 @@
 import { AppError, type CashbackQuoteBody, type PointsQuoteBody, type QuoteWarning } from '@loyalty/contracts';
 import type { z } from 'zod';
-import type { Accounting, AccountView, LedgerDeps, LedgerMeta } from './accounting.ts';
-import { memberBy } from './accounting.ts';
-import { cardOfKind, cashbackConfigView, cashbackRule } from './card-catalogue.ts';
-import { cashbackFor, pointsFor } from './domain/formulas.ts';
-import { lotTerms } from './domain/lots.ts';
-import { fromCents, MAX_BALANCE, parseDecimal, toCents } from './domain/money.ts';
-import { earnByReference } from './store/accounts.ts';
-import { findReward, type Card } from './store/cards.ts';
+import type { Accounting, AccountView, LedgerDeps, LedgerMeta } from '../accounting.ts';
+import { memberBy } from '../accounting.ts';
+import { cardOfKind, cashbackConfigView, cashbackRule } from '../card-catalogue.ts';
+import { cashbackFor, pointsFor } from '../domain/formulas.ts';
+import { lotTerms } from '../lots/terms.ts';
+import { fromCents, MAX_BALANCE, parseDecimal, toCents } from '../domain/money.ts';
+import { earnByReference } from '../store/accounts.ts';
+import { findReward, type Card } from '../store/cards.ts';
 
 type Warning = QuoteWarning;
 

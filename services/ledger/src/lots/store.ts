@@ -1,5 +1,5 @@
 import type { Queryable } from '@loyalty/runtime';
-import type { AccountKey } from './accounts.ts';
+import type { AccountKey } from '../store/accounts.ts';
 
 /**
  * Lots (one per credit) and what time does to them. The rule that keeps them equal to the

@@ -1,5 +1,5 @@
 import type { Queryable } from '@loyalty/runtime';
-import type { AccountKey } from './accounts.ts';
+import type { AccountKey } from '../store/accounts.ts';
 
 /** A reservation of spendable points (or cents) under a key, e.g. `claim:<id>` (see holds.ts). */
 export interface Hold {
@@ -16,7 +16,7 @@ export interface Hold {
   settled_at: Date | null;
 }
 
-/** The tenant's hold under `key`; `lock` takes its row lock (after the account's: see store/lots.ts). */
+/** The tenant's hold under `key`; `lock` takes its row lock (after the account's: see store.ts). */
 export async function findHold(db: Queryable, tenantId: number, key: string, lock = false): Promise<Hold | undefined> {
   const { rows } = await db.query<Hold>(
     `SELECT * FROM ledger.holds WHERE tenant_id = $1 AND key = $2${lock ? ' FOR UPDATE' : ''}`,

@@ -1,12 +1,12 @@
 import { AppError } from '@loyalty/contracts';
 import { withTransaction, type PoolClient } from '@loyalty/runtime';
-import type { Accounting, LedgerDeps, LedgerMeta } from './accounting.ts';
-import { cardOfKind } from './card-catalogue.ts';
-import type { JournalEvent } from './domain/journal.ts';
-import { journalEvents } from './events.ts';
-import { appendJournal, type AccountKey } from './store/accounts.ts';
-import { findHold, insertHold, markCaptured, markReleased, overdueHolds, type Hold } from './store/holds.ts';
-import { returnToLots, takeFromLots } from './store/lots.ts';
+import type { Accounting, LedgerDeps, LedgerMeta } from '../accounting.ts';
+import { cardOfKind } from '../card-catalogue.ts';
+import type { JournalEvent } from '../domain/journal.ts';
+import { journalEvents } from '../events.ts';
+import { appendJournal, type AccountKey } from '../store/accounts.ts';
+import { findHold, insertHold, markCaptured, markReleased, overdueHolds, type Hold } from './hold-store.ts';
+import { returnToLots, takeFromLots } from './store.ts';
 
 /** The movement a claim's approval asks for (internal.points.debit under the claim's key). */
 interface Capture {

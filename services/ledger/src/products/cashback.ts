@@ -1,14 +1,14 @@
 import { AppError } from '@loyalty/contracts';
-import type { Accounting, LedgerDeps, LedgerMeta } from './accounting.ts';
-import { memberBy } from './accounting.ts';
-import { cardOfKind, cashbackConfigView, cashbackRule } from './card-catalogue.ts';
-import { cashbackFor } from './domain/formulas.ts';
-import { cashbackEntryType } from './domain/journal.ts';
-import { fromCents, toCents } from './domain/money.ts';
-import { journalEvents } from './events.ts';
-import { findBalance } from './store/accounts.ts';
-import { lotTerms, type LotTerms } from './domain/lots.ts';
-import { creditTerms, lotEventFields } from './lot-views.ts';
+import type { Accounting, LedgerDeps, LedgerMeta } from '../accounting.ts';
+import { memberBy } from '../accounting.ts';
+import { cardOfKind, cashbackConfigView, cashbackRule } from '../card-catalogue.ts';
+import { cashbackFor } from '../domain/formulas.ts';
+import { cashbackEntryType } from '../domain/journal.ts';
+import { fromCents, toCents } from '../domain/money.ts';
+import { journalEvents } from '../events.ts';
+import { findBalance } from '../store/accounts.ts';
+import { lotTerms, type LotTerms } from '../lots/terms.ts';
+import { creditTerms, lotEventFields } from '../lots/views.ts';
 
 type MemberRef = { member_id?: number; email?: string; phone?: string };
 
