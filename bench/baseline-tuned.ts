@@ -44,9 +44,9 @@ async function post(
     data: { ...e.data, event: m.event },
   };
   const posted = await postings.post(direction, {
-    k,
-    m: { ...m, at },
-    e: { id, subject: `bench_tuned.events.ledger.${e.type}`, envelope, unit: e.unit },
+    account: k,
+    movement: { ...m, at },
+    event: { id, subject: `bench_tuned.events.ledger.${e.type}`, envelope, unit: e.unit },
   });
   return posted !== undefined;
 }

@@ -9,7 +9,7 @@ import {
   type Pool,
   type Queryable,
 } from '@loyalty/runtime';
-import { decimal, decimalNumber, decimalText, fromCents, parseDecimal, toCents } from './domain/money.ts';
+import { decimal, decimalNumber, decimalText, fromCents, parseDecimal, toCents, type Decimal } from './domain/money.ts';
 import type { CardCache } from './card-cache.ts';
 import type { CashbackRule } from './domain/formulas.ts';
 import {
@@ -29,11 +29,16 @@ import {
 
 export function cashbackConfigView(c: Card) {
   return {
-    cashback_percentage: decimalNumber(parseDecimal(c.cashback_percentage ?? '0')),
+    cashback_percentage: cashbackPercentage(c),
     cashback_min_amount: fromCents(c.cashback_min_cents ?? 0),
     cashback_max_amount: c.cashback_max_cents === null ? null : fromCents(c.cashback_max_cents),
     allows_pin_redemption: c.allows_pin_redemption,
   };
+}
+
+/** A cashback card's percentage as the interface writes it. */
+export function cashbackPercentage(c: Card): number {
+  return decimalNumber(parseDecimal(c.cashback_percentage ?? '0'));
 }
 
 /** A card as the operator sees it. */
@@ -108,6 +113,12 @@ export function cashbackRule(c: Card): CashbackRule {
     minCents: c.cashback_min_cents ?? 0,
     maxCents: c.cashback_max_cents,
   };
+}
+
+/** A points card's ratio (points per currency unit); the table requires one on every points card. */
+export function pointsRatio(c: Card): Decimal {
+  if (c.points_ratio === null) throw new Error(`points card ${c.id} has no points_ratio`);
+  return parseDecimal(c.points_ratio);
 }
 
 // ---- lookups ------------------------------------------------------------------------------------
