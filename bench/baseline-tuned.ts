@@ -44,9 +44,9 @@ async function post(
     data: { ...e.data, event: m.event },
   };
   const posted = await postings.post(direction, {
-    k,
-    m: { ...m, at },
-    e: { id, subject: `bench_tuned.events.ledger.${e.type}`, envelope, unit: e.unit },
+    account: k,
+    movement: { ...m, at },
+    event: { id, subject: `bench_tuned.events.ledger.${e.type}`, envelope, unit: e.unit },
   });
   return posted !== undefined;
 }
@@ -203,7 +203,7 @@ export function tunedScenario(
       return {
         async op(i) {
           const card = await lookups.card(f.pointsCardId);
-          // services/ledger/src/store/lots.ts accountState: the amounts and the next expiries in one statement
+          // services/ledger/src/lots/store.ts accountState: the amounts and the next expiries in one statement
           const account = await accountState(pool, card.id, member(i));
           if (account === undefined) await lookups.member(member(i));
           return 200;

@@ -1,4 +1,4 @@
-// Expiry: how fast the ledger's lot sweep (services/ledger/src/lot-sweeper.ts) expires lots when
+// Expiry: how fast the ledger's lot sweep (services/ledger/src/lots/sweeper.ts) expires lots when
 // many are due at once. A points card gets `lots` spendable lots, `lotsPerAccount` per account,
 // all already past their expiry, written with SQL (generate_series) as if credited long ago: the
 // accounts, their credit journal rows and their lots agree as the ledger keeps them. The running

@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { operations, operatorOperations, staffApiOperations, type Operation } from '@loyalty/contracts';
-import { cashbackCard, pointsCard, reward, signedIn } from '../../services/ledger/test/support.ts';
+import { cashbackCard, pointsCard, reward, signedIn } from '../support/ledger.ts';
 import { signIn } from '../support/staff.ts';
 import { apiClient, OPERATOR_TOKEN, staffClient, startTestSystem, type TestSystem } from '../support/system.ts';
 import { unwrap } from '../support/zod-schema.ts';

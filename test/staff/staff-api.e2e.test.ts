@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../scripts/admin-cli.ts';
 import { consoleTenant, eventually, signIn, type ConsoleTenant, type StaffApi } from '../support/staff.ts';
 import { OPERATOR_TOKEN, staffClient, startTestSystem, type TestSystem } from '../support/system.ts';
-import { lotsAgree } from '../../services/ledger/test/support.ts';
+import { lotsAgree } from '../support/ledger.ts';
 
 /**
  * The staff API end to end through the gateway (every service, real Postgres, NATS, Redis, SMTP):

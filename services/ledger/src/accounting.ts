@@ -9,7 +9,7 @@ import {
   type Queryable,
   type ReplayStore,
 } from '@loyalty/runtime';
-import { planRefund, type RefundPlan } from './domain/lots.ts';
+import { planRefund, type RefundPlan } from './lots/terms.ts';
 import type { JournalEvent } from './domain/journal.ts';
 import { fromCents, MAX_BALANCE } from './domain/money.ts';
 import type { CardCache } from './card-cache.ts';
@@ -41,7 +41,7 @@ import {
   type AccountAmounts,
   type Expiry,
   type LotEventSubjects,
-} from './store/lots.ts';
+} from './lots/store.ts';
 
 export interface LedgerDeps {
   pool: Pool;
@@ -53,7 +53,7 @@ export interface LedgerDeps {
   postings: PostingBatcher;
   outbox: Outbox;
   replays: ReplayStore;
-  /** Subjects of the expiry events a settle writes (store/lots.ts). */
+  /** Subjects of the expiry events a settle writes (lots/store.ts). */
   expiredSubjects: LotEventSubjects;
 }
 
@@ -75,7 +75,7 @@ export interface AccountView {
   next_expiries: Expiry[];
 }
 
-const EMPTY_ACCOUNT: AccountView = { balance: 0, pending: 0, held: 0, next_expiries: [] };
+export const EMPTY_ACCOUNT: AccountView = { balance: 0, pending: 0, held: 0, next_expiries: [] };
 
 function duplicateReference(originalId: number | undefined): AppError {
   return new AppError(
@@ -92,7 +92,13 @@ export function memberBy(d: { member_id?: number; email?: string; phone?: string
   return { phone: d.phone };
 }
 
-type Direction = 'credit' | 'debit';
+export type Direction = 'credit' | 'debit';
+
+/** What a debit the spendable balance did not cover answers (it wrote nothing); reads with `db`. */
+export type Uncovered = (db: Queryable) => Promise<AppError>;
+
+/** A posting's direction; a debit names its refusal, for when the spendable balance does not cover it. */
+export type PostingDirection = { direction: 'credit' } | { direction: 'debit'; uncovered: Uncovered };
 
 /** Which operation a change is, for its Idempotency-Key record: keys of HTTP clients and of other services are kept apart. */
 export interface OperationKey {
@@ -100,6 +106,14 @@ export interface OperationKey {
   data: unknown;
   source: 'http' | 'service';
 }
+
+/** How `posting` posts: its operation, its direction and, for an earn, the reference it claims. */
+export type PostingOptions<T> = OperationKey &
+  PostingDirection & {
+    earnReference?: { cardId: number; reference: string };
+    /** With a key: run first in the key's transaction; an answer other than undefined replaces the posting. */
+    instead?: (db: PoolClient, at: Date) => Promise<T | undefined>;
+  };
 
 function replayKey(meta: LedgerMeta, opts: OperationKey) {
   if (meta.idempotency_key === undefined) return undefined;
@@ -111,88 +125,220 @@ function replayKey(meta: LedgerMeta, opts: OperationKey) {
   };
 }
 
-function change(p: Posting, entry: PostedEntry | undefined): BalanceChange | undefined {
-  const moved = p.m.lot?.pending ? 0 : (entry?.amount ?? 0);
-  return entry && { entry, previous: entry.balance_after - moved, balance: entry.balance_after };
+function change(p: Posting, entry: PostedEntry): BalanceChange {
+  const moved = p.movement.lot?.pending ? 0 : entry.amount;
+  return { entry, previous: entry.balance_after - moved, balance: entry.balance_after };
 }
 
 const isDue = (a: { next_change_at: Date | null } | undefined, now: Date) =>
   a?.next_change_at != null && a.next_change_at.getTime() <= now.getTime();
 
 /**
+ * A credit that would take the balance past MAX_BALANCE (money.ts). One larger than the maximum
+ * by itself is refused before it reaches the database (it could not even be an int8 there).
+ */
+function balanceLimit(p: Posting): AppError {
+  return new AppError('balance_limit_exceeded', undefined, {
+    max_balance: p.event.unit === 'cents' ? fromCents(MAX_BALANCE) : MAX_BALANCE,
+  });
+}
+
+/** The posting's change; a posting the statement did not write is refused: a credit by the balance limit. */
+async function postedOrRefused(
+  how: PostingDirection,
+  p: Posting,
+  entry: PostedEntry | undefined,
+  db: Queryable,
+): Promise<BalanceChange> {
+  if (entry !== undefined) return change(p, entry);
+  throw how.direction === 'credit' ? balanceLimit(p) : await how.uncovered(db);
+}
+
+/**
  * Balance changes shared by cashback (amounts in cents) and points (amounts in points). Each writes
  * the balance change, its lots and its journal row together.
  */
-export function accounting(deps: LedgerDeps) {
-  const { pool } = deps;
-
-  /**
-   * A credit that would take the balance past MAX_BALANCE (money.ts). One larger than the maximum
-   * by itself is refused before it reaches the database (it could not even be an int8 there).
-   */
-  function balanceLimit(p: Posting): AppError {
-    return new AppError('balance_limit_exceeded', undefined, {
-      max_balance: p.e.unit === 'cents' ? fromCents(MAX_BALANCE) : MAX_BALANCE,
-    });
-  }
-
-  /** The posting's change; a credit the statement did not write was refused by the balance limit. */
-  function postedOrRefused(p: Posting & { direction: Direction }, entry: PostedEntry | undefined) {
-    if (entry === undefined && p.direction === 'credit') throw balanceLimit(p);
-    return change(p, entry);
-  }
+export class Accounting {
+  constructor(private readonly deps: LedgerDeps) {}
 
   /**
    * Lock the account and bring it up to now (lots matured or expired since it was last settled)
    * in the caller's transaction, if time has changed it. Answers its amounts after that;
    * undefined: no account (`open` opens an empty one instead).
    */
-  async function settleLocked(
-    db: PoolClient,
-    k: AccountKey,
-    now: Date,
-    open = false,
-  ): Promise<AccountAmounts | undefined> {
+  async settleLocked(db: PoolClient, k: AccountKey, now: Date, open = false): Promise<AccountAmounts | undefined> {
     const amounts = await lockAccount(db, k, now, open);
     if (!isDue(amounts, now)) return amounts;
-    const settled = await settleAccounts(db, [k], now, deps.expiredSubjects);
-    if (settled.expiredLots > 0) deps.outbox.written(db);
+    const settled = await settleAccounts(db, [k], now, this.deps.expiredSubjects);
+    if (settled.expiredLots > 0) this.deps.outbox.written(db);
     return lockAccount(db, k, now, false);
   }
 
+  /**
+   * One posting (a credit, or a debit only when the spendable balance covers it) with its lots,
+   * journal row and event, answered by `reply`. Without an Idempotency-Key it is posted on its
+   * own: it needs no transaction and shares a group-committed statement with the postings of
+   * the same moment. With a key it is posted inside the transaction that holds the key's record,
+   * and the reply is stored there (a retry replays it). `reply` gets the posting `make` made and
+   * reads, if it must, with the `db` it is given. A debit the balance does not cover writes
+   * nothing and throws what its `uncovered` answers; a credit past MAX_BALANCE writes nothing and
+   * throws balance_limit_exceeded.
+   */
+  posting<P extends Posting, T>(
+    meta: LedgerMeta,
+    opts: PostingOptions<T>,
+    make: (at: Date) => P,
+    reply: (change: BalanceChange, posting: P, db: Queryable) => Promise<T> | T,
+  ): Promise<T> {
+    return this.refusingDuplicateReferences(opts.earnReference, async () => {
+      const key = replayKey(meta, opts);
+      if (key === undefined) {
+        const p = make(this.deps.clock.now());
+        return reply(await this.postAlone(opts, p), p, this.deps.pool);
+      }
+      return this.deps.replays.run(key, async (db) => {
+        const at = this.deps.clock.now();
+        const answered = opts.instead && (await opts.instead(db, at));
+        if (answered !== undefined) return answered;
+        const p = make(at);
+        return reply(await this.postInTransaction(db, opts, p), p, db);
+      });
+    });
+  }
+
+  /** A change of several statements in one transaction, with the key's record when there is one. */
+  inTransaction<T>(meta: LedgerMeta, opts: OperationKey, fn: (db: PoolClient) => Promise<T>): Promise<T> {
+    return this.deps.replays.run(
+      replayKey(meta, opts) ?? {
+        tenantId: meta.tenant_id,
+        key: undefined,
+        operation: opts.operation,
+        data: opts.data,
+      },
+      fn,
+    );
+  }
+
+  /**
+   * The refund of a purchase, decided under the account's row lock after a settle. A `reference`
+   * names the refunded purchase: one of this member on this card caps the deduction by what it
+   * earned minus what refunds on it already deducted, and its own lot gives first, pending or
+   * not; one of another member or on another card is refused with refund_reference_mismatch (it
+   * would take from the wrong account; nothing is written); an unknown one earned nothing, so it
+   * deducts nothing unless the amount is `explicit` (cashback_to_deduct / points_to_deduct). The
+   * rest comes from the spendable lots, soonest-expiring first; the spendable balance caps it.
+   */
+  async refund(db: PoolClient, k: AccountKey, e: RefundOrder): Promise<RefundChange> {
+    const before = await this.settleLocked(db, k, e.at, true);
+    if (before === undefined) throw new Error('the account a refund opened is missing');
+    const { cap, lot } = await refundTerms(db, k, e.reference, e.explicit);
+    const plan = planRefund(e.requested, cap, lot ?? null, before.balance);
+    if (lot && plan.fromPurchaseLot > 0) await takeFromLot(db, lot.id, plan.fromPurchaseLot);
+    if (plan.fromBalance > 0) await takeFromLots(db, k, plan.fromBalance);
+    const fromPending = lot?.pending ? plan.fromPurchaseLot : 0;
+    const balance = before.balance - (plan.deducted - fromPending);
+    await setAmounts(db, k, { balance, pending: before.pending - fromPending }, e.at);
+    const entry = await appendJournal(db, k, {
+      event: e.event,
+      amount: -plan.deducted,
+      balanceAfter: balance,
+      purchaseCents: e.refundCents,
+      reference: e.reference,
+      at: e.at,
+    });
+    return { entry, previous: before.balance, balance, plan, fromPending };
+  }
+
+  /** What a refund would do now, without a lock or a write (quotes). */
+  async refundQuote(
+    k: AccountKey,
+    e: { requested: number; explicit: boolean; reference?: string },
+  ): Promise<{ account: AccountView; plan: RefundPlan; fromPending: number }> {
+    const account = (await this.view(k)) ?? EMPTY_ACCOUNT;
+    const { cap, lot } = await refundTerms(this.deps.pool, k, e.reference, e.explicit);
+    const plan = planRefund(e.requested, cap, lot ?? null, account.balance);
+    return { account, plan, fromPending: lot?.pending ? plan.fromPurchaseLot : 0 };
+  }
+
+  /**
+   * The member's account on the card (spendable, pending, held, next expiries). Without an
+   * account the member is asked of identity, so an unknown or foreign member answers
+   * member_not_found and a known one an empty account.
+   */
+  async accountOf(meta: LedgerMeta, cardId: number, memberId: number): Promise<AccountView> {
+    const account = await this.view({ tenantId: meta.tenant_id, cardId, memberId });
+    if (account) return account;
+    await this.deps.members.mustExist(meta, memberId);
+    return EMPTY_ACCOUNT;
+  }
+
+  /** The account if the member has one on the card (no identity call). */
+  findAccount(k: AccountKey): Promise<AccountView | undefined> {
+    return this.view(k);
+  }
+
+  /** A history page; a member without an account on the card gets an empty one if identity knows it. */
+  async historyPage(
+    meta: LedgerMeta,
+    cardId: number,
+    memberId: number,
+    limit: number,
+    offset: number,
+  ): Promise<{ entries: JournalEntry[]; total: number }> {
+    const { pool, clock } = this.deps;
+    let page = await journalPage(pool, cardId, memberId, limit, offset);
+    if (page && isDue(page, clock.now())) {
+      await this.settle({ tenantId: meta.tenant_id, cardId, memberId });
+      page = await journalPage(pool, cardId, memberId, limit, offset);
+    }
+    if (page) return page;
+    await this.deps.members.mustExist(meta, memberId);
+    return { entries: [], total: 0 };
+  }
+
+  /** The member of a refund: an account on the card proves a member_id; otherwise identity decides. */
+  async refundMember(
+    meta: LedgerMeta,
+    cardId: number,
+    d: { member_id?: number; email?: string; phone?: string },
+  ): Promise<number> {
+    if (d.member_id !== undefined && (await findBalance(this.deps.pool, cardId, d.member_id)) !== undefined)
+      return d.member_id;
+    return (await this.deps.members.resolve(meta, memberBy(d))).member.id;
+  }
+
   /** Settle one account now in a transaction of its own, if it is due (a read or a refused debit found it so). */
-  async function settle(k: AccountKey): Promise<void> {
-    await withTransaction(pool, (db) => settleLocked(db, k, deps.clock.now()));
+  private async settle(k: AccountKey): Promise<void> {
+    await withTransaction(this.deps.pool, (db) => this.settleLocked(db, k, this.deps.clock.now()));
   }
 
   /** A posting outside any transaction, group-committed with others (posting-batcher.ts). */
-  async function postAlone(p: Posting & { direction: Direction }): Promise<BalanceChange | undefined> {
-    if (p.direction === 'credit' && p.m.amount > MAX_BALANCE) throw balanceLimit(p);
-    let entry = await deps.postings.post(p.direction, p);
+  private async postAlone(how: PostingDirection, p: Posting): Promise<BalanceChange> {
+    const { postings, pool } = this.deps;
+    if (how.direction === 'credit' && p.movement.amount > MAX_BALANCE) throw balanceLimit(p);
+    let entry = await postings.post(how.direction, p);
     // A debit on an account due a settle was not posted: settle it and post once more.
-    if (entry === undefined && p.direction === 'debit' && isDue(await accountOf(pool, p.k), p.m.at)) {
-      await settle(p.k);
-      entry = await deps.postings.post(p.direction, p);
+    if (entry === undefined && how.direction === 'debit' && isDue(await accountOf(pool, p.account), p.movement.at)) {
+      await this.settle(p.account);
+      entry = await postings.post(how.direction, p);
     }
-    const posted = postedOrRefused(p, entry);
-    if (posted) deps.outbox.written(pool);
+    const posted = await postedOrRefused(how, p, entry, pool);
+    this.deps.outbox.written(pool);
     return posted;
   }
 
   /** A posting inside the caller's transaction; its event is relayed when that commits. */
-  async function postInTransaction(
-    db: PoolClient,
-    p: Posting & { direction: Direction },
-  ): Promise<BalanceChange | undefined> {
-    if (p.direction === 'credit' && p.m.amount > MAX_BALANCE) throw balanceLimit(p);
-    if (p.direction === 'debit') await settleLocked(db, p.k, p.m.at);
-    const posted = postedOrRefused(p, (await postMany(db, p.direction, [p]))[0]);
-    if (posted) deps.outbox.written(db);
+  private async postInTransaction(db: PoolClient, how: PostingDirection, p: Posting): Promise<BalanceChange> {
+    if (how.direction === 'credit' && p.movement.amount > MAX_BALANCE) throw balanceLimit(p);
+    if (how.direction === 'debit') await this.settleLocked(db, p.account, p.movement.at);
+    const [entry] = await postMany(db, how.direction, [p]);
+    const posted = await postedOrRefused(how, p, entry, db);
+    this.deps.outbox.written(db);
     return posted;
   }
 
   /** An earn's reference is unique per card: a second earn with it is a 409 naming the first. */
-  async function refusingDuplicateReferences<T>(
+  private async refusingDuplicateReferences<T>(
     ref: { cardId: number; reference: string } | undefined,
     fn: () => Promise<T>,
   ): Promise<T> {
@@ -200,168 +346,43 @@ export function accounting(deps: LedgerDeps) {
       return await fn();
     } catch (err) {
       if (ref && isUniqueViolation(err, 'journal_earn_reference')) {
-        throw duplicateReference((await earnByReference(pool, ref.cardId, ref.reference))?.id);
+        throw duplicateReference((await earnByReference(this.deps.pool, ref.cardId, ref.reference))?.id);
       }
       throw err;
     }
   }
 
   /** The account as a balance answers it, settled first if time has changed it. */
-  async function view(k: AccountKey): Promise<AccountView | undefined> {
-    let state = await accountState(pool, k.cardId, k.memberId);
-    if (isDue(state, deps.clock.now())) {
-      await settle(k);
-      state = await accountState(pool, k.cardId, k.memberId);
+  private async view(k: AccountKey): Promise<AccountView | undefined> {
+    let state = await accountState(this.deps.pool, k.cardId, k.memberId);
+    if (isDue(state, this.deps.clock.now())) {
+      await this.settle(k);
+      state = await accountState(this.deps.pool, k.cardId, k.memberId);
     }
     return (
       state && { balance: state.balance, pending: state.pending, held: state.held, next_expiries: state.next_expiries }
     );
   }
-
-  return {
-    settleLocked,
-
-    /**
-     * One posting (a credit, or a debit only when the spendable balance covers it) with its lots,
-     * journal row and event, answered by `reply`. Without an Idempotency-Key it is posted on its
-     * own: it needs no transaction and shares a group-committed statement with the postings of
-     * the same moment. With a key it is posted inside the transaction that holds the key's record,
-     * and the reply is stored there (a retry replays it). `reply` gets undefined for a debit the
-     * balance did not cover (nothing was written) and reads, if it must, with the `db` it is given.
-     * A credit past MAX_BALANCE writes nothing and throws balance_limit_exceeded.
-     */
-    async posting<T>(
-      meta: LedgerMeta,
-      opts: OperationKey & {
-        earnReference?: { cardId: number; reference: string };
-        /** With a key: run first in the key's transaction; an answer other than undefined replaces the posting. */
-        instead?: (db: PoolClient, at: Date) => Promise<T | undefined>;
-      },
-      make: (at: Date) => Posting & { direction: Direction },
-      reply: (change: BalanceChange | undefined, db: Queryable) => Promise<T> | T,
-    ): Promise<T> {
-      return refusingDuplicateReferences(opts.earnReference, async () => {
-        const key = replayKey(meta, opts);
-        if (key === undefined) return reply(await postAlone(make(deps.clock.now())), pool);
-        return deps.replays.run(key, async (db) => {
-          const at = deps.clock.now();
-          const answered = opts.instead && (await opts.instead(db, at));
-          if (answered !== undefined) return answered;
-          return reply(await postInTransaction(db, make(at)), db);
-        });
-      });
-    },
-
-    /** A change of several statements in one transaction, with the key's record when there is one. */
-    inTransaction<T>(meta: LedgerMeta, opts: OperationKey, fn: (db: PoolClient) => Promise<T>): Promise<T> {
-      return deps.replays.run(
-        replayKey(meta, opts) ?? {
-          tenantId: meta.tenant_id,
-          key: undefined,
-          operation: opts.operation,
-          data: opts.data,
-        },
-        fn,
-      );
-    },
-
-    /**
-     * The refund of a purchase, decided under the account's row lock after a settle. A `reference`
-     * names the refunded purchase: one of this member on this card caps the deduction by what it
-     * earned minus what refunds on it already deducted, and its own lot gives first, pending or
-     * not; one of another member or on another card is refused with refund_reference_mismatch (it
-     * would take from the wrong account; nothing is written); an unknown one earned nothing, so it
-     * deducts nothing unless the amount is `explicit` (cashback_to_deduct / points_to_deduct). The
-     * rest comes from the spendable lots, soonest-expiring first; the spendable balance caps it.
-     */
-    async refund(
-      db: PoolClient,
-      k: AccountKey,
-      e: {
-        event: JournalEvent;
-        requested: number;
-        /** `requested` was given by the caller, not computed from the refund amount. */
-        explicit: boolean;
-        refundCents: number;
-        reference?: string;
-        at: Date;
-      },
-    ): Promise<BalanceChange & { plan: RefundPlan; fromPending: number }> {
-      const before = (await settleLocked(db, k, e.at, true))!;
-      const { cap, lot } = await refundTerms(db, k, e.reference, e.explicit);
-      const plan = planRefund(e.requested, cap, lot ?? null, before.balance);
-      if (lot && plan.fromPurchaseLot > 0) await takeFromLot(db, lot.id, plan.fromPurchaseLot);
-      if (plan.fromBalance > 0) await takeFromLots(db, k, plan.fromBalance);
-      const fromPending = lot?.pending ? plan.fromPurchaseLot : 0;
-      const balance = before.balance - (plan.deducted - fromPending);
-      await setAmounts(db, k, { balance, pending: before.pending - fromPending }, e.at);
-      const entry = await appendJournal(db, k, {
-        event: e.event,
-        amount: -plan.deducted,
-        balanceAfter: balance,
-        purchaseCents: e.refundCents,
-        reference: e.reference,
-        at: e.at,
-      });
-      return { entry, previous: before.balance, balance, plan, fromPending };
-    },
-
-    /** What a refund would do now, without a lock or a write (quotes). */
-    async refundQuote(
-      k: AccountKey,
-      e: { requested: number; explicit: boolean; reference?: string },
-    ): Promise<{ account: AccountView; plan: RefundPlan; fromPending: number }> {
-      const account = (await view(k)) ?? EMPTY_ACCOUNT;
-      const { cap, lot } = await refundTerms(pool, k, e.reference, e.explicit);
-      const plan = planRefund(e.requested, cap, lot ?? null, account.balance);
-      return { account, plan, fromPending: lot?.pending ? plan.fromPurchaseLot : 0 };
-    },
-
-    /**
-     * The member's account on the card (spendable, pending, held, next expiries). Without an
-     * account the member is asked of identity, so an unknown or foreign member answers
-     * member_not_found and a known one an empty account.
-     */
-    async accountOf(meta: LedgerMeta, cardId: number, memberId: number): Promise<AccountView> {
-      const account = await view({ tenantId: meta.tenant_id, cardId, memberId });
-      if (account) return account;
-      await deps.members.mustExist(meta, memberId);
-      return EMPTY_ACCOUNT;
-    },
-
-    /** The account if the member has one on the card (no identity call). */
-    findAccount: (k: AccountKey) => view(k),
-
-    /** A history page; a member without an account on the card gets an empty one if identity knows it. */
-    async historyPage(
-      meta: LedgerMeta,
-      cardId: number,
-      memberId: number,
-      limit: number,
-      offset: number,
-    ): Promise<{ entries: JournalEntry[]; total: number }> {
-      let page = await journalPage(pool, cardId, memberId, limit, offset);
-      if (page && isDue(page, deps.clock.now())) {
-        await settle({ tenantId: meta.tenant_id, cardId, memberId });
-        page = await journalPage(pool, cardId, memberId, limit, offset);
-      }
-      if (page) return page;
-      await deps.members.mustExist(meta, memberId);
-      return { entries: [], total: 0 };
-    },
-
-    /** The member of a refund: an account on the card proves a member_id; otherwise identity decides. */
-    async refundMember(
-      meta: LedgerMeta,
-      cardId: number,
-      d: { member_id?: number; email?: string; phone?: string },
-    ): Promise<number> {
-      if (d.member_id !== undefined && (await findBalance(pool, cardId, d.member_id)) !== undefined) return d.member_id;
-      return (await deps.members.resolve(meta, memberBy(d))).member.id;
-    },
-  };
 }
-export type Accounting = ReturnType<typeof accounting>;
+
+/** The Accounting of the ledger's dependencies. */
+export function accounting(deps: LedgerDeps): Accounting {
+  return new Accounting(deps);
+}
+
+/** A refund as `Accounting.refund` carries it out. */
+export interface RefundOrder {
+  event: JournalEvent;
+  requested: number;
+  /** `requested` was given by the caller, not computed from the refund amount. */
+  explicit: boolean;
+  refundCents: number;
+  reference?: string;
+  at: Date;
+}
+
+/** A refund's balance change, with its plan and what it took from a pending purchase lot. */
+export type RefundChange = BalanceChange & { plan: RefundPlan; fromPending: number };
 
 /**
  * What a refund naming `reference` may take: the cap (what the purchase earned minus earlier

@@ -9,7 +9,7 @@ import {
   type Pool,
   type Queryable,
 } from '@loyalty/runtime';
-import { decimal, decimalNumber, decimalText, fromCents, parseDecimal, toCents } from './domain/money.ts';
+import { decimal, decimalNumber, decimalText, fromCents, parseDecimal, toCents, type Decimal } from './domain/money.ts';
 import type { CardCache } from './card-cache.ts';
 import type { CashbackRule } from './domain/formulas.ts';
 import {
@@ -29,11 +29,16 @@ import {
 
 export function cashbackConfigView(c: Card) {
   return {
-    cashback_percentage: decimalNumber(parseDecimal(c.cashback_percentage ?? '0')),
+    cashback_percentage: cashbackPercentage(c),
     cashback_min_amount: fromCents(c.cashback_min_cents ?? 0),
     cashback_max_amount: c.cashback_max_cents === null ? null : fromCents(c.cashback_max_cents),
     allows_pin_redemption: c.allows_pin_redemption,
   };
+}
+
+/** A cashback card's percentage as the interface writes it. */
+export function cashbackPercentage(c: Card): number {
+  return decimalNumber(parseDecimal(c.cashback_percentage ?? '0'));
 }
 
 /** A card as the operator sees it. */
@@ -110,6 +115,12 @@ export function cashbackRule(c: Card): CashbackRule {
   };
 }
 
+/** A points card's ratio (points per currency unit); the table requires one on every points card. */
+export function pointsRatio(c: Card): Decimal {
+  if (c.points_ratio === null) throw new Error(`points card ${c.id} has no points_ratio`);
+  return parseDecimal(c.points_ratio);
+}
+
 // ---- lookups ------------------------------------------------------------------------------------
 
 /** The tenant's card of the given kind: card_not_found (also for a foreign card), wrong_card_type. */
@@ -172,27 +183,24 @@ function applySettings(card: Card, d: CardSettingsInput): void {
     throw new AppError('wrong_card_type', 'cashback_config applies to cashback cards only.');
   if (d.points_ratio !== undefined && card.reward_system !== 'points')
     throw new AppError('wrong_card_type', 'points_ratio applies to points cards only.');
-  for (const key of [
-    'name',
-    'description',
-    'currency',
-    'referrer_bonus',
-    'referee_bonus',
-    'referral_bonus_on_first_purchase',
-    'claim_lifetime_hours',
-    'expiry_days',
-    'pending_days',
-    'expiry_warning_days',
-  ] as const) {
-    if (d[key] !== undefined) (card as unknown as Record<string, unknown>)[key] = d[key];
-  }
+  if (d.name !== undefined) card.name = d.name;
+  if (d.description !== undefined) card.description = d.description;
+  if (d.currency !== undefined) card.currency = d.currency;
+  if (d.referrer_bonus !== undefined) card.referrer_bonus = d.referrer_bonus;
+  if (d.referee_bonus !== undefined) card.referee_bonus = d.referee_bonus;
+  if (d.referral_bonus_on_first_purchase !== undefined)
+    card.referral_bonus_on_first_purchase = d.referral_bonus_on_first_purchase;
+  if (d.claim_lifetime_hours !== undefined) card.claim_lifetime_hours = d.claim_lifetime_hours;
+  if (d.expiry_days !== undefined) card.expiry_days = d.expiry_days;
+  if (d.pending_days !== undefined) card.pending_days = d.pending_days;
+  if (d.expiry_warning_days !== undefined) card.expiry_warning_days = d.expiry_warning_days;
   if (d.cashback_config) applyCashbackConfig(card, d.cashback_config);
   if (d.points_ratio !== undefined) card.points_ratio = decimalText(decimal(d.points_ratio, 6));
 }
 
 /** The settings an operator call gave (the path's ids left out), as the audit log records them. */
-function givenSettings(d: object): Record<string, unknown> {
-  const { tenant_id: _t, card_id: _c, reward_id: _r, ...given } = d as Record<string, unknown>;
+function givenSettings(d: { tenant_id: number; card_id?: number; reward_id?: number }): Record<string, unknown> {
+  const { tenant_id: _t, card_id: _c, reward_id: _r, ...given } = d;
   return given;
 }
 
@@ -201,13 +209,153 @@ function givenSettings(d: object): Record<string, unknown> {
  * services. Every change of a card's or a reward's settings is audited (operator actor) in the
  * transaction that makes it.
  */
-export function cardCatalogue(pool: Pool, outbox: Outbox, changed: (cardId: number) => void = () => undefined) {
-  async function cardOrFail(tenantId: number, cardId: number): Promise<Card> {
-    const card = await findCard(pool, tenantId, cardId);
+export class CardCatalogue {
+  constructor(
+    private readonly pool: Pool,
+    private readonly outbox: Outbox,
+    /** Told of every changed card (every replica forgets its cached copy). */
+    private readonly changed: (cardId: number) => void = () => undefined,
+  ) {}
+
+  async createCard(d: NewCardInput, meta: AdminMeta) {
+    const card = newCard(d);
+    applySettings(card, d);
+    try {
+      return await withTransaction(this.pool, async (db) => {
+        const saved = await insertCard(db, card);
+        await this.audit(db, meta, saved.tenant_id, {
+          action: 'card.created',
+          target: { card_id: saved.id },
+          details: givenSettings(d),
+        });
+        return { card: cardRecord(saved) };
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new AppError('card_identifier_taken');
+      throw err;
+    }
+  }
+
+  async updateCard(d: CardSettingsInput & { tenant_id: number; card_id: number }, meta: AdminMeta) {
+    const card = await this.cardOrFail(d.tenant_id, d.card_id);
+    applySettings(card, d);
+    const saved = await withTransaction(this.pool, async (db) => {
+      const updated = await updateCard(db, card);
+      await this.audit(db, meta, card.tenant_id, {
+        action: 'card.updated',
+        target: { card_id: card.id },
+        details: { changes: givenSettings(d) },
+      });
+      return updated;
+    });
+    this.changed(card.id);
+    return { card: cardRecord(saved) };
+  }
+
+  async listCards(d: { tenant_id: number }) {
+    const cards = (await listCards(this.pool, d.tenant_id)).map(cardRecord);
+    return { cards, total: cards.length };
+  }
+
+  async getCard(d: { tenant_id: number; card_id: number }) {
+    const card = await this.cardOrFail(d.tenant_id, d.card_id);
+    return {
+      card: cardRecord(card),
+      rewards: (await listRewards(this.pool, card.tenant_id, card.id)).map(rewardRecord),
+    };
+  }
+
+  async createReward(
+    d: { tenant_id: number; card_id: number; name: string; description: string; points_cost: number; active: boolean },
+    meta: AdminMeta,
+  ) {
+    const card = await this.cardOrFail(d.tenant_id, d.card_id);
+    if (card.reward_system !== 'points') throw new AppError('wrong_card_type', 'Rewards belong to points cards.');
+    return withTransaction(this.pool, async (db) => {
+      const reward = await insertReward(db, {
+        tenant_id: d.tenant_id,
+        card_id: d.card_id,
+        name: d.name,
+        description: d.description,
+        points_cost: d.points_cost,
+        active: d.active,
+      });
+      await this.audit(db, meta, d.tenant_id, {
+        action: 'reward.created',
+        target: { card_id: d.card_id, reward_id: reward.id },
+        amounts: { points_cost: reward.points_cost },
+        details: { name: reward.name, active: reward.active },
+      });
+      return { reward: rewardRecord(reward) };
+    });
+  }
+
+  async updateReward(
+    d: {
+      tenant_id: number;
+      card_id: number;
+      reward_id: number;
+      name?: string;
+      description?: string;
+      points_cost?: number;
+      active?: boolean;
+    },
+    meta: AdminMeta,
+  ) {
+    await this.cardOrFail(d.tenant_id, d.card_id);
+    const reward = await findReward(this.pool, d.tenant_id, d.card_id, d.reward_id);
+    if (!reward) throw new AppError('reward_not_found');
+    const changed = {
+      ...reward,
+      name: d.name ?? reward.name,
+      description: d.description ?? reward.description,
+      points_cost: d.points_cost ?? reward.points_cost,
+      active: d.active ?? reward.active,
+    };
+    return withTransaction(this.pool, async (db) => {
+      const saved = await updateReward(db, changed);
+      await this.audit(db, meta, d.tenant_id, {
+        action: 'reward.updated',
+        target: { card_id: d.card_id, reward_id: saved.id },
+        amounts: { points_cost: saved.points_cost },
+        details: { changes: givenSettings(d) },
+      });
+      return { reward: rewardRecord(saved) };
+    });
+  }
+
+  async listRewards(d: { tenant_id: number; card_id: number }) {
+    await this.cardOrFail(d.tenant_id, d.card_id);
+    const rewards = (await listRewards(this.pool, d.tenant_id, d.card_id)).map(rewardRecord);
+    return { rewards, total: rewards.length };
+  }
+
+  /** GET /api/v1/cashback/cards: the calling tenant's cashback cards. */
+  async cashbackCards(tenantId: number) {
+    const cards = (await listCards(this.pool, tenantId, 'cashback')).map(cashbackCardView);
+    return { cards, total: cards.length };
+  }
+
+  /** internal.card.get */
+  async cardSummary(tenantId: number, cardId: number) {
+    return { card: cardSummary(await this.cardOrFail(tenantId, cardId)) };
+  }
+
+  /** internal.reward.get: reward_not_found unless the reward belongs to the card. */
+  async rewardSummary(tenantId: number, cardId: number, rewardId: number) {
+    await this.cardOrFail(tenantId, cardId);
+    const reward = await findReward(this.pool, tenantId, cardId, rewardId);
+    if (!reward) throw new AppError('reward_not_found');
+    return { reward: rewardSummary(reward) };
+  }
+
+  private async cardOrFail(tenantId: number, cardId: number): Promise<Card> {
+    const card = await findCard(this.pool, tenantId, cardId);
     if (!card) throw new AppError('card_not_found');
     return card;
   }
-  const audit = (
+
+  private audit(
     db: Queryable,
     meta: AdminMeta,
     tenantId: number,
@@ -217,174 +365,49 @@ export function cardCatalogue(pool: Pool, outbox: Outbox, changed: (cardId: numb
       amounts?: Record<string, number>;
       details: Record<string, unknown>;
     },
-  ) => recordAudit(outbox, db, tenantId, { actor: auditActor(meta), ...e, request_id: meta.request_id });
+  ) {
+    return recordAudit(this.outbox, db, tenantId, { actor: auditActor(meta), ...e, request_id: meta.request_id });
+  }
+}
 
+export function cardCatalogue(
+  pool: Pool,
+  outbox: Outbox,
+  changed: (cardId: number) => void = () => undefined,
+): CardCatalogue {
+  return new CardCatalogue(pool, outbox, changed);
+}
+
+type NewCardInput = CardSettingsInput & {
+  tenant_id: number;
+  name: string;
+  reward_system: 'cashback' | 'points';
+  unique_identifier?: string;
+};
+
+/** A card with the defaults of a new one; the operator's settings are applied over them. */
+function newCard(d: NewCardInput): Card {
   return {
-    async createCard(
-      d: CardSettingsInput & {
-        tenant_id: number;
-        name: string;
-        reward_system: 'cashback' | 'points';
-        unique_identifier?: string;
-      },
-      meta: AdminMeta,
-    ) {
-      const card: Card = {
-        id: 0,
-        tenant_id: d.tenant_id,
-        unique_identifier: d.unique_identifier ?? `${d.reward_system}-${randomBytes(6).toString('hex')}`,
-        name: d.name,
-        description: '',
-        reward_system: d.reward_system,
-        currency: 'USD',
-        cashback_percentage: null,
-        cashback_min_cents: d.reward_system === 'cashback' ? 0 : null,
-        cashback_max_cents: null,
-        allows_pin_redemption: false,
-        points_ratio: null,
-        referrer_bonus: 0,
-        referee_bonus: 0,
-        referral_bonus_on_first_purchase: false,
-        claim_lifetime_hours: 72,
-        expiry_days: null,
-        pending_days: 0,
-        expiry_warning_days: 14,
-        created_at: new Date(),
-        updated_at: new Date(),
-      };
-      applySettings(card, d);
-      try {
-        return await withTransaction(pool, async (db) => {
-          const saved = await insertCard(db, card);
-          await audit(db, meta, saved.tenant_id, {
-            action: 'card.created',
-            target: { card_id: saved.id },
-            details: givenSettings(d),
-          });
-          return { card: cardRecord(saved) };
-        });
-      } catch (err) {
-        if (isUniqueViolation(err)) throw new AppError('card_identifier_taken');
-        throw err;
-      }
-    },
-
-    async updateCard(d: CardSettingsInput & { tenant_id: number; card_id: number }, meta: AdminMeta) {
-      const card = await cardOrFail(d.tenant_id, d.card_id);
-      applySettings(card, d);
-      const saved = await withTransaction(pool, async (db) => {
-        const updated = await updateCard(db, card);
-        await audit(db, meta, card.tenant_id, {
-          action: 'card.updated',
-          target: { card_id: card.id },
-          details: { changes: givenSettings(d) },
-        });
-        return updated;
-      });
-      changed(card.id); // every replica forgets its cached copy
-      return { card: cardRecord(saved) };
-    },
-
-    async listCards(d: { tenant_id: number }) {
-      const cards = (await listCards(pool, d.tenant_id)).map(cardRecord);
-      return { cards, total: cards.length };
-    },
-
-    async getCard(d: { tenant_id: number; card_id: number }) {
-      const card = await cardOrFail(d.tenant_id, d.card_id);
-      return { card: cardRecord(card), rewards: (await listRewards(pool, card.tenant_id, card.id)).map(rewardRecord) };
-    },
-
-    async createReward(
-      d: {
-        tenant_id: number;
-        card_id: number;
-        name: string;
-        description: string;
-        points_cost: number;
-        active: boolean;
-      },
-      meta: AdminMeta,
-    ) {
-      const card = await cardOrFail(d.tenant_id, d.card_id);
-      if (card.reward_system !== 'points') throw new AppError('wrong_card_type', 'Rewards belong to points cards.');
-      return withTransaction(pool, async (db) => {
-        const reward = await insertReward(db, {
-          tenant_id: d.tenant_id,
-          card_id: d.card_id,
-          name: d.name,
-          description: d.description,
-          points_cost: d.points_cost,
-          active: d.active,
-        });
-        await audit(db, meta, d.tenant_id, {
-          action: 'reward.created',
-          target: { card_id: d.card_id, reward_id: reward.id },
-          amounts: { points_cost: reward.points_cost },
-          details: { name: reward.name, active: reward.active },
-        });
-        return { reward: rewardRecord(reward) };
-      });
-    },
-
-    async updateReward(
-      d: {
-        tenant_id: number;
-        card_id: number;
-        reward_id: number;
-        name?: string;
-        description?: string;
-        points_cost?: number;
-        active?: boolean;
-      },
-      meta: AdminMeta,
-    ) {
-      await cardOrFail(d.tenant_id, d.card_id);
-      const reward = await findReward(pool, d.tenant_id, d.card_id, d.reward_id);
-      if (!reward) throw new AppError('reward_not_found');
-      const changed = {
-        ...reward,
-        name: d.name ?? reward.name,
-        description: d.description ?? reward.description,
-        points_cost: d.points_cost ?? reward.points_cost,
-        active: d.active ?? reward.active,
-      };
-      return withTransaction(pool, async (db) => {
-        const saved = await updateReward(db, changed);
-        await audit(db, meta, d.tenant_id, {
-          action: 'reward.updated',
-          target: { card_id: d.card_id, reward_id: saved.id },
-          amounts: { points_cost: saved.points_cost },
-          details: { changes: givenSettings(d) },
-        });
-        return { reward: rewardRecord(saved) };
-      });
-    },
-
-    async listRewards(d: { tenant_id: number; card_id: number }) {
-      await cardOrFail(d.tenant_id, d.card_id);
-      const rewards = (await listRewards(pool, d.tenant_id, d.card_id)).map(rewardRecord);
-      return { rewards, total: rewards.length };
-    },
-
-    /** GET /api/v1/cashback/cards: the calling tenant's cashback cards. */
-    async cashbackCards(tenantId: number) {
-      const cards = (await listCards(pool, tenantId, 'cashback')).map(cashbackCardView);
-      return { cards, total: cards.length };
-    },
-
-    /** internal.card.get */
-    async cardSummary(tenantId: number, cardId: number) {
-      return { card: cardSummary(await cardOrFail(tenantId, cardId)) };
-    },
-
-    /** internal.reward.get: reward_not_found unless the reward belongs to the card. */
-    async rewardSummary(tenantId: number, cardId: number, rewardId: number) {
-      await cardOrFail(tenantId, cardId);
-      const reward = await findReward(pool, tenantId, cardId, rewardId);
-      if (!reward) throw new AppError('reward_not_found');
-      return { reward: rewardSummary(reward) };
-    },
+    id: 0,
+    tenant_id: d.tenant_id,
+    unique_identifier: d.unique_identifier ?? `${d.reward_system}-${randomBytes(6).toString('hex')}`,
+    name: d.name,
+    description: '',
+    reward_system: d.reward_system,
+    currency: 'USD',
+    cashback_percentage: null,
+    cashback_min_cents: d.reward_system === 'cashback' ? 0 : null,
+    cashback_max_cents: null,
+    allows_pin_redemption: false,
+    points_ratio: null,
+    referrer_bonus: 0,
+    referee_bonus: 0,
+    referral_bonus_on_first_purchase: false,
+    claim_lifetime_hours: 72,
+    expiry_days: null,
+    pending_days: 0,
+    expiry_warning_days: 14,
+    created_at: new Date(),
+    updated_at: new Date(),
   };
 }
-export type CardCatalogue = ReturnType<typeof cardCatalogue>;

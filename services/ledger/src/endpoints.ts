@@ -10,22 +10,22 @@ import {
 } from '@loyalty/contracts';
 import { Endpoints } from '@loyalty/runtime';
 import type { CardCatalogue } from './card-catalogue.ts';
-import type { cashbackProduct } from './cashback.ts';
-import type { Holds } from './holds.ts';
+import type { Holds } from './lots/holds.ts';
 import type { MemberPins } from './member-pins.ts';
-import type { pointsProduct } from './points.ts';
-import type { quotes as quotesOf } from './quotes.ts';
-import type { staffDesk } from './staff-desk.ts';
+import type { cashbackProduct } from './products/cashback.ts';
+import type { PointsProduct } from './products/points.ts';
+import type { Quotes } from './products/quotes.ts';
+import type { StaffDesk } from './staff-desk.ts';
 
 /** Subject -> handler table of the ledger. Handlers stay thin: validate, delegate. */
 export function ledgerEndpoints(parts: {
   cards: CardCatalogue;
   cashback: ReturnType<typeof cashbackProduct>;
-  points: ReturnType<typeof pointsProduct>;
+  points: PointsProduct;
   holds: Holds;
-  quotes: ReturnType<typeof quotesOf>;
+  quotes: Quotes;
   pins: MemberPins;
-  desk: ReturnType<typeof staffDesk>;
+  desk: StaffDesk;
 }): Endpoints {
   const { cards, cashback, points, holds, quotes, pins, desk } = parts;
   const s = staffOperations;

@@ -2,7 +2,7 @@ import type { Outbox, Queryable } from '@loyalty/runtime';
 import { domainEventName, type JournalEvent } from './domain/journal.ts';
 import type { PostingEvent } from './store/accounts.ts';
 
-type EventData = { member_id: number; card_id: number } & Record<string, unknown>;
+export type EventData = { member_id: number; card_id: number } & Record<string, unknown>;
 type JournalEventInput = { tenantId: number; event: JournalEvent; at: Date; data: EventData };
 
 /**

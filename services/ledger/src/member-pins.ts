@@ -1,7 +1,7 @@
 import { AppError } from '@loyalty/contracts';
 import { withTransaction, type Clock, type Pool } from '@loyalty/runtime';
 import { hashPin, pinMatches } from './domain/pin-hash.ts';
-import { afterRightPin, afterWrongPin, isLocked, type PinPolicy } from './domain/pin.ts';
+import { activeLock, afterRightPin, afterWrongPin, type PinPolicy } from './domain/pin.ts';
 import { findPin, savePin, savePinAttempts } from './store/pins.ts';
 
 /**
@@ -37,7 +37,8 @@ export function memberPins(deps: { pool: Pool; clock: Clock; policy: PinPolicy }
         lockedUntil: stored.locked_until,
         consecutiveLocks: stored.consecutive_locks,
       };
-      if (isLocked(state, now)) return { ok: false as const, error: lockedError(state.lockedUntil!) };
+      const lockedUntil = activeLock(state, now);
+      if (lockedUntil) return { ok: false as const, error: lockedError(lockedUntil) };
       if (pin === undefined) return { ok: false as const, error: new AppError('pin_required', missingMessage) };
       if (await pinMatches(pin, stored.pin_hash)) {
         const reset = afterRightPin();
@@ -47,7 +48,8 @@ export function memberPins(deps: { pool: Pool; clock: Clock; policy: PinPolicy }
       }
       const next = afterWrongPin(state, now, policy);
       await savePinAttempts(db, tenantId, memberId, next, now);
-      if (next.locked) return { ok: false as const, error: lockedError(next.lockedUntil!) };
+      // A wrong PIN that locks sets lockedUntil (and only such a one).
+      if (next.lockedUntil) return { ok: false as const, error: lockedError(next.lockedUntil) };
       return {
         ok: false as const,
         error: new AppError('invalid_pin', undefined, { attempts_remaining: policy.maxAttempts - next.failedAttempts }),

@@ -58,7 +58,7 @@ export class PostingBatcher {
       for (const round of onePerAccount(batch)) {
         const posted = await this.postRound(
           direction,
-          round.map((i) => batch[i]!),
+          round.map((i) => at(batch, i)),
         );
         round.forEach((i, j) => (results[i] = posted[j]));
       }
@@ -79,7 +79,8 @@ export class PostingBatcher {
     try {
       return await this.statement(direction, postings);
     } catch (err) {
-      if (postings.length === 1 || isConnectionLost(err)) return postings.map(() => err as Error);
+      const failure = err instanceof Error ? err : new Error(String(err));
+      if (postings.length === 1 || isConnectionLost(err)) return postings.map(() => failure);
       return Promise.all(
         postings.map((p) =>
           this.statement(direction, [p]).then(
@@ -101,12 +102,22 @@ function onePerAccount(batch: Posting[]): number[][] {
   const rounds: number[][] = [];
   const seen = new Map<string, number>();
   batch.forEach((p, i) => {
-    const key = `${p.k.cardId}:${p.k.memberId}`;
+    const key = `${p.account.cardId}:${p.account.memberId}`;
     const round = seen.get(key) ?? 0;
     seen.set(key, round + 1);
     (rounds[round] ??= []).push(i);
   });
-  const byAccount = (a: number, b: number) =>
-    batch[a]!.k.cardId - batch[b]!.k.cardId || batch[a]!.k.memberId - batch[b]!.k.memberId;
+  const byAccount = (a: number, b: number) => {
+    const x = at(batch, a).account;
+    const y = at(batch, b).account;
+    return x.cardId - y.cardId || x.memberId - y.memberId;
+  };
   return rounds.map((round) => round.sort(byAccount));
+}
+
+/** The element at a position the caller computed from the array itself. */
+function at<T>(items: readonly T[], i: number): T {
+  const item = items[i];
+  if (item === undefined) throw new RangeError(`no posting at ${i}`);
+  return item;
 }

@@ -1,8 +1,8 @@
 import type { Clock, Logger, Metrics, Outbox, Pool } from '@loyalty/runtime';
 import type { LedgerConfig } from './config.ts';
-import type { Holds } from './holds.ts';
-import { LotSweeper } from './lot-sweeper.ts';
-import type { LotEventSubjects } from './store/lots.ts';
+import type { Holds } from './lots/holds.ts';
+import { LotSweeper } from './lots/sweeper.ts';
+import type { LotEventSubjects } from './lots/store.ts';
 
 /**
  * What the ledger does on its own, in every replica: the lot sweeper settles due accounts (lots

@@ -9,7 +9,7 @@ import {
   startService,
   type ServiceRunner,
 } from '../../../test/support/service-runner.ts';
-import { planRefund } from '../src/domain/lots.ts';
+import { planRefund } from '../src/lots/terms.ts';
 import { lotsAgree } from './support.ts';
 
 /**

@@ -13,9 +13,15 @@ const BALANCE_FIELDS = [
  * The balance figures of a public balance answer: the spendable balance, and the pending, held
  * and expiring amounts once the ledger's answers carry them (lots); anything else is left out.
  */
-export function balanceFields(answer: object): BalanceFigures {
-  const a = answer as Record<string, unknown>;
-  return Object.fromEntries(BALANCE_FIELDS.filter((k) => a[k] !== undefined).map((k) => [k, a[k]]));
+export function balanceFields<A extends BalanceFigures>(answer: A): BalanceFigures {
+  const figures: BalanceFigures = {};
+  for (const key of BALANCE_FIELDS) copyDefined(figures, answer, key);
+  return figures;
+}
+
+function copyDefined<K extends keyof BalanceFigures>(to: BalanceFigures, from: BalanceFigures, key: K): void {
+  const value = from[key];
+  if (value !== undefined) to[key] = value;
 }
 
 export interface BalanceFigures {

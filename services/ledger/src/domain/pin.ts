@@ -20,7 +20,12 @@ export interface PinPolicy {
 }
 
 export function isLocked(state: PinState, now: Date): boolean {
-  return state.lockedUntil !== null && state.lockedUntil.getTime() > now.getTime();
+  return activeLock(state, now) !== null;
+}
+
+/** Until when PIN redemption is locked at `now`; null: it is not. */
+export function activeLock(state: PinState, now: Date): Date | null {
+  return state.lockedUntil !== null && state.lockedUntil.getTime() > now.getTime() ? state.lockedUntil : null;
 }
 
 /** How long the lock after `previousLocks` earlier locks lasts: lockMs doubled each time, capped. */

@@ -1,7 +1,8 @@
 import type { OutboxEvent, Queryable } from '@loyalty/runtime';
 import type { JournalEvent } from '../domain/journal.ts';
-import type { LotTerms } from '../domain/lots.ts';
+import type { LotTerms } from '../lots/terms.ts';
 import { MAX_BALANCE } from '../domain/money.ts';
+import { theRow } from './rows.ts';
 
 /**
  * Accounts (one stored balance per member x card) and their append-only journal. Every balance
@@ -30,7 +31,7 @@ export interface Movement {
   rewardId?: number | null;
   metadata?: Record<string, unknown> | null;
   at: Date;
-  /** A credit's lot: when it becomes spendable and when it expires (domain/lots.ts). Debits have none. */
+  /** A credit's lot: when it becomes spendable and when it expires (lots/terms.ts). Debits have none. */
   lot?: LotTerms;
 }
 
@@ -47,9 +48,9 @@ export interface PostedEntry extends JournalEntry {
 
 /** One posting of a statement: the account, the movement and its event. */
 export interface Posting {
-  k: AccountKey;
-  m: Movement;
-  e: PostingEvent;
+  account: AccountKey;
+  movement: Movement;
+  event: PostingEvent;
 }
 
 // Postings as parallel arrays (one element per posting, `n` its position). The balance change, the
@@ -136,24 +137,24 @@ const STATEMENTS = { credit: postingStatement('credit'), debit: postingStatement
 /** The statement's parameters for `postings` (parallel arrays). */
 function postingValues(postings: Posting[]): unknown[][] {
   return [
-    postings.map((p) => p.k.cardId),
-    postings.map((p) => p.k.memberId),
-    postings.map((p) => p.k.tenantId),
-    postings.map((p) => p.m.amount),
-    postings.map((p) => p.m.at),
-    postings.map((p) => p.m.event),
-    postings.map((p) => p.m.purchaseCents ?? null),
-    postings.map((p) => p.m.reference ?? null),
-    postings.map((p) => p.m.rewardId ?? null),
-    postings.map((p) => (p.m.metadata ? JSON.stringify(p.m.metadata) : null)),
-    postings.map((p) => p.e.id),
-    postings.map((p) => p.e.subject),
-    postings.map((p) => JSON.stringify(p.e.envelope)),
-    postings.map((p) => p.e.unit === 'cents'),
-    postings.map((p) => p.m.lot?.pending ?? false),
-    postings.map((p) => p.m.lot?.availableAt ?? p.m.at),
-    postings.map((p) => p.m.lot?.expiresAt ?? null),
-    postings.map((p) => p.m.lot?.warnAt ?? null),
+    postings.map((p) => p.account.cardId),
+    postings.map((p) => p.account.memberId),
+    postings.map((p) => p.account.tenantId),
+    postings.map((p) => p.movement.amount),
+    postings.map((p) => p.movement.at),
+    postings.map((p) => p.movement.event),
+    postings.map((p) => p.movement.purchaseCents ?? null),
+    postings.map((p) => p.movement.reference ?? null),
+    postings.map((p) => p.movement.rewardId ?? null),
+    postings.map((p) => (p.movement.metadata ? JSON.stringify(p.movement.metadata) : null)),
+    postings.map((p) => p.event.id),
+    postings.map((p) => p.event.subject),
+    postings.map((p) => JSON.stringify(p.event.envelope)),
+    postings.map((p) => p.event.unit === 'cents'),
+    postings.map((p) => p.movement.lot?.pending ?? false),
+    postings.map((p) => p.movement.lot?.availableAt ?? p.movement.at),
+    postings.map((p) => p.movement.lot?.expiresAt ?? null),
+    postings.map((p) => p.movement.lot?.warnAt ?? null),
   ];
 }
 
@@ -181,7 +182,7 @@ export async function postMany(
   });
 }
 
-/** Set a locked account's spendable and pending amounts (after `lockAccount`, store/lots.ts). */
+/** Set a locked account's spendable and pending amounts (after `lockAccount`, lots/store.ts). */
 export async function setAmounts(
   db: Queryable,
   k: AccountKey,
@@ -254,7 +255,7 @@ export async function appendJournal(
       e.at,
     ],
   );
-  return rows[0]!;
+  return theRow(rows, 'ledger.journal insert');
 }
 
 /** The earn that used `reference` on the card, if any. */
@@ -300,7 +301,7 @@ export async function refundedOnReference(db: Queryable, k: AccountKey, referenc
      WHERE card_id = $1 AND reference = $2 AND member_id = $3 AND event IN ('cashback_refunded', 'points_refunded')`,
     [k.cardId, reference, k.memberId],
   );
-  return rows[0]!.total;
+  return theRow(rows, 'refunded on reference').total;
 }
 
 /** One page of an account's journal ($3 rows from offset $4) with the account's entry count; no row: no account. */
@@ -336,9 +337,10 @@ export async function journalPage(
     text: JOURNAL_PAGE,
     values: [cardId, memberId, limit, offset],
   });
-  if (rows.length === 0) return undefined;
-  const entries = rows
-    .filter((r) => r.id !== null)
-    .map((r) => ({ id: r.id!, event: r.event, amount: r.amount, created_at: r.created_at }));
-  return { entries, total: rows[0]!.total, next_change_at: rows[0]!.next_change_at };
+  const account = rows[0];
+  if (account === undefined) return undefined;
+  const entries: JournalEntry[] = [];
+  for (const r of rows)
+    if (r.id !== null) entries.push({ id: r.id, event: r.event, amount: r.amount, created_at: r.created_at });
+  return { entries, total: account.total, next_change_at: account.next_change_at };
 }

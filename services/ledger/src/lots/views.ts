@@ -1,4 +1,4 @@
-import type { LotTerms } from './domain/lots.ts';
+import type { LotTerms } from './terms.ts';
 
 /**
  * What a credit's lot adds to an earn's answer: when it becomes spendable (only when it is

@@ -8,7 +8,7 @@ import {
   type Pool,
 } from '@loyalty/runtime';
 import type { Holds } from './holds.ts';
-import { lockDueAccounts, settleAccounts, warnOfExpiries, type LotEventSubjects } from './store/lots.ts';
+import { lockDueAccounts, settleAccounts, warnOfExpiries, type LotEventSubjects } from './store.ts';
 
 export interface LotSweep {
   /** Lots whose remainder expired (one journal row each). */

@@ -1,22 +1,25 @@
 import type { Queryable } from '@loyalty/runtime';
-import type { AccountKey } from './accounts.ts';
+import type { AccountKey } from '../store/accounts.ts';
+import { theRow } from '../store/rows.ts';
 
 /** A reservation of spendable points (or cents) under a key, e.g. `claim:<id>` (see holds.ts). */
-export interface Hold {
+export type Hold = {
   id: number;
   tenant_id: number;
   card_id: number;
   member_id: number;
   key: string;
   amount: number;
-  status: 'held' | 'captured' | 'released';
   expires_at: Date;
-  journal_id: number | null;
   created_at: Date;
   settled_at: Date | null;
-}
+} & (
+  | { status: 'held' | 'released'; journal_id: null }
+  /** A captured hold names the journal row that captured it. */
+  | { status: 'captured'; journal_id: number }
+);
 
-/** The tenant's hold under `key`; `lock` takes its row lock (after the account's: see store/lots.ts). */
+/** The tenant's hold under `key`; `lock` takes its row lock (after the account's: see store.ts). */
 export async function findHold(db: Queryable, tenantId: number, key: string, lock = false): Promise<Hold | undefined> {
   const { rows } = await db.query<Hold>(
     `SELECT * FROM ledger.holds WHERE tenant_id = $1 AND key = $2${lock ? ' FOR UPDATE' : ''}`,
@@ -43,7 +46,7 @@ export async function insertHold(
      VALUES ($1, $2, $3, $4, $5, 'held', $6, $7) RETURNING *`,
     [k.tenantId, k.cardId, k.memberId, h.key, h.amount, h.expiresAt, h.at],
   );
-  return rows[0]!;
+  return theRow(rows, 'ledger.holds insert');
 }
 
 /** held -> released: its amount goes back to the spendable balance (the lots: returnToLots). */

@@ -2,7 +2,7 @@
  * The lifecycle of points and cashback: every credit is a lot that becomes
  * spendable at `availableAt` (after the card's pending period, for purchases) and expires at
  * `expiresAt` (the card's expiry policy), and the member is warned `expiry_warning_days` before.
- * Pure rules; the store applies them (store/lots.ts).
+ * Pure rules; the store applies them (store.ts).
  */
 
 export const DAY_MS = 86_400_000;

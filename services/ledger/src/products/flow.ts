@@ -1,0 +1,186 @@
+import { AppError } from '@loyalty/contracts';
+import type { Accounting, LedgerDeps, LedgerMeta, RefundChange } from '../accounting.ts';
+import { memberBy } from '../accounting.ts';
+import { cardOfKind } from '../card-catalogue.ts';
+import { toCents } from '../domain/money.ts';
+import { journalEvents, type JournalEvents } from '../events.ts';
+import { lotTerms } from '../lots/terms.ts';
+import { findBalance } from '../store/accounts.ts';
+import type { Card } from '../store/cards.ts';
+import type { BalanceWarning, EarnRequest, ProductTypes, ProductUnit, Refunded } from './unit.ts';
+
+/**
+ * One product's public operations (earn, redeem, refund, balance, history), the same flow for
+ * points and cashback: `unit` says what differs between them. Money is cents inside.
+ */
+export class ProductFlow<T extends ProductTypes> {
+  protected readonly events: JournalEvents;
+
+  constructor(
+    protected readonly deps: LedgerDeps,
+    protected readonly books: Accounting,
+    protected readonly unit: ProductUnit<T>,
+  ) {
+    this.events = journalEvents(deps.outbox);
+  }
+
+  /** Credit a purchase's amount (the card's formula) to the member, whom an email or phone may create. */
+  async earn(d: EarnRequest, meta: LedgerMeta): Promise<T['earnAnswer']> {
+    const { unit, events } = this;
+    const card = await this.card(meta, d.card_id);
+    const { member, created } = await this.deps.members.resolve(meta, memberBy(d), { name: d.member_name });
+    if (!member.is_active) throw new AppError('member_inactive');
+    const purchaseCents = toCents(d.purchase_amount);
+    const amount = unit.earned(card, purchaseCents);
+    const account = { tenantId: meta.tenant_id, cardId: card.id, memberId: member.id };
+    const earnReference = d.reference === undefined ? undefined : { cardId: card.id, reference: d.reference };
+    return this.books.posting(
+      meta,
+      { operation: unit.operations.earn, data: d, source: 'http', direction: 'credit', earnReference },
+      (at) => {
+        const lot = lotTerms(card, at, 'purchase');
+        const earned = { card, member, created, amount, purchaseCents, reference: d.reference, lot };
+        return {
+          account,
+          movement: {
+            event: unit.labels.earn,
+            amount,
+            purchaseCents,
+            reference: d.reference,
+            metadata: d.metadata,
+            at,
+            lot,
+          },
+          // Identity mails the member on a points earn (once, even if it is delivered again).
+          event: events.posting(unit.eventUnit, {
+            tenantId: meta.tenant_id,
+            event: unit.labels.earn,
+            at,
+            data: unit.earnEvent(earned),
+          }),
+          earned,
+        };
+      },
+      (change, posting) => unit.earnAnswer(posting.earned, change),
+    );
+  }
+
+  /** The member (by token) spends the redemption's amount, only if the spendable balance covers it. */
+  async redeem(d: T['redeemRequest'], meta: LedgerMeta): Promise<T['redeemAnswer']> {
+    const { unit, events } = this;
+    const memberId = meta.member_id;
+    if (memberId === undefined) throw new AppError('member_token_required');
+    const card = await this.card(meta, d.card_id);
+    const redemption = await unit.redemption(this.deps, card, d, meta, memberId);
+    const redeemed = { card, memberId, redemption, reference: d.reference };
+    return this.books.posting(
+      meta,
+      {
+        operation: unit.operations.redeem,
+        data: { ...unit.redeemParameters(d), member_id: memberId },
+        source: 'http',
+        direction: 'debit',
+        uncovered: async (db) => unit.insufficient((await findBalance(db, card.id, memberId)) ?? 0, redemption.amount),
+      },
+      (at) => ({
+        account: { tenantId: meta.tenant_id, cardId: card.id, memberId },
+        movement: {
+          event: unit.labels.redeem,
+          amount: redemption.amount,
+          reference: d.reference,
+          rewardId: redemption.rewardId,
+          at,
+        },
+        event: events.posting(unit.eventUnit, {
+          tenantId: meta.tenant_id,
+          event: unit.labels.redeem,
+          at,
+          data: unit.redeemEvent(redeemed),
+        }),
+      }),
+      (change) => unit.redeemAnswer(redeemed, change),
+    );
+  }
+
+  /**
+   * The refund of a purchase: the card's formula on the refund amount, or the deduction the
+   * request names, capped by what a named purchase earned (Accounting.refund). One transaction.
+   */
+  async refund(d: T['refundRequest'], meta: LedgerMeta): Promise<T['refundAnswer']> {
+    const { unit } = this;
+    const card = await this.card(meta, d.card_id);
+    const memberId = await this.books.refundMember(meta, card.id, d);
+    const refundCents = toCents(d.refund_amount);
+    const explicit = unit.explicitDeduction(d);
+    const requested = explicit ?? unit.earned(card, refundCents);
+    const k = { tenantId: meta.tenant_id, cardId: card.id, memberId };
+    const reference = d.reference;
+    return this.books.inTransaction(
+      meta,
+      { operation: unit.operations.refund, data: d, source: 'http' },
+      async (db) => {
+        const at = this.deps.clock.now();
+        const change = await this.books.refund(db, k, {
+          event: unit.labels.refund,
+          requested,
+          explicit: explicit !== undefined,
+          refundCents,
+          reference,
+          at,
+        });
+        const refunded: Refunded = {
+          card,
+          memberId,
+          refundCents,
+          reference,
+          at,
+          change,
+          warning: this.warning(change),
+        };
+        await this.events.record(db, {
+          tenantId: meta.tenant_id,
+          event: unit.labels.refund,
+          at,
+          data: unit.refundEvent(refunded),
+        });
+        return unit.refundAnswer(refunded);
+      },
+    );
+  }
+
+  async balance(d: { card_id: number; member_id: number }, meta: LedgerMeta): Promise<T['balanceAnswer']> {
+    const card = await this.card(meta, d.card_id);
+    const account = await this.books.accountOf(meta, card.id, d.member_id);
+    return this.unit.balanceAnswer(card, d.member_id, account, this.deps.clock.now());
+  }
+
+  async history(d: { card_id: number; member_id: number; limit: number; offset: number }, meta: LedgerMeta) {
+    const card = await this.card(meta, d.card_id);
+    const { entries, total } = await this.books.historyPage(meta, card.id, d.member_id, d.limit, d.offset);
+    return {
+      card_id: card.id,
+      member_id: d.member_id,
+      transactions: entries.map((e): T['historyEntry'] => this.unit.historyEntry(e)),
+      pagination: { limit: d.limit, offset: d.offset, total, has_more: d.offset + entries.length < total },
+    };
+  }
+
+  /** The tenant's card of this product. */
+  protected card(meta: LedgerMeta, cardId: number): Promise<Card> {
+    return cardOfKind(this.deps.cards, meta.tenant_id, cardId, this.unit.kind);
+  }
+
+  /** What a refund the balance could not cover reports, in the interface's numbers. */
+  private warning({ plan }: RefundChange): BalanceWarning | null {
+    const w = plan.warning;
+    return (
+      w && {
+        code: 'insufficient_balance',
+        message: 'The balance could not cover the whole deduction; the balance was deducted to zero.',
+        requested: this.unit.value(w.requested),
+        deducted: this.unit.value(w.deducted),
+        uncovered: this.unit.value(w.uncovered),
+      }
+    );
+  }
+}

@@ -1,0 +1,273 @@
+import {
+  AppError,
+  type CashbackQuoteBody,
+  type MemberSummary,
+  type PointsQuoteBody,
+  type QuoteWarning,
+} from '@loyalty/contracts';
+import type { z } from 'zod';
+import type { Accounting, AccountView, LedgerDeps, LedgerMeta } from '../accounting.ts';
+import { EMPTY_ACCOUNT, memberBy } from '../accounting.ts';
+import { cardOfKind, cashbackPercentage } from '../card-catalogue.ts';
+import { fromCents, MAX_BALANCE, toCents } from '../domain/money.ts';
+import { lotTerms } from '../lots/terms.ts';
+import { earnByReference, type AccountKey } from '../store/accounts.ts';
+import { findReward, type Card } from '../store/cards.ts';
+import { cashbackUnit } from './cashback.ts';
+import { pointsUnit } from './points.ts';
+import type { EarnRequest, MemberRef, ProductTypes, ProductUnit } from './unit.ts';
+
+type Warning = QuoteWarning;
+
+/** A quote's body: the operation's own body, with `operation` naming which. */
+type QuoteBody<T extends ProductTypes, Redeem> =
+  | ({ operation: 'earn' } & EarnRequest)
+  | ({ operation: 'redeem'; reference?: string } & MemberRef & Redeem)
+  | ({ operation: 'refund' } & T['refundRequest']);
+
+/** What a redemption would take, in the unit, and what would refuse it. */
+interface RedeemFigures {
+  amount: number;
+  warnings: Warning[];
+  reward?: { id: number; name: string };
+}
+
+/** What the operation would do, in the card's unit (points or cents); the products' views convert it. */
+interface Outcome {
+  wouldSucceed: boolean;
+  amount: number;
+  account: AccountView;
+  newBalance: number;
+  newPending: number;
+  availableAt: string | null;
+  expiresAt: string | null;
+  warnings: Warning[];
+  reward?: { id: number; name: string };
+}
+
+/** A quote: the member it is for (null: one the earn would create) and the outcome. */
+interface Quote extends Outcome {
+  memberId: number | null;
+  isNew: boolean;
+}
+
+/** A business rule that would refuse the operation: the quote reports it instead of failing. */
+const refusal = (code: Warning['code'], message: string): Warning => ({ code, message });
+
+/** An outcome that changes nothing (a refusal found before the figures). */
+const unchanged = (account: AccountView, warnings: Warning[]): Outcome => ({
+  wouldSucceed: false,
+  amount: 0,
+  account,
+  newBalance: account.balance,
+  newPending: account.pending,
+  availableAt: null,
+  expiresAt: null,
+  warnings,
+});
+
+/**
+ * Quotes: the same formulas (the products' units), the same refund plan and the same account
+ * state as the operations, read without a lock and without writing anything (no member is
+ * created, no key is stored, nothing is published). A concurrent change can make the operation
+ * differ from its quote; the operation itself decides under the account's lock.
+ */
+export class Quotes {
+  constructor(
+    private readonly deps: LedgerDeps,
+    private readonly books: Accounting,
+  ) {}
+
+  async points(d: z.output<typeof PointsQuoteBody>, meta: LedgerMeta) {
+    const card = await cardOfKind(this.deps.cards, meta.tenant_id, d.card_id, 'points');
+    const q = await this.quote(card, meta, d, pointsUnit, (r: { reward_id: number }) =>
+      this.rewardRedemption(card, meta, r.reward_id),
+    );
+    return {
+      ...common(q, card, d.operation),
+      points: q.amount,
+      points_balance: q.account.balance,
+      new_balance: q.newBalance,
+      pending_points: q.account.pending,
+      new_pending_points: q.newPending,
+      ...(q.reward ? { reward_id: q.reward.id, reward_name: q.reward.name } : {}),
+      warnings: q.warnings,
+    };
+  }
+
+  async cashback(d: z.output<typeof CashbackQuoteBody>, meta: LedgerMeta) {
+    const card = await cardOfKind(this.deps.cards, meta.tenant_id, d.card_id, 'cashback');
+    const q = await this.quote(card, meta, d, cashbackUnit, async (r: { amount: number }) => ({
+      amount: toCents(r.amount),
+      warnings: card.allows_pin_redemption
+        ? [refusal('pin_required', "The redemption will ask for the member's PIN (a quote does not check it).")]
+        : [],
+    }));
+    return {
+      ...common(q, card, d.operation),
+      amount: fromCents(q.amount),
+      cashback_balance: fromCents(q.account.balance),
+      new_balance: fromCents(q.newBalance),
+      pending_cashback: fromCents(q.account.pending),
+      new_pending_cashback: fromCents(q.newPending),
+      ...(d.operation === 'earn' ? { cashback_percentage: cashbackPercentage(card) } : {}),
+      currency: card.currency,
+      warnings: q.warnings,
+    };
+  }
+
+  /** What the body's operation would do on `card` in the unit; `redeem` names what a redemption takes. */
+  private async quote<T extends ProductTypes, Redeem>(
+    card: Card,
+    meta: LedgerMeta,
+    d: QuoteBody<T, Redeem>,
+    unit: ProductUnit<T>,
+    redeem: (d: Redeem) => Promise<RedeemFigures>,
+  ): Promise<Quote> {
+    if (d.operation === 'earn') return this.earnQuote(card, meta, d, unit.earned(card, toCents(d.purchase_amount)));
+    const { member } = await this.deps.members.resolve(meta, memberBy(d));
+    const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: member.id };
+    const who = { memberId: member.id, isNew: false };
+    if (d.operation === 'refund') {
+      const explicit = unit.explicitDeduction(d);
+      const requested = explicit ?? unit.earned(card, toCents(d.refund_amount));
+      return { ...who, ...(await this.refundQuote(k, d.reference, requested, explicit !== undefined, unit)) };
+    }
+    const account = (await this.books.findAccount(k)) ?? EMPTY_ACCOUNT;
+    return { ...who, ...redeemOutcome(account, await redeem(d), unit) };
+  }
+
+  /** An earn may name a member it would create (an email or phone identity does not know). */
+  private async earnQuote(card: Card, meta: LedgerMeta, d: EarnRequest, amount: number): Promise<Quote> {
+    const { member, isNew } = await this.memberOrNew(meta, d);
+    const account = (member && (await this.books.findAccount(this.key(meta, card, member)))) ?? EMPTY_ACCOUNT;
+    const lot = lotTerms(card, this.deps.clock.now(), 'purchase');
+    const warnings: Warning[] = [];
+    if (member && !member.is_active) warnings.push(refusal('member_inactive', 'The member is not active.'));
+    if (d.reference !== undefined && (await earnByReference(this.deps.pool, card.id, d.reference)))
+      warnings.push(refusal('duplicate_reference', 'A purchase with this reference was already credited on the card.'));
+    if (account.balance + account.pending + account.held + amount > MAX_BALANCE)
+      warnings.push(refusal('balance_limit_exceeded', 'The credit would take the balance past its maximum.'));
+    const credited = warnings.length === 0 ? amount : 0;
+    return {
+      memberId: member?.id ?? null,
+      isNew,
+      wouldSucceed: warnings.length === 0,
+      amount,
+      account,
+      newBalance: account.balance + (lot.pending ? 0 : credited),
+      newPending: account.pending + (lot.pending ? credited : 0),
+      availableAt: lot.availableAt.toISOString(),
+      expiresAt: lot.expiresAt?.toISOString() ?? null,
+      warnings,
+    };
+  }
+
+  private async refundQuote<T extends ProductTypes>(
+    k: AccountKey,
+    reference: string | undefined,
+    requested: number,
+    explicit: boolean,
+    unit: ProductUnit<T>,
+  ): Promise<Outcome> {
+    try {
+      const { account, plan, fromPending } = await this.books.refundQuote(k, { requested, explicit, reference });
+      const w = plan.warning;
+      return {
+        wouldSucceed: true,
+        amount: plan.deducted,
+        account,
+        newBalance: account.balance - (plan.deducted - fromPending),
+        newPending: account.pending - fromPending,
+        availableAt: null,
+        expiresAt: null,
+        warnings: w
+          ? [
+              {
+                code: 'insufficient_balance',
+                message: 'The balance cannot cover the whole deduction; the balance would be deducted to zero.',
+                requested: unit.value(w.requested),
+                deducted: unit.value(w.deducted),
+                uncovered: unit.value(w.uncovered),
+              },
+            ]
+          : [],
+      };
+    } catch (err) {
+      if (!(err instanceof AppError) || err.code !== 'refund_reference_mismatch') throw err;
+      const account = (await this.books.findAccount(k)) ?? EMPTY_ACCOUNT;
+      return unchanged(account, [refusal('refund_reference_mismatch', err.message)]);
+    }
+  }
+
+  /** A points redemption takes its reward's cost; an unknown reward is not found, an inactive one refused. */
+  private async rewardRedemption(card: Card, meta: LedgerMeta, rewardId: number): Promise<RedeemFigures> {
+    const reward = await findReward(this.deps.pool, meta.tenant_id, card.id, rewardId);
+    if (!reward) throw new AppError('reward_not_found');
+    return {
+      amount: reward.points_cost,
+      warnings: reward.active ? [] : [refusal('reward_inactive', 'The reward is not active.')],
+      reward: { id: reward.id, name: reward.name },
+    };
+  }
+
+  /** The member the earn names; one identity does not know is one the earn would create (not by member_id). */
+  private async memberOrNew(
+    meta: LedgerMeta,
+    d: MemberRef,
+  ): Promise<{ member: MemberSummary | undefined; isNew: boolean }> {
+    try {
+      return { member: (await this.deps.members.resolve(meta, memberBy(d))).member, isNew: false };
+    } catch (err) {
+      const creatable = d.member_id === undefined && err instanceof AppError && err.code === 'member_not_found';
+      if (creatable) return { member: undefined, isNew: true };
+      throw err;
+    }
+  }
+
+  private key(meta: LedgerMeta, card: Card, member: MemberSummary): AccountKey {
+    return { tenantId: meta.tenant_id, cardId: card.id, memberId: member.id };
+  }
+}
+
+export function quotes(deps: LedgerDeps, books: Accounting): Quotes {
+  return new Quotes(deps, books);
+}
+
+/** A redemption's outcome: refused by the figures' warnings or by a balance that does not cover it. */
+function redeemOutcome<T extends ProductTypes>(
+  account: AccountView,
+  redeem: RedeemFigures,
+  unit: ProductUnit<T>,
+): Outcome {
+  const warnings = [...redeem.warnings];
+  if (warnings.length === 0 && redeem.amount > account.balance)
+    warnings.push(
+      refusal(
+        unit.kind === 'points' ? 'insufficient_points' : 'insufficient_balance',
+        'The spendable balance does not cover the redemption.',
+      ),
+    );
+  const refused = warnings.some((w) => w.code !== 'pin_required');
+  return {
+    wouldSucceed: !refused,
+    account,
+    amount: redeem.amount,
+    newBalance: account.balance - (refused ? 0 : redeem.amount),
+    newPending: account.pending,
+    availableAt: null,
+    expiresAt: null,
+    warnings,
+    reward: redeem.reward,
+  };
+}
+
+const common = (q: Quote, card: Card, operation: 'earn' | 'redeem' | 'refund') => ({
+  operation,
+  card_id: card.id,
+  member_id: q.memberId,
+  is_new_member: q.isNew,
+  would_succeed: q.wouldSucceed,
+  available_at: q.availableAt,
+  expires_at: q.expiresAt,
+});
