@@ -91,8 +91,8 @@ export function metadataProblem(value: unknown): string | undefined {
   let keys = 0;
   // Iterative walk: a hostile value cannot overflow the stack here.
   const stack: { v: unknown; depth: number }[] = [{ v: value, depth: 1 }];
-  while (stack.length > 0) {
-    const { v, depth } = stack.pop()!;
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const { v, depth } = next;
     if (v === null || typeof v === 'boolean') continue;
     if (typeof v === 'number') {
       if (!Number.isFinite(v)) return 'numbers must be finite';
