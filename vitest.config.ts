@@ -2,7 +2,12 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['libs/*/test/**/*.test.ts', 'services/*/test/**/*.test.ts', 'test/**/*.test.ts'],
+    include: [
+      'libs/*/test/**/*.test.ts',
+      'services/*/test/**/*.test.ts',
+      'console/test/**/*.test.ts',
+      'test/**/*.test.ts',
+    ],
     pool: 'forks',
     maxWorkers: 2,
     testTimeout: 30_000,

@@ -2,9 +2,10 @@
 // Workspace libraries (@loyalty/*) are bundled in; npm packages stay external and are loaded
 // from node_modules at run time, so `node services/<name>/dist/main.js` is the production form.
 import { build } from 'esbuild';
-import { copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -46,9 +47,10 @@ await Promise.all(
   ),
 );
 
-// The staff console (console/src, Preact): one browser bundle (app.js + app.css) beside its
-// index.html in console/dist, which the gateway serves at /console. Everything it loads is in that
-// folder: no CDN, so it works offline.
+// The staff console (the workspace package @loyalty/console, console/src, Preact): one browser
+// bundle (app.js + app.css) beside its index.html in console/dist, which the gateway serves at
+// /console. Everything it loads is in that folder: no CDN, so it works offline. Its npm packages and
+// the staff contracts' zod schemas (@loyalty/contracts/staff, which check every answer) are bundled.
 const consoleDist = path.join(root, 'console', 'dist');
 mkdirSync(path.join(consoleDist, 'assets'), { recursive: true });
 await build({
@@ -66,4 +68,8 @@ await build({
   logLevel: 'warning',
 });
 copyFileSync(path.join(root, 'console', 'index.html'), path.join(consoleDist, 'index.html'));
-console.log(`built ${entries.length} entry points and the staff console`);
+const appJs = path.join(consoleDist, 'assets', 'app.js');
+const kb = (n) => `${(n / 1024).toFixed(0)} KB`;
+console.log(
+  `built ${entries.length} entry points and the staff console (app.js ${kb(statSync(appJs).size)}, ${kb(gzipSync(readFileSync(appJs)).length)} gzipped)`,
+);

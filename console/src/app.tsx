@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, session, whenSignedOut, type Card, type Me } from './api.ts';
+import { ApiError, call, session, whenSignedOut, type Card, type Me } from './api.ts';
+import { Notice, problemText } from './components/ui.tsx';
 import { AdjustmentsPage } from './pages/adjustments.tsx';
 import { AuditPage } from './pages/audit.tsx';
 import { ClaimsPage } from './pages/claims.tsx';
@@ -23,6 +24,8 @@ function useRoute(): { path: string; params: URLSearchParams } {
   return route;
 }
 
+const SIGNED_OUT = new Set(['invalid_staff_token', 'staff_token_required']);
+
 const NAV: { path: string; label: string; managers?: boolean }[] = [
   { path: '/claims', label: 'Claims' },
   { path: '/members', label: 'Members' },
@@ -34,8 +37,10 @@ const NAV: { path: string; label: string; managers?: boolean }[] = [
 
 export function App() {
   const [me, setMe] = useState<Me | null | undefined>(session.token ? undefined : null);
-  const [cards, setCards] = useState<Card[]>([]);
+  /** The tenant's cards; undefined until loaded, since the pages choose their first card from them. */
+  const [cards, setCards] = useState<Card[]>();
   const [notice, setNotice] = useState<string>();
+  const [cardsProblem, setCardsProblem] = useState<string>();
   const route = useRoute();
 
   useEffect(() => {
@@ -43,14 +48,20 @@ export function App() {
       setMe(null);
       setNotice('Your session ended (expired or signed out). Please sign in again.');
     });
-    if (session.token) api.get<Me>('/me').then(setMe, () => setMe(null));
+    if (session.token)
+      call('staff.me').then(setMe, (err: unknown) => {
+        setMe(null);
+        // A token the server refused already said so (whenSignedOut); anything else is shown as it is.
+        if (!(err instanceof ApiError && SIGNED_OUT.has(err.code))) setNotice(problemText(err));
+      });
   }, []);
   useEffect(() => {
-    if (me)
-      api.get<{ cards: Card[] }>('/cards').then(
-        (r) => setCards(r.cards),
-        () => setCards([]),
-      );
+    if (!me) return;
+    setCards(undefined); // a new sign-in (perhaps of another tenant) loads its own
+    call('staff.cards.list').then(
+      (r) => (setCards(r.cards), setCardsProblem(undefined)),
+      (err: unknown) => (setCards([]), setCardsProblem(problemText(err))),
+    );
   }, [me]);
 
   if (me === undefined) return <p class="loading">Loading…</p>;
@@ -64,6 +75,7 @@ export function App() {
         }}
       />
     );
+  if (cards === undefined) return <p class="loading">Loading…</p>;
 
   const isManager = me.staff.role === 'manager';
   const memberMatch = /^\/members\/(\d+)$/.exec(route.path);
@@ -89,7 +101,7 @@ export function App() {
   );
 
   async function signOut() {
-    await api.post('/auth/logout').catch(() => undefined);
+    await call('staff.auth.logout').catch(() => undefined);
     session.clear();
     setMe(null);
   }
@@ -127,6 +139,7 @@ export function App() {
           </button>
         </div>
       </header>
+      {cardsProblem && <Notice kind="error">The cards could not be loaded: {cardsProblem}</Notice>}
       {page}
     </>
   );

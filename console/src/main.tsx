@@ -1,3 +1,4 @@
+import './jitless.ts'; // first: before any module that makes zod schemas
 import { render } from 'preact';
 import { App } from './app.tsx';
 import './styles.css';

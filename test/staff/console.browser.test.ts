@@ -31,6 +31,8 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
   let profile: string;
   let clerkEmail: string;
   let referralCode: string;
+  /** What the browser reported against the content security policy (zod must not probe eval). */
+  const cspReports: string[] = [];
 
   const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
   const status = () => page.getByRole('status').last();
@@ -108,6 +110,9 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
       hasTouch: true,
     });
     page = context.pages()[0] ?? (await context.newPage());
+    page.on('console', (msg) => {
+      if (/Content Security Policy/i.test(msg.text())) cspReports.push(msg.text());
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -173,6 +178,43 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
     await expect.poll(() => page.getByText(/Eva New, completed, 100 points bonus/).count()).toBe(1);
     await expectLabelledControls();
     await shot('member');
+  });
+
+  it('refuses an answer the staff contract does not describe: a clear error, nothing rendered from it', async () => {
+    const m = t.members[0]!;
+    const balances = '**/staff/v1/members/*/balances';
+    // The balances as a broken server might send them: a card without its name, a balance as text.
+    await page.route(balances, (route) =>
+      route.fulfill({
+        status: 200,
+        contentType: 'application/json',
+        body: JSON.stringify({
+          success: true,
+          data: {
+            member_id: m.id,
+            balances: [{ card_id: t.pointsCard, reward_system: 'points', currency: 'EUR', points_balance: '150' }],
+          },
+        }),
+      }),
+    );
+    await page.reload();
+    await expect.poll(() => page.getByTestId('referral-code').textContent()).toBe(referralCode); // the rest still works
+    const alert = page.getByRole('alert');
+    await expect.poll(() => alert.count()).toBe(1);
+    const text = await alert.textContent();
+    expect(text).toMatch(
+      /answer to GET \/staff\/v1\/members\/:member_id\/balances does not match the staff API contract/,
+    );
+    expect(text).toContain('balances.0.card_name');
+    expect(text).toContain('balances.0.points_balance');
+    expect(text).toContain('(unexpected_answer)');
+    expect(await page.getByTestId(`balance-${t.pointsCard}`).count()).toBe(0);
+    await shot('member-unexpected-answer');
+    await page.unroute(balances);
+    await page.reload();
+    await expect.poll(() => page.getByTestId(`balance-${t.pointsCard}`).textContent()).toBe('150 points');
+    // Every answer so far was checked with the contract's schemas, and none needed eval.
+    expect(cspReports).toEqual([]);
   });
 
   it('adjusts a balance as a manager, and a deduction past the balance is refused', async () => {

@@ -1,15 +1,6 @@
 import { useState } from 'preact/hooks';
-import { api, ApiError, query, type Card, type Member } from '../api.ts';
+import { ApiError, call, type Card, type Member } from '../api.ts';
 import { Notice, PageTitle, money, points, problemText } from '../components/ui.tsx';
-
-interface Adjustment {
-  transaction_id: number;
-  direction: 'add' | 'deduct';
-  points?: number;
-  amount?: number;
-  previous_balance: number;
-  new_balance: number;
-}
 
 /**
  * Managers add or deduct points or cashback with a reason (required). The ledger refuses a
@@ -39,9 +30,9 @@ export function AdjustmentsPage(props: { cards: Card[]; isManager: boolean; memb
     setOutcome(undefined);
     const v = lookup.trim();
     try {
-      const r = await api.get<{ member: Member }>(
-        /^\d+$/.test(v) ? `/members/${v}` : `/members${query(v.includes('@') ? { email: v } : { phone: v })}`,
-      );
+      const r = await (/^\d+$/.test(v)
+        ? call('staff.members.get', { params: { member_id: v } })
+        : call('staff.members.find', { query: v.includes('@') ? { email: v } : { phone: v } }));
       setMember(r.member);
     } catch (err) {
       setMember(undefined);
@@ -59,17 +50,19 @@ export function AdjustmentsPage(props: { cards: Card[]; isManager: boolean; memb
     setOutcome(undefined);
     const isPoints = card.reward_system === 'points';
     try {
-      const { adjustment: a } = await api.act<{ adjustment: Adjustment }>('/adjustments', {
-        card_id: card.id,
-        member_id: member.id,
-        direction,
-        ...(isPoints ? { points: Number(value) } : { amount: Number(value) }),
-        reason: reason.trim(),
+      const { adjustment: a } = await call('staff.adjustments.create', {
+        body: {
+          card_id: card.id,
+          member_id: member.id,
+          direction,
+          ...(isPoints ? { points: Number(value) } : { amount: Number(value) }),
+          reason: reason.trim(),
+        },
       });
       const fmt = (n: number) => (isPoints ? points(n) : money(n, card.currency));
       setOutcome({
         kind: 'ok',
-        text: `${a.direction === 'add' ? 'Added' : 'Deducted'} ${fmt(isPoints ? a.points! : a.amount!)} ${a.direction === 'add' ? 'to' : 'from'} ${member.name} on ${card.name}: ${fmt(a.previous_balance)} → ${fmt(a.new_balance)}.`,
+        text: `${a.direction === 'add' ? 'Added' : 'Deducted'} ${fmt((isPoints ? a.points : a.amount) ?? 0)} ${a.direction === 'add' ? 'to' : 'from'} ${member.name} on ${card.name}: ${fmt(a.previous_balance)} → ${fmt(a.new_balance)}.`,
       });
       setValue('');
       setReason('');

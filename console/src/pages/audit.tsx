@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api, query, type AuditRow, type Pagination, type Verification } from '../api.ts';
+import { call, type AuditRow } from '../api.ts';
 import { Notice, PageTitle, Pager, problemText, useLoad, when } from '../components/ui.tsx';
 
 const ACTIONS = ['', 'claim', 'balance.adjusted', 'staff', 'app', 'card', 'reward', 'tenant.created'];
@@ -21,7 +21,7 @@ export function AuditPage(props: { isManager: boolean }) {
   const log = useLoad(
     () =>
       props.isManager
-        ? api.get<{ entries: AuditRow[]; pagination: Pagination }>(`/audit${query({ ...filters, limit: 25, offset })}`)
+        ? call('staff.audit.list', { query: { ...filters, limit: 25, offset } })
         : Promise.resolve(undefined),
     [filters, offset],
   );
@@ -38,11 +38,14 @@ export function AuditPage(props: { isManager: boolean }) {
     setChecking(true);
     setVerdict(undefined);
     try {
-      const v = await api.get<Verification>('/audit/verify');
+      const v = await call('staff.audit.verify');
       setVerdict(
         v.valid
           ? { kind: 'ok', text: `Chain intact: ${v.rows_checked} rows verified (head ${v.head.seq}).` }
-          : { kind: 'error', text: `Chain broken at row ${v.problem!.seq}: ${v.problem!.reason}.` },
+          : {
+              kind: 'error',
+              text: v.problem ? `Chain broken at row ${v.problem.seq}: ${v.problem.reason}.` : 'Chain broken.',
+            },
       );
     } catch (err) {
       setVerdict({ kind: 'error', text: problemText(err) });

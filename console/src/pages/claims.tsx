@@ -1,8 +1,9 @@
 import { useState } from 'preact/hooks';
-import { api, query, type Card, type Claim, type Pagination } from '../api.ts';
+import { call, type Card, type Claim } from '../api.ts';
 import { Notice, PageTitle, Pager, points, problemText, useLoad, when } from '../components/ui.tsx';
 
-const STATUSES = ['', 'pending', 'approved', 'rejected', 'expired'] as const;
+/** The status filter: any (the empty value) or one of the contract's claim statuses. */
+const STATUSES: readonly ('' | Claim['status'])[] = ['', 'pending', 'approved', 'rejected', 'expired'];
 
 /**
  * The claims queue: pending claims first, then the newest; filters by card, status and date. Each
@@ -10,16 +11,18 @@ const STATUSES = ['', 'pending', 'approved', 'rejected', 'expired'] as const;
  * be approved or rejected with a note, and the queue shows the result at once.
  */
 export function ClaimsPage(props: { cards: Card[] }) {
-  const [filters, setFilters] = useState({ card_id: '', status: '', from: '', to: '' });
+  const [filters, setFilters] = useState<{ card_id: string; status: '' | Claim['status']; from: string; to: string }>({
+    card_id: '',
+    status: '',
+    from: '',
+    to: '',
+  });
   const [offset, setOffset] = useState(0);
   const [notes, setNotes] = useState<Record<number, string>>({});
   const [outcome, setOutcome] = useState<{ kind: 'ok' | 'error'; text: string }>();
   const [busy, setBusy] = useState<number>();
   const list = useLoad(
-    () =>
-      api.get<{ claim_requests: Claim[]; pagination: Pagination }>(
-        `/claims${query({ ...filters, limit: 20, offset })}`,
-      ),
+    () => call('staff.claims.list', { query: { ...filters, status: filters.status || undefined, limit: 20, offset } }),
     [filters, offset],
   );
   const cardName = (id: number) => props.cards.find((c) => c.id === id)?.name ?? `Card ${id}`;
@@ -28,9 +31,11 @@ export function ClaimsPage(props: { cards: Card[] }) {
     setBusy(claim.id);
     setOutcome(undefined);
     try {
-      const r = await api.act<{ claim_request: Claim }>(`/claims/${claim.id}/${decision}`, {
-        ...(notes[claim.id]?.trim() ? { note: notes[claim.id]!.trim() } : {}),
-      });
+      const note = notes[claim.id]?.trim();
+      const input = { params: { request_id: claim.id }, body: note ? { note } : {} };
+      const r = await (decision === 'approve'
+        ? call('staff.claims.approve', input)
+        : call('staff.claims.reject', input));
       const c = r.claim_request;
       const who = c.member.name ?? `member ${c.member.id}`;
       setOutcome({
@@ -49,7 +54,7 @@ export function ClaimsPage(props: { cards: Card[] }) {
     }
   }
 
-  const set = (key: keyof typeof filters) => (e: { currentTarget: { value: string } }) => {
+  const set = (key: 'card_id' | 'from' | 'to') => (e: { currentTarget: { value: string } }) => {
     setOffset(0);
     setFilters({ ...filters, [key]: e.currentTarget.value });
   };
@@ -73,7 +78,13 @@ export function ClaimsPage(props: { cards: Card[] }) {
         </label>
         <label>
           Status
-          <select value={filters.status} onChange={set('status')}>
+          <select
+            value={filters.status}
+            onChange={(e) => {
+              setOffset(0);
+              setFilters({ ...filters, status: STATUSES.find((s) => s === e.currentTarget.value) ?? '' });
+            }}
+          >
             {STATUSES.map((s) => (
               <option key={s} value={s}>
                 {s === '' ? 'Any (pending first)' : s}

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api, ApiError, query, type Balance, type Card, type Member, type Pagination } from '../api.ts';
+import { ApiError, call, type Balance, type Card } from '../api.ts';
 import { Notice, PageTitle, Pager, money, points, problemText, useLoad, when } from '../components/ui.tsx';
 
 /** Member look-up by email or phone; the member's page opens at #/members/<id>. */
@@ -12,7 +12,8 @@ export function MemberSearch() {
     e.preventDefault();
     setError(undefined);
     try {
-      const r = await api.get<{ member: Member }>(`/members${query({ [by]: value.trim() })}`);
+      const v = value.trim();
+      const r = await call('staff.members.find', { query: by === 'email' ? { email: v } : { phone: v } });
       location.hash = `#/members/${r.member.id}`;
     } catch (err) {
       setError(
@@ -74,17 +75,12 @@ function BalanceCell(props: { b: Balance }) {
   );
 }
 
-interface HistoryPage {
-  reward_system: 'points' | 'cashback';
-  transactions: { id: number; event: string; points: number; amount: number; created_at: string }[];
-  pagination: Pagination;
-}
-
 /** A member: balances per card (pending, held and expiring amounts when the ledger reports them), history, referrals. */
 export function MemberPage(props: { memberId: number; cards: Card[]; isManager: boolean }) {
   const { memberId, cards } = props;
-  const member = useLoad(() => api.get<{ member: Member }>(`/members/${memberId}`), [memberId]);
-  const balances = useLoad(() => api.get<{ balances: Balance[] }>(`/members/${memberId}/balances`), [memberId]);
+  const params = { member_id: memberId };
+  const member = useLoad(() => call('staff.members.get', { params }), [memberId]);
+  const balances = useLoad(() => call('staff.members.balances', { params }), [memberId]);
   const [cardId, setCardId] = useState<number | undefined>(cards[0]?.id);
   const [offset, setOffset] = useState(0);
   const card = cards.find((c) => c.id === cardId);
@@ -92,7 +88,7 @@ export function MemberPage(props: { memberId: number; cards: Card[]; isManager: 
     () =>
       cardId === undefined
         ? Promise.resolve(undefined)
-        : api.get<HistoryPage>(`/members/${memberId}/history${query({ card_id: cardId, limit: 10, offset })}`),
+        : call('staff.members.history', { params, query: { card_id: cardId, limit: 10, offset } }),
     [memberId, cardId, offset],
   );
   const pointsCards = cards.filter((c) => c.reward_system === 'points');
@@ -101,11 +97,7 @@ export function MemberPage(props: { memberId: number; cards: Card[]; isManager: 
     () =>
       refCard === undefined
         ? Promise.resolve(undefined)
-        : api.get<{
-            referral_code: string | null;
-            referrals: { id: number; referee_name: string; status: string; bonus_points: number; created_at: string }[];
-            total: number;
-          }>(`/members/${memberId}/referrals${query({ card_id: refCard })}`),
+        : call('staff.members.referrals', { params, query: { card_id: refCard } }),
     [memberId, refCard],
   );
 

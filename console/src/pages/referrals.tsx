@@ -1,37 +1,23 @@
 import { useState } from 'preact/hooks';
-import { api, query, type Card } from '../api.ts';
+import { call, type Answer, type Card } from '../api.ts';
 import { BarChart } from '../components/bar-chart.tsx';
 import { Notice, PageTitle, problemText, useLoad } from '../components/ui.tsx';
 
-interface Stats {
-  total_referrals: number;
-  successful_referrals: number;
-  pending_referrals: number;
-  conversion_rate: number;
-}
-interface Dashboard {
-  periods: { period: string; stats: Stats }[];
-  top_referrers: {
-    member_id: number;
-    name: string;
-    email: string | null;
-    total_referrals: number;
-    successful_referrals: number;
-  }[];
-  period: string;
-}
-const PERIOD_NAMES: Record<string, string> = { '7d': '7 days', '30d': '30 days', '90d': '90 days', all: 'All time' };
+type Period = Answer<'staff.referrals.dashboard'>['period'];
+const PERIOD_NAMES: Record<Period, string> = { '7d': '7 days', '30d': '30 days', '90d': '90 days', all: 'All time' };
+const PERIODS = Object.keys(PERIOD_NAMES);
+const periodOf = (v: string): Period => PERIODS.find((p): p is Period => p === v) ?? '30d';
 
 /** The referral programme of a points card: statistics per period with a chart, and the top referrers. */
 export function ReferralsPage(props: { cards: Card[] }) {
   const pointsCards = props.cards.filter((c) => c.reward_system === 'points');
   const [cardId, setCardId] = useState(pointsCards[0]?.id);
-  const [period, setPeriod] = useState('30d');
+  const [period, setPeriod] = useState<Period>('30d');
   const board = useLoad(
     () =>
       cardId === undefined
         ? Promise.resolve(undefined)
-        : api.get<Dashboard>(`/referrals/dashboard${query({ card_id: cardId, period, limit: 10 })}`),
+        : call('staff.referrals.dashboard', { query: { card_id: cardId, period, limit: 10 } }),
     [cardId, period],
   );
   const d = board.data;
@@ -52,7 +38,7 @@ export function ReferralsPage(props: { cards: Card[] }) {
         </label>
         <label>
           Top referrers over
-          <select value={period} onChange={(e) => setPeriod(e.currentTarget.value)}>
+          <select value={period} onChange={(e) => setPeriod(periodOf(e.currentTarget.value))}>
             {Object.entries(PERIOD_NAMES).map(([p, name]) => (
               <option key={p} value={p}>
                 {name}

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api, session, type Me } from '../api.ts';
+import { call, session, type Answer, type Me } from '../api.ts';
 import { Notice, PageTitle, problemText } from '../components/ui.tsx';
 
 const TENANT_KEY = 'loyalty.staff.tenant';
@@ -18,7 +18,7 @@ export function SignIn(props: { onSignedIn: (me: Me) => void; notice?: string })
   const [email, setEmail] = useState('');
   const [code, setCode] = useState('');
   const [step, setStep] = useState<'email' | 'code'>('email');
-  const [sent, setSent] = useState<{ message: string; code?: string }>();
+  const [sent, setSent] = useState<Answer<'staff.auth.request_code'>>();
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
 
@@ -27,10 +27,7 @@ export function SignIn(props: { onSignedIn: (me: Me) => void; notice?: string })
     setBusy(true);
     setError(undefined);
     try {
-      const r = await api.post<{ message: string; code?: string }>('/auth/request-code', {
-        tenant_id: Number(tenant),
-        email,
-      });
+      const r = await call('staff.auth.request_code', { body: { tenant_id: Number(tenant), email } });
       localStorage.setItem(TENANT_KEY, tenant);
       setSent(r);
       setStep('code');
@@ -46,13 +43,9 @@ export function SignIn(props: { onSignedIn: (me: Me) => void; notice?: string })
     setBusy(true);
     setError(undefined);
     try {
-      const r = await api.post<{ staff_token: string }>('/auth/verify-code', {
-        tenant_id: Number(tenant),
-        email,
-        code: code.trim(),
-      });
+      const r = await call('staff.auth.verify_code', { body: { tenant_id: Number(tenant), email, code: code.trim() } });
       session.set(r.staff_token);
-      props.onSignedIn(await api.get<Me>('/me'));
+      props.onSignedIn(await call('staff.me'));
     } catch (err) {
       setError(problemText(err));
     } finally {

@@ -1,14 +1,19 @@
 import { useState } from 'preact/hooks';
-import { api, type Role, type StaffUser } from '../api.ts';
+import { call, type Role, type StaffUser } from '../api.ts';
 import { Notice, PageTitle, problemText, useLoad, when } from '../components/ui.tsx';
+
+const ROLES: readonly Role[] = ['staff', 'manager'];
+/** The role a select's value names (the select offers only ROLES). */
+const roleOf = (v: string): Role => ROLES.find((r) => r === v) ?? 'staff';
 
 /** Managers invite staff users, change their role and deactivate (or reactivate) them. */
 export function TeamPage(props: { isManager: boolean; meId: number }) {
-  const team = useLoad(
-    () => (props.isManager ? api.get<{ staff: StaffUser[] }>('/staff') : Promise.resolve(undefined)),
-    [],
-  );
-  const [invite, setInvite] = useState({ email: '', name: '', role: 'staff' as Role });
+  const team = useLoad(() => (props.isManager ? call('staff.team.list') : Promise.resolve(undefined)), []);
+  const [invite, setInvite] = useState<{ email: string; name: string; role: Role }>({
+    email: '',
+    name: '',
+    role: 'staff',
+  });
   const [outcome, setOutcome] = useState<{ kind: 'ok' | 'error'; text: string }>();
 
   if (!props.isManager)
@@ -31,7 +36,7 @@ export function TeamPage(props: { isManager: boolean; meId: number }) {
 
   const update = (s: StaffUser, change: { role?: Role; active?: boolean }) =>
     run(async () => {
-      const r = await api.act<{ staff: StaffUser }>(`/staff/${s.id}`, change);
+      const r = await call('staff.team.update', { params: { staff_id: s.id }, body: change });
       return `${r.staff.name}: ${r.staff.role}, ${r.staff.active ? 'active' : 'deactivated'}.`;
     });
 
@@ -58,7 +63,7 @@ export function TeamPage(props: { isManager: boolean; meId: number }) {
                 <td>
                   <label>
                     <span class="sr-only">Role of {s.name}</span>
-                    <select value={s.role} onChange={(e) => update(s, { role: e.currentTarget.value as Role })}>
+                    <select value={s.role} onChange={(e) => update(s, { role: roleOf(e.currentTarget.value) })}>
                       <option value="staff">staff</option>
                       <option value="manager">manager</option>
                     </select>
@@ -87,7 +92,7 @@ export function TeamPage(props: { isManager: boolean; meId: number }) {
           onSubmit={(e) => {
             e.preventDefault();
             void run(async () => {
-              const r = await api.act<{ staff: StaffUser }>('/staff', invite);
+              const r = await call('staff.team.invite', { body: invite });
               setInvite({ email: '', name: '', role: 'staff' });
               return `${r.staff.name} can now sign in with ${r.staff.email}.`;
             });
@@ -112,7 +117,7 @@ export function TeamPage(props: { isManager: boolean; meId: number }) {
           </label>
           <label>
             Role
-            <select value={invite.role} onChange={(e) => setInvite({ ...invite, role: e.currentTarget.value as Role })}>
+            <select value={invite.role} onChange={(e) => setInvite({ ...invite, role: roleOf(e.currentTarget.value) })}>
               <option value="staff">staff</option>
               <option value="manager">manager</option>
             </select>

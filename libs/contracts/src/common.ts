@@ -1,7 +1,11 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
-/** An unpaired UTF-16 surrogate: PostgreSQL, NATS' JSON and most clients cannot carry it. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/**
+ * An unpaired UTF-16 surrogate: PostgreSQL, NATS' JSON and most clients cannot carry it. With the
+ * `u` flag a pair is one code point, so only a lone half matches (no lookbehind: the staff console
+ * bundles these schemas for browsers that lack it, such as Safari before 16.4).
+ */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 
 /** Whether a string can be stored and sent on as text: no NUL (PostgreSQL refuses it) and no lone surrogate. */
 export function isStorableText(v: string): boolean {
@@ -133,7 +137,7 @@ export function metadataProblem(value: unknown): string | undefined {
       stack.push({ v: item, depth: depth + 1 });
     }
   }
-  if (Buffer.byteLength(JSON.stringify(value)) > METADATA_LIMITS.bytes)
+  if (new TextEncoder().encode(JSON.stringify(value)).length > METADATA_LIMITS.bytes)
     return `must be at most ${METADATA_LIMITS.bytes} bytes as JSON`;
   return undefined;
 }

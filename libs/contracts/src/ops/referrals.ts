@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { countParam, Id, IdParam, Text, Timestamp, pageQuery } from '../common.ts';
 import { defineOperations } from './types.ts';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { AuditActor, StaffRole } from '../audit.ts';
 import { Email, Id, IdParam, Money, Pagination, Phone, Text, Timestamp, countParam, pageQuery } from '../common.ts';
 import { ClaimRequestRecord, ClaimStatus } from './claims.ts';
