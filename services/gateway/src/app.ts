@@ -60,6 +60,9 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     trustProxy: config.TRUST_PROXY,
     return503OnClosing: true,
     forceCloseConnections: false,
+    // Building the three OpenAPI documents takes seconds on a busy, memory-capped container; past
+    // Fastify's default 10 s per plugin the gateway refused to start.
+    pluginTimeout: 60_000,
   });
   const routes = [
     ...Object.values(operations),
