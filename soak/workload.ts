@@ -260,18 +260,28 @@ export class Workload {
         endpoints: [],
         referred: new Set(),
       };
-      const code = await this.call('provision', undefined, 'POST', '/staff/v1/auth/request-code', {
-        body: { tenant_id: t.id, email: managerEmail },
-      });
-      const verified = await this.call('provision', undefined, 'POST', '/staff/v1/auth/verify-code', {
-        body: { tenant_id: t.id, email: managerEmail, code: code.data?.code },
-      });
-      if (typeof verified.data?.staff_token !== 'string') throw new Error(`staff sign-in failed: ${verified.status}`);
-      t.staffToken = verified.data.staff_token;
+      t.staffToken = await this.staffSignIn(t.id, managerEmail);
       this.tenants.push(t);
       for (const types of [['*'], ['points.earned', 'cashback.earned', 'claim.approved', 'referral.completed']])
         await this.createEndpoint(t, types);
       await Promise.all(Array.from({ length: membersPerTenant }, () => this.register(t)));
+    }
+  }
+
+  /** A manager's staff token (the sandbox answers the code); the first steps are not keyed, so tried again here. */
+  private async staffSignIn(tenantId: number, email: string): Promise<string> {
+    for (let attempt = 1; ; attempt++) {
+      const code = await this.call('provision', undefined, 'POST', '/staff/v1/auth/request-code', {
+        body: { tenant_id: tenantId, email },
+      });
+      if (typeof code.data?.code === 'string') {
+        const verified = await this.call('provision', undefined, 'POST', '/staff/v1/auth/verify-code', {
+          body: { tenant_id: tenantId, email, code: code.data.code },
+        });
+        if (typeof verified.data?.staff_token === 'string') return verified.data.staff_token;
+      }
+      if (attempt >= 5) throw new Error(`staff sign-in failed: ${code.status} ${code.code ?? ''}`);
+      await new Promise((r) => setTimeout(r, 2000));
     }
   }
 
