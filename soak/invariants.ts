@@ -1,0 +1,461 @@
+import pg from 'pg';
+import type { NatsConnection } from 'nats';
+import { Subjects, webhookTypeOfDomainEvent } from '@loyalty/contracts';
+import { connectAs } from '../test/support/nats.ts';
+import type { InjectedFault } from './faults.ts';
+import type { SoakStack } from './stack.ts';
+import type { OpRecord, Workload } from './workload.ts';
+
+/**
+ * The checks at the end of a run, over everything that was acknowledged: exact where they can be
+ * (a lost or doubled write is never tolerated), each with the figure it found.
+ */
+export interface Check {
+  name: string;
+  ok: boolean;
+  figure: string;
+  details?: unknown[];
+}
+
+export interface Received {
+  /** Per endpoint URL path: event id → times answered 200. */
+  byPath: Map<string, Map<string, number>>;
+}
+
+/** Each key once: acknowledged if any send of it was, refused if every send was, otherwise unknown. */
+function byKey(ops: OpRecord[], kinds: string[]): Map<string, { outcome: OpRecord['outcome']; op: OpRecord }> {
+  const out = new Map<string, { outcome: OpRecord['outcome']; op: OpRecord }>();
+  for (const op of ops) {
+    if (!op.key || !kinds.includes(op.kind)) continue;
+    const seen = out.get(op.key);
+    const rank = { ack: 2, failed: 1, refused: 0 } as const;
+    if (!seen || rank[op.outcome] > rank[seen.outcome]) out.set(op.key, { outcome: op.outcome, op });
+  }
+  return out;
+}
+
+/** Effects per key against the outcome: acknowledged → exactly one, refused → none, unknown → at most one. */
+function exactlyOnce(
+  name: string,
+  keys: Map<string, { outcome: OpRecord['outcome'] }>,
+  effects: Map<string, number>,
+): Check {
+  let acked = 0;
+  let lost = 0;
+  let doubled = 0;
+  let refusedApplied = 0;
+  let unknownApplied = 0;
+  let unknown = 0;
+  const details: unknown[] = [];
+  for (const [key, { outcome }] of keys) {
+    const n = effects.get(key) ?? 0;
+    if (n > 1) doubled += 1;
+    if (outcome === 'ack') {
+      acked += 1;
+      if (n === 0) lost += 1;
+    } else if (outcome === 'refused') {
+      if (n > 0) refusedApplied += 1;
+    } else {
+      unknown += 1;
+      if (n > 0) unknownApplied += 1;
+    }
+    if (n > 1 || (outcome === 'ack' && n === 0) || (outcome === 'refused' && n > 0))
+      if (details.length < 10) details.push({ key, outcome, effects: n });
+  }
+  return {
+    name,
+    ok: lost === 0 && doubled === 0 && refusedApplied === 0,
+    figure: `lost ${lost}, doubled ${doubled} of ${acked.toLocaleString('en')} acknowledged; refused but applied ${refusedApplied}; unanswered ${unknown} (${unknownApplied} applied)`,
+    details,
+  };
+}
+
+async function countBy(db: pg.Client, sql: string, keys: string[]): Promise<Map<string, number>> {
+  const { rows } = await db.query<{ k: string; n: string }>(sql, [keys]);
+  return new Map(rows.map((r) => [r.k, Number(r.n)]));
+}
+
+/** Lost, doubled and refused-but-applied writes, kind by kind. */
+export async function checkWrites(db: pg.Client, ops: OpRecord[]): Promise<Check[]> {
+  const checks: Check[] = [];
+  const kindsByRef = ['points_earn', 'cashback_earn', 'points_redeem', 'cashback_redeem'];
+  for (const kind of kindsByRef) {
+    const keys = byKey(ops, [kind]);
+    const effects = await countBy(
+      db,
+      `SELECT reference AS k, count(*) AS n FROM ledger.journal
+        WHERE reference = ANY($1) AND event NOT IN ('cashback_refunded', 'points_refunded') GROUP BY reference`,
+      [...keys.keys()],
+    );
+    checks.push(exactlyOnce(`${kind}: journal rows by reference`, keys, effects));
+  }
+  const adj = byKey(ops, ['adjustment']);
+  checks.push(
+    exactlyOnce(
+      'adjustment: journal rows by reason',
+      adj,
+      await countBy(
+        db,
+        `SELECT substr(metadata->>'reason', 6) AS k, count(*) AS n FROM ledger.journal
+          WHERE event = 'staff_adjustment' AND substr(metadata->>'reason', 6) = ANY($1) GROUP BY 1`,
+        [...adj.keys()],
+      ),
+    ),
+  );
+  for (const kind of ['points_refund', 'cashback_refund']) {
+    // A refund names the purchase, not itself: its answer names its journal row; the count of
+    // refund rows must lie between the acknowledged refunds and those plus the unanswered ones.
+    const keys = byKey(ops, [kind]);
+    const event = kind === 'points_refund' ? 'points_refunded' : 'cashback_refunded';
+    const ids: number[] = [];
+    let unknown = 0;
+    for (const { outcome, op } of keys.values()) {
+      if (outcome === 'ack' && op.text) {
+        const id = (JSON.parse(op.text) as { data?: { transaction_id?: number } }).data?.transaction_id;
+        if (typeof id === 'number') ids.push(id);
+      } else if (outcome === 'failed') unknown += 1;
+    }
+    const { rows } = await db.query<{ id: string }>(`SELECT id FROM ledger.journal WHERE event = $1`, [event]);
+    const have = new Set(rows.map((r) => Number(r.id)));
+    const lost = ids.filter((id) => !have.has(id)).length;
+    const distinct = new Set(ids).size;
+    const extra = rows.length - distinct;
+    const ok = lost === 0 && distinct === ids.length && extra >= 0 && extra <= unknown;
+    checks.push({
+      name: `${kind}: journal rows named by the answers`,
+      ok,
+      figure: `lost ${lost}, answers sharing a row ${ids.length - distinct}, rows without an acknowledged answer ${extra} (unanswered ${unknown}) of ${ids.length.toLocaleString('en')} acknowledged`,
+    });
+  }
+  const claims = byKey(ops, ['claim_create']);
+  checks.push(
+    exactlyOnce(
+      'claim_create: claim requests by note',
+      claims,
+      await countBy(
+        db,
+        `SELECT member_note AS k, count(*) AS n FROM claims.claim_requests WHERE member_note = ANY($1) GROUP BY 1`,
+        [...claims.keys()],
+      ),
+    ),
+  );
+  const hooks = byKey(ops, ['webhook_create']);
+  checks.push(
+    exactlyOnce(
+      'webhook_create: endpoints by description',
+      hooks,
+      await countBy(
+        db,
+        `SELECT description AS k, count(*) AS n FROM webhooks.endpoints WHERE description = ANY($1) GROUP BY 1`,
+        [...hooks.keys()],
+      ),
+    ),
+  );
+  const regs = byKey(ops, ['register']);
+  const emails = new Map<string, { outcome: OpRecord['outcome'] }>();
+  for (const { outcome, op } of regs.values()) emails.set((op.body as { email: string }).email, { outcome });
+  checks.push(
+    exactlyOnce(
+      'register: members by email',
+      emails,
+      await countBy(db, `SELECT email AS k, count(*) AS n FROM identity.members WHERE email = ANY($1) GROUP BY 1`, [
+        ...emails.keys(),
+      ]),
+    ),
+  );
+  checks.push(await checkDecisions(db, ops));
+  checks.push(await checkReferrals(db, ops));
+  return checks;
+}
+
+async function checkDecisions(db: pg.Client, ops: OpRecord[]): Promise<Check> {
+  const decided = byKey(ops, ['claim_approve', 'claim_reject']);
+  const { rows } = await db.query<{ id: string; status: string }>(`SELECT id, status FROM claims.claim_requests`);
+  const status = new Map(rows.map((r) => [Number(r.id), r.status]));
+  const wrong: unknown[] = [];
+  let acked = 0;
+  for (const { outcome, op } of decided.values()) {
+    if (outcome !== 'ack' || op.claimId === undefined) continue;
+    acked += 1;
+    const want = op.kind === 'claim_approve' ? 'approved' : 'rejected';
+    if (status.get(op.claimId) !== want) wrong.push({ claim: op.claimId, want, is: status.get(op.claimId) });
+  }
+  const { rows: captured } = await db.query<{ n: string }>(
+    `SELECT count(*) AS n FROM ledger.journal WHERE event = 'reward_claimed'`,
+  );
+  const approved = rows.filter((r) => r.status === 'approved').length;
+  const debits = Number(captured[0]?.n ?? 0);
+  return {
+    name: 'claim decisions: status as answered; one debit per approval',
+    ok: wrong.length === 0 && debits === approved,
+    figure: `${wrong.length} of ${acked.toLocaleString('en')} acknowledged decisions not in force; ${approved} approved claims, ${debits} reward debits`,
+    details: wrong.slice(0, 10),
+  };
+}
+
+async function checkReferrals(db: pg.Client, ops: OpRecord[]): Promise<Check> {
+  const applied = byKey(ops, ['referral_apply']);
+  const { rows } = await db.query<{ card_id: string; referee_id: string; status: string; bonuses: string }>(
+    `SELECT r.card_id, r.referee_id, r.status,
+            (SELECT count(*) FROM ledger.journal j WHERE j.event = 'referral_bonus' AND j.card_id = r.card_id
+                AND j.id IN (r.referrer_transaction_id, r.referee_transaction_id)) AS bonuses
+       FROM referrals.referrals r`,
+  );
+  const have = new Map(rows.map((r) => [`${r.card_id}:${r.referee_id}`, r]));
+  let lost = 0;
+  let acked = 0;
+  for (const { outcome, op } of applied.values()) {
+    if (outcome !== 'ack') continue;
+    acked += 1;
+    const b = op.body as { card_id: number; referee_member_id: number };
+    if (!have.has(`${b.card_id}:${b.referee_member_id}`)) lost += 1;
+  }
+  const incomplete = rows.filter((r) => r.status !== 'completed' || Number(r.bonuses) !== 2).length;
+  const { rows: bonusRows } = await db.query<{ n: string }>(
+    `SELECT count(*) AS n FROM ledger.journal WHERE event = 'referral_bonus'`,
+  );
+  const bonuses = Number(bonusRows[0]?.n ?? 0);
+  return {
+    name: 'referrals: every acknowledged apply recorded, completed, paid once each way',
+    ok: lost === 0 && incomplete === 0 && bonuses === rows.length * 2,
+    figure: `lost ${lost} of ${acked.toLocaleString('en')} acknowledged; ${rows.length} referrals, ${incomplete} not completed and paid; ${bonuses} bonus rows (want ${rows.length * 2})`,
+  };
+}
+
+/** Balances against lots, holds and the journal; holds against pending claims. */
+export async function checkBalances(db: pg.Client): Promise<Check[]> {
+  const { rows } = await db.query<Record<string, string>>(`
+    SELECT a.card_id, a.member_id, a.balance, a.pending, a.held,
+           COALESCE(l.spendable, 0) AS spendable, COALESCE(l.pend, 0) AS pend,
+           COALESCE(h.holds, 0) AS holds, COALESCE(hl.took, 0) AS took, COALESCE(j.total, 0) AS journal
+      FROM ledger.accounts a
+      LEFT JOIN (SELECT card_id, member_id, sum(remaining) FILTER (WHERE NOT pending) AS spendable,
+                        sum(remaining) FILTER (WHERE pending) AS pend FROM ledger.lots GROUP BY 1, 2) l USING (card_id, member_id)
+      LEFT JOIN (SELECT card_id, member_id, sum(amount) AS holds FROM ledger.holds WHERE status = 'held' GROUP BY 1, 2) h USING (card_id, member_id)
+      LEFT JOIN (SELECT h.card_id, h.member_id, sum(x.amount) AS took FROM ledger.holds h JOIN ledger.hold_lots x ON x.hold_id = h.id
+                  WHERE h.status = 'held' GROUP BY 1, 2) hl USING (card_id, member_id)
+      LEFT JOIN (SELECT card_id, member_id, sum(amount) AS total FROM ledger.journal GROUP BY 1, 2) j USING (card_id, member_id)`);
+  const bad: unknown[] = [];
+  let negative = 0;
+  for (const r of rows) {
+    const n = Object.fromEntries(Object.entries(r).map(([k, v]) => [k, Number(v)]));
+    if (n.balance! < 0) negative += 1;
+    const agree =
+      n.balance === n.spendable &&
+      n.pending === n.pend &&
+      n.held === n.holds &&
+      n.held === n.took &&
+      n.journal === n.balance! + n.pending! + n.held!;
+    if (!agree && bad.length < 10) bad.push(n);
+    if (!agree && bad.length >= 10) bad.push(null);
+  }
+  const { rows: cards } = await db.query<{ card_id: string; accounts: string; journal: string }>(`
+    SELECT c.id AS card_id, COALESCE((SELECT sum(balance + pending + held) FROM ledger.accounts a WHERE a.card_id = c.id), 0) AS accounts,
+           COALESCE((SELECT sum(amount) FROM ledger.journal j WHERE j.card_id = c.id), 0) AS journal FROM ledger.cards c`);
+  const cardDrift = cards.filter((c) => c.accounts !== c.journal);
+  // A hold still held belongs to a claim that is still pending (after the drain nothing is half-way).
+  const { rows: holds } = await db.query<{ key: string; status: string | null }>(`
+    SELECT h.key, c.status FROM ledger.holds h
+      LEFT JOIN claims.claim_requests c ON h.key = 'claim:' || c.id
+     WHERE h.status = 'held' AND (c.status IS NULL OR c.status <> 'pending')`);
+  const { rows: unheld } = await db.query<{ n: string }>(
+    `SELECT count(*) AS n FROM claims.claim_requests WHERE status = 'pending' AND hold_status <> 'held'`,
+  );
+  const { rows: heldCount } = await db.query<{ n: string }>(
+    `SELECT count(*) AS n FROM ledger.holds WHERE status = 'held'`,
+  );
+  return [
+    {
+      name: 'balances: balance = spendable lots, pending = pending lots, held = holds, journal = all three; none negative',
+      ok: bad.length === 0 && negative === 0,
+      figure: `${bad.length} of ${rows.length.toLocaleString('en')} accounts disagree, ${negative} negative`,
+      details: bad.filter(Boolean),
+    },
+    {
+      name: 'totals: per card, the accounts sum to the journal',
+      ok: cardDrift.length === 0,
+      figure: `${cardDrift.length} of ${cards.length} cards differ`,
+      details: cardDrift,
+    },
+    {
+      name: 'holds: every held hold belongs to a pending claim, every pending claim is held',
+      ok: holds.length === 0 && Number(unheld[0]?.n) === 0,
+      figure: `${holds.length} of ${heldCount[0]?.n} held holds without a pending claim; ${unheld[0]?.n} pending claims without a hold`,
+      details: holds.slice(0, 10),
+    },
+  ];
+}
+
+/** The stream's message ids, each with how many messages carry it. */
+async function streamIds(nc: NatsConnection, stream: string): Promise<{ ids: Map<string, number>; messages: number }> {
+  const jsm = await nc.jetstreamManager();
+  const info = await jsm.streams.info(stream);
+  const ids = new Map<string, number>();
+  let messages = 0;
+  if (info.state.messages === 0) return { ids, messages };
+  const js = nc.jetstream();
+  const consumer = await js.consumers.get(stream);
+  const iter = await consumer.consume({ max_messages: 1000 });
+  for await (const m of iter) {
+    messages += 1;
+    const id = m.headers?.get('Nats-Msg-Id') ?? '';
+    ids.set(id, (ids.get(id) ?? 0) + 1);
+    if (m.info.pending === 0) break;
+  }
+  await iter.close();
+  return { ids, messages };
+}
+
+interface Seen {
+  schema: string;
+  id: string;
+  subject: string;
+  payload: { type: string; tenant_id: number; occurred_at: string };
+}
+
+/** Outbox → JetStream once per event id; every endpoint received every event it subscribed to. */
+export async function checkEvents(db: pg.Client, stack: SoakStack, received: Received): Promise<Check[]> {
+  const { rows: seen } = await db.query<Seen>(`SELECT schema, id, subject, payload FROM public.soak_outbox_seen`);
+  let unpublished = 0;
+  for (const s of new Set(seen.map((r) => r.schema))) {
+    const { rows } = await db.query<{ n: string }>(
+      `SELECT count(*) AS n FROM "${s}".outbox WHERE published_at IS NULL`,
+    );
+    unpublished += Number(rows[0]?.n ?? 0);
+  }
+  const nc = await connectAs('admin', { url: stack.natsUrl });
+  let stream: { ids: Map<string, number>; messages: number };
+  try {
+    stream = await streamIds(nc, new Subjects(stack.root).streamName());
+  } finally {
+    await nc.close();
+  }
+  const missing = seen.filter((s) => !stream.ids.has(s.id));
+  const twice = seen.filter((s) => (stream.ids.get(s.id) ?? 0) > 1);
+  const checks: Check[] = [
+    {
+      name: 'events: every outbox event on JetStream exactly once (by event id)',
+      ok: missing.length === 0 && twice.length === 0 && unpublished === 0,
+      figure: `missing ${missing.length}, duplicated ${twice.length} of ${seen.length.toLocaleString('en')} events recorded; ${unpublished} still unpublished; ${stream.messages.toLocaleString('en')} messages in the stream`,
+      details: [...missing.slice(0, 5), ...twice.slice(0, 5)].map((s) => ({ id: s.id, subject: s.subject })),
+    },
+  ];
+  const { rows: endpoints } = await db.query<{
+    id: string;
+    tenant_id: string;
+    url: string;
+    event_types: string[];
+    created_at: Date;
+  }>(`SELECT id, tenant_id, url, event_types, created_at FROM webhooks.endpoints WHERE deleted_at IS NULL AND enabled`);
+  let expected = 0;
+  let lost = 0;
+  let duplicates = 0;
+  const lostSample: unknown[] = [];
+  for (const e of endpoints) {
+    const got = received.byPath.get(new URL(e.url).pathname) ?? new Map<string, number>();
+    for (const n of got.values()) if (n > 1) duplicates += n - 1;
+    for (const s of seen) {
+      const type = webhookTypeOfDomainEvent.get(s.payload.type);
+      if (!type || s.payload.tenant_id !== Number(e.tenant_id)) continue;
+      if (!(e.event_types.includes('*') || e.event_types.includes(type))) continue;
+      if (new Date(s.payload.occurred_at).getTime() < e.created_at.getTime()) continue;
+      expected += 1;
+      if (!got.has(s.id)) {
+        lost += 1;
+        if (lostSample.length < 10) lostSample.push({ endpoint: Number(e.id), event: s.id, type });
+      }
+    }
+  }
+  checks.push({
+    name: 'webhooks: every endpoint received every event it subscribed to (at least once)',
+    ok: lost === 0,
+    figure: `missing ${lost} of ${expected.toLocaleString('en')} deliveries to ${endpoints.length} endpoints; ${duplicates} duplicates received`,
+    details: lostSample,
+  });
+  return checks;
+}
+
+/** A code mail for every acknowledged registration; an earn digest for every member who earned points. */
+export function checkMail(stack: SoakStack, ops: OpRecord[]): Check {
+  const to = new Map<string, string[]>();
+  for (const m of stack.mail.messages) {
+    const list = to.get(m.to) ?? [];
+    list.push(m.subject);
+    to.set(m.to, list);
+  }
+  const mailsTo = (email: string) => [...to.entries()].filter(([k]) => k.includes(email)).flatMap(([, v]) => v);
+  const registered = byKey(ops, ['register']);
+  let codesMissing = 0;
+  for (const { outcome, op } of registered.values())
+    if (outcome === 'ack' && mailsTo((op.body as { email: string }).email).length === 0) codesMissing += 1;
+  const earners = new Map<number, string>();
+  const emailOf = new Map<number, string>();
+  for (const op of ops) {
+    if (op.kind === 'register' && op.outcome === 'ack' && op.text) {
+      const id = (JSON.parse(op.text) as { data?: { member?: { id?: number } } }).data?.member?.id;
+      if (id) emailOf.set(id, (op.body as { email: string }).email);
+    }
+  }
+  for (const op of ops)
+    if (op.kind === 'points_earn' && op.outcome === 'ack') {
+      const id = (op.body as { member_id: number }).member_id;
+      const email = emailOf.get(id);
+      if (email) earners.set(id, email);
+    }
+  let digestsMissing = 0;
+  for (const email of earners.values())
+    if (!mailsTo(email).some((s) => s.startsWith('You earned'))) digestsMissing += 1;
+  const digests = stack.mail.messages.filter((m) => m.subject.startsWith('You earned')).length;
+  return {
+    name: 'mail: a code for every registration, a digest for every member who earned points',
+    ok: codesMissing === 0 && digestsMissing === 0,
+    figure: `codes missing ${codesMissing} of ${[...registered.values()].filter((r) => r.outcome === 'ack').length}; digests missing ${digestsMissing} of ${earners.size} members who earned (${digests} digests for ${ops.filter((o) => o.kind === 'points_earn' && o.outcome === 'ack').length} earns); ${stack.mail.messages.length} mails in all`,
+  };
+}
+
+/** Every tenant's audit chain verifies. */
+export async function checkAudit(workload: Workload, gateway: string, operatorToken: string): Promise<Check> {
+  const broken: unknown[] = [];
+  let rows = 0;
+  for (const t of workload.tenants) {
+    const res = await fetch(`${gateway}/admin/v1/tenants/${t.id}/audit/verify`, {
+      headers: { authorization: `Bearer ${operatorToken}` },
+    });
+    const body = (await res.json()) as { data?: { valid: boolean; rows_checked: number; problem: unknown } };
+    rows += body.data?.rows_checked ?? 0;
+    if (!body.data?.valid) broken.push({ tenant: t.id, status: res.status, problem: body.data?.problem });
+  }
+  return {
+    name: 'audit: every tenant chain verifies',
+    ok: broken.length === 0,
+    figure: `${broken.length} of ${workload.tenants.length} chains broken (${rows.toLocaleString('en')} rows checked)`,
+    details: broken,
+  };
+}
+
+/** Answers to the same key are the first answer, byte for byte. */
+export function checkReplays(ops: OpRecord[]): Check {
+  const replays = ops.filter((o) => o.replayOf !== undefined);
+  const differ = replays.filter((o) => !o.replayIdentical);
+  return {
+    name: 'idempotency: a repeated key answers the first answer, byte for byte',
+    ok: differ.length === 0,
+    figure: `${differ.length} of ${replays.length} repeats differ`,
+    details: differ.slice(0, 5).map((o) => ({ kind: o.kind, key: o.key, status: o.status })),
+  };
+}
+
+/** 5xx only 503, and only inside a fault window plus the allowance. */
+export function checkServerErrors(workload: Workload, faults: InjectedFault[], allowanceMs: number): Check {
+  const inWindow = (at: number) => faults.some((f) => at >= f.startedAt - 1000 && at <= f.endedAt + allowanceMs);
+  const not503 = workload.bad.filter((b) => b.status >= 500 && b.status !== 503);
+  const outside = workload.bad.filter((b) => (b.status === 503 || b.status === 0) && !inWindow(b.at));
+  const n503 = workload.bad.filter((b) => b.status === 503).length;
+  const none = workload.bad.filter((b) => b.status === 0).length;
+  return {
+    name: `5xx: only 503 (or no answer), only within a fault window + ${allowanceMs / 1000} s`,
+    ok: not503.length === 0 && outside.length === 0,
+    figure: `${not503.length} other 5xx; ${outside.length} outside a window; ${n503} × 503 and ${none} unanswered attempts of ${workload.attemptsTotal.toLocaleString('en')}`,
+    details: [...not503.slice(0, 5), ...outside.slice(0, 5)],
+  };
+}

@@ -1,0 +1,574 @@
+import { randomBytes } from 'node:crypto';
+import { retryingFetch } from '@loyalty/sdk';
+import { webhookEventNames } from '@loyalty/contracts';
+import { Prng } from './prng.ts';
+
+/**
+ * The soak's load: an open arrival process (a fixed number of operations per second, whatever the
+ * answers' latency) over several tenants, sent through both gateways with the SDK's retry rules
+ * (retryingFetch: a request with an Idempotency-Key is repeated after a network error, a 429, a 503
+ * or a 409 idempotency_in_progress; one without a key never is). Every operation and every
+ * failed attempt is recorded for the checks at the end.
+ */
+export const OP_WEIGHTS = {
+  register: 6,
+  signin: 3,
+  points_earn: 20,
+  cashback_earn: 15,
+  points_redeem: 5,
+  cashback_redeem: 8,
+  points_refund: 4,
+  cashback_refund: 4,
+  quote: 6,
+  claim: 5,
+  claim_approve: 2,
+  claim_reject: 2,
+  referral: 3,
+  adjustment: 3,
+  webhook_create: 0.3,
+  webhook_rotate: 0.5,
+} as const;
+type Scenario = keyof typeof OP_WEIGHTS;
+
+/** One HTTP operation (a scenario may make two, e.g. request-otp then verify-otp). */
+export interface OpRecord {
+  n: number;
+  kind: string;
+  tenantId: number;
+  key?: string;
+  method: string;
+  path: string;
+  body?: unknown;
+  startedAt: number;
+  endedAt: number;
+  /** The final answer's status; 0: no answer (network errors or timeouts outlasted the retries). */
+  status: number;
+  code?: string;
+  attempts: number;
+  outcome: 'ack' | 'refused' | 'failed';
+  /** The raw answer of an acknowledged write with a key (compared with the replays). */
+  text?: string;
+  /** Set on a re-send of an acknowledged key: whether its answer was the first one, byte for byte. */
+  replayOf?: number;
+  replayIdentical?: boolean;
+  /** Claim decisions: the claim decided. */
+  claimId?: number;
+}
+
+/** An attempt answered with a 5xx or not at all (the 5xx invariant reads these). */
+export interface BadAttempt {
+  at: number;
+  kind: string;
+  status: number;
+  gateway: string;
+  error?: string;
+}
+
+export interface Member {
+  id: number;
+  email: string;
+  token?: string;
+  otpAt: number;
+  claimOtps: number;
+}
+
+export interface Tenant {
+  id: number;
+  appId: string;
+  apiKey: string;
+  pointsCard: number;
+  cashbackCard: number;
+  reward: number;
+  rewardCost: number;
+  staffToken: string;
+  members: Member[];
+  earned: { card: 'points' | 'cashback'; reference: string; memberId: number }[];
+  pendingClaims: { id: number; at: number }[];
+  endpoints: { id: number; url: string }[];
+  referred: Set<number>;
+}
+
+const PER_ATTEMPT_TIMEOUT_MS = 8000;
+
+export class Workload {
+  readonly ops: OpRecord[] = [];
+  readonly bad: BadAttempt[] = [];
+  readonly tenants: Tenant[] = [];
+  attemptsTotal = 0;
+  shed = 0;
+  inFlight = 0;
+  private n = 0;
+  private memberSeq = 0;
+  private readonly run = randomBytes(3).toString('hex');
+  private readonly rng: Prng;
+  private readonly pending = new Set<Promise<void>>();
+  private readonly byN = new Map<number, OpRecord>();
+
+  constructor(
+    private readonly gateways: string[],
+    private readonly operatorToken: string,
+    private readonly hookUrl: (path: string) => string,
+    seed: string,
+  ) {
+    this.rng = new Prng(`${seed}:workload`);
+  }
+
+  /** One HTTP call through the SDK's retry rules, each attempt on the next gateway. */
+  async call(
+    kind: string,
+    tenant: Tenant | undefined,
+    method: string,
+    path: string,
+    opts: {
+      body?: unknown;
+      key?: string;
+      memberToken?: string;
+      bearer?: string;
+      keepText?: boolean;
+      claimId?: number;
+    } = {},
+  ): Promise<OpRecord & { data?: Record<string, unknown> }> {
+    const n = ++this.n;
+    const rec: OpRecord = {
+      n,
+      kind,
+      tenantId: tenant?.id ?? 0,
+      key: opts.key,
+      method,
+      path,
+      body: opts.body,
+      startedAt: Date.now(),
+      endedAt: 0,
+      status: 0,
+      attempts: 0,
+      outcome: 'failed',
+      ...(opts.claimId === undefined ? {} : { claimId: opts.claimId }),
+    };
+    const headers: Record<string, string> = {};
+    if (opts.bearer) headers.authorization = `Bearer ${opts.bearer}`;
+    else if (tenant) Object.assign(headers, { 'x-app-id': tenant.appId, 'x-api-key': tenant.apiKey });
+    if (opts.memberToken) headers['x-member-token'] = opts.memberToken;
+    if (opts.key) headers['idempotency-key'] = opts.key;
+    const bodyText = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    if (bodyText !== undefined) headers['content-type'] = 'application/json';
+    const base = async (request: Request): Promise<Response> => {
+      const gateway = this.gateways[(n + rec.attempts) % this.gateways.length]!;
+      rec.attempts += 1;
+      this.attemptsTotal += 1;
+      const at = Date.now();
+      try {
+        const res = await fetch(`${gateway}${path}`, {
+          method: request.method,
+          headers: request.headers,
+          body: bodyText,
+          signal: AbortSignal.timeout(PER_ATTEMPT_TIMEOUT_MS),
+        });
+        if (res.status >= 500) this.bad.push({ at, kind, status: res.status, gateway });
+        return res;
+      } catch (err) {
+        this.bad.push({ at, kind, status: 0, gateway, error: err instanceof Error ? err.name : String(err) });
+        throw err;
+      }
+    };
+    const retrying = retryingFetch(base, { attempts: 6, baseDelayMs: 250, maxDelayMs: 4000 });
+    let data: Record<string, unknown> | undefined;
+    try {
+      const res = await retrying(new Request(`${this.gateways[0]}${path}`, { method, headers, body: bodyText }));
+      const text = await res.text();
+      rec.status = res.status;
+      let parsed: { data?: Record<string, unknown>; error?: { code?: string } } = {};
+      try {
+        parsed = JSON.parse(text) as typeof parsed;
+      } catch {
+        // not JSON: recorded by its status
+      }
+      rec.code = parsed.error?.code;
+      data = parsed.data;
+      rec.outcome = res.status < 300 ? 'ack' : res.status < 500 ? 'refused' : 'failed';
+      if (rec.outcome === 'ack' && opts.key && opts.keepText !== false) rec.text = text;
+    } catch {
+      rec.status = 0;
+      rec.outcome = 'failed';
+    }
+    rec.endedAt = Date.now();
+    this.ops.push(rec);
+    this.byN.set(n, rec);
+    return { ...rec, data };
+  }
+
+  private async admin<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const r = await this.call('provision', undefined, method, path, {
+      body,
+      bearer: this.operatorToken,
+      keepText: false,
+    });
+    if (r.outcome !== 'ack') throw new Error(`${method} ${path}: ${r.status} ${r.code ?? ''}`);
+    return r.data as T;
+  }
+
+  /** Tenants, each with an app, two cards, a reward, a manager signed in, members and two webhook endpoints. */
+  async provision(tenantCount: number, membersPerTenant: number): Promise<void> {
+    await Promise.all(Array.from({ length: tenantCount }, (_, i) => this.provisionTenant(i, membersPerTenant)));
+  }
+
+  private async provisionTenant(i: number, membersPerTenant: number): Promise<void> {
+    {
+      const { tenant } = await this.admin<{ tenant: { id: number } }>('POST', '/admin/v1/tenants', {
+        name: `Soak ${i + 1}`,
+        sandbox: true,
+      });
+      const { app } = await this.admin<{ app: { app_id: string; api_key: string } }>(
+        'POST',
+        `/admin/v1/tenants/${tenant.id}/apps`,
+        {
+          name: 'soak',
+          scopes: ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read', 'webhooks_manage'],
+        },
+      );
+      const points = await this.admin<{ card: { id: number } }>('POST', `/admin/v1/tenants/${tenant.id}/cards`, {
+        name: 'Soak points',
+        reward_system: 'points',
+        points_ratio: 1,
+        referrer_bonus: 20,
+        referee_bonus: 10,
+      });
+      const cashback = await this.admin<{ card: { id: number } }>('POST', `/admin/v1/tenants/${tenant.id}/cards`, {
+        name: 'Soak cashback',
+        reward_system: 'cashback',
+        cashback_config: { cashback_percentage: 10, cashback_min_amount: 0, cashback_max_amount: null },
+      });
+      const rewardCost = 40;
+      const { reward } = await this.admin<{ reward: { id: number } }>(
+        'POST',
+        `/admin/v1/tenants/${tenant.id}/cards/${points.card.id}/rewards`,
+        { name: 'Soak reward', points_cost: rewardCost },
+      );
+      const managerEmail = `manager.${this.run}.${i}@soak.example`;
+      await this.admin('POST', `/admin/v1/tenants/${tenant.id}/staff`, { email: managerEmail, role: 'manager' });
+      const t: Tenant = {
+        id: tenant.id,
+        appId: app.app_id,
+        apiKey: app.api_key,
+        pointsCard: points.card.id,
+        cashbackCard: cashback.card.id,
+        reward: reward.id,
+        rewardCost,
+        staffToken: '',
+        members: [],
+        earned: [],
+        pendingClaims: [],
+        endpoints: [],
+        referred: new Set(),
+      };
+      t.staffToken = await this.staffSignIn(t.id, managerEmail);
+      this.tenants.push(t);
+      for (const types of [['*'], ['points.earned', 'cashback.earned', 'claim.approved', 'referral.completed']])
+        await this.createEndpoint(t, types);
+      await Promise.all(Array.from({ length: membersPerTenant }, () => this.register(t)));
+    }
+  }
+
+  /** A manager's staff token (the sandbox answers the code); the first steps are not keyed, so tried again here. */
+  private async staffSignIn(tenantId: number, email: string): Promise<string> {
+    for (let attempt = 1; ; attempt++) {
+      const code = await this.call('provision', undefined, 'POST', '/staff/v1/auth/request-code', {
+        body: { tenant_id: tenantId, email },
+      });
+      if (typeof code.data?.code === 'string') {
+        const verified = await this.call('provision', undefined, 'POST', '/staff/v1/auth/verify-code', {
+          body: { tenant_id: tenantId, email, code: code.data.code },
+        });
+        if (typeof verified.data?.staff_token === 'string') return verified.data.staff_token;
+      }
+      if (attempt >= 5) throw new Error(`staff sign-in failed: ${code.status} ${code.code ?? ''}`);
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+  }
+
+  /** Start one scenario, unless too many are in flight (then it is counted as shed). */
+  launch(maxInFlight: number): void {
+    if (this.inFlight >= maxInFlight) {
+      this.shed += 1;
+      return;
+    }
+    const scenario = this.rng.weighted(OP_WEIGHTS);
+    const tenant = this.rng.pick(this.tenants);
+    this.inFlight += 1;
+    const p = this.scenario(scenario, tenant)
+      .catch(() => undefined)
+      .finally(() => {
+        this.inFlight -= 1;
+        this.pending.delete(p);
+      });
+    this.pending.add(p);
+  }
+
+  /** Wait for the operations in flight, at most `ms`. */
+  async settle(ms: number): Promise<void> {
+    await Promise.race([Promise.all([...this.pending]), new Promise((r) => setTimeout(r, ms))]);
+  }
+
+  private key(kind: string): string {
+    return `${kind}-${this.run}-${this.n + 1}-${randomBytes(3).toString('hex')}`;
+  }
+
+  private member(t: Tenant, withToken = false): Member | undefined {
+    const pool = withToken ? t.members.filter((m) => m.token) : t.members;
+    return pool.length ? this.rng.pick(pool) : undefined;
+  }
+
+  /** An acknowledged write sent again with its key now and then: the answer must be the first one. */
+  private async maybeReplay(
+    first: OpRecord,
+    t: Tenant,
+    opts: { memberToken?: string; bearer?: string },
+  ): Promise<void> {
+    if (first.outcome !== 'ack' || !first.key || this.rng.next() >= 0.05) return;
+    const again = await this.call(first.kind, t, first.method, first.path, {
+      ...opts,
+      body: first.body,
+      key: first.key,
+      claimId: first.claimId,
+    });
+    const rec = this.byN.get(again.n);
+    if (rec) {
+      rec.replayOf = first.n;
+      rec.replayIdentical = again.status === first.status && again.text === first.text;
+    }
+  }
+
+  private async scenario(s: Scenario, t: Tenant): Promise<void> {
+    switch (s) {
+      case 'register':
+        return void (await this.register(t));
+      case 'signin':
+        return this.signIn(t);
+      case 'points_earn':
+      case 'cashback_earn':
+        return this.earn(t, s === 'points_earn' ? 'points' : 'cashback');
+      case 'points_redeem':
+      case 'cashback_redeem':
+        return this.redeem(t, s === 'points_redeem' ? 'points' : 'cashback');
+      case 'points_refund':
+      case 'cashback_refund':
+        return this.refund(t, s === 'points_refund' ? 'points' : 'cashback');
+      case 'quote':
+        return this.quote(t);
+      case 'claim':
+        return this.claim(t);
+      case 'claim_approve':
+      case 'claim_reject':
+        return this.decide(t, s === 'claim_approve' ? 'approve' : 'reject');
+      case 'referral':
+        return this.referral(t);
+      case 'adjustment':
+        return this.adjust(t);
+      case 'webhook_create':
+        if (t.endpoints.length < 6) await this.createEndpoint(t, this.rng.next() < 0.5 ? ['*'] : this.someTypes());
+        return;
+      case 'webhook_rotate':
+        return this.rotate(t);
+    }
+  }
+
+  private async register(t: Tenant): Promise<void> {
+    const seq = ++this.memberSeq;
+    const email = `m${seq}.${this.run}@soak.example`;
+    const body = { name: `Member ${seq}`, email, phone: `+44${String(7_000_000_000 + seq)}` };
+    const key = this.key('register');
+    const r = await this.call('register', t, 'POST', '/api/v1/auth/member/register', { body, key });
+    await this.maybeReplay(r, t, {});
+    const id = r.data?.member;
+    if (r.outcome !== 'ack' || typeof id !== 'object' || id === null || !('id' in id)) return;
+    const member: Member = { id: Number(id.id), email, otpAt: Date.now(), claimOtps: 0 };
+    t.members.push(member);
+    const code = r.data?.otp_code;
+    if (typeof code === 'string') await this.verify(t, member, code);
+  }
+
+  private async verify(t: Tenant, m: Member, code: string): Promise<void> {
+    const v = await this.call('verify_otp', t, 'POST', '/api/v1/auth/member/verify-otp', {
+      body: { email: m.email, code },
+    });
+    if (typeof v.data?.member_token === 'string') m.token = v.data.member_token;
+  }
+
+  private async signIn(t: Tenant): Promise<void> {
+    // Codes have a cooldown: a member who asked less than 70 s ago is not asked again.
+    const m = t.members.find((x) => Date.now() - x.otpAt > 70_000 && this.rng.next() < 0.2);
+    if (!m) return;
+    m.otpAt = Date.now();
+    const r = await this.call('request_otp', t, 'POST', '/api/v1/auth/member/request-otp', {
+      body: { email: m.email },
+    });
+    if (typeof r.data?.otp_code === 'string') await this.verify(t, m, r.data.otp_code);
+  }
+
+  private async earn(t: Tenant, card: 'points' | 'cashback'): Promise<void> {
+    const m = this.member(t);
+    if (!m) return;
+    const key = this.key(`${card}_earn`);
+    const amount = card === 'points' ? this.rng.int(5, 60) : Math.round(this.rng.between(5, 120) * 100) / 100;
+    const body = {
+      card_id: card === 'points' ? t.pointsCard : t.cashbackCard,
+      member_id: m.id,
+      purchase_amount: amount,
+      reference: key,
+    };
+    const path = card === 'points' ? '/api/v1/loyalty/points/earn' : '/api/v1/cashback/cashback/earn';
+    const r = await this.call(`${card}_earn`, t, 'POST', path, { body, key });
+    if (r.outcome === 'ack') t.earned.push({ card, reference: key, memberId: m.id });
+    await this.maybeReplay(r, t, {});
+  }
+
+  private async redeem(t: Tenant, card: 'points' | 'cashback'): Promise<void> {
+    const m = this.member(t, true);
+    if (!m?.token) return;
+    const key = this.key(`${card}_redeem`);
+    const body =
+      card === 'points'
+        ? { card_id: t.pointsCard, reward_id: t.reward, reference: key }
+        : { card_id: t.cashbackCard, amount: Math.round(this.rng.between(0.5, 4) * 100) / 100, reference: key };
+    const path = card === 'points' ? '/api/v1/loyalty/points/redeem' : '/api/v1/cashback/cashback/redeem';
+    const r = await this.call(`${card}_redeem`, t, 'POST', path, { body, key, memberToken: m.token });
+    await this.maybeReplay(r, t, { memberToken: m.token });
+  }
+
+  private async refund(t: Tenant, card: 'points' | 'cashback'): Promise<void> {
+    const earned = t.earned.filter((e) => e.card === card);
+    if (earned.length === 0) return;
+    const e = this.rng.pick(earned);
+    const key = this.key(`${card}_refund`);
+    const amount = card === 'points' ? this.rng.int(1, 10) : Math.round(this.rng.between(1, 10) * 100) / 100;
+    const body = {
+      card_id: card === 'points' ? t.pointsCard : t.cashbackCard,
+      member_id: e.memberId,
+      refund_amount: amount,
+      reference: e.reference,
+    };
+    const path = card === 'points' ? '/api/v1/loyalty/points/refund' : '/api/v1/cashback/cashback/refund';
+    const r = await this.call(`${card}_refund`, t, 'POST', path, { body, key });
+    await this.maybeReplay(r, t, {});
+  }
+
+  private async quote(t: Tenant): Promise<void> {
+    const m = this.member(t);
+    if (!m) return;
+    const points = this.rng.next() < 0.5;
+    await this.call('quote', t, 'POST', points ? '/api/v1/loyalty/points/quote' : '/api/v1/cashback/cashback/quote', {
+      body: {
+        operation: 'earn',
+        card_id: points ? t.pointsCard : t.cashbackCard,
+        member_id: m.id,
+        purchase_amount: 20,
+      },
+    });
+  }
+
+  private async claim(t: Tenant): Promise<void> {
+    // Claim codes are limited per member and hour: a member asks for a few at most.
+    const m = t.members.find((x) => x.claimOtps < 3 && this.rng.next() < 0.1);
+    if (!m) return;
+    m.claimOtps += 1;
+    const otp = await this.call('claim_otp', t, 'POST', '/api/v1/loyalty/claims/request-otp', {
+      body: { member_email: m.email, card_id: t.pointsCard, reward_id: t.reward },
+    });
+    if (typeof otp.data?.otp_code !== 'string') return;
+    const key = this.key('claim_create');
+    const r = await this.call('claim_create', t, 'POST', '/api/v1/loyalty/claims', {
+      key,
+      body: {
+        member_email: m.email,
+        card_id: t.pointsCard,
+        reward_id: t.reward,
+        verification_code: otp.data.otp_code,
+        member_note: key,
+      },
+    });
+    const created = r.data?.claim_request;
+    if (r.outcome === 'ack' && typeof created === 'object' && created !== null && 'id' in created)
+      t.pendingClaims.push({ id: Number(created.id), at: Date.now() });
+    await this.maybeReplay(r, t, {});
+  }
+
+  private async decide(t: Tenant, decision: 'approve' | 'reject'): Promise<void> {
+    // Some claims are never decided (left pending, as a real queue has them).
+    const i = t.pendingClaims.findIndex((c) => Date.now() - c.at > 2000 && c.id % 5 !== 0);
+    if (i < 0) return;
+    const [c] = t.pendingClaims.splice(i, 1);
+    const key = this.key(`claim_${decision}`);
+    const r = await this.call(`claim_${decision}`, t, 'POST', `/api/v1/loyalty/claims/${c!.id}/${decision}`, {
+      key,
+      body: { staff_note: `soak ${decision}` },
+      claimId: c!.id,
+    });
+    await this.maybeReplay(r, t, {});
+  }
+
+  private async referral(t: Tenant): Promise<void> {
+    const referrer = this.member(t);
+    if (!referrer) return;
+    // Mostly a member not referred yet; now and then one who was (refused: already applied).
+    const fresh = t.members.filter((m) => !t.referred.has(m.id) && m.id !== referrer.id);
+    const again = [...t.referred].filter((id) => id !== referrer.id);
+    const refereeId =
+      this.rng.next() < 0.1 && again.length ? this.rng.pick(again) : fresh.length ? this.rng.pick(fresh).id : undefined;
+    if (refereeId === undefined) return;
+    const code = await this.call(
+      'referral_code',
+      t,
+      'GET',
+      `/api/v1/loyalty/cards/${t.pointsCard}/members/${referrer.id}/referral-code`,
+    );
+    if (typeof code.data?.referral_code !== 'string') return;
+    t.referred.add(refereeId);
+    const key = this.key('referral_apply');
+    const r = await this.call('referral_apply', t, 'POST', '/api/v1/loyalty/referrals/apply', {
+      key,
+      body: { referral_code: code.data.referral_code, card_id: t.pointsCard, referee_member_id: refereeId },
+    });
+    await this.maybeReplay(r, t, {});
+  }
+
+  private async adjust(t: Tenant): Promise<void> {
+    const m = this.member(t);
+    if (!m) return;
+    const key = this.key('adjustment');
+    const r = await this.call('adjustment', t, 'POST', '/staff/v1/adjustments', {
+      key,
+      bearer: t.staffToken,
+      body: {
+        card_id: t.pointsCard,
+        member_id: m.id,
+        direction: this.rng.next() < 0.7 ? 'add' : 'deduct',
+        points: this.rng.int(1, 20),
+        reason: `soak ${key}`,
+      },
+    });
+    await this.maybeReplay(r, t, { bearer: t.staffToken });
+  }
+
+  private someTypes(): string[] {
+    return webhookEventNames.filter(() => this.rng.next() < 0.4).slice(0, 6);
+  }
+
+  private async createEndpoint(t: Tenant, eventTypes: string[]): Promise<void> {
+    const key = this.key('webhook_create');
+    const url = this.hookUrl(`/hook/${t.id}/${key}`);
+    const r = await this.call('webhook_create', t, 'POST', '/api/v1/webhooks/endpoints', {
+      key,
+      body: { url, event_types: eventTypes.length ? eventTypes : ['*'], description: key },
+    });
+    const e = r.data?.endpoint;
+    if (r.outcome === 'ack' && typeof e === 'object' && e !== null && 'id' in e)
+      t.endpoints.push({ id: Number(e.id), url });
+  }
+
+  private async rotate(t: Tenant): Promise<void> {
+    if (t.endpoints.length === 0) return;
+    const e = this.rng.pick(t.endpoints);
+    const key = this.key('webhook_rotate');
+    const r = await this.call('webhook_rotate', t, 'POST', `/api/v1/webhooks/endpoints/${e.id}/rotate-secret`, { key });
+    await this.maybeReplay(r, t, {});
+  }
+}
