@@ -35,9 +35,9 @@ export default tseslint.config(
     files: ['services/*/src/**/*.ts', 'libs/*/src/**/*.ts'],
     ignores: ['libs/sdk/src/schema.ts'],
     rules: {
-      '@typescript-eslint/no-non-null-assertion': 'warn',
-      '@typescript-eslint/consistent-type-assertions': ['warn', { assertionStyle: 'never' }],
-      'max-lines-per-function': ['warn', { max: 60, skipBlankLines: true, skipComments: true }],
+      '@typescript-eslint/no-non-null-assertion': 'error',
+      '@typescript-eslint/consistent-type-assertions': ['error', { assertionStyle: 'never' }],
+      'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true }],
     },
   },
 );
