@@ -5,7 +5,7 @@ import { readGatewayConfig, startGateway, type RunningGateway } from '@loyalty/g
 import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
 import { connectAs } from '../../../test/support/nats.ts';
 import { until } from '../../../test/support/until.ts';
-import { signedIn } from '../../../test/support/members.ts';
+import { signedIn } from '../../../test/support/ledger.ts';
 import { createLogger, startInOrder } from '@loyalty/runtime';
 import { CredentialResolver } from '../src/credentials.ts';
 
