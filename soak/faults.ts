@@ -80,22 +80,23 @@ export function planFaults(opts: {
     const at = Math.round(t * 10) / 10;
     switch (kind) {
       case 'kill':
-        plan.push({ at, kind, target: rng.pick(opts.replicaNames), durationMs: rng.int(1000, 5000) });
+        plan.push({ at, kind, target: rng.pick(opts.replicaNames), durationMs: rng.int(1000, 3000) });
         break;
       case 'stop':
-        plan.push({ at, kind, target: rng.pick(opts.replicaNames), durationMs: rng.int(3000, 15000) });
+        plan.push({ at, kind, target: rng.pick(opts.replicaNames), durationMs: rng.int(2000, 6000) });
         break;
       case 'postgres_latency':
       case 'nats_latency':
-        plan.push({ at, kind, durationMs: rng.int(3000, 10000), latencyMs: rng.int(50, 500) });
+        // Per chunk each way: a query's round trip costs twice this, a transaction several times.
+        plan.push({ at, kind, durationMs: rng.int(2000, 6000), latencyMs: rng.int(20, 150) });
         break;
       case 'postgres_cut':
       case 'nats_cut':
-        plan.push({ at, kind, durationMs: rng.int(1000, 5000) });
+        plan.push({ at, kind, durationMs: rng.int(1000, 3000) });
         break;
       case 'webhook_500':
       case 'webhook_timeout':
-        plan.push({ at, kind, durationMs: rng.int(5000, 20000) });
+        plan.push({ at, kind, durationMs: rng.int(3000, 10000) });
         break;
       default:
         // Restarts: down for 1-3 s.

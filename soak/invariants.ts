@@ -37,7 +37,7 @@ function byKey(ops: OpRecord[], kinds: string[]): Map<string, { outcome: OpRecor
 /** Effects per key against the outcome: acknowledged → exactly one, refused → none, unknown → at most one. */
 function exactlyOnce(
   name: string,
-  keys: Map<string, { outcome: OpRecord['outcome'] }>,
+  keys: Map<string, { outcome: OpRecord['outcome']; op?: OpRecord }>,
   effects: Map<string, number>,
 ): Check {
   let acked = 0;
@@ -47,7 +47,7 @@ function exactlyOnce(
   let unknownApplied = 0;
   let unknown = 0;
   const details: unknown[] = [];
-  for (const [key, { outcome }] of keys) {
+  for (const [key, { outcome, op }] of keys) {
     const n = effects.get(key) ?? 0;
     if (n > 1) doubled += 1;
     if (outcome === 'ack') {
@@ -60,7 +60,9 @@ function exactlyOnce(
       if (n > 0) unknownApplied += 1;
     }
     if (n > 1 || (outcome === 'ack' && n === 0) || (outcome === 'refused' && n > 0))
-      if (details.length < 10) details.push({ key, outcome, effects: n });
+      if (details.length < 10)
+        // The final answer and the attempts it took: what a refused-but-applied write was told.
+        details.push({ key, outcome, effects: n, status: op?.status, code: op?.code, attempts: op?.attempts });
   }
   return {
     name,

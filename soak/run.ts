@@ -162,13 +162,15 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   });
   log(`seed ${opts.seed}: ${plan.length} faults planned over ${opts.seconds} s at ${opts.rate} ops/s`);
   const stack = await startStack({ log, replicas: 2, gateways: 2 });
+  // The checks' connection, opened once the faults are over: a postgres_restart would end it, and
+  // an error event on an idle client without a listener ends the soak's process.
   const db = new pg.Client({ connectionString: stack.databaseUrl });
+  db.on('error', (err) => log(`the checks' database connection failed: ${err.message}`));
   // Interrupted (Ctrl-C, a timeout): the private servers and processes are stopped all the same.
   const onSignal = () => void stack.stop().finally(() => process.exit(130));
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    await db.connect();
     const received = trackReceiver(stack);
     const workload = new Workload(stack.gateways, stack.operatorToken, (p) => stack.receiver.url(p), opts.seed);
     log(`provisioning ${opts.tenants} tenants`);
@@ -211,6 +213,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     await workload.settle(30_000);
     await faultsDone;
     const end = new Map(stack.replicas.map((r) => [r.name, { mb: rssMb(r.pid), pid: r.pid }]));
+    await db.connect();
     log('draining (outbox, consumers, deliveries, claims, referrals, digests)');
     const drainSeconds = await drain(db, stack, opts.drainSeconds, log);
     log('checking the invariants');

@@ -171,17 +171,22 @@ export async function startStack(opts: {
       MAIL_NOTIFICATIONS_PER_SECOND: '1000',
       CLAIM_SWEEP_INTERVAL_MS: '5000',
     };
+    // Identity answers every request's authentication (the gateway asks it for each API key and
+    // member token): with four connections a replica saturates under a latency fault and the
+    // retries keep it saturated after the fault has ended.
+    const envOf = (s: ClusterService): Record<string, string> =>
+      s === 'identity' ? { ...env, DATABASE_POOL_SIZE: '12' } : env;
     const logDir = path.join(repoRoot, 'var', 'soak-logs', root);
     const cluster = new Cluster(env, logDir);
     cleanups.push(() => cluster.stop());
     // First replicas together (each migrates its own schema), then the second ones and the gateways.
     log(`starting ${SERVICES.join(', ')}`);
-    await Promise.all(SERVICES.map((s) => addReplica(cluster, s, env)));
+    await Promise.all(SERVICES.map((s) => addReplica(cluster, s, envOf(s))));
     // Migrations ran: from now on every outbox insert is recorded.
     await recordOutboxes(databaseUrl);
     log(`starting the other replicas and ${opts.gateways} gateways`);
     const more: Promise<unknown>[] = [];
-    for (let i = 1; i < opts.replicas; i++) for (const s of SERVICES) more.push(addReplica(cluster, s, env));
+    for (let i = 1; i < opts.replicas; i++) for (const s of SERVICES) more.push(addReplica(cluster, s, envOf(s)));
     await Promise.all(more);
     // The gateways one after the other: a gateway's start-up (its API documents) is the heaviest.
     for (let i = 0; i < opts.gateways; i++) await addReplica(cluster, 'gateway', env);

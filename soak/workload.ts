@@ -184,7 +184,10 @@ export class Workload {
       }
       rec.code = parsed.error?.code;
       data = parsed.data;
-      rec.outcome = res.status < 300 ? 'ack' : res.status < 500 ? 'refused' : 'failed';
+      // A 409 idempotency_in_progress after the last attempt decided nothing: the first attempt may
+      // still apply, so its effect is unknown (at most one), not refused (none).
+      const undecided = res.status === 409 && rec.code === 'idempotency_in_progress';
+      rec.outcome = res.status < 300 ? 'ack' : res.status < 500 && !undecided ? 'refused' : 'failed';
       if (rec.outcome === 'ack' && opts.key && opts.keepText !== false) rec.text = text;
     } catch {
       rec.status = 0;

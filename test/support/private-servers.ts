@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -66,9 +66,22 @@ function asPostgres(args: string[]): string[] {
   return process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--', ...args] : args;
 }
 
-function run(args: string[]): void {
-  const r = spawnSync(args[0]!, args.slice(1), { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`${args.join(' ')} failed: ${r.stderr || r.stdout}`);
+/**
+ * Run a command to its end without blocking the event loop: `pg_ctl -w` waits up to a minute, and
+ * whatever else the calling process serves (a soak's SMTP sink, webhook receiver, load) must go on.
+ */
+function run(args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(args[0]!, args.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    child.once('error', reject);
+    // 'exit', not 'close': a server pg_ctl starts must not be able to hold the command's pipes open.
+    child.once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${args.join(' ')} failed (${code}): ${out}`)),
+    );
+  });
 }
 
 /** How a server runs: started (again), stopped (gracefully or not), removed with its data. */
@@ -131,12 +144,12 @@ class LocalPostgres implements Backend {
   async start(port: number): Promise<void> {
     if (!this.initialised) {
       chmodSync(this.dir, 0o777);
-      if (process.getuid?.() === 0) run(['chown', 'postgres', this.dir]);
+      if (process.getuid?.() === 0) await run(['chown', 'postgres', this.dir]);
       const data = path.join(this.dir, 'data');
-      run(asPostgres([pgBin('initdb'), '-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']));
+      await run(asPostgres([pgBin('initdb'), '-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']));
       this.initialised = true;
     }
-    run(
+    await run(
       asPostgres([
         pgBin('pg_ctl'),
         ...['-D', path.join(this.dir, 'data'), '-l', path.join(this.dir, 'log'), '-w', '-o'],
@@ -147,7 +160,7 @@ class LocalPostgres implements Backend {
   }
 
   async stop(graceful: boolean): Promise<void> {
-    run(
+    await run(
       asPostgres([
         pgBin('pg_ctl'),
         '-D',
@@ -170,7 +183,7 @@ class LocalPostgres implements Backend {
       '-w',
       'stop',
     ]);
-    spawnSync(cmd!, args); // already stopped is fine
+    await run([cmd!, ...args]).catch(() => undefined); // already stopped is fine
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
