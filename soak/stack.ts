@@ -122,6 +122,11 @@ export async function startStack(opts: {
   // The private NATS uses this checkout's users (var/secrets.json); localNats() wants a URL to be known.
   const previousNatsUrl = process.env.LOYALTY_NATS_URL;
   process.env.LOYALTY_NATS_URL ??= 'nats://127.0.0.1:4222';
+  // Interrupted while starting (Ctrl-C, a timeout): what has started so far is stopped. Once the
+  // stack is up, the caller's own handler takes over.
+  const interrupted = () => void stop().finally(() => process.exit(130));
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   try {
     log('starting private PostgreSQL, NATS and Redis');
     cleanups.push(
@@ -215,6 +220,9 @@ export async function startStack(opts: {
   } catch (err) {
     await stop();
     throw err;
+  } finally {
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
   }
 }
 

@@ -49,7 +49,9 @@ export interface ReplayKey {
  *
  * - `run`: the whole operation in one transaction with its record (the usual case);
  * - `find` + `save`: an operation that spans several transactions (a call to another service
- *   between two commits) looks its key up first and stores its response in its last transaction.
+ *   between two commits) looks its key up first and stores its response in its last transaction;
+ * - `steps` + `save`: the same, with the key held while the steps run, for an operation whose
+ *   retry must not start its steps a second time while the first attempt is still running.
  */
 export class ReplayStore {
   private readonly table: string;
@@ -111,12 +113,60 @@ export class ReplayStore {
     return replayed<T>(row.response);
   }
 
-  /** Store the response in the caller's transaction; a key stored meanwhile keeps its first response. */
+  /**
+   * Store the response in the caller's transaction (completing a key held by `steps`); a key
+   * answered meanwhile keeps its first response.
+   */
   async save(db: Queryable, k: ReplayKey, response: unknown): Promise<void> {
     await db.query(
-      `INSERT INTO ${this.table} (tenant_id, key, request_hash, response) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (tenant_id, key) DO NOTHING`,
+      `INSERT INTO ${this.table} AS k (tenant_id, key, request_hash, response) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (tenant_id, key) DO UPDATE SET response = EXCLUDED.response
+       WHERE k.response IS NULL AND k.request_hash = EXCLUDED.request_hash`,
       [k.tenantId, k.key, requestHash(k.operation, k.data), JSON.stringify(response)],
     );
+  }
+
+  /**
+   * An operation of several steps (calls to other services between commits) under one key: the
+   * key is recorded as in progress (committed) before the first step, so a retry arriving while
+   * the first attempt runs is answered 409 `idempotency_in_progress` (which clients retry) instead
+   * of starting the steps again; `fn`'s last transaction stores the response with `save`. A failure
+   * forgets the key, so a retry runs again. An attempt that died without either (a crashed
+   * process) leaves its key in progress for `leaseMs`, after which a retry takes the key over.
+   * Without a key, `fn` simply runs.
+   */
+  async steps<T>(k: ReplayKey | undefined, fn: () => Promise<T>, leaseMs = 30_000): Promise<T> {
+    if (!k) return fn();
+    const replay = await this.begin<T>(k, leaseMs);
+    if (replay.answered) return replay.response;
+    try {
+      return await fn();
+    } catch (err) {
+      await this.pool
+        .query(`DELETE FROM ${this.table} WHERE tenant_id = $1 AND key = $2 AND response IS NULL`, [k.tenantId, k.key])
+        .catch(() => undefined); // left in progress: the lease lets a retry take it over
+      throw err;
+    }
+  }
+
+  /** Hold the key for a new attempt, or the stored answer (and the refusals of `find`). */
+  private async begin<T>(
+    k: ReplayKey,
+    leaseMs: number,
+  ): Promise<{ answered: true; response: T } | { answered: false }> {
+    const hash = requestHash(k.operation, k.data);
+    // A new key, or one whose attempt stopped answering for the lease (its start moves to now).
+    const held = await this.pool.query(
+      `INSERT INTO ${this.table} AS k (tenant_id, key, request_hash) VALUES ($1, $2, $3)
+       ON CONFLICT (tenant_id, key) DO UPDATE SET created_at = now()
+       WHERE k.response IS NULL AND k.request_hash = EXCLUDED.request_hash
+         AND k.created_at < now() - make_interval(secs => $4::double precision / 1000)
+       RETURNING key`,
+      [k.tenantId, k.key, hash, leaseMs],
+    );
+    if (held.rowCount === 1) return { answered: false };
+    const stored = await this.find<T>(k);
+    if (stored === undefined) return this.begin(k, leaseMs); // forgotten meanwhile by a failed attempt
+    return { answered: true, response: stored };
   }
 }

@@ -117,51 +117,53 @@ interface NewClaim {
   member_note?: string;
 }
 
-async function createClaim(deps: ClaimDeps, d: NewClaim, meta: Meta) {
-  const key = meta.idempotency_key && {
-    tenantId: meta.tenant_id,
-    key: meta.idempotency_key,
-    operation: 'claims.create',
-    data: d,
-  };
-  const replay = key ? await deps.replays.find<CreatedReply>(key) : undefined;
-  if (replay) return replay;
-  // Calls first, outside any transaction: the card and reward are checked before the code is
-  // consumed, so a wrong card or reward does not burn it. Under the client's key the
-  // verification is replayed by identity, so a creation interrupted after it can be retried.
-  const card = await pointsCard(deps, meta, d.card_id);
-  const reward = await activeReward(deps, meta, d.card_id, d.reward_id);
-  const verified = await deps.clients.verifyClaimOtp(meta, { member_email: d.member_email, code: d.verification_code });
-  checkIssuedFor(verified.context, d);
-  // Then the request, invisible (`holding`) until the ledger has reserved its points under
-  // the claim's key: commit, call, commit. Not enough spendable points: no request at all.
-  const now = deps.clock.now();
-  const holding = await withTransaction(deps.pool, (db) =>
-    insertClaimRequest(db, {
-      tenantId: meta.tenant_id,
-      cardId: d.card_id,
-      memberId: verified.member_id,
-      rewardId: reward.id,
-      rewardName: reward.name,
-      pointsCost: reward.points_cost,
-      memberNote: d.member_note ?? null,
-      createdAt: now,
-      expiresAt: expiryOf(now, card.claim_lifetime_hours),
-    }),
-  );
-  const hold = await placeHold(deps, holding, meta);
-  // Then the request becomes pending with its event and the key's record (a concurrent retry
-  // with the same key waits on that record and replays).
-  return deps.replays.run(
-    { tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'claims.create', data: d },
-    async (db): Promise<CreatedReply> => {
+async function createClaim(deps: ClaimDeps, d: NewClaim, meta: Meta): Promise<CreatedReply> {
+  const key = meta.idempotency_key
+    ? { tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'claims.create', data: d }
+    : undefined;
+  // The key is held while the steps run: a retry during the first attempt is answered 409
+  // idempotency_in_progress (and retried by clients) instead of placing a second hold.
+  return deps.replays.steps(key, async () => {
+    // Calls first, outside any transaction: the card and reward are checked before the code is
+    // consumed, so a wrong card or reward does not burn it. Under the client's key the
+    // verification is replayed by identity, so a creation interrupted after it can be retried.
+    const card = await pointsCard(deps, meta, d.card_id);
+    const reward = await activeReward(deps, meta, d.card_id, d.reward_id);
+    const verified = await deps.clients.verifyClaimOtp(meta, {
+      member_email: d.member_email,
+      code: d.verification_code,
+    });
+    checkIssuedFor(verified.context, d);
+    // Then the request, invisible (`holding`) until the ledger has reserved its points under
+    // the claim's key: commit, call, commit. Not enough spendable points: no request at all.
+    const now = deps.clock.now();
+    const holding = await withTransaction(deps.pool, (db) =>
+      insertClaimRequest(db, {
+        tenantId: meta.tenant_id,
+        cardId: d.card_id,
+        memberId: verified.member_id,
+        rewardId: reward.id,
+        rewardName: reward.name,
+        pointsCost: reward.points_cost,
+        memberNote: d.member_note ?? null,
+        createdAt: now,
+        expiresAt: expiryOf(now, card.claim_lifetime_hours),
+      }),
+    );
+    const hold = await placeHold(deps, holding, meta);
+    // Then the request becomes pending with its event and the key's answer.
+    return withTransaction(deps.pool, async (db): Promise<CreatedReply> => {
       const claim = await markPending(db, holding.id, hold);
       // The sweeper gave up on it meanwhile (and released its hold): the creation failed.
       if (!claim) throw new AppError('service_unavailable', 'The claim request could not be completed; try again.');
       await recordClaimEvent(db, deps.outbox, 'claim_requested', claim, claim.created_at);
-      return { claim_request: { id: claim.id, status: 'pending', created_at: claim.created_at.toISOString() } };
-    },
-  );
+      const reply: CreatedReply = {
+        claim_request: { id: claim.id, status: 'pending', created_at: claim.created_at.toISOString() },
+      };
+      if (key) await deps.replays.save(db, key, reply);
+      return reply;
+    });
+  });
 }
 
 /** A code remembers the card (and reward) it was issued for: it verifies no other claim. */

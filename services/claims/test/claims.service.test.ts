@@ -53,6 +53,8 @@ const holds = new Map<
 let lastId = 0;
 /** While set, the fake ledger answers releases with 503 (it is away). */
 let ledgerAway = false;
+/** While set, the fake ledger waits for it before placing a hold (a slow ledger). */
+let holdGate: Promise<void> | undefined;
 
 function createCard(lifetimeHours = 72): number {
   lastId += 1;
@@ -152,7 +154,8 @@ beforeAll(async () => {
     applied.set(meta.idempotency_key, reply);
     return reply;
   });
-  await claims.fake(ledgerOperations.holdPoints, (d, meta) => {
+  await claims.fake(ledgerOperations.holdPoints, async (d, meta) => {
+    await holdGate;
     const key = meta.idempotency_key!;
     const existing = holds.get(key);
     const spendable = balance(d.card_id, d.member_id);
@@ -272,6 +275,59 @@ describe('approve', () => {
     const { rows } = await claims.db.query('SELECT id FROM claims.claim_requests WHERE member_id = $1', [m.id]);
     expect(rows).toEqual([]);
     expect(balance(card, m.id)).toBe(60);
+  });
+
+  it('answers a retry that arrives while the first creation is still running 409 in progress, then replays it: one request, one hold', async () => {
+    const m = member(150); // enough for one claim only: a second hold would be refused
+    const issued = await claims.request(ops['claims.request_otp'], publicMeta(tenantId), {
+      member_email: m.email,
+      card_id: card,
+      reward_id: reward,
+    });
+    const meta = publicMeta(tenantId, { idempotency_key: `create-${m.id}` });
+    const data = { member_email: m.email, card_id: card, reward_id: reward, verification_code: issued.otp_code! };
+    let open!: () => void;
+    holdGate = new Promise<void>((resolve) => (open = resolve));
+    try {
+      const first = claims.call(ops['claims.create'], meta, data);
+      // The retry (same key) once the first has written its request and waits on the ledger's hold.
+      const holding = async () =>
+        (await claims.db.query('SELECT status FROM claims.claim_requests WHERE member_id = $1', [m.id])).rows;
+      await expect.poll(holding, { timeout: 5000 }).toEqual([{ status: 'holding' }]);
+      const retry = await claims.call(ops['claims.create'], { ...meta, request_id: `retry-${m.id}` }, data);
+      expect(retry).toMatchObject({ ok: false, error: { code: 'idempotency_in_progress' } });
+      open();
+      const created = await first;
+      expect(created).toMatchObject({ ok: true, data: { claim_request: { status: 'pending' } } });
+      const again = await claims.call(ops['claims.create'], { ...meta, request_id: `again-${m.id}` }, data);
+      expect(again).toMatchObject({ ok: true, data: created.ok ? created.data : {} });
+    } finally {
+      open();
+      holdGate = undefined;
+    }
+    const { rows } = await claims.db.query('SELECT status FROM claims.claim_requests WHERE member_id = $1', [m.id]);
+    expect(rows).toEqual([{ status: 'pending' }]);
+    expect(balance(card, m.id)).toBe(50);
+  });
+
+  it('forgets the key of a creation that failed, so a retry with the same key runs again', async () => {
+    const m = member(60);
+    const issued = await claims.request(ops['claims.request_otp'], publicMeta(tenantId), {
+      member_email: m.email,
+      card_id: card,
+      reward_id: reward,
+    });
+    const meta = publicMeta(tenantId, { idempotency_key: `short-${m.id}` });
+    const data = { member_email: m.email, card_id: card, reward_id: reward, verification_code: issued.otp_code! };
+    expect(await claims.call(ops['claims.create'], meta, data)).toMatchObject({
+      ok: false,
+      error: { code: 'insufficient_points' },
+    });
+    const { rows } = await claims.db.query(
+      'SELECT key FROM claims.idempotency_keys WHERE tenant_id = $1 AND key = $2',
+      [tenantId, meta.idempotency_key],
+    );
+    expect(rows).toEqual([]);
   });
 
   it('holds the points at creation: the approval captures them, the member cannot spend them meanwhile', async () => {
