@@ -175,3 +175,14 @@ async function applyMigrations(
   if (applied.length > 0)
     opts.log.info({ schema: opts.schema, applied: applied.map((m) => m.name) }, 'migrations applied');
 }
+
+/**
+ * The row of a statement that always returns one: an INSERT ... RETURNING, an UPDATE of a row the
+ * caller has just found or holds locked, an aggregate. None is a broken invariant of the service,
+ * not an answer to the request, and is reported with what was asked.
+ */
+export function returnedRow<T>(rows: readonly T[], statement: string): T {
+  const row = rows[0];
+  if (row === undefined) throw new Error(`${statement} returned no row`);
+  return row;
+}

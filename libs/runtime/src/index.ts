@@ -14,6 +14,7 @@ export {
   type Pool,
   type PoolClient,
   type Queryable,
+  returnedRow,
 } from './db.ts';
 export { connectNats, jsonCodec, natsReady, type NatsAuth, type NatsConnection } from './nats.ts';
 export {
@@ -36,7 +37,7 @@ export {
 export { callService, ContractViolationError, ServiceClient, ServiceUnavailableError } from './service-client.ts';
 export { Metrics } from './metrics.ts';
 export { startOpsServer, type ReadinessCheck } from './ops-server.ts';
-export { ReplayStore, requestHash, stableStringify, type ReplayKey } from './idempotency.ts';
+export { isReplay, ReplayStore, requestHash, stableStringify, type ReplayKey } from './idempotency.ts';
 export { PeriodicTask, type PeriodicTaskOptions } from './periodic-task.ts';
 export {
   BroadcastListener,

@@ -1,3 +1,4 @@
+import { returnedRow } from '@loyalty/runtime';
 import { randomUUID } from 'node:crypto';
 import { AppError, type WebhookDelivery } from '@loyalty/contracts';
 import type { Clock, Pool, PoolClient, ReplayStore } from '@loyalty/runtime';
@@ -7,7 +8,6 @@ import { RETRY_WINDOW_MS } from './domain/retry-schedule.ts';
 import type { Caller } from './endpoint-registry.ts';
 import { findDelivery, insertDeliveries, leaseDelivery, listDeliveries, type Job } from './store/deliveries.ts';
 import { findEndpoint } from './store/endpoints.ts';
-import { required } from './store/required.ts';
 import { deliveryView } from './views.ts';
 
 export interface DeliveryLogDeps {
@@ -91,14 +91,15 @@ async function insertPing(
     endpoint_id: endpoint.id,
     message: 'A test event from the loyalty platform.',
   });
-  const [row] = await insertDeliveries(
+  const inserted = await insertDeliveries(
     db,
     [{ event, endpointId: endpoint.id, nextAttemptAt: leaseUntil }],
     now,
     RETRY_WINDOW_MS,
   );
-  const deliveryId = required(row, 'the inserted ping delivery').id;
-  const delivery = required(await findDelivery(db, tenantId, deliveryId), 'the ping delivery just inserted');
+  const deliveryId = returnedRow(inserted, 'the insert of the ping delivery').id;
+  const found = await findDelivery(db, tenantId, deliveryId);
+  const delivery = returnedRow(found ? [found] : [], 'the read of the ping delivery just inserted');
   return {
     reply: { delivery: deliveryView(delivery) },
     job: {

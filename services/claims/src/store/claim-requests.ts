@@ -1,7 +1,7 @@
+import { returnedRow } from '@loyalty/runtime';
 import type { ClaimStatus as PublicClaimStatus } from '@loyalty/contracts';
 import type { ClaimStatus } from '../domain/claim-request.ts';
 import type { Queryable } from '@loyalty/runtime';
-import { returnedRow } from './rows.ts';
 
 export interface ClaimRequest {
   id: number;

@@ -1,6 +1,6 @@
+import { returnedRow } from '@loyalty/runtime';
 import type { Scope } from '@loyalty/contracts';
 import type { Queryable } from '@loyalty/runtime';
-import { returnedRow } from './rows.ts';
 
 export interface App {
   app_id: string;

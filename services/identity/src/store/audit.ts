@@ -1,7 +1,7 @@
+import { returnedRow } from '@loyalty/runtime';
 import type { AuditActor } from '@loyalty/contracts';
 import type { Queryable } from '@loyalty/runtime';
 import { GENESIS_HASH, type ChainedContent } from '../domain/audit-chain.ts';
-import { returnedRow } from './rows.ts';
 
 export interface AuditLogRow extends ChainedContent {
   recorded_at: string;

@@ -1,6 +1,5 @@
 import { AppError } from '@loyalty/contracts';
-import { isUniqueViolation, type Queryable } from '@loyalty/runtime';
-import { returnedRow } from './rows.ts';
+import { isUniqueViolation, type Queryable, returnedRow } from '@loyalty/runtime';
 
 export interface Member {
   id: number;

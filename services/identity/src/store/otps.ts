@@ -1,5 +1,5 @@
+import { returnedRow } from '@loyalty/runtime';
 import type { Queryable } from '@loyalty/runtime';
-import { returnedRow } from './rows.ts';
 
 /** Whose code it is: a member's (sign-in, claim) or a staff user's (console sign-in). */
 export type CodeHolder = { memberId: number } | { staffId: number };

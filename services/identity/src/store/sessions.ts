@@ -1,5 +1,5 @@
+import { returnedRow } from '@loyalty/runtime';
 import type { Queryable } from '@loyalty/runtime';
-import { returnedRow } from './rows.ts';
 
 export async function insertSession(
   db: Queryable,

@@ -1,7 +1,6 @@
 import type { StaffRole } from '@loyalty/contracts';
 import { AppError } from '@loyalty/contracts';
-import { isUniqueViolation, type Queryable } from '@loyalty/runtime';
-import { returnedRow } from './rows.ts';
+import { isUniqueViolation, type Queryable, returnedRow } from '@loyalty/runtime';
 
 /** A staff user as the staff API shows it. */
 export interface StaffUser {

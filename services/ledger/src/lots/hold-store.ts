@@ -1,6 +1,6 @@
+import { returnedRow } from '@loyalty/runtime';
 import type { Queryable } from '@loyalty/runtime';
 import type { AccountKey } from '../store/accounts.ts';
-import { theRow } from '../store/rows.ts';
 
 /** A reservation of spendable points (or cents) under a key, e.g. `claim:<id>` (see holds.ts). */
 export type Hold = {
@@ -46,7 +46,7 @@ export async function insertHold(
      VALUES ($1, $2, $3, $4, $5, 'held', $6, $7) RETURNING *`,
     [k.tenantId, k.cardId, k.memberId, h.key, h.amount, h.expiresAt, h.at],
   );
-  return theRow(rows, 'ledger.holds insert');
+  return returnedRow(rows, 'ledger.holds insert');
 }
 
 /** held -> released: its amount goes back to the spendable balance (the lots: returnToLots). */

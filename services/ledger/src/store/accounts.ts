@@ -1,8 +1,8 @@
+import { returnedRow } from '@loyalty/runtime';
 import type { OutboxEvent, Queryable } from '@loyalty/runtime';
 import type { JournalEvent } from '../domain/journal.ts';
 import type { LotTerms } from '../lots/terms.ts';
 import { MAX_BALANCE } from '../domain/money.ts';
-import { theRow } from './rows.ts';
 
 /**
  * Accounts (one stored balance per member x card) and their append-only journal. Every balance
@@ -255,7 +255,7 @@ export async function appendJournal(
       e.at,
     ],
   );
-  return theRow(rows, 'ledger.journal insert');
+  return returnedRow(rows, 'ledger.journal insert');
 }
 
 /** The earn that used `reference` on the card, if any. */
@@ -301,7 +301,7 @@ export async function refundedOnReference(db: Queryable, k: AccountKey, referenc
      WHERE card_id = $1 AND reference = $2 AND member_id = $3 AND event IN ('cashback_refunded', 'points_refunded')`,
     [k.cardId, reference, k.memberId],
   );
-  return theRow(rows, 'refunded on reference').total;
+  return returnedRow(rows, 'refunded on reference').total;
 }
 
 /** One page of an account's journal ($3 rows from offset $4) with the account's entry count; no row: no account. */

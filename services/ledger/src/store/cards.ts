@@ -1,5 +1,5 @@
+import { returnedRow } from '@loyalty/runtime';
 import type { Queryable } from '@loyalty/runtime';
-import { theRow } from './rows.ts';
 
 /** A card row. Rates are exact numeric text; money is cents. */
 export interface Card {
@@ -75,7 +75,7 @@ export async function insertCard(db: Queryable, c: CardFields): Promise<Card> {
       c.expiry_warning_days,
     ],
   );
-  return theRow(rows, 'insertCard');
+  return returnedRow(rows, 'insertCard');
 }
 
 /** Replace a card's changeable settings (the caller merged the change into the current row). */
@@ -106,7 +106,7 @@ export async function updateCard(db: Queryable, c: Card): Promise<Card> {
       c.expiry_warning_days,
     ],
   );
-  return theRow(rows, 'updateCard');
+  return returnedRow(rows, 'updateCard');
 }
 
 /** A card of the tenant; a foreign card is as absent as a missing one. */
@@ -138,7 +138,7 @@ export async function insertReward(
     `INSERT INTO ledger.rewards (tenant_id, card_id, name, description, points_cost, active) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${REWARD_COLUMNS}`,
     [r.tenant_id, r.card_id, r.name, r.description, r.points_cost, r.active],
   );
-  return theRow(rows, 'insertReward');
+  return returnedRow(rows, 'insertReward');
 }
 
 export async function updateReward(db: Queryable, r: Reward): Promise<Reward> {
@@ -147,7 +147,7 @@ export async function updateReward(db: Queryable, r: Reward): Promise<Reward> {
      WHERE tenant_id = $1 AND id = $2 RETURNING ${REWARD_COLUMNS}`,
     [r.tenant_id, r.id, r.name, r.description, r.points_cost, r.active],
   );
-  return theRow(rows, 'updateReward');
+  return returnedRow(rows, 'updateReward');
 }
 
 /** A reward of the card (and tenant). */

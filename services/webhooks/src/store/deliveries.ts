@@ -1,6 +1,6 @@
+import { returnedRow } from '@loyalty/runtime';
 import type { Queryable } from '@loyalty/runtime';
 import type { WebhookEvent } from '../domain/payload.ts';
-import { required } from './required.ts';
 
 /** Times as ISO text in array parameters: pg's conversion of each Date costs more than the statement's share. */
 const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
@@ -310,7 +310,7 @@ export async function listDeliveries(
       q.status ? [endpointId, q.status] : [endpointId],
     ),
   ]);
-  return { deliveries: page.rows.map(logged), total: required(count.rows[0], 'a count').n };
+  return { deliveries: page.rows.map(logged), total: returnedRow(count.rows, 'a count').n };
 }
 
 export async function findDelivery(db: Queryable, tenantId: number, id: number): Promise<LoggedDelivery | undefined> {

@@ -1,7 +1,7 @@
+import { returnedRow } from '@loyalty/runtime';
 import type { KeyObject } from 'node:crypto';
 import type { Queryable } from '@loyalty/runtime';
 import { signingKey } from '../domain/signature.ts';
-import { required } from './required.ts';
 
 /** A webhook endpoint as stored (secrets included: only the signer and the create/rotate answers see them). */
 export interface EndpointRow {
@@ -52,7 +52,7 @@ export async function countEndpoints(db: Queryable, tenantId: number): Promise<n
     `SELECT count(*)::int AS n FROM ${T} WHERE tenant_id = $1 AND deleted_at IS NULL`,
     [tenantId],
   );
-  return required(rows[0], 'a count').n;
+  return returnedRow(rows, 'a count').n;
 }
 
 export async function insertEndpoint(
@@ -64,7 +64,7 @@ export async function insertEndpoint(
      VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING *`,
     [e.tenantId, e.url, e.description, e.eventTypes, e.secret, e.now],
   );
-  return required(rows[0], 'the inserted endpoint');
+  return returnedRow(rows, 'the inserted endpoint');
 }
 
 /** Change what PATCH names; `enabled` false disables by hand, true enables; enabling or a new URL forgets the failures. */
