@@ -4,7 +4,7 @@ import { Subjects, webhookTypeOfDomainEvent } from '@loyalty/contracts';
 import { connectAs } from '../test/support/nats.ts';
 import type { InjectedFault } from './faults.ts';
 import type { SoakStack } from './stack.ts';
-import type { OpRecord, Workload } from './workload.ts';
+import type { BadAttempt, OpRecord, Workload } from './workload.ts';
 
 /**
  * The checks at the end of a run, over everything that was acknowledged: exact where they can be
@@ -458,6 +458,25 @@ export function checkServerErrors(workload: Workload, faults: InjectedFault[], a
     name: `5xx: only 503 (or no answer), only within a fault window + ${allowanceMs / 1000} s`,
     ok: not503.length === 0 && outside.length === 0,
     figure: `${not503.length} other 5xx; ${outside.length} outside a window; ${n503} × 503 and ${none} unanswered attempts of ${workload.attemptsTotal.toLocaleString('en')}`,
-    details: [...not503.slice(0, 5), ...outside.slice(0, 5)],
+    details: [...not503.slice(0, 5), ...outside.slice(0, 5), ...outsideByCause(outside, faults)],
   };
+}
+
+/** The answers outside the windows grouped by kind and error, each with how long after the last fault it came. */
+function outsideByCause(outside: BadAttempt[], faults: InjectedFault[]): Record<string, unknown>[] {
+  const groups = new Map<string, { kind: string; error: string; count: number; secondsAfterFault: number[] }>();
+  for (const b of outside) {
+    const last = faults.filter((f) => f.endedAt <= b.at).at(-1);
+    const key = `${b.kind}|${b.error ?? ''}`;
+    const g = groups.get(key) ?? { kind: b.kind, error: b.error ?? '', count: 0, secondsAfterFault: [] };
+    g.count += 1;
+    if (last) g.secondsAfterFault.push(Math.round((b.at - last.endedAt) / 100) / 10);
+    groups.set(key, g);
+  }
+  return [...groups.values()].map((g) => ({
+    kind: g.kind,
+    error: g.error,
+    count: g.count,
+    seconds_after_last_fault: [Math.min(...g.secondsAfterFault), Math.max(...g.secondsAfterFault)],
+  }));
 }

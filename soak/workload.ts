@@ -163,7 +163,15 @@ export class Workload {
           body: bodyText,
           signal: AbortSignal.timeout(PER_ATTEMPT_TIMEOUT_MS),
         });
-        if (res.status >= 500) this.bad.push({ at, kind, status: res.status, gateway });
+        if (res.status >= 500) {
+          // Why it failed, for the report: the failure envelope's code and message.
+          const failure = (await res
+            .clone()
+            .json()
+            .catch(() => undefined)) as { error?: { code?: string; message?: string } } | undefined;
+          const error = failure?.error ? `${failure.error.code}: ${failure.error.message}` : undefined;
+          this.bad.push({ at, kind, status: res.status, gateway, ...(error ? { error } : {}) });
+        }
         return res;
       } catch (err) {
         this.bad.push({ at, kind, status: 0, gateway, error: err instanceof Error ? err.name : String(err) });

@@ -50,6 +50,8 @@ export class ReplicaCache<K extends NonNullable<unknown>, V extends NonNullable<
   private readonly forgottenAt = new Map<K, number>();
   private readonly listener: BroadcastListener | undefined;
   private running = false;
+  /** Loads in flight, by key, with the ticket each took (concurrent misses share them). */
+  private readonly loading = new Map<K, { ticket: LoadTicket; answer: Promise<V | undefined> }>();
 
   constructor(private readonly opts: ReplicaCacheOptions<K>) {
     const { nc, broadcast } = opts;
@@ -100,14 +102,29 @@ export class ReplicaCache<K extends NonNullable<unknown>, V extends NonNullable<
     return this.entries?.has(key) ?? false;
   }
 
-  /** The entry, or what `load` answers, stored unless the key was forgotten while it loaded (undefined is not stored). */
+  /**
+   * The entry, or what `load` answers, stored unless the key was forgotten while it loaded
+   * (undefined is not stored). Concurrent misses of one key share one load, as long as the key
+   * was not forgotten since that load started (a caller never gets an answer older than its own
+   * arrival's last forget): after a forget-all, a burst of requests with one credential asks its
+   * owner once, not once per request.
+   */
   async load(key: K, load: () => Promise<V | undefined>): Promise<V | undefined> {
     const hit = this.get(key);
     if (hit !== undefined) return hit;
+    const running = this.loading.get(key);
+    if (running && !this.forgottenSince(key, running.ticket)) return running.answer;
     const ticket = this.ticket();
-    const value = await load();
-    if (value !== undefined) this.set(key, value, ticket);
-    return value;
+    const answer = load().then((value) => {
+      if (value !== undefined) this.set(key, value, ticket);
+      return value;
+    });
+    this.loading.set(key, { ticket, answer });
+    try {
+      return await answer;
+    } finally {
+      if (this.loading.get(key)?.answer === answer) this.loading.delete(key);
+    }
   }
 
   /** Take before loading; pass to `set`. */

@@ -96,6 +96,31 @@ describe('ReplicaCache', () => {
     expect(cache.get('z')).toBe('after');
   });
 
+  it('shares one load among concurrent misses of a key, but not with a caller that came after a forget', async () => {
+    const cache = await started();
+    let loads = 0;
+    let release!: (v: string) => void;
+    const slow = () => {
+      loads += 1;
+      return new Promise<string>((r) => (release = r));
+    };
+    const burst = Array.from({ length: 20 }, () => cache.load('s', slow));
+    expect(loads).toBe(1);
+    release('first');
+    expect(await Promise.all(burst)).toEqual(Array(20).fill('first'));
+    cache.forget('s');
+    const before = cache.load('s', slow);
+    const releaseBefore = release;
+    cache.forget('s'); // changed again while that load runs: a new caller must not join it
+    const after = cache.load('s', slow);
+    expect(loads).toBe(3);
+    releaseBefore('stale');
+    release('fresh');
+    expect(await before).toBe('stale');
+    expect(await after).toBe('fresh');
+    expect(cache.get('s')).toBe('fresh');
+  });
+
   it('forgets on every replica what one announces; a broadcast it cannot read changes nothing', async () => {
     const here = await started({ nc: a, broadcast: { subject, forgets: named } });
     const there = await started({ nc: b, broadcast: { subject, forgets: named } });

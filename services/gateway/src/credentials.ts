@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { internalOperations, type AuthenticateReply, type Subjects } from '@loyalty/contracts';
 import {
   ReplicaCache,
+  type LoadTicket,
   ServiceClient,
   type Logger,
   type Metrics,
@@ -69,6 +70,11 @@ export class CredentialResolver {
   readonly sessions: ReplicaCache<number, CachedSession>;
   /** Token hash -> session id, to find a token's session; bounded (oldest first), checked against the session. */
   private readonly sessionOfToken = new Map<string, number>();
+  /** Questions to identity in flight, by credential, with the caches' state when each was asked. */
+  private readonly resolving = new Map<
+    string,
+    { app: LoadTicket; session: LoadTicket; answer: Promise<AuthenticateReply> }
+  >();
   private readonly identity: ServiceClient;
 
   constructor(private readonly opts: CredentialResolverOptions) {
@@ -118,7 +124,33 @@ export class CredentialResolver {
     const tokenHash = memberToken === undefined ? undefined : hashKey(memberToken);
     const cached = this.fromCache(appId, keyHash, tokenHash);
     if (cached) return cached;
+    // Concurrent misses of one credential share one question to identity (after a forget-all, a
+    // burst of requests with one API key would otherwise each ask), unless anything was forgotten
+    // since that question was asked: then its answer may predate the change.
+    const flight = `${appId}\0${keyHash}\0${tokenHash ?? ''}`;
+    const running = this.resolving.get(flight);
+    if (running && running.app === this.apps.ticket() && running.session === this.sessions.ticket())
+      return running.answer;
     const tickets = { app: this.apps.ticket(), session: this.sessions.ticket() };
+    const answer = this.ask(appId, apiKey, memberToken, requestId, tickets);
+    this.resolving.set(flight, { ...tickets, answer });
+    try {
+      return await answer;
+    } finally {
+      if (this.resolving.get(flight)?.answer === answer) this.resolving.delete(flight);
+    }
+  }
+
+  /** Identity's answer for a credential, cached unless it was forgotten while asked. */
+  private async ask(
+    appId: string,
+    apiKey: string,
+    memberToken: string | undefined,
+    requestId: string,
+    tickets: { app: LoadTicket; session: LoadTicket },
+  ): Promise<AuthenticateReply> {
+    const keyHash = hashKey(apiKey);
+    const tokenHash = memberToken === undefined ? undefined : hashKey(memberToken);
     const reply = await this.identity.call(
       internalOperations.authenticate,
       { request_id: requestId },

@@ -210,3 +210,45 @@ describe('NATS reconnect', () => {
     }
   });
 });
+
+describe('a burst of requests with a key not cached', () => {
+  it('asks identity once for the burst, and again for a request made after a revocation', async () => {
+    const t = await sys.tenant();
+    const nc = await connectAs('gateway', { url: sys.env.NATS_URL });
+    const observer = await connectAs('admin', { url: sys.env.NATS_URL });
+    const asked = observer.subscribe(subjects.op('identity', 'internal.authenticate'));
+    let questions = 0;
+    void (async () => {
+      for await (const _m of asked) questions += 1;
+    })();
+    await observer.flush();
+    const resolver = new CredentialResolver({
+      nc,
+      subjects,
+      ttlMs: 600_000,
+      timeoutMs: 5_000,
+      log: createLogger('gateway', 'silent'),
+    });
+    const stopCaches = await startInOrder(resolver.caches);
+    try {
+      const burst = await Promise.all(
+        Array.from({ length: 30 }, (_x, i) => resolver.resolve(t.appId, t.apiKey, undefined, `burst-${i}`)),
+      );
+      expect(new Set(burst.map((r) => r.tenant_id))).toEqual(new Set([t.tenantId]));
+      await observer.flush();
+      expect(questions).toBe(1);
+      // A revocation forgets the key: the next request asks again and is refused.
+      await sys.admin('POST', `/admin/v1/apps/${t.appId}/revoke`);
+      await until(() => !resolver.isCached(t.appId, t.apiKey));
+      await expect(resolver.resolve(t.appId, t.apiKey, undefined, 'after')).rejects.toMatchObject({
+        code: 'invalid_credentials',
+      });
+      expect(questions).toBe(2);
+    } finally {
+      await stopCaches();
+      asked.unsubscribe();
+      await observer.close();
+      await nc.close();
+    }
+  });
+});
