@@ -37,6 +37,20 @@ export {
 export { callService, ContractViolationError, ServiceClient, ServiceUnavailableError } from './service-client.ts';
 export { Metrics } from './metrics.ts';
 export { startOpsServer, type ReadinessCheck } from './ops-server.ts';
+export {
+  JobRunner,
+  JobStore,
+  LeaseLost,
+  RESULT_PART_BYTES,
+  RESULT_TTL_MS,
+  type JobError,
+  type JobHandler,
+  type JobProgress,
+  type JobRecord,
+  type JobResult,
+  type JobStatus,
+  type JobStep,
+} from './jobs.ts';
 export { isReplay, ReplayStore, requestHash, stableStringify, type ReplayKey } from './idempotency.ts';
 export { PeriodicTask, type PeriodicTaskOptions } from './periodic-task.ts';
 export {

@@ -14,10 +14,14 @@ export interface PurgeRule {
  *   for 24 hours, and a day more covers a record written near the end of that window and clock skew.
  * - Processed-event ids are kept 8 days: JetStream keeps events 7 days, so a redelivery can come
  *   that late, and a purged id would let it act a second time.
+ * - Job results are kept until their job's `expires_at` (7 days after it finished); finished jobs
+ *   themselves 30 days, so their status can still be read after the result has gone.
  */
 export const sharedPurgeRules: PurgeRule[] = [
   { table: 'idempotency_keys', expired: `created_at < $1::timestamptz - interval '48 hours'` },
   { table: 'processed_events', expired: `processed_at < $1::timestamptz - interval '8 days'` },
+  { table: 'job_results', expired: `expires_at < $1::timestamptz` },
+  { table: 'jobs', expired: `finished_at < $1::timestamptz - interval '30 days'` },
 ];
 
 /** Rows deleted per statement: short statements, short locks, no long transaction. */

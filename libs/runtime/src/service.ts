@@ -5,6 +5,7 @@
  * - `consumers`: what it listens to (durable event consumers, broadcast listeners, `consumers.ts`);
  * - `tasks`: what it does on its own (periodic tasks, `tasks.ts`);
  * - `caches`: per-replica caches forgotten by broadcast and on a NATS reconnect;
+ * - `jobs`: the handlers of its kinds of long work (jobs.ts), run by a `JobRunner` among its tasks;
  * - `purge`: its own tables' rules for the runtime's periodic purge;
  * - `hooks`: typed handles for tests and benchmarks (`running.hooks.sweep()`);
  * - `close`: what to release last (mail connections, HTTP agents, a dispatcher's in-flight work).
@@ -23,6 +24,7 @@ import { type Endpoints, pingEndpoint, serveEndpoints } from './endpoints.ts';
 import { connectNats, natsReady, type NatsConnection } from './nats.ts';
 import { startOpsServer } from './ops-server.ts';
 import { ensureEventStream, Outbox } from './outbox.ts';
+import { JobRunner, JobStore, type JobHandler } from './jobs.ts';
 import { PeriodicTask } from './periodic-task.ts';
 import { purge, sharedPurgeRules, type PurgeRule } from './purge.ts';
 
@@ -46,6 +48,8 @@ export interface ServiceRuntime {
   clock: Clock;
   /** This service's transactional outbox; its relay runs while the service does. */
   outbox: Outbox;
+  /** This service's jobs: create one in a transaction (`store.create`), then `wake()` a runner. */
+  jobs: { store: JobStore; wake(): void };
   isStopping(): boolean;
 }
 
@@ -55,6 +59,8 @@ export interface ServiceDeclaration<Hooks> {
   consumers: ServicePart[];
   tasks: ServicePart[];
   caches: ServicePart[];
+  /** Handlers by job kind; a service without long work declares none. */
+  jobs?: Record<string, JobHandler<never>>;
   purge?: PurgeRule[];
   hooks: Hooks;
   close?: () => Promise<void>;
@@ -73,6 +79,8 @@ export interface RunningService<Hooks = unknown> {
   hooks: Hooks;
   /** Run a pass of the purge now (tests; it also runs every PURGE_INTERVAL_MS): rows deleted per table. */
   purgeNow(): Promise<Record<string, number>>;
+  /** Run one queued job of this service now, if there is one (tests): whether one ran. */
+  runJobNow(): Promise<boolean>;
   stop(): Promise<void>;
 }
 
@@ -87,6 +95,8 @@ export interface RunOptions {
 interface Infrastructure {
   rt: ServiceRuntime;
   setStopping(): void;
+  /** Where `rt.jobs.wake()` goes once the service's job runner exists. */
+  onJobWake(wake: () => void): void;
   release(): Promise<void>;
 }
 
@@ -110,10 +120,24 @@ async function connect(definition: ServiceDefinition<unknown>, opts: RunOptions)
   const outbox = new Outbox({ pool, nc, subjects, service: name, log, metrics });
   let stopping = false;
   const clock = opts.clock ?? systemClock;
-  const rt: ServiceRuntime = { name, log, pool, nc, subjects, metrics, clock, outbox, isStopping: () => stopping };
+  let wakeJobs = (): void => undefined;
+  const jobs = { store: new JobStore(pool, name), wake: () => wakeJobs() };
+  const rt: ServiceRuntime = {
+    name,
+    log,
+    pool,
+    nc,
+    subjects,
+    metrics,
+    clock,
+    outbox,
+    jobs,
+    isStopping: () => stopping,
+  };
   return {
     rt,
     setStopping: () => void (stopping = true),
+    onJobWake: (wake) => void (wakeJobs = wake),
     async release() {
       await outbox.stop();
       await nc.drain();
@@ -160,6 +184,12 @@ function purgeTask(rt: ServiceRuntime, intervalMs: number, rules: PurgeRule[]): 
   });
 }
 
+/** The runner of the service's declared kinds of jobs (none without handlers). */
+function jobRunner(rt: ServiceRuntime, handlers: Record<string, JobHandler<never>> | undefined): JobRunner | undefined {
+  if (!handlers || Object.keys(handlers).length === 0) return undefined;
+  return new JobRunner({ store: rt.jobs.store, pool: rt.pool, handlers, log: rt.log, clock: rt.clock });
+}
+
 /** The service's endpoints as a part: served on start (the queue group joined), left on stop. */
 function served(rt: ServiceRuntime, version: string, endpoints: Endpoints): ServicePart {
   let stop: (() => Promise<void>) | undefined;
@@ -187,11 +217,14 @@ export async function runService<Hooks>(
     const declared = await definition.setup(rt);
     close = declared.close;
     const purging = purgeTask(rt, config.PURGE_INTERVAL_MS, declared.purge ?? []);
+    const jobs = jobRunner(rt, declared.jobs);
+    if (jobs) infra.onJobWake(() => jobs.wake());
     rt.outbox.start();
     stopParts = await startInOrder([
       ...declared.caches,
       ...declared.consumers,
       ...declared.tasks,
+      ...(jobs ? [jobs] : []),
       purging,
       served(rt, definition.version, declared.endpoints),
     ]);
@@ -208,6 +241,7 @@ export async function runService<Hooks>(
       opsPort: ops.port,
       hooks: declared.hooks,
       purgeNow: () => purging.runNow(),
+      runJobNow: async () => (jobs ? jobs.runOne() : false),
       async stop() {
         infra.setStopping();
         await stopParts();

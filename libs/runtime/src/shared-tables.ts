@@ -53,4 +53,42 @@ CREATE INDEX IF NOT EXISTS idempotency_keys_created_at ON idempotency_keys (crea
 CREATE INDEX IF NOT EXISTS processed_events_processed_at ON processed_events (processed_at);
 `,
   },
+  {
+    name: '1600000000003_jobs',
+    sql: `
+-- Long work as jobs (jobs.ts): leased by one replica at a time, resumed from the last committed
+-- checkpoint by another when its lease runs out; results kept in parts until expires_at.
+CREATE TABLE IF NOT EXISTS jobs (
+  id uuid PRIMARY KEY,
+  tenant_id bigint NOT NULL,
+  kind text NOT NULL,
+  status text NOT NULL DEFAULT 'queued' CHECK (status IN ('queued', 'running', 'succeeded', 'failed')),
+  params jsonb NOT NULL DEFAULT '{}',
+  checkpoint jsonb,
+  done bigint NOT NULL DEFAULT 0,
+  total bigint,
+  errors jsonb NOT NULL DEFAULT '[]',
+  result_type text,
+  result_size bigint,
+  lease_owner text,
+  lease_until timestamptz,
+  attempts integer NOT NULL DEFAULT 0,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  started_at timestamptz,
+  finished_at timestamptz,
+  expires_at timestamptz
+);
+CREATE INDEX IF NOT EXISTS jobs_runnable ON jobs (created_at) WHERE status IN ('queued', 'running');
+CREATE INDEX IF NOT EXISTS jobs_tenant ON jobs (tenant_id, created_at);
+CREATE TABLE IF NOT EXISTS job_results (
+  job_id uuid NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  part integer NOT NULL,
+  data bytea NOT NULL,
+  expires_at timestamptz NOT NULL,
+  PRIMARY KEY (job_id, part)
+);
+CREATE INDEX IF NOT EXISTS job_results_expires_at ON job_results (expires_at);
+CREATE INDEX IF NOT EXISTS jobs_finished_at ON jobs (finished_at) WHERE finished_at IS NOT NULL;
+`,
+  },
 ];

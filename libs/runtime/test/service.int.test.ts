@@ -17,6 +17,7 @@ import {
   loadConfig,
   runService,
   startInOrder,
+  withTransaction,
   type ServicePart,
 } from '../src/index.ts';
 
@@ -124,6 +125,50 @@ describe('runService', () => {
     ).rejects.toThrow('broken cannot start');
     expect(events).toEqual(['start cache', 'start consumer', 'stop consumer', 'stop cache']);
     expect(await answers()).toBe(false);
+  });
+
+  it('runs the jobs a service declares: created in a transaction, woken, run once to their result', async () => {
+    let wake: () => void = () => undefined;
+    let create: (kind: string) => Promise<string> = async () => '';
+    const running = await runService(
+      {
+        name: 'referrals',
+        version: '1.0.0',
+        migrationsDir: migrations,
+        setup: async (rt) => {
+          wake = () => rt.jobs.wake();
+          create = (kind) =>
+            withTransaction(rt.pool, (tx) => rt.jobs.store.create(tx, { tenantId: 7, kind, now: new Date() }));
+          return {
+            endpoints: new Endpoints('referrals'),
+            caches: [],
+            consumers: [],
+            tasks: [],
+            jobs: {
+              hello: async (step) => {
+                await step.succeed(undefined, {
+                  done: 1,
+                  total: 1,
+                  result: { contentType: 'text/plain', data: Buffer.from(`hello ${step.tenantId}`) },
+                });
+                return 'finished';
+              },
+            },
+            hooks: { store: rt.jobs.store },
+          };
+        },
+      },
+      { config: config(), log },
+    );
+    try {
+      const id = await create('hello');
+      wake();
+      await expect.poll(async () => (await running.hooks.store.find(7, id))?.status).toBe('succeeded');
+      expect((await running.hooks.store.resultPart(7, id, 0, new Date()))?.toString()).toBe('hello 7');
+      expect(await running.runJobNow()).toBe(false); // nothing else queued
+    } finally {
+      await running.stop();
+    }
   });
 
   it('startInOrder stops what it started in reverse, once', async () => {
