@@ -120,9 +120,13 @@ async function drain(db: pg.Client, stack: SoakStack, maxSeconds: number, log: (
   const started = Date.now();
   let quiet = 0;
   for (;;) {
-    // Retries of deliveries that failed during a receiver fault wait up to minutes: sent now.
+    // Retries of deliveries that failed during a receiver fault wait up to minutes: sent now. Rows
+    // the dispatcher holds are skipped (a later pass takes them), so this never deadlocks with it.
     await db.query(
-      `UPDATE webhooks.deliveries SET next_attempt_at = now() WHERE status = 'pending' AND attempt_count > 0 AND next_attempt_at > now()`,
+      `UPDATE webhooks.deliveries SET next_attempt_at = now()
+       WHERE id IN (SELECT id FROM webhooks.deliveries
+                    WHERE status = 'pending' AND attempt_count > 0 AND next_attempt_at > now()
+                    ORDER BY id FOR UPDATE SKIP LOCKED)`,
     );
     const left = await backlog(db, stack).catch(() => -1);
     quiet = left === 0 ? quiet + 1 : 0;
