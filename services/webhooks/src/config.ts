@@ -39,6 +39,11 @@ export const WebhooksConfig = z.object({
   WEBHOOK_SWEEP_INTERVAL_MS: int(1_000, 3_600_000, 60_000),
   /** Endpoints a tenant may have. */
   WEBHOOK_MAX_ENDPOINTS_PER_TENANT: int(1, 1_000, 16),
+  /**
+   * The backlog metrics name this many tenants (those with the most pending deliveries) and sum up
+   * the rest as `tenant="other"`, so a scrape stays small however many tenants there are.
+   */
+  WEBHOOK_METRICS_TOP_TENANTS: int(0, 100, 10),
   /** Days the delivery log (events, deliveries, attempts) and deleted endpoints are kept. */
   WEBHOOK_RETENTION_DAYS: int(4, 3_650, 30),
 });

@@ -65,7 +65,7 @@ function dispatcherOf(rt: ServiceRuntime, config: WebhooksConfig, sender: Sender
     outcomes,
     clock,
     log,
-    metrics: new WebhookMetrics(metrics, pool, clock),
+    metrics: new WebhookMetrics(metrics, pool, clock, config.WEBHOOK_METRICS_TOP_TENANTS),
     limits: {
       endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
       tenantConcurrency: config.WEBHOOK_TENANT_CONCURRENCY,
