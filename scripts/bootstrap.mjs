@@ -456,6 +456,8 @@ export function ensureSecrets() {
   const before = JSON.stringify(secrets);
   secrets.otp_secret ??= randomBytes(24).toString('hex');
   secrets.operator_token ??= randomBytes(24).toString('hex');
+  // The key-encryption key of webhook signing secrets (SECRETS_KEY): 32 random bytes, base64.
+  secrets.secrets_key ??= randomBytes(32).toString('base64');
   secrets.nats ??= {};
   for (const user of NATS_USERS) secrets.nats[user] ??= randomBytes(24).toString('hex');
   if (JSON.stringify(secrets) !== before)

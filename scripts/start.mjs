@@ -58,7 +58,7 @@ function redact(url) {
 }
 
 // Secrets of this local installation, made once and kept in var/ (git-ignored, mode 0600): the
-// OTP secret, the operator token and each NATS user's password (scripts/bootstrap.mjs).
+// OTP secret, the operator token, the webhook secrets' key and each NATS user's password (scripts/bootstrap.mjs).
 const var_ = path.join(root, 'var');
 // The logs hold what the mail sink echoes (members' codes): this user's only, like var/secrets.json.
 mkdirSync(path.join(var_, 'log'), { recursive: true, mode: 0o700 });
@@ -98,6 +98,7 @@ const env = {
   SANDBOX_SMTP_URL: process.env.SANDBOX_SMTP_URL ?? `smtp://127.0.0.1:${MAIL_PORT}`,
   OTP_SECRET: process.env.OTP_SECRET ?? secrets.otp_secret,
   OPERATOR_TOKEN: process.env.OPERATOR_TOKEN ?? secrets.operator_token,
+  SECRETS_KEY: process.env.SECRETS_KEY ?? secrets.secrets_key,
   PORT: String(PORT),
   OPS_HOST: '127.0.0.1',
   PUBLIC_BASE_URL: `http://127.0.0.1:${PORT}`,

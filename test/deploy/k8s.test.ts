@@ -100,7 +100,11 @@ function environmentOf(c: Container, ms: Manifest[]): { env: Record<string, stri
   }
   for (const e of c.env ?? []) {
     if (e.value !== undefined) env[e.name] = e.value;
-    else if (e.valueFrom?.secretKeyRef) env[e.name] = `secret-${e.valueFrom.secretKeyRef.key}-placeholder-value`;
+    else if (e.valueFrom?.secretKeyRef)
+      // A key-encryption key must be 32 bytes in base64 to pass the config check; any other secret a long string.
+      env[e.name] = e.valueFrom.secretKeyRef.key.startsWith('SECRETS_KEY')
+        ? Buffer.alloc(32, 1).toString('base64')
+        : `secret-${e.valueFrom.secretKeyRef.key}-placeholder-value`;
     else if (e.valueFrom?.configMapKeyRef) {
       const { name, key } = e.valueFrom.configMapKeyRef;
       const value = configMap(name)?.data?.[key];
@@ -341,11 +345,14 @@ describe('base', () => {
       'OTP_SECRET',
       'REDIS_URL',
       'SANDBOX_SMTP_URL',
+      'SECRETS_KEY',
+      'SECRETS_KEY_PREVIOUS',
       'SMTP_URL',
     ]);
-    for (const key of ['DATABASE_URL', 'OPERATOR_TOKEN', 'OTP_SECRET', 'REDIS_URL', 'SMTP_URL'])
+    for (const key of ['DATABASE_URL', 'OPERATOR_TOKEN', 'OTP_SECRET', 'REDIS_URL', 'SECRETS_KEY', 'SMTP_URL'])
       expect(secretTemplate!.stringData[key], key).toContain('REPLACE_ME');
     expect(configProblems('identity', { OTP_SECRET: secretTemplate!.stringData.OTP_SECRET! })).not.toEqual([]);
+    expect(configProblems('webhooks', { SECRETS_KEY: secretTemplate!.stringData.SECRETS_KEY! })).not.toEqual([]);
     expect(configProblems('gateway', { OPERATOR_TOKEN: secretTemplate!.stringData.OPERATOR_TOKEN! })).not.toEqual([]);
   });
 

@@ -15,6 +15,13 @@ export class MailSink {
   readonly messages: CapturedMail[] = [];
   /** SMTP connections opened to this sink so far. */
   connections = 0;
+  /**
+   * How long the sink takes to answer a message's DATA (a slow mail server), by message; it is
+   * recorded when answered. 0 by default.
+   */
+  delay: (mail: { to: string; subject: string }) => number = () => 0;
+  /** Whether the sink refuses a message (550, not recorded): a mail server that fails. */
+  refuse: (mail: { to: string; subject: string }) => boolean = () => false;
   private waiters: (() => void)[] = [];
   private server = new SMTPServer({
     authOptional: true,
@@ -26,8 +33,14 @@ export class MailSink {
     },
     onData: (stream, _session, callback) => {
       simpleParser(stream)
-        .then((mail) => {
+        .then(async (mail) => {
           const to = Array.isArray(mail.to) ? mail.to[0]?.text : mail.to?.text;
+          const wait = this.delay({ to: to ?? '', subject: mail.subject ?? '' });
+          if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+          if (this.refuse({ to: to ?? '', subject: mail.subject ?? '' })) {
+            callback(Object.assign(new Error('Mailbox unavailable'), { responseCode: 550 }));
+            return;
+          }
           this.messages.push({ to: to ?? '', subject: mail.subject ?? '', text: mail.text ?? '', at: Date.now() });
           this.waiters.splice(0).forEach((w) => w());
           callback();

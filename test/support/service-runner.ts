@@ -163,9 +163,14 @@ const CALL_TIMEOUT_MS = 15_000;
 
 export async function startService<N extends ServiceName>(
   name: N,
-  opts: { env?: Record<string, string>; postgresAdminUrl?: string } & Extra[N] = {} as Extra[N],
+  opts: {
+    env?: Record<string, string>;
+    postgresAdminUrl?: string;
+    /** Where the service's log lines go (a test reading them); stdout otherwise. */
+    logTo?: Parameters<typeof createLogger>[2];
+  } & Extra[N] = {} as Extra[N],
 ): Promise<ServiceRunner<N>> {
-  const { env: envOverrides, postgresAdminUrl, ...firstExtra } = opts;
+  const { env: envOverrides, postgresAdminUrl, logTo, ...firstExtra } = opts;
   const database = await createTestDatabase(postgresAdminUrl);
   const root = `s${randomBytes(5).toString('hex')}`;
   const subjects = new Subjects(root);
@@ -181,6 +186,7 @@ export async function startService<N extends ServiceName>(
     OPS_HOST: '127.0.0.1',
     SMTP_URL: smtpUrl,
     OTP_SECRET: 'test-otp-secret-0123456789',
+    SECRETS_KEY: randomBytes(32).toString('base64'),
     OPERATOR_TOKEN,
     REQUEST_TIMEOUT_MS: '5000',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
@@ -188,7 +194,7 @@ export async function startService<N extends ServiceName>(
     // The service connects as its own NATS user, with its production permissions.
     ...natsUserEnv(name, natsUrl),
   };
-  const log = createLogger(name, env.LOG_LEVEL);
+  const log = createLogger(name, env.LOG_LEVEL, logTo);
   const start = async (extra: Extra[N]): Promise<Running[N]> => {
     const starters: { [K in ServiceName]: () => Promise<Running[K]> } = {
       identity: () => startIdentity(readIdentityConfig(env), { clock, log }),

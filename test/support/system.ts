@@ -93,6 +93,8 @@ export async function startTestSystem(
     // Sandbox tenants' mail is not sent without a sandbox server: the tests read it from the sink.
     SANDBOX_SMTP_URL: smtpUrl,
     OTP_SECRET: 'test-otp-secret-0123456789',
+    // The webhook signing secrets' key-encryption key (32 bytes, base64): one per test system.
+    SECRETS_KEY: randomBytes(32).toString('base64'),
     OPERATOR_TOKEN,
     // Long enough that a loaded machine does not turn slow answers into 503s; short enough for the hang test.
     REQUEST_TIMEOUT_MS: '4000',

@@ -1,12 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { runner } from 'node-pg-migrate';
 import type { Logger } from './logger.ts';
-import { sharedMigrations } from './shared-tables.ts';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -135,45 +130,6 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
 /** Resolve a folder next to the calling module's package (works from src/ and from dist/). */
 export function packageDir(importMetaUrl: string, relative: string): string {
   return fileURLToPath(new URL(relative, importMetaUrl));
-}
-
-/**
- * Apply the runtime's shared tables (outbox, idempotency keys, processed events) and then a
- * service's own SQL migrations to its own schema. An advisory lock makes replicas that start
- * together wait for each other instead of racing.
- */
-export async function migrate(opts: { databaseUrl: string; schema: string; dir: string; log: Logger }): Promise<void> {
-  const shared = mkdtempSync(path.join(tmpdir(), 'loyalty-shared-migrations-'));
-  try {
-    for (const m of sharedMigrations) writeFileSync(path.join(shared, `${m.name}.sql`), `-- Up Migration\n${m.sql}`);
-    await applyMigrations(opts, shared, 'runtime_migrations');
-  } finally {
-    rmSync(shared, { recursive: true, force: true });
-  }
-  await applyMigrations(opts, opts.dir, 'migrations');
-}
-
-async function applyMigrations(
-  opts: { databaseUrl: string; schema: string; log: Logger },
-  dir: string,
-  table: string,
-): Promise<void> {
-  const applied = await runner({
-    databaseUrl: opts.databaseUrl,
-    schema: opts.schema,
-    createSchema: true,
-    migrationsSchema: opts.schema,
-    migrationsTable: table,
-    dir,
-    direction: 'up',
-    count: Infinity,
-    checkOrder: true,
-    singleTransaction: true,
-    advisoryLockMode: 'wait',
-    log: () => undefined,
-  });
-  if (applied.length > 0)
-    opts.log.info({ schema: opts.schema, applied: applied.map((m) => m.name) }, 'migrations applied');
 }
 
 /**

@@ -53,12 +53,25 @@ export interface ReplayKey {
  * - `steps` + `save`: the same, with the key held while the steps run, for an operation whose
  *   retry must not start its steps a second time while the first attempt is still running.
  */
+/**
+ * How a store keeps its answers at rest when they hold a secret (a webhook endpoint's signing
+ * secret): `seal` before a response is stored, `open` after it is read, in the caller's
+ * transaction. A stored value `open` does not recognise is answered as it is.
+ */
+export interface ResponseSealer {
+  seal(db: Queryable, tenantId: number, text: string): Promise<string>;
+  open(db: Queryable, tenantId: number, stored: string): Promise<string>;
+}
+
+const asIs: ResponseSealer = { seal: async (_db, _t, text) => text, open: async (_db, _t, stored) => stored };
+
 export class ReplayStore {
   private readonly table: string;
 
   constructor(
     private readonly pool: Pool,
     schema: string,
+    private readonly sealer: ResponseSealer = asIs,
   ) {
     this.table = `${schema}.idempotency_keys`;
   }
@@ -90,7 +103,7 @@ export class ReplayStore {
       await db.query(`UPDATE ${this.table} SET response = $3 WHERE tenant_id = $1 AND key = $2`, [
         k.tenantId,
         k.key,
-        JSON.stringify(result),
+        await this.sealer.seal(db, k.tenantId, JSON.stringify(result)),
       ]);
       return result;
     });
@@ -110,7 +123,7 @@ export class ReplayStore {
     if (!row) return undefined;
     if (row.request_hash !== requestHash(k.operation, k.data)) throw new AppError('idempotency_key_reused');
     if (row.response === null) throw new AppError('idempotency_in_progress');
-    return replayed<T>(row.response);
+    return replayed<T>(await this.sealer.open(db, k.tenantId, row.response));
   }
 
   /**
@@ -122,7 +135,12 @@ export class ReplayStore {
       `INSERT INTO ${this.table} AS k (tenant_id, key, request_hash, response) VALUES ($1, $2, $3, $4)
        ON CONFLICT (tenant_id, key) DO UPDATE SET response = EXCLUDED.response
        WHERE k.response IS NULL AND k.request_hash = EXCLUDED.request_hash`,
-      [k.tenantId, k.key, requestHash(k.operation, k.data), JSON.stringify(response)],
+      [
+        k.tenantId,
+        k.key,
+        requestHash(k.operation, k.data),
+        await this.sealer.seal(db, k.tenantId, JSON.stringify(response)),
+      ],
     );
   }
 

@@ -8,7 +8,6 @@ export {
   inTransaction,
   isConnectionLost,
   isUniqueViolation,
-  migrate,
   packageDir,
   withTransaction,
   type Pool,
@@ -16,6 +15,7 @@ export {
   type Queryable,
   returnedRow,
 } from './db.ts';
+export { migrate, migrationName, NO_TRANSACTION_SUFFIX, upStatements } from './migrate.ts';
 export { connectNats, jsonCodec, natsReady, type NatsAuth, type NatsConnection } from './nats.ts';
 export {
   natsInboxPrefix,
@@ -51,7 +51,14 @@ export {
   type JobStatus,
   type JobStep,
 } from './jobs.ts';
-export { isReplay, ReplayStore, requestHash, stableStringify, type ReplayKey } from './idempotency.ts';
+export {
+  isReplay,
+  ReplayStore,
+  requestHash,
+  stableStringify,
+  type ReplayKey,
+  type ResponseSealer,
+} from './idempotency.ts';
 export { PeriodicTask, type PeriodicTaskOptions } from './periodic-task.ts';
 export {
   BroadcastListener,

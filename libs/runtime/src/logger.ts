@@ -19,6 +19,12 @@ export function createLogger(service: string, level = 'info', destination?: Dest
           '*.member_token',
           '*.code',
           '*.pin',
+          // Webhook signing secrets and the key that encrypts them at rest.
+          'secret',
+          '*.secret',
+          '*.previous_secret',
+          '*.SECRETS_KEY',
+          '*.SECRETS_KEY_PREVIOUS',
           'req.headers["x-api-key"]',
           'req.headers["x-member-token"]',
         ],

@@ -1,10 +1,10 @@
 /**
  * The tables every service with a database has, defined once: applied to each service's own
- * schema before its own migrations (`migrate` in db.ts), tracked in that schema's
- * `runtime_migrations` table. `IF NOT EXISTS`: schemas made before these migrations existed got
+ * schema before its own migrations (`migrate` in migrate.ts), tracked in that schema's
+ * `runtime_migrations` table (`runtime_migrations_no_transaction` for `noTransaction` ones). `IF NOT EXISTS`: schemas made before these migrations existed got
  * the same tables from their service's first migration.
  */
-export const sharedMigrations: { name: string; sql: string }[] = [
+export const sharedMigrations: { name: string; sql: string; noTransaction?: boolean }[] = [
   {
     name: '1600000000000_shared_tables',
     sql: `
@@ -47,10 +47,14 @@ ALTER TABLE idempotency_keys ALTER COLUMN response TYPE text USING response::tex
   },
   {
     name: '1600000000002_purge_indexes',
+    // Both tables grow with traffic: built CONCURRENTLY, outside a transaction, so writes go on
+    // meanwhile. (Applied the ordinary way before this was a no-transaction migration: that
+    // record counts, nothing runs again.)
+    noTransaction: true,
     sql: `
 -- The periodic purge (purge.ts) finds old rows by these columns instead of reading whole tables.
-CREATE INDEX IF NOT EXISTS idempotency_keys_created_at ON idempotency_keys (created_at);
-CREATE INDEX IF NOT EXISTS processed_events_processed_at ON processed_events (processed_at);
+CREATE INDEX CONCURRENTLY IF NOT EXISTS idempotency_keys_created_at ON idempotency_keys (created_at);
+CREATE INDEX CONCURRENTLY IF NOT EXISTS processed_events_processed_at ON processed_events (processed_at);
 `,
   },
   {

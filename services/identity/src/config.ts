@@ -25,7 +25,7 @@ export const IdentityConfig = z.object({
     .optional()
     .transform((v) => v || undefined)
     .pipe(z.email({ message: 'must be an email address' }).optional()),
-  /** Notification mails sent at once per event type, over as many pooled SMTP connections. */
+  /** Notification mails each sender sends at once, over as many pooled SMTP connections. */
   MAIL_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
   /** Notification mails per second per replica (0 = unlimited); codes are never throttled. */
   MAIL_NOTIFICATIONS_PER_SECOND: z.coerce.number().int().min(0).default(10),
@@ -34,7 +34,7 @@ export const IdentityConfig = z.object({
    * (0: each earn is mailed on the sender's next turn, still summed with any that arrived meanwhile).
    */
   EARN_MAIL_WINDOW_SECONDS: z.coerce.number().int().min(0).default(60),
-  /** How often each replica looks for points-earned mails that are due. */
+  /** How often each replica looks for points-earned mails that are due, and notifications to retry. */
   EARN_MAIL_INTERVAL_MS: z.coerce.number().int().positive().default(1000),
   /** Key of the HMAC under which one-time codes are stored. */
   OTP_SECRET: z.string().min(16, 'must be at least 16 characters'),

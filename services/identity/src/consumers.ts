@@ -4,17 +4,15 @@ import type { auditLog } from './audit/audit-log.ts';
 import type { IdentityConfig } from './config.ts';
 import { earnDigestHandler } from './mail/earn-mails.ts';
 import { integrationNoticeEvents, integrationNoticeHandler } from './mail/integration-notices.ts';
-import type { Mailer } from './mail/mailer.ts';
-import { notificationHandler, templates } from './mail/notifications.ts';
+import { notificationHandler, templates, type MailQueue } from './mail/notifications.ts';
 
 /** The points-earned digests' durable: the name of the consumer that once mailed each earn. */
 const EARN_DIGEST_CONSUMER = 'identity-mail-ledger-points_earned';
 
 export interface IdentityConsumerDeps {
-  mailer: Mailer;
+  /** Where notification and notice mails go: recorded with the event, sent after the commit. */
+  mails: MailQueue;
   audit: ReturnType<typeof auditLog>;
-  /** The replica's notification pace, shared by every member notification. */
-  pace: (() => Promise<void>) | undefined;
 }
 
 /**
@@ -22,11 +20,12 @@ export interface IdentityConsumerDeps {
  * - points earned: added to their members' digests, a batch at a time (no mail here, so no pace;
  *   the earn-mail sender mails due digests). The durable keeps its name from when each earn was
  *   mailed, so an upgraded deployment does not replay old earns;
- * - member notifications: one durable consumer per event type that has a mail template;
+ * - member notifications: one durable consumer per event type that has a mail template; each
+ *   records the mail in its transaction and the outgoing-mail sender sends it after the commit;
  * - the audit log: every service's audit events, appended to their tenant's hash chain in
  *   delivery order (one at a time; a tenant's appends are serialized by its head row anyway);
  * - integration notices: mail to a tenant (or the operator) about its integration, e.g. a webhook
- *   endpoint disabled.
+ *   endpoint disabled (recorded the same way).
  */
 export function identityConsumers(
   rt: ServiceRuntime,
@@ -52,33 +51,29 @@ export function identityConsumers(
     // A few milliseconds gather many earns into one transaction and one acknowledgement write.
     lingerMs: 5,
   });
-  const notifications = Object.keys(templates).map(
-    (type) =>
-      new EventConsumer({
-        ...base,
-        durable: `identity-mail-${type.replace('.', '-')}`,
-        filterSubject: eventsOf(type),
-        handle: notificationHandler(deps.mailer, log),
-        // Mails wait on the mail server, not on the CPU: several at once over pooled connections.
-        concurrency: config.MAIL_CONCURRENCY,
-        admit: deps.pace,
-      }),
-  );
+  const notifications = Object.keys(templates).map((type) => {
+    const durable = `identity-mail-${type.replace('.', '-')}`;
+    return new EventConsumer({
+      ...base,
+      durable,
+      filterSubject: eventsOf(type),
+      handle: notificationHandler(deps.mails, durable, log),
+    });
+  });
   const audit = new EventConsumer({
     ...base,
     durable: 'identity-audit-log',
     filterSubject: eventsOf(`*.${AUDIT_EVENT}`),
     handle: (event, db) => deps.audit.append(event, db),
   });
-  const noticeHandler = integrationNoticeHandler(deps.mailer, config.OPERATOR_EMAIL, log);
-  const notices = integrationNoticeEvents.map(
-    (type) =>
-      new EventConsumer({
-        ...base,
-        durable: `identity-notice-${type.replace('.', '-')}`,
-        filterSubject: eventsOf(type),
-        handle: noticeHandler,
-      }),
-  );
+  const notices = integrationNoticeEvents.map((type) => {
+    const durable = `identity-notice-${type.replace('.', '-')}`;
+    return new EventConsumer({
+      ...base,
+      durable,
+      filterSubject: eventsOf(type),
+      handle: integrationNoticeHandler(deps.mails, durable, config.OPERATOR_EMAIL, log),
+    });
+  });
   return [...notifications, audit, ...notices, earnDigests];
 }

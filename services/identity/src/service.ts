@@ -29,11 +29,13 @@ export const SERVICE_VERSION = '0.1.0';
 export interface IdentityHooks {
   /** Mail every points-earned digest due now (it also runs every EARN_MAIL_INTERVAL_MS): how many were mailed. */
   sendEarnMails(): Promise<number>;
+  /** Send every notification and notice mail due now (retries included): how many were sent. */
+  sendMails(): Promise<number>;
 }
 
 export type RunningIdentity = RunningService<IdentityHooks>;
 
-/** Composition root: identity's endpoints, its mail and audit consumers and the earn-mail sender. */
+/** Composition root: identity's endpoints, its mail and audit consumers and the mail senders. */
 export function startIdentity(
   config: IdentityConfig,
   opts: { clock?: Clock; log?: Logger } = {},
@@ -50,7 +52,7 @@ export function startIdentity(
 }
 
 async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promise<ServiceDeclaration<IdentityHooks>> {
-  const { pool, nc, subjects, log, outbox, clock } = rt;
+  const { pool, nc, subjects, log, outbox, clock, metrics } = rt;
   const mailer = new Mailer(config.SMTP_URL, config.SANDBOX_SMTP_URL, config.MAIL_FROM, log, {
     connections: config.MAIL_CONCURRENCY,
   });
@@ -77,7 +79,8 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
   const audit = auditLog({ pool, clock, log });
   // Member notifications and the earn digests share one pace per replica.
   const pace = notificationPace(config.MAIL_NOTIFICATIONS_PER_SECOND);
-  const { earnMailSender } = identityTasks({ pool, clock, log, mailer, pace }, config);
+  const { earnMailSender, outgoingMailSender } = identityTasks({ pool, clock, log, metrics, mailer, pace }, config);
+  const mails = { now: () => clock.now(), wake: () => outgoingMailSender.wake() };
   return {
     endpoints: identityEndpoints({
       auth: memberAuth(authDeps),
@@ -89,11 +92,11 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
       members: staffMembers(pool),
       audit,
     }),
-    consumers: identityConsumers(rt, config, { mailer, audit, pace }),
-    tasks: [earnMailSender],
+    consumers: identityConsumers(rt, config, { mails, audit }),
+    tasks: [earnMailSender, outgoingMailSender],
     caches: [],
     purge: identityPurgeRules,
-    hooks: { sendEarnMails: () => earnMailSender.sendDue() },
+    hooks: { sendEarnMails: () => earnMailSender.sendDue(), sendMails: () => outgoingMailSender.sendDue() },
     close: async () => mailer.close(),
   };
 }

@@ -1,12 +1,38 @@
 import { z } from 'zod';
 import { commonEnv, databaseEnv, loadConfig } from '@loyalty/runtime';
+import { parseMasterKey } from './domain/envelope.ts';
 
 const int = (min: number, max: number, fallback: number) => z.coerce.number().int().min(min).max(max).default(fallback);
+
+/** A key-encryption key: base64 of 32 bytes. The message never repeats the value. */
+const masterKey = z.string().transform((value, ctx) => {
+  const key = parseMasterKey(value);
+  if (typeof key === 'string') {
+    ctx.addIssue({ code: 'custom', message: key });
+    return z.NEVER;
+  }
+  return key;
+});
 
 export const WebhooksConfig = z.object({
   ...commonEnv,
   ...databaseEnv,
   OPS_PORT: int(0, 65535, 9105),
+  /**
+   * The key-encryption key of the endpoints' signing secrets (envelope encryption: it wraps one
+   * data key per tenant). Base64 of 32 random bytes: `openssl rand -base64 32`. Required.
+   */
+  SECRETS_KEY: masterKey,
+  /**
+   * The SECRETS_KEY before a rotation: still read, while the service rewraps every tenant's data
+   * key under the new SECRETS_KEY (loyalty_webhook_secrets_pending shows what is left). Remove it
+   * once that is 0.
+   */
+  SECRETS_KEY_PREVIOUS: z
+    .string()
+    .optional()
+    .transform((v) => v || undefined)
+    .pipe(masterKey.optional()),
   /** Upper bound of one call to identity (is the tenant of an operator call there?). */
   REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
   /**
@@ -39,6 +65,11 @@ export const WebhooksConfig = z.object({
   WEBHOOK_SWEEP_INTERVAL_MS: int(1_000, 3_600_000, 60_000),
   /** Endpoints a tenant may have. */
   WEBHOOK_MAX_ENDPOINTS_PER_TENANT: int(1, 1_000, 16),
+  /**
+   * The backlog metrics name this many tenants (those with the most pending deliveries) and sum up
+   * the rest as `tenant="other"`, so a scrape stays small however many tenants there are.
+   */
+  WEBHOOK_METRICS_TOP_TENANTS: int(0, 100, 10),
   /** Days the delivery log (events, deliveries, attempts) and deleted endpoints are kept. */
   WEBHOOK_RETENTION_DAYS: int(4, 3_650, 30),
 });

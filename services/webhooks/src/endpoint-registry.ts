@@ -12,6 +12,7 @@ import {
   rotateSecret,
   updateEndpoint,
 } from './store/endpoints.ts';
+import type { SecretBox } from './secret-box.ts';
 import type { TargetGuard } from './target-guard.ts';
 import { endpointView } from './views.ts';
 
@@ -22,7 +23,10 @@ export interface RegistryDeps {
   pool: Pool;
   clock: Clock;
   guard: TargetGuard;
+  /** Answers stored under an Idempotency-Key hold the secret: this store seals them. */
   replays: ReplayStore;
+  /** Seals the secrets before they are stored. */
+  box: SecretBox;
   maxEndpointsPerTenant: number;
   /** Tell every replica an endpoint of a tenant changed (after the commit). */
   announce: (tenantId: number, endpointId: number) => void;
@@ -96,21 +100,22 @@ export function endpointRegistry(deps: RegistryDeps) {
         operation: 'webhooks.endpoints.rotate_secret',
         data: d,
       };
-      const reply = await replays.run(key, async (db) => {
-        const now = clock.now();
-        const until = new Date(now.getTime() + ROTATION_OVERLAP_MS);
-        const row = await rotateSecret(db, c.tenantId, d.endpoint_id, newSigningSecret(), now, until);
-        if (!row) throw notFound();
-        return {
-          endpoint: { ...endpointView(row), secret: row.secret },
-          previous_secret_expires_at: until.toISOString(),
-        };
-      });
+      const reply = await replays.run(key, (db) => rotateWithin(db, deps, c.tenantId, d.endpoint_id));
       deps.announce(c.tenantId, d.endpoint_id);
       return reply;
     },
   };
 }
+/** A new secret (answered once, stored sealed); the current one keeps signing for the overlap. */
+async function rotateWithin(db: PoolClient, deps: Pick<RegistryDeps, 'clock' | 'box'>, tenantId: number, id: number) {
+  const now = deps.clock.now();
+  const until = new Date(now.getTime() + ROTATION_OVERLAP_MS);
+  const secret = newSigningSecret();
+  const row = await rotateSecret(db, tenantId, id, await deps.box.seal(db, tenantId, secret), now, until);
+  if (!row) throw notFound();
+  return { endpoint: { ...endpointView(row), secret }, previous_secret_expires_at: until.toISOString() };
+}
+
 /** The URL must resolve to a public address (unless private targets are allowed). */
 async function checkTargetOf(guard: TargetGuard, url: string): Promise<void> {
   const refusal = await guard.refusal(new URL(url));
@@ -121,7 +126,7 @@ async function checkTargetOf(guard: TargetGuard, url: string): Promise<void> {
 /** Insert a tenant's endpoint unless it has the most it may have. */
 async function createWithinLimit(
   db: PoolClient,
-  deps: Pick<RegistryDeps, 'clock' | 'maxEndpointsPerTenant'>,
+  deps: Pick<RegistryDeps, 'clock' | 'maxEndpointsPerTenant' | 'box'>,
   tenantId: number,
   d: { url: string; event_types: string[]; description?: string },
 ): Promise<Created> {
@@ -129,15 +134,16 @@ async function createWithinLimit(
   await db.query(`SELECT pg_advisory_xact_lock(hashtextextended('webhooks.endpoints', $1))`, [tenantId]);
   if ((await countEndpoints(db, tenantId)) >= deps.maxEndpointsPerTenant)
     throw new AppError('webhook_endpoint_limit', undefined, { max_endpoints: deps.maxEndpointsPerTenant });
+  const secret = newSigningSecret();
   const row = await insertEndpoint(db, {
     tenantId,
     url: d.url,
     description: d.description ?? null,
     eventTypes: d.event_types,
-    secret: newSigningSecret(),
+    secret: await deps.box.seal(db, tenantId, secret),
     now: deps.clock.now(),
   });
-  return { endpoint: { ...endpointView(row), secret: row.secret } };
+  return { endpoint: { ...endpointView(row), secret } };
 }
 
 type EndpointChange = {

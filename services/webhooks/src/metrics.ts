@@ -10,8 +10,14 @@ import { backlogByTenant } from './store/deliveries.ts';
  * - `loyalty_webhook_attempt_duration_seconds`: from sending to the answer's status line;
  * - `loyalty_webhook_event_to_delivery_seconds`: from the event to its 2xx (retries included);
  * - `loyalty_webhook_backlog{tenant}` and `loyalty_webhook_oldest_pending_age_seconds{tenant}`:
- *   pending deliveries per tenant and the age of the oldest, read from the database at scrape time
- *   (every replica reports the same figures: aggregate them with max, not sum).
+ *   pending deliveries and the age of the oldest, read from the database at scrape time (every
+ *   replica reports the same figures: aggregate them with max, not sum), for the `topTenants`
+ *   tenants with the most pending and `tenant="other"` for all the rest together. The label set
+ *   is bounded (at most `topTenants + 1` series each) however many tenants there are; a tenant's
+ *   own figures are in its delivery log (API and console).
+ *
+ * No other label of these metrics names a tenant, an endpoint or a URL: every label value comes
+ * from a fixed list.
  */
 export class WebhookMetrics {
   private readonly attempts: Counter<'outcome'>;
@@ -19,7 +25,7 @@ export class WebhookMetrics {
   private readonly duration: Histogram;
   private readonly latency: Histogram;
 
-  constructor(metrics: Metrics, pool: Pool, clock: Clock) {
+  constructor(metrics: Metrics, pool: Pool, clock: Clock, topTenants: number) {
     const registers = [metrics.registry];
     this.attempts = new Counter({
       name: 'loyalty_webhook_attempts_total',
@@ -50,12 +56,13 @@ export class WebhookMetrics {
     const read = (): Promise<void> =>
       (reading ??= (async () => {
         try {
-          const rows = await backlogByTenant(pool, clock.now());
+          const rows = await backlogByTenant(pool, clock.now(), topTenants);
+          // A tenant that left the top (or has nothing pending) leaves no stale series behind.
           pending.reset();
           oldest.reset();
           for (const r of rows) {
-            pending.set({ tenant: String(r.tenant_id) }, r.pending);
-            oldest.set({ tenant: String(r.tenant_id) }, Math.max(0, r.oldest_s));
+            pending.set({ tenant: r.tenant }, r.pending);
+            oldest.set({ tenant: r.tenant }, Math.max(0, r.oldest_s));
           }
         } catch {
           // an unreachable database leaves the last values; /readyz reports the outage
@@ -65,14 +72,14 @@ export class WebhookMetrics {
       })());
     const pending: Gauge<'tenant'> = new Gauge({
       name: 'loyalty_webhook_backlog',
-      help: 'Pending webhook deliveries (scheduled, retrying or in flight), by tenant',
+      help: 'Pending webhook deliveries (scheduled, retrying or in flight), for the tenants with the most and "other"',
       labelNames: ['tenant'],
       registers,
       collect: read,
     });
     const oldest: Gauge<'tenant'> = new Gauge({
       name: 'loyalty_webhook_oldest_pending_age_seconds',
-      help: 'Age of the oldest pending webhook delivery, by tenant',
+      help: 'Age of the oldest pending webhook delivery, for the tenants with the most pending and "other"',
       labelNames: ['tenant'],
       registers,
       collect: read,

@@ -1,7 +1,8 @@
 import type { DomainEvent } from '@loyalty/contracts';
-import type { Logger, PoolClient } from '@loyalty/runtime';
+import { afterCommit, type Logger, type PoolClient } from '@loyalty/runtime';
 import { mailText } from '../domain/mail-text.ts';
-import type { Mailer } from './mailer.ts';
+import type { MailQueue } from './notifications.ts';
+import { enqueueMail } from '../store/outgoing-mails.ts';
 import { findTenant } from '../store/tenants.ts';
 
 /**
@@ -9,11 +10,17 @@ import { findTenant } from '../store/tenants.ts';
  * service's `endpoint_disabled` (every delivery to an endpoint failed for three days). It goes to
  * the tenant's contact email, or to the operator's address when the tenant has none; a sandbox
  * tenant's mail goes where all its mail goes (the sandbox server). The event consumer records the
- * event in the same transaction, so a redelivered event sends no second mail.
+ * event in the same transaction as the mail's outgoing row (sent after the commit), so a
+ * redelivered event queues no second mail.
  */
 export const integrationNoticeEvents = ['webhooks.endpoint_disabled'] as const;
 
-export function integrationNoticeHandler(mailer: Mailer, operatorEmail: string | undefined, log: Logger) {
+export function integrationNoticeHandler(
+  queue: MailQueue,
+  consumer: string,
+  operatorEmail: string | undefined,
+  log: Logger,
+) {
   return async (event: DomainEvent, db: PoolClient): Promise<void> => {
     if (event.type !== 'webhooks.endpoint_disabled') return;
     const tenant = await findTenant(db, event.tenant_id);
@@ -28,24 +35,25 @@ export function integrationNoticeHandler(mailer: Mailer, operatorEmail: string |
     }
     const d = event.data;
     const url = mailText(d.url ?? '', 300);
-    await mailer.send(
-      {
-        to,
-        subject: `Webhook endpoint ${mailText(d.endpoint_id ?? '', 20)} was disabled`,
-        text:
-          `Hello,\n\nThe webhook endpoint ${url} of ${mailText(tenant.name, 100)} (tenant ${tenant.id}) failed every ` +
-          `delivery since ${mailText(d.failing_since ?? '', 40)}, so it was disabled at ${mailText(d.disabled_at ?? '', 40)}. ` +
-          `Its last error: ${mailText(d.last_error ?? 'unknown', 300)}.\n\n` +
-          `Fix the receiver, then enable the endpoint again (PATCH /api/v1/webhooks/endpoints/${mailText(d.endpoint_id ?? '', 20)} ` +
-          `with {"enabled": true}); the deliveries it missed can be sent again from its delivery log (redeliver).\n`,
-      },
-      tenant.sandbox,
-      log.child({ event_id: event.id }),
-      'notification',
-    );
+    const queued = await enqueueMail(db, {
+      tenantId: tenant.id,
+      source: `${consumer}:${event.id}`,
+      kind: 'notice',
+      to,
+      subject: `Webhook endpoint ${mailText(d.endpoint_id ?? '', 20)} was disabled`,
+      body:
+        `Hello,\n\nThe webhook endpoint ${url} of ${mailText(tenant.name, 100)} (tenant ${tenant.id}) failed every ` +
+        `delivery since ${mailText(d.failing_since ?? '', 40)}, so it was disabled at ${mailText(d.disabled_at ?? '', 40)}. ` +
+        `Its last error: ${mailText(d.last_error ?? 'unknown', 300)}.\n\n` +
+        `Fix the receiver, then enable the endpoint again (PATCH /api/v1/webhooks/endpoints/${mailText(d.endpoint_id ?? '', 20)} ` +
+        `with {"enabled": true}); the deliveries it missed can be sent again from its delivery log (redeliver).\n`,
+      sandbox: tenant.sandbox,
+      now: queue.now(),
+    });
+    if (queued) afterCommit(db, queue.wake);
     log.info(
       { event: event.id, tenant: tenant.id, to_operator: !tenant.contact_email },
-      'endpoint-disabled notice mailed',
+      'endpoint-disabled notice queued',
     );
   };
 }

@@ -2,7 +2,7 @@ import net from 'node:net';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { parseConnectionUrl } from 'nodemailer/lib/shared/index.js';
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
-import type { Logger } from '@loyalty/runtime';
+import { inTransaction, type Logger } from '@loyalty/runtime';
 import { MAIL_SUBJECT_MAX, mailText } from '../domain/mail-text.ts';
 
 export interface Mail {
@@ -19,13 +19,13 @@ export interface Mail {
  * Settings the URL gives (`?maxConnections=2`, credentials, `smtps:`) win over these defaults.
  * Note: `createTransport(url, { pool: true })` would not pool (the object is message defaults).
  */
-export function transportOptions(url: string, connections: number): SMTPPool.Options {
+export function transportOptions(url: string, connections: number, socketTimeout = 10_000): SMTPPool.Options {
   const options: SMTPPool.Options = {
     pool: true,
     maxConnections: connections,
     connectionTimeout: 5_000,
     greetingTimeout: 5_000,
-    socketTimeout: 10_000,
+    socketTimeout,
     ...parseConnectionUrl(url),
   };
   if (!options.secure) {
@@ -76,7 +76,9 @@ export class Mailer {
       t =
         kind === 'code'
           ? nodemailer.createTransport(transportOptions(url, 2))
-          : nodemailer.createTransport(transportOptions(url, this.settings.connections));
+          : // Notifications are sent outside any transaction, by the senders: a slow server is waited
+            // for (up to a minute of silence), since waiting holds nothing but the sender's turn.
+            nodemailer.createTransport(transportOptions(url, this.settings.connections, 60_000));
       this.transports.set(key, t);
     }
     return t;
@@ -84,6 +86,9 @@ export class Mailer {
 
   /** `log` is the request's (or event's) logger, so the line carries its request id. */
   async send(mail: Mail, sandbox: boolean, log: Logger = this.log, kind: MailKind = 'code'): Promise<void> {
+    // No SMTP conversation while a database transaction is open (a slow server would hold the
+    // connection): refused in development and the tests, like a NATS call (`inTransaction`).
+    if (inTransaction()) throw new Error('mail sent inside a database transaction');
     const url = sandbox ? this.sandboxUrl : this.liveUrl;
     if (url === undefined) {
       log.info({ sandbox, kind }, 'sandbox mail not sent (no SANDBOX_SMTP_URL)');

@@ -1,15 +1,15 @@
 import pThrottle from 'p-throttle';
 import type { DomainEvent } from '@loyalty/contracts';
-import type { Logger, PoolClient } from '@loyalty/runtime';
+import { afterCommit, type Logger, type PoolClient } from '@loyalty/runtime';
 import { MAIL_NAME_MAX, MAIL_NOTE_MAX, MAIL_REWARD_MAX, mailText } from '../domain/mail-text.ts';
-import type { Mailer } from './mailer.ts';
 import { membersByIds } from '../store/members.ts';
+import { enqueueMail } from '../store/outgoing-mails.ts';
 import { findTenant } from '../store/tenants.ts';
 
 /**
  * Member notifications driven by other services' domain events. Each template turns an event into
- * a mail (or nothing). The event consumer records the event id in the same transaction, so a
- * redelivered event sends no second mail.
+ * a mail (or nothing). The event consumer records the event id in the same transaction as the
+ * mail's outgoing row, so a redelivered event queues no second mail.
  */
 type Template = (data: Record<string, unknown>, name: string) => { subject: string; text: string } | null;
 
@@ -44,7 +44,19 @@ export const templates: Record<string, Template> = {
   }),
 };
 
-export function notificationHandler(mailer: Mailer, log: Logger) {
+/** Where a consumer's mail goes: recorded in its transaction, sent after the commit (outgoing-mails.ts). */
+export interface MailQueue {
+  now: () => Date;
+  /** Called once the consumer's transaction committed a mail: the sender looks at once. */
+  wake: () => void;
+}
+
+/**
+ * The handler of the member-notification consumers: the event's mail is written to the outgoing
+ * mails in the consumer's transaction (with its processed record); the outgoing-mail sender sends
+ * it after the commit. No SMTP conversation while the transaction is open.
+ */
+export function notificationHandler(queue: MailQueue, consumer: string, log: Logger) {
   return async (event: DomainEvent, db: PoolClient): Promise<void> => {
     const template = templates[event.type];
     const memberId = Number(event.data.member_id);
@@ -54,20 +66,25 @@ export function notificationHandler(mailer: Mailer, log: Logger) {
     const mail = template(event.data, mailText(member.name, MAIL_NAME_MAX));
     if (!mail) return;
     const tenant = await findTenant(db, event.tenant_id);
-    await mailer.send(
-      { to: member.email, ...mail },
-      tenant?.sandbox ?? false,
-      log.child({ event_id: event.id }),
-      'notification',
-    );
-    log.info({ event: event.id, type: event.type, member: memberId }, 'notification mailed');
+    const queued = await enqueueMail(db, {
+      tenantId: event.tenant_id,
+      source: `${consumer}:${event.id}`,
+      kind: 'notification',
+      to: member.email,
+      subject: mail.subject,
+      body: mail.text,
+      sandbox: tenant?.sandbox ?? false,
+      now: queue.now(),
+    });
+    if (queued) afterCommit(db, queue.wake);
+    log.debug({ event: event.id, type: event.type, member: memberId }, 'notification queued');
   };
 }
 
 /**
- * The pace of notification mails of one replica, shared by its notification consumers, which wait
- * for it before they open an event's transaction (so a mail waiting for its turn holds no database
- * connection). Evenly spaced, not in bursts: mail providers limit senders (Amazon SES starts
+ * The pace of notification mails of one replica, shared by its senders (outgoing mails, the
+ * points-earned digests), which wait for it outside any transaction (so a mail waiting for its
+ * turn holds no database connection). Evenly spaced, not in bursts: mail providers limit senders (Amazon SES starts
  * accounts at 14 a second), and a burst of earns must not turn into a burst of mail competing with
  * the money path for CPU. 0: no pace.
  */

@@ -1,6 +1,6 @@
 import { AppError, Email, type ServiceMeta } from '@loyalty/contracts';
 import { withTransaction, type Logger } from '@loyalty/runtime';
-import { isSandbox, mailCode, type MemberAuthDeps } from './member-auth.ts';
+import { isSandbox, mailCode, requireEmail, type MemberAuthDeps } from './member-auth.ts';
 import { checkOtp, issueOtp } from './otp.ts';
 import { findMemberBy } from '../store/members.ts';
 
@@ -26,25 +26,28 @@ export function claimCodes(deps: MemberAuthDeps) {
     return e.data;
   };
   return {
+    /** The code is committed, then mailed outside the transaction (withdrawn if the mail fails). */
     async issue(d: { member_email: string; context: Record<string, unknown> }, meta: ServiceMeta, log: Logger) {
-      return withTransaction(deps.pool, async (db) => {
+      const { sandbox, member, otp } = await withTransaction(deps.pool, async (db) => {
         const sandbox = await isSandbox(db, meta.tenant_id);
         const member = await findMemberBy(db, meta.tenant_id, { email: email(d.member_email) }, true);
         if (!member) throw new AppError('member_not_found');
-        const { code, expiresAt } = await issueOtp(db, deps.otp, deps.clock, {
+        requireEmail(member);
+        const otp = await issueOtp(db, deps.otp, deps.clock, {
           tenantId: meta.tenant_id,
           memberId: member.id,
           purpose: 'claim',
           context: d.context,
         });
-        await mailCode(deps, log, sandbox, member, code, 'claim verification');
-        return {
-          member_id: member.id,
-          expires_at: expiresAt.toISOString(),
-          expires_in_minutes: deps.otp.ttlMinutes,
-          ...(sandbox ? { otp_code: code } : {}),
-        };
+        return { sandbox, member, otp };
       });
+      await mailCode(deps, log, sandbox, member, otp.code, 'claim verification', otp.id);
+      return {
+        member_id: member.id,
+        expires_at: otp.expiresAt.toISOString(),
+        expires_in_minutes: deps.otp.ttlMinutes,
+        ...(sandbox ? { otp_code: otp.code } : {}),
+      };
     },
 
     /**

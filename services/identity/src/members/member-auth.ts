@@ -16,6 +16,8 @@ import { mailError, type Mailer } from '../mail/mailer.ts';
 import { recordMemberRegistered } from '../events.ts';
 import { checkOtp, issueOtp, type OtpPolicy } from './otp.ts';
 import { findCredentials } from '../store/apps.ts';
+import { withdrawOtp } from '../store/otps.ts';
+import { newOtpCode } from '../domain/secrets.ts';
 import { findMemberBy, insertMember, type Member } from '../store/members.ts';
 import { findLiveSession, insertSession, revokeSession } from '../store/sessions.ts';
 import { findTenant } from '../store/tenants.ts';
@@ -59,23 +61,34 @@ export async function isSandbox(db: Queryable, tenantId: number): Promise<boolea
   return tenant.sandbox;
 }
 
-/** Mail a one-time code; the transaction that issued it is still open, so a failure issues nothing. */
-export async function mailCode(
-  deps: Pick<MemberAuthDeps, 'mailer' | 'otp'>,
-  log: Logger,
-  sandbox: boolean,
-  member: Member,
-  code: string,
-  purpose: 'sign-in' | 'claim verification',
-): Promise<void> {
+/** A code goes by mail: a member without an email address cannot get one (checked before it is issued). */
+export function requireEmail(member: Pick<Member, 'email'>): string {
   if (!member.email)
     throw new AppError('validation_error', 'The member has no email address.', {
       fields: [{ field: 'email', message: 'member has no email' }],
     });
+  return member.email;
+}
+
+/**
+ * Mail a one-time code, outside any transaction (no SMTP conversation holds a database connection).
+ * The code was committed before: when the mail fails it is withdrawn (`withdraw`, so it counts for
+ * neither the cooldown nor the hourly cap) and the caller is answered `email_delivery_failed`.
+ */
+export async function mailCode(
+  deps: Pick<MemberAuthDeps, 'mailer' | 'otp' | 'pool'>,
+  log: Logger,
+  sandbox: boolean,
+  member: Pick<Member, 'name' | 'email'>,
+  code: string,
+  purpose: 'sign-in' | 'claim verification',
+  otpId?: number,
+): Promise<void> {
+  const to = requireEmail(member);
   try {
     await deps.mailer.send(
       {
-        to: member.email,
+        to,
         subject: `Your ${purpose} code`,
         text: `Hello ${mailText(member.name, MAIL_NAME_MAX)},\n\nYour ${purpose} code is ${code}. It is valid for ${deps.otp.ttlMinutes} minutes and can be used once.\n`,
       },
@@ -84,6 +97,7 @@ export async function mailCode(
     );
   } catch (err) {
     log.error({ err: mailError(err) }, 'otp mail failed');
+    if (otpId !== undefined) await withdrawOtp(deps.pool, otpId);
     throw new AppError('email_delivery_failed');
   }
 }
@@ -105,68 +119,86 @@ function registration(deps: MemberAuthDeps) {
       if (!member) return { exists: false as const, registration_endpoint: REGISTRATION_ENDPOINT };
       return { exists: true as const, is_active: member.is_active, member: masked(member) };
     },
-
-    async register(
-      data: { name: string; email: string; phone: string; accepts_emails?: boolean },
-      meta: Meta,
-      log: Logger,
-    ) {
-      return deps.replays.run(
-        { tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'member.register', data },
-        async (db) => {
-          const sandbox = await isSandbox(db, meta.tenant_id);
-          const member = await insertMember(db, {
-            tenantId: meta.tenant_id,
-            name: data.name,
-            email: data.email,
-            phone: data.phone,
-            acceptsEmails: data.accepts_emails ?? false,
-          });
-          await recordMemberRegistered(db, deps.outbox, member, 'registration', deps.clock.now());
-          const code = await issueSignInCode(db, deps, log, sandbox, member);
-          return {
-            message: 'Member registered. A one-time code was sent by email.',
-            member: { id: member.id, name: member.name, ...masked(member) },
-            otp_expires_in_minutes: deps.otp.ttlMinutes,
-            ...(sandbox ? { otp_code: code } : {}),
-          };
-        },
-      );
-    },
-
-    async requestOtp(data: { email: string }, meta: Meta, log: Logger) {
-      return withTransaction(deps.pool, async (db) => {
-        const sandbox = await isSandbox(db, meta.tenant_id);
-        const member = await findMemberBy(db, meta.tenant_id, { email: data.email }, true);
-        if (!member) throw memberNotFound();
-        if (!member.is_active) throw new AppError('member_inactive');
-        const code = await issueSignInCode(db, deps, log, sandbox, member);
-        return {
-          message: 'A one-time code was sent by email.',
-          expires_in_minutes: deps.otp.ttlMinutes,
-          member: masked(member),
-          ...(sandbox ? { otp_code: code } : {}),
-        };
-      });
-    },
+    register: (data: RegisterData, meta: Meta, log: Logger) => register(deps, data, meta, log),
+    requestOtp: (data: { email: string }, meta: Meta, log: Logger) => requestSignInCode(deps, data, meta, log),
   };
 }
 
-/** Issue a sign-in code to the member and mail it, in the caller's transaction; returns the code. */
-async function issueSignInCode(
-  db: PoolClient,
-  deps: MemberAuthDeps,
-  log: Logger,
-  sandbox: boolean,
-  member: Member,
-): Promise<string> {
-  const { code } = await issueOtp(db, deps.otp, deps.clock, {
-    tenantId: member.tenant_id,
-    memberId: member.id,
-    purpose: 'login',
+type RegisterData = { name: string; email: string; phone: string; accepts_emails?: boolean };
+
+/**
+ * The code is mailed before the member is written (no SMTP conversation inside the transaction):
+ * a mail that fails registers nothing, as before. An email or phone already taken is refused
+ * before any mail; a registration that races another one for them gets its 409 from the insert,
+ * after a mail whose code then works for nothing.
+ */
+async function register(deps: MemberAuthDeps, data: RegisterData, meta: Meta, log: Logger): Promise<RegisterReply> {
+  const key = { tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'member.register', data };
+  if (key.key) {
+    const stored = await deps.replays.find<RegisterReply>({ ...key, key: key.key });
+    if (stored) return stored;
+  }
+  const sandbox = await isSandbox(deps.pool, meta.tenant_id);
+  await refuseTaken(deps.pool, meta.tenant_id, data);
+  const code = newOtpCode();
+  await mailCode(deps, log, sandbox, data, code, 'sign-in');
+  return deps.replays.run(key, async (db): Promise<RegisterReply> => {
+    const member = await insertMember(db, {
+      tenantId: meta.tenant_id,
+      name: data.name,
+      email: data.email,
+      phone: data.phone,
+      acceptsEmails: data.accepts_emails ?? false,
+    });
+    await recordMemberRegistered(db, deps.outbox, member, 'registration', deps.clock.now());
+    const holder = { tenantId: member.tenant_id, memberId: member.id, purpose: 'login' };
+    await issueOtp(db, deps.otp, deps.clock, holder, code);
+    return {
+      message: 'Member registered. A one-time code was sent by email.',
+      member: { id: member.id, name: member.name, ...masked(member) },
+      otp_expires_in_minutes: deps.otp.ttlMinutes,
+      ...(sandbox ? { otp_code: code } : {}),
+    };
   });
-  await mailCode(deps, log, sandbox, member, code, 'sign-in');
-  return code;
+}
+
+/** The code is committed, then mailed outside the transaction (withdrawn if the mail fails). */
+async function requestSignInCode(deps: MemberAuthDeps, data: { email: string }, meta: Meta, log: Logger) {
+  const { sandbox, member, otp } = await withTransaction(deps.pool, async (db) => {
+    const sandbox = await isSandbox(db, meta.tenant_id);
+    const member = await findMemberBy(db, meta.tenant_id, { email: data.email }, true);
+    if (!member) throw memberNotFound();
+    if (!member.is_active) throw new AppError('member_inactive');
+    requireEmail(member);
+    const otp = await issueOtp(db, deps.otp, deps.clock, {
+      tenantId: member.tenant_id,
+      memberId: member.id,
+      purpose: 'login',
+    });
+    return { sandbox, member, otp };
+  });
+  await mailCode(deps, log, sandbox, member, otp.code, 'sign-in', otp.id);
+  return {
+    message: 'A one-time code was sent by email.',
+    expires_in_minutes: deps.otp.ttlMinutes,
+    member: masked(member),
+    ...(sandbox ? { otp_code: otp.code } : {}),
+  };
+}
+
+type RegisterReply = {
+  message: string;
+  member: { id: number; name: string; email: string | null; phone: string | null };
+  otp_expires_in_minutes: number;
+  otp_code?: string;
+};
+
+/** A registration's email or phone that a member of the tenant has already: the 409 the insert would answer. */
+async function refuseTaken(db: Queryable, tenantId: number, data: { email: string; phone: string }): Promise<void> {
+  if (await findMemberBy(db, tenantId, { email: data.email }))
+    throw new AppError('email_taken', undefined, { field: 'email' });
+  if (await findMemberBy(db, tenantId, { phone: data.phone }))
+    throw new AppError('phone_taken', undefined, { field: 'phone' });
 }
 
 /** Member tokens: opened by a code, rotated, revoked, and resolved for the gateway. */

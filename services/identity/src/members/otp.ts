@@ -37,7 +37,9 @@ export async function issueOtp(
   policy: OtpPolicy,
   clock: Clock,
   target: CodeHolder & { tenantId: number; purpose: string; context?: Record<string, unknown> },
-): Promise<{ code: string; expiresAt: Date }> {
+  /** The code, when it was made (and mailed) before this transaction: a registration's. */
+  given?: string,
+): Promise<{ code: string; expiresAt: Date; id: number }> {
   const now = clock.now();
   const holder: CodeHolder = 'memberId' in target ? { memberId: target.memberId } : { staffId: target.staffId };
   const recent = await recentOtps(db, holder, new Date(now.getTime() - 3_600_000));
@@ -57,9 +59,9 @@ export async function issueOtp(
       retry_after_seconds: Math.max(1, Math.ceil((freeAt - now.getTime()) / 1000)),
     });
   }
-  const code = newOtpCode();
+  const code = given ?? newOtpCode();
   const expiresAt = new Date(now.getTime() + policy.ttlMinutes * 60_000);
-  await insertOtp(db, {
+  const otp = await insertOtp(db, {
     tenantId: target.tenantId,
     holder,
     purpose: target.purpose,
@@ -68,7 +70,7 @@ export async function issueOtp(
     now,
     expiresAt,
   });
-  return { code, expiresAt };
+  return { code, expiresAt, id: otp.id };
 }
 
 export type OtpCheck = { ok: true; context: Record<string, unknown> } | { ok: false; error: AppError };

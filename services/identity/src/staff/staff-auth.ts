@@ -13,6 +13,7 @@ import {
   revokeStaffSession,
   type StaffUser,
 } from '../store/staff.ts';
+import { withdrawOtp } from '../store/otps.ts';
 import { findTenant } from '../store/tenants.ts';
 
 export interface StaffAuthDeps extends MemberAuthDeps {
@@ -36,21 +37,24 @@ export function staffAuth(deps: StaffAuthDeps) {
   return {
     /** The same answer for an unknown tenant or email, so the form does not tell which emails are staff. */
     async requestCode(d: { tenant_id: number; email: string }, log: Logger) {
-      return withTransaction(deps.pool, async (db) => {
-        const answer = generic(deps.otp.ttlMinutes);
+      const answer = generic(deps.otp.ttlMinutes);
+      const issued = await withTransaction(deps.pool, async (db) => {
         const tenant = await findTenant(db, d.tenant_id);
-        if (!tenant) return answer;
+        if (!tenant) return undefined;
         // The row lock makes the cooldown and the hourly cap race-free for this staff user.
         const staff = await findStaff(db, tenant.id, { email: d.email }, true);
-        if (!staff || !staff.active) return answer;
-        const { code } = await issueOtp(db, deps.otp, deps.clock, {
+        if (!staff || !staff.active) return undefined;
+        const otp = await issueOtp(db, deps.otp, deps.clock, {
           tenantId: tenant.id,
           staffId: staff.id,
           purpose: PURPOSE,
         });
-        await mailStaffCode(deps, log, tenant.sandbox, staff, code);
-        return { ...answer, ...(tenant.sandbox ? { code } : {}) };
+        return { sandbox: tenant.sandbox, staff, otp };
       });
+      if (!issued) return answer;
+      // Mailed after the commit, outside any transaction; withdrawn if the mail fails.
+      await mailStaffCode(deps, log, issued.sandbox, issued.staff, issued.otp);
+      return { ...answer, ...(issued.sandbox ? { code: issued.otp.code } : {}) };
     },
 
     async verifyCode(d: { tenant_id: number; email: string; code: string }) {
@@ -94,13 +98,16 @@ export function staffAuth(deps: StaffAuthDeps) {
   };
 }
 
-/** Mail a staff sign-in code; the transaction that issued it is still open, so a failure issues nothing. */
+/**
+ * Mail a staff sign-in code, outside any transaction; the code was committed before, so when the
+ * mail fails it is withdrawn (it counts for neither the cooldown nor the hourly cap).
+ */
 async function mailStaffCode(
   deps: StaffAuthDeps,
   log: Logger,
   sandbox: boolean,
   staff: StaffUser,
-  code: string,
+  { code, id }: { code: string; id: number },
 ): Promise<void> {
   try {
     await deps.mailer.send(
@@ -114,6 +121,7 @@ async function mailStaffCode(
     );
   } catch (err) {
     log.error({ err: mailError(err) }, 'staff code mail failed');
+    await withdrawOtp(deps.pool, id);
     throw new AppError('email_delivery_failed');
   }
 }

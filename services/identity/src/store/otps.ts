@@ -82,3 +82,11 @@ export async function consumeOtp(db: Queryable, id: number, now: Date): Promise<
   ]);
   return r.rowCount === 1;
 }
+
+/**
+ * Take back a code whose mail could not be sent (it was committed before the mail, which is sent
+ * outside the transaction): it then counts for neither the cooldown nor the hourly cap.
+ */
+export async function withdrawOtp(db: Queryable, id: number): Promise<void> {
+  await db.query(`DELETE FROM identity.otps WHERE id = $1 AND consumed_at IS NULL`, [id]);
+}

@@ -322,15 +322,27 @@ export async function findDelivery(db: Queryable, tenantId: number, id: number):
   return rows[0] && logged(rows[0]);
 }
 
-/** Pending deliveries and the age of the oldest, per tenant (metrics). */
+/**
+ * Pending deliveries and the age of the oldest, for the `top` tenants with the most pending (by
+ * tenant id, as text) and summed up for all the others as `other` (its age: their oldest). At
+ * most `top + 1` rows however many tenants there are (metrics).
+ */
 export async function backlogByTenant(
   db: Queryable,
   now: Date,
-): Promise<{ tenant_id: number; pending: number; oldest_s: number }[]> {
-  const { rows } = await db.query<{ tenant_id: number; pending: number; oldest_s: number }>(
-    `SELECT tenant_id, count(*)::int AS pending, extract(epoch FROM $1::timestamptz - min(created_at))::float8 AS oldest_s
-       FROM webhooks.deliveries WHERE status = 'pending' GROUP BY tenant_id`,
-    [now],
+  top: number,
+): Promise<{ tenant: string; pending: number; oldest_s: number }[]> {
+  const { rows } = await db.query<{ tenant: string; pending: number; oldest_s: number }>(
+    `WITH per_tenant AS (
+       SELECT tenant_id, count(*) AS pending, min(created_at) AS oldest
+         FROM webhooks.deliveries WHERE status = 'pending' GROUP BY tenant_id
+     ), ranked AS (
+       SELECT *, row_number() OVER (ORDER BY pending DESC, tenant_id) AS rank FROM per_tenant
+     )
+     SELECT CASE WHEN rank <= $2 THEN tenant_id::text ELSE 'other' END AS tenant,
+            sum(pending)::int AS pending, extract(epoch FROM $1::timestamptz - min(oldest))::float8 AS oldest_s
+       FROM ranked GROUP BY 1`,
+    [now, top],
   );
   return rows;
 }

@@ -3,7 +3,10 @@ import type { KeyObject } from 'node:crypto';
 import type { Queryable } from '@loyalty/runtime';
 import { signingKey } from '../domain/signature.ts';
 
-/** A webhook endpoint as stored (secrets included: only the signer and the create/rotate answers see them). */
+/**
+ * A webhook endpoint as stored. `secret` and `previous_secret` are sealed under the tenant's data
+ * key (secret-box.ts); only the signer opens them.
+ */
 export interface EndpointRow {
   id: number;
   tenant_id: number;
@@ -108,7 +111,7 @@ export async function deleteEndpoint(db: Queryable, tenantId: number, id: number
   return (r.rowCount ?? 0) > 0;
 }
 
-/** A new secret; the current one becomes the previous one and keeps signing until `previousUntil`. */
+/** A new secret (sealed); the current one becomes the previous one and keeps signing until `previousUntil`. */
 export async function rotateSecret(
   db: Queryable,
   tenantId: number,
@@ -154,15 +157,16 @@ export interface Target {
   live: boolean;
 }
 
-export function targetOf(e: EndpointRow): Target {
+/** What a sender needs of an endpoint, with its secrets opened (`open`: secret-box.ts). */
+export async function targetOf(e: EndpointRow, open: (stored: string) => Promise<string>): Promise<Target> {
   return {
     id: e.id,
     tenant_id: e.tenant_id,
     url: e.url,
-    secret: signingKey(e.secret),
+    secret: signingKey(await open(e.secret)),
     previous:
       e.previous_secret && e.previous_secret_expires_at
-        ? { secret: signingKey(e.previous_secret), until: e.previous_secret_expires_at }
+        ? { secret: signingKey(await open(e.previous_secret)), until: e.previous_secret_expires_at }
         : null,
     live: e.enabled && e.deleted_at === null,
   };
