@@ -120,6 +120,7 @@ export async function startBenchSystem(opts: {
     // The bench's tenants are sandboxes: their code mails are part of the measured cost.
     SANDBOX_SMTP_URL: mail.url,
     OTP_SECRET: randomBytes(24).toString('hex'),
+    AUDIT_KEY: randomBytes(32).toString('hex'),
     OPERATOR_TOKEN: operatorToken,
     // Production log level: every request's log lines are part of the cost being measured.
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',

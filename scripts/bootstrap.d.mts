@@ -18,7 +18,12 @@ export declare function containerImages(env?: Record<string, string | undefined>
   redis: string;
 };
 export declare function addressOf(url: string, kind: 'postgres' | 'nats' | 'redis'): { host: string; port: number };
-export declare function ensureSecrets(): { nats: Record<string, string>; otp_secret: string; operator_token: string };
+export declare function ensureSecrets(): {
+  nats: Record<string, string>;
+  otp_secret: string;
+  operator_token: string;
+  audit_key: string;
+};
 export declare function missingServersMessage(
   missing: { kind: 'postgres' | 'nats' | 'redis'; where: string }[],
 ): string;

@@ -447,7 +447,7 @@ export const secretsFile = path.join(root, 'var', 'secrets.json');
 /** Where the URL of the NATS server in use is written (read by test/support/nats.ts and bench). */
 export const natsServerFile = path.join(natsDir, 'server.json');
 
-/** The local secrets (made once, mode 0600): OTP secret, operator token and the NATS passwords. */
+/** The local secrets (made once, mode 0600): OTP secret, operator token, audit key and the NATS passwords. */
 export function ensureSecrets() {
   mkdirSync(path.dirname(secretsFile), { recursive: true });
   // Closed before anything is read or added: a file an older version made world-readable too.
@@ -456,6 +456,7 @@ export function ensureSecrets() {
   const before = JSON.stringify(secrets);
   secrets.otp_secret ??= randomBytes(24).toString('hex');
   secrets.operator_token ??= randomBytes(24).toString('hex');
+  secrets.audit_key ??= randomBytes(32).toString('hex');
   secrets.nats ??= {};
   for (const user of NATS_USERS) secrets.nats[user] ??= randomBytes(24).toString('hex');
   if (JSON.stringify(secrets) !== before)

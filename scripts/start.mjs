@@ -97,6 +97,7 @@ const env = {
   // Sandbox tenants' mail is sent only to a sandbox server (otherwise not at all): here the sink.
   SANDBOX_SMTP_URL: process.env.SANDBOX_SMTP_URL ?? `smtp://127.0.0.1:${MAIL_PORT}`,
   OTP_SECRET: process.env.OTP_SECRET ?? secrets.otp_secret,
+  AUDIT_KEY: process.env.AUDIT_KEY ?? secrets.audit_key,
   OPERATOR_TOKEN: process.env.OPERATOR_TOKEN ?? secrets.operator_token,
   PORT: String(PORT),
   OPS_HOST: '127.0.0.1',

@@ -187,6 +187,7 @@ const composeEnv = {
   MAILPIT_UI_PORT,
   OPERATOR_TOKEN: randomBytes(24).toString('hex'),
   OTP_SECRET: randomBytes(24).toString('hex'),
+  AUDIT_KEY: randomBytes(32).toString('hex'),
   POSTGRES_PASSWORD: randomBytes(12).toString('hex'),
 };
 let compose;

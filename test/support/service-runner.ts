@@ -16,15 +16,15 @@ import {
   type ReplyMessage,
   type ServiceName,
 } from '@loyalty/contracts';
-import { callService, createLogger, jsonCodec, ManualClock, type RunningService } from '@loyalty/runtime';
-import { readIdentityConfig, startIdentity } from '@loyalty/identity';
+import { callService, createLogger, jsonCodec, ManualClock, type Logger, type RunningService } from '@loyalty/runtime';
+import { readIdentityConfig, startIdentity, type RunningIdentity } from '@loyalty/identity';
 import { readLedgerConfig, startLedger, type RunningLedger } from '@loyalty/ledger';
 import { readClaimsConfig, startClaims, type ClaimsOptions, type RunningClaims } from '@loyalty/claims';
 import { readReferralsConfig, startReferrals } from '@loyalty/referrals';
 import { readWebhooksConfig, startWebhooks, type RunningWebhooks } from '@loyalty/webhooks';
 import { MailSink } from './mail-sink.ts';
 import { connectAs, localNats, natsUserEnv } from './nats.ts';
-import { createTestDatabase, deleteEventStream, OPERATOR_TOKEN } from './system.ts';
+import { createTestDatabase, deleteEventStream, OPERATOR_TOKEN, TEST_AUDIT_KEY } from './system.ts';
 
 /**
  * One service alone, against the real PostgreSQL and NATS, without the gateway or the other
@@ -37,7 +37,7 @@ import { createTestDatabase, deleteEventStream, OPERATOR_TOKEN } from './system.
 
 /** What each service's start function returns. */
 interface Running {
-  identity: RunningService;
+  identity: RunningIdentity;
   ledger: RunningLedger;
   claims: RunningClaims;
   referrals: RunningService;
@@ -163,9 +163,9 @@ const CALL_TIMEOUT_MS = 15_000;
 
 export async function startService<N extends ServiceName>(
   name: N,
-  opts: { env?: Record<string, string>; postgresAdminUrl?: string } & Extra[N] = {} as Extra[N],
+  opts: { env?: Record<string, string>; postgresAdminUrl?: string; log?: Logger } & Extra[N] = {} as Extra[N],
 ): Promise<ServiceRunner<N>> {
-  const { env: envOverrides, postgresAdminUrl, ...firstExtra } = opts;
+  const { env: envOverrides, postgresAdminUrl, log: givenLog, ...firstExtra } = opts;
   const database = await createTestDatabase(postgresAdminUrl);
   const root = `s${randomBytes(5).toString('hex')}`;
   const subjects = new Subjects(root);
@@ -181,6 +181,7 @@ export async function startService<N extends ServiceName>(
     OPS_HOST: '127.0.0.1',
     SMTP_URL: smtpUrl,
     OTP_SECRET: 'test-otp-secret-0123456789',
+    AUDIT_KEY: TEST_AUDIT_KEY,
     OPERATOR_TOKEN,
     REQUEST_TIMEOUT_MS: '5000',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
@@ -188,7 +189,7 @@ export async function startService<N extends ServiceName>(
     // The service connects as its own NATS user, with its production permissions.
     ...natsUserEnv(name, natsUrl),
   };
-  const log = createLogger(name, env.LOG_LEVEL);
+  const log = givenLog ?? createLogger(name, env.LOG_LEVEL);
   const start = async (extra: Extra[N]): Promise<Running[N]> => {
     const starters: { [K in ServiceName]: () => Promise<Running[K]> } = {
       identity: () => startIdentity(readIdentityConfig(env), { clock, log }),

@@ -54,7 +54,15 @@ export { buildOpenApiDocument, buildOperatorOpenApiDocument, buildStaffOpenApiDo
 
 // Events: domain events, audit entries, the public webhook events.
 export { type DomainEvent } from './events.ts';
-export { AUDIT_EVENT, AuditActor, AuditEntry, StaffRole } from './audit.ts';
+export {
+  AUDIT_ANCHORED_EVENT,
+  AUDIT_ANCHOR_TOKEN,
+  AUDIT_EVENT,
+  AuditActor,
+  AuditAnchor,
+  AuditEntry,
+  StaffRole,
+} from './audit.ts';
 export {
   WEBHOOK_HEADERS,
   webhookEnvelopeSchema,

@@ -9,7 +9,8 @@ import {
   type ServiceDeclaration,
   type ServiceRuntime,
 } from '@loyalty/runtime';
-import { auditLog } from './audit/audit-log.ts';
+import { auditAnchorTask, auditLog } from './audit/audit-log.ts';
+import { AuditKeyring } from './domain/audit-chain.ts';
 import { staffAuth } from './staff/staff-auth.ts';
 import { staffMembers } from './staff/staff-members.ts';
 import { staffTeam } from './staff/staff-team.ts';
@@ -29,6 +30,8 @@ export const SERVICE_VERSION = '0.1.0';
 export interface IdentityHooks {
   /** Mail every points-earned digest due now (it also runs every EARN_MAIL_INTERVAL_MS): how many were mailed. */
   sendEarnMails(): Promise<number>;
+  /** Anchor every audit chain head that moved now (it also runs every AUDIT_ANCHOR_INTERVAL_MS): how many were. */
+  anchorAuditChains(): Promise<number>;
 }
 
 export type RunningIdentity = RunningService<IdentityHooks>;
@@ -74,7 +77,9 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
       hourlyLimit: config.OTP_HOURLY_LIMIT,
     },
   };
-  const audit = auditLog({ pool, clock, log });
+  const keyring = new AuditKeyring(config.AUDIT_KEY, config.AUDIT_PREVIOUS_KEYS);
+  const audit = auditLog({ pool, clock, log, keyring, outbox });
+  const anchors = auditAnchorTask(audit, config.AUDIT_ANCHOR_INTERVAL_MS, log);
   // Member notifications and the earn digests share one pace per replica.
   const pace = notificationPace(config.MAIL_NOTIFICATIONS_PER_SECOND);
   const { earnMailSender } = identityTasks({ pool, clock, log, mailer, pace }, config);
@@ -90,10 +95,10 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
       audit,
     }),
     consumers: identityConsumers(rt, config, { mailer, audit, pace }),
-    tasks: [earnMailSender],
+    tasks: [earnMailSender, anchors],
     caches: [],
     purge: identityPurgeRules,
-    hooks: { sendEarnMails: () => earnMailSender.sendDue() },
+    hooks: { sendEarnMails: () => earnMailSender.sendDue(), anchorAuditChains: () => anchors.runNow() },
     close: async () => mailer.close(),
   };
 }
