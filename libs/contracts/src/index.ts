@@ -50,7 +50,12 @@ export {
   MemberSummary,
   RewardSummary,
 } from './internal.ts';
-export { buildOpenApiDocument, buildOperatorOpenApiDocument, buildStaffOpenApiDocument } from './openapi.ts';
+export {
+  buildOpenApiDocument,
+  buildOperatorOpenApiDocument,
+  buildStaffOpenApiDocument,
+  edgeResponses,
+} from './openapi.ts';
 
 // Events: domain events, audit entries, the public webhook events.
 export { type DomainEvent } from './events.ts';
