@@ -47,18 +47,17 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
   const nats = opts.url ? undefined : await benchNats(log);
   const loadBefore = os.loadavg().map((v) => Math.round(v * 100) / 100);
   const calibration = cpuCalibration();
-  const system =
-    opts.url || !nats
-      ? runningSystem(opts.url ?? '', opts.databaseUrl)
-      : await startBenchSystem({
-          keep: opts.keep,
-          build: opts.build,
-          database: opts.database,
-          subjectRoot: opts.subjectRoot,
-          profile: opts.profile,
-          log,
-          nats,
-        });
+  const system = nats
+    ? await startBenchSystem({
+        keep: opts.keep,
+        build: opts.build,
+        database: opts.database,
+        subjectRoot: opts.subjectRoot,
+        profile: opts.profile,
+        log,
+        nats,
+      })
+    : runningSystem(String(opts.url), opts.databaseUrl);
   log(`system: ${system.describe}`);
   // Ctrl-C or a kill of this process stops the services it started instead of orphaning them.
   const interrupted = (signal: NodeJS.Signals) => {

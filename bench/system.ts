@@ -9,7 +9,7 @@ import type { NatsConnection } from 'nats';
 import { spawn } from 'node:child_process';
 import { Subjects } from '@loyalty/contracts';
 import { Cluster, repoRoot } from '../test/support/cluster.ts';
-import { connectAs, localNats } from '../test/support/nats.ts';
+import { connectAs } from '../test/support/nats.ts';
 import { ensureAuthenticatedNats, has, stopProcess } from '../scripts/bootstrap.mjs';
 
 /** A start-up problem of the benchmark: its message says what to do (printed without a stack trace). */

@@ -154,11 +154,11 @@ const failureOf = (codes: readonly ErrorCode[]) => ({
 
 /**
  * Answers of the HTTP edge itself, before (or instead of) any operation, shared by every document
- * as `components.responses` so that generated clients know them:
- * - `RouteNotFound` (404 `route_not_found`): no route has this path (a path parameter left empty
- *   included);
+ * as `components.responses` and referred to by every operation, so that generated clients know them:
+ * - `RouteNotFound` (404 `route_not_found`): no route has this path (for a documented operation: a
+ *   server that does not have it, e.g. another version);
  * - `MethodNotAllowed` (405 `method_not_allowed`): the path is a route, the method is not one of
- *   its operations; `Allow` lists those;
+ *   its operations (likewise); `Allow` lists those;
  * - `UriTooLong` (414 `uri_too_long`): a path parameter over 100 characters;
  * - `HeadersTooLarge` (431 `headers_too_large`): request headers over the server's limit (answered
  *   by the HTTP parser, so without the API's other headers, and the connection is closed).
@@ -193,16 +193,17 @@ function edgeResponseComponents(): Record<string, unknown> {
 }
 
 /**
- * The edge's answers an operation's own request can get: 431 for any, and for a path with
- * parameters 414 (a parameter too long) and 404 `route_not_found` (a parameter left empty), merged
- * into the operation's own 404 when it has one.
+ * The edge's answers a request for an operation can get: 404 `route_not_found` and 405 from a
+ * server without the operation (the 404 merged into the operation's own when it has one), 431 for
+ * any request, 414 for a path with parameters (one too long).
  */
 function edgeFailures(op: Operation, own: Map<number, ErrorCode[]>): Record<string, unknown> {
-  const out: Record<string, unknown> = { '431': ref('responses', 'HeadersTooLarge') };
-  if (op.path.includes('/:')) {
-    out['414'] = ref('responses', 'UriTooLong');
-    if (!own.has(404)) out['404'] = ref('responses', 'RouteNotFound');
-  }
+  const out: Record<string, unknown> = {
+    '405': ref('responses', 'MethodNotAllowed'),
+    '431': ref('responses', 'HeadersTooLarge'),
+  };
+  if (op.path.includes('/:')) out['414'] = ref('responses', 'UriTooLong');
+  if (!own.has(404)) out['404'] = ref('responses', 'RouteNotFound');
   return out;
 }
 
@@ -214,7 +215,7 @@ function failureResponses(op: Operation, audience: Audience): Record<string, unk
   }
   const own = new Map(byStatus);
   const notFound = byStatus.get(404);
-  if (notFound && op.path.includes('/:')) byStatus.set(404, ['route_not_found', ...notFound]);
+  if (notFound) byStatus.set(404, ['route_not_found', ...notFound]);
   const out: Record<string, unknown> = edgeFailures(op, own);
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
     out[String(status)] = {

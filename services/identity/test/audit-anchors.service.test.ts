@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NatsConnection } from 'nats';
-import { AUDIT_ANCHORED_EVENT, AUDIT_EVENT, staffAdminOperations, staffOperations } from '@loyalty/contracts';
+import { AUDIT_ANCHORED_EVENT, AUDIT_EVENT, staffOperations } from '@loyalty/contracts';
 import { createLogger } from '@loyalty/runtime';
 import { GENESIS_HASH, rowHash } from '../src/domain/audit-chain.ts';
 import { chainPage } from '../src/store/audit.ts';
 import { eventually } from '../../../test/support/staff.ts';
 import { connectAs, localNats } from '../../../test/support/nats.ts';
-import { operatorMeta, startService, type ServiceRunner } from '../../../test/support/service-runner.ts';
+import { startService, type ServiceRunner } from '../../../test/support/service-runner.ts';
 
 /**
  * The keyed audit chain and its anchors, against the real PostgreSQL and NATS: someone who can
@@ -72,11 +72,16 @@ async function head(tenant: number): Promise<number> {
   return Number(rows[0]?.seq ?? 0);
 }
 
+/** A manager of `tenant` (the staff API's verification; the operator's answers the same for a tenant that exists). */
+const managerOf = (tenant: number) => ({
+  request_id: randomUUID(),
+  tenant_id: tenant,
+  staff: { id: 1, role: 'manager' as const, email: 'maria@example.com' },
+  session_id: 1,
+});
+
 const verify = (tenant: number, anchor?: string) =>
-  identity.call(staffAdminOperations['admin.audit.verify'], operatorMeta(), {
-    tenant_id: tenant,
-    ...(anchor ? { anchor } : {}),
-  });
+  identity.call(staffOperations['staff.audit.verify'], managerOf(tenant), anchor ? { anchor } : {});
 
 /**
  * What someone with write access to the tables does: change row `edit`'s amounts, then recompute
@@ -319,12 +324,7 @@ describe('keyed audit chain', () => {
         JSON.stringify({ ...event, occurred_at: new Date().toISOString() }),
       );
     await eventually(async () => ((await head(tenant)) === 3 ? true : undefined));
-    const meta = {
-      request_id: randomUUID(),
-      tenant_id: tenant,
-      staff: { id: 1, role: 'manager' as const, email: 'maria@example.com' },
-      session_id: 1,
-    };
+    const meta = managerOf(tenant);
     expect(await identity.request(staffOperations['staff.audit.verify'], meta, {})).toMatchObject({
       valid: true,
       rows_checked: 3,

@@ -147,6 +147,7 @@ async function anchorHeads(deps: AuditDeps): Promise<number> {
   let after = 0;
   for (;;) {
     const heads = await unanchoredHeads(deps.pool, after, ANCHOR_PAGE);
+    if (heads.length === 0) return anchored;
     const written = await withTransaction(deps.pool, async (db) => {
       const out: (SignedAnchor & { token: string })[] = [];
       for (const head of heads) {
