@@ -16,7 +16,10 @@ import { productionPackages, prune } from '../../scripts/prune-node-modules.mjs'
 const services = ['gateway', 'identity', 'ledger', 'claims', 'referrals', 'webhooks'] as const;
 const projectOf = (image: string) => (image === 'migrate' ? '@loyalty/runtime' : `@loyalty/${image}`);
 
+const trees = new Map<string, Set<string>>();
 function productionTree(image: string): Set<string> {
+  const known = trees.get(image);
+  if (known) return known;
   ensurePnpm();
   const r = spawnSync('sh', ['-c', pnpmCommand(`list --prod --depth Infinity --json --filter "${projectOf(image)}"`)], {
     cwd: root,
@@ -25,7 +28,9 @@ function productionTree(image: string): Set<string> {
     maxBuffer: 64 * 2 ** 20,
   });
   if (r.status !== 0) throw new Error(`pnpm list failed: ${r.stderr}`);
-  return productionPackages(JSON.parse(r.stdout));
+  const tree = productionPackages(JSON.parse(r.stdout));
+  trees.set(image, tree);
+  return tree;
 }
 
 const names = (set: Set<string>) => new Set([...set].map((k) => k.slice(0, k.lastIndexOf('@'))));
@@ -50,17 +55,17 @@ function externalPackages(file: string): string[] {
 
 describe("a service image's production packages", () => {
   it('are its own: no other service’s packages, nothing of the SDK', () => {
-    const trees = Object.fromEntries(services.map((s) => [s, names(productionTree(s))]));
+    const byService = Object.fromEntries(services.map((s) => [s, names(productionTree(s))]));
     for (const s of services) {
-      expect(trees[s]!.has('openapi-fetch'), s).toBe(false);
-      expect(trees[s]!.has('preact'), s).toBe(false);
-      expect(trees[s]!.has('pg') && trees[s]!.has('nats') && trees[s]!.has('pino'), s).toBe(true);
+      expect(byService[s]!.has('openapi-fetch'), s).toBe(false);
+      expect(byService[s]!.has('preact'), s).toBe(false);
+      expect(byService[s]!.has('pg') && byService[s]!.has('nats') && byService[s]!.has('pino'), s).toBe(true);
     }
-    expect(trees.gateway!.has('fastify')).toBe(true);
-    expect(trees.ledger!.has('fastify')).toBe(false);
-    expect(trees.identity!.has('nodemailer')).toBe(true);
-    for (const s of services.filter((x) => x !== 'identity')) expect(trees[s]!.has('nodemailer'), s).toBe(false);
-    expect(trees.ledger!.has('ioredis')).toBe(false);
+    expect(byService.gateway!.has('fastify')).toBe(true);
+    expect(byService.ledger!.has('fastify')).toBe(false);
+    expect(byService.identity!.has('nodemailer')).toBe(true);
+    for (const s of services.filter((x) => x !== 'identity')) expect(byService[s]!.has('nodemailer'), s).toBe(false);
+    expect(byService.ledger!.has('ioredis')).toBe(false);
     expect(names(productionTree('migrate')).has('node-pg-migrate')).toBe(true);
   });
 
