@@ -151,7 +151,8 @@ async function anchorHeads(deps: AuditDeps): Promise<number> {
     const written = await withTransaction(deps.pool, async (db) => {
       const out: (SignedAnchor & { token: string })[] = [];
       for (const head of heads) {
-        const content = { ...head, anchored_at: deps.clock.now().toISOString() };
+        const now = deps.clock.now();
+        const content = { ...head, anchored_at: now.toISOString() };
         const signature = deps.keyring.anchorSignature(content);
         if (signature === undefined) throw new Error('the current audit key is missing from its keyring');
         const anchor: SignedAnchor = { ...content, key_id: deps.keyring.currentId, signature };
@@ -159,7 +160,7 @@ async function anchorHeads(deps: AuditDeps): Promise<number> {
         const published = { ...anchor, token: anchorToken(anchor) };
         const { tenant_id: tenantId, ...data } = published;
         const event: AuditAnchor = data;
-        await outbox.record(db, { type: AUDIT_ANCHORED_EVENT, tenantId, data: event });
+        await outbox.record(db, { type: AUDIT_ANCHORED_EVENT, tenantId, data: event, occurredAt: now });
         out.push(published);
       }
       return out;
