@@ -133,12 +133,12 @@ describe('edge answers in the OpenAPI documents', () => {
       const body = await res.json();
       expectShared(docs[name]!, 'RouteNotFound', body);
       // What an operation's client gets from a server without that operation.
-      const [method, operation] = {
-        merchant: ['GET', '/api/v1/loyalty/points/balance'],
-        operator: ['GET', '/admin/v1/tenants'],
-        staff: ['GET', '/staff/v1/me'],
+      const operation = {
+        merchant: '/api/v1/loyalty/points/balance',
+        operator: '/admin/v1/tenants',
+        staff: '/staff/v1/me',
       }[name];
-      expectOperationAnswer(docs[name]!, method, operation, 404, body);
+      expectOperationAnswer(docs[name]!, 'GET', operation, 404, body);
     }
   });
 
