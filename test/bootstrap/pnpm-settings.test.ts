@@ -42,5 +42,5 @@ describe("the workspace's pnpm settings", () => {
     }
     // The installed node_modules is the flat layout (what `pnpm install` made with these settings).
     expect(readFileSync(path.join(root, 'node_modules', '.modules.yaml'), 'utf8')).toMatch(/nodeLinker: hoisted/);
-  });
+  }, 120_000);
 });

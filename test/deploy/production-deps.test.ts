@@ -67,7 +67,7 @@ describe("a service image's production packages", () => {
     for (const s of services.filter((x) => x !== 'identity')) expect(byService[s]!.has('nodemailer'), s).toBe(false);
     expect(byService.ledger!.has('ioredis')).toBe(false);
     expect(names(productionTree('migrate')).has('node-pg-migrate')).toBe(true);
-  });
+  }, 240_000); // seven `pnpm list` runs: seconds each, minutes on a loaded machine
 
   it('hold every package the compiled code loads', () => {
     const entries: [string, string][] = [
@@ -84,7 +84,7 @@ describe("a service image's production packages", () => {
         image,
       ).toEqual([]);
     }
-  });
+  }, 240_000);
 });
 
 describe('scripts/prune-node-modules.mjs', () => {
