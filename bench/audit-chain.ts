@@ -6,7 +6,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createLogger, migrate, systemClock, withTransaction } from '@loyalty/runtime';
-import { auditLog } from '@loyalty/identity';
+import { AuditKeyring, auditLog } from '@loyalty/identity';
 
 const ADMIN_URL =
   process.env.BENCH_POSTGRES_URL || process.env.LOYALTY_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -36,7 +36,7 @@ try {
     dir: fileURLToPath(new URL('../services/identity/migrations', import.meta.url)),
     log,
   });
-  const audit = auditLog({ pool, clock: systemClock, log });
+  const audit = auditLog({ pool, clock: systemClock, log, keyring: new AuditKeyring(randomBytes(32).toString('hex')) });
   const event = (n: number) => ({
     id: randomUUID(),
     type: 'ledger.audit_recorded',

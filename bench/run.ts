@@ -24,7 +24,7 @@ import {
 } from './report.ts';
 import { DESCRIPTIONS, EXPECTED_REFUSALS, httpScenario } from './scenarios.ts';
 import { formatProfile, summarizeProfile } from './profile-summary.ts';
-import { PROFILE_DIR, runningSystem, startBenchSystem } from './system.ts';
+import { BenchSetupError, benchNats, PROFILE_DIR, runningSystem, startBenchSystem } from './system.ts';
 import { measureWebhooks, type WebhooksReport } from './webhooks.ts';
 import { checkTargets } from './targets.ts';
 import { cpuPerRequest, sampleCpu } from './cpu.ts';
@@ -43,18 +43,21 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
   const log = (line: string) => {
     if (!opts.quiet) console.log(`[bench] ${line}`);
   };
+  // NATS first: without it nothing below can work, so it is checked (or started) before the minutes of set-up.
+  const nats = opts.url ? undefined : await benchNats(log);
   const loadBefore = os.loadavg().map((v) => Math.round(v * 100) / 100);
   const calibration = cpuCalibration();
-  const system = opts.url
-    ? runningSystem(opts.url, opts.databaseUrl)
-    : await startBenchSystem({
+  const system = nats
+    ? await startBenchSystem({
         keep: opts.keep,
         build: opts.build,
         database: opts.database,
         subjectRoot: opts.subjectRoot,
         profile: opts.profile,
         log,
-      });
+        nats,
+      })
+    : runningSystem(String(opts.url), opts.databaseUrl);
   log(`system: ${system.describe}`);
   // Ctrl-C or a kill of this process stops the services it started instead of orphaning them.
   const interrupted = (signal: NodeJS.Signals) => {
@@ -314,7 +317,11 @@ function printProfiles(pids: Record<string, number>): void {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const opts = parseOptions(process.argv.slice(2));
-  const report = await runBench(opts);
+  const report = await runBench(opts).catch((err: unknown) => {
+    if (!(err instanceof BenchSetupError)) throw err;
+    console.error(`npm run bench: ${err.message}`);
+    process.exit(1);
+  });
   console.log(`\n${formatTable(report)}\n`);
   const written = await writeReport(report, path.resolve(repoRoot, opts.out));
   console.log(`written: ${written.map((p) => path.relative(process.cwd(), p)).join(', ')}`);

@@ -9,7 +9,57 @@ import type { NatsConnection } from 'nats';
 import { spawn } from 'node:child_process';
 import { Subjects } from '@loyalty/contracts';
 import { Cluster, repoRoot } from '../test/support/cluster.ts';
-import { connectAs, localNats } from '../test/support/nats.ts';
+import { connectAs } from '../test/support/nats.ts';
+import { ensureAuthenticatedNats, has, stopProcess } from '../scripts/bootstrap.mjs';
+
+/** A start-up problem of the benchmark: its message says what to do (printed without a stack trace). */
+export class BenchSetupError extends Error {}
+
+/** The NATS server a started bench system uses, and how to stop it when the bench started it. */
+export interface BenchNats {
+  url: string;
+  /** Stops the nats-server the bench started (nothing when it was already running). */
+  stop(): Promise<void>;
+}
+
+/**
+ * The NATS of a started bench system, checked before anything else runs: NATS_URL or
+ * LOYALTY_NATS_URL when set, otherwise this checkout's own authenticated nats-server (as `npm
+ * start` and `npm test` use it), started here when it is not running and stopped again at the end.
+ * A server that does not answer, or refuses the harness's user, is a BenchSetupError saying so.
+ */
+export async function benchNats(log: (line: string) => void): Promise<BenchNats> {
+  const configured = process.env.NATS_URL || process.env.LOYALTY_NATS_URL;
+  let url = configured;
+  let started: { pid: number } | undefined;
+  if (!url) {
+    if (!has('nats-server'))
+      throw new BenchSetupError(
+        "`nats-server` is not installed, and NATS_URL is not set: install nats-server (the bench runs this checkout's own, authenticated), or set NATS_URL to an authenticated NATS with var/nats/nats-server.conf's users",
+      );
+    const own = await ensureAuthenticatedNats();
+    url = own.url;
+    started = own.process;
+    if (started) log(`started this checkout's nats-server on ${url} (pid ${started.pid}); it stops with the bench`);
+  }
+  const stop = async () => {
+    if (started) await stopProcess(started.pid);
+  };
+  try {
+    const nc = await connectAs('admin', { url, timeout: 5000, reconnect: false });
+    await nc.close();
+  } catch (err) {
+    await stop();
+    const code = (err as { code?: string }).code;
+    const why = err instanceof Error ? err.message : String(err);
+    throw new BenchSetupError(
+      code === 'AUTHORIZATION_VIOLATION'
+        ? `NATS at ${url} refused the bench's admin user: it must run with this checkout's users (var/nats/nats-server.conf, passwords in var/secrets.json)`
+        : `NATS does not answer at ${url} (${code ?? why}). ${configured ? 'Start it, or unset NATS_URL/LOYALTY_NATS_URL to use' : 'Start'} this checkout's own nats-server (\`npm start\` starts it; \`npm run bench\` starts it when nothing is configured).`,
+    );
+  }
+  return { url, stop };
+}
 
 export interface BenchSystem {
   url: string;
@@ -102,6 +152,8 @@ export async function startBenchSystem(opts: {
   subjectRoot: string;
   profile: boolean;
   log: (line: string) => void;
+  /** From benchNats, called before anything else. */
+  nats: BenchNats;
 }): Promise<BenchSystem> {
   if (opts.build) opts.log('building the services (node scripts/build.mjs)');
   Cluster.build(opts.build);
@@ -109,7 +161,7 @@ export async function startBenchSystem(opts: {
   const mail = await startDiscardingMailSink();
   const root = opts.subjectRoot;
   const operatorToken = randomBytes(24).toString('hex');
-  const natsUrl = process.env.NATS_URL ?? localNats().url;
+  const natsUrl = opts.nats.url;
   const env: Record<string, string> = {
     DATABASE_URL: databaseUrl,
     NATS_URL: natsUrl,
@@ -121,6 +173,7 @@ export async function startBenchSystem(opts: {
     SANDBOX_SMTP_URL: mail.url,
     OTP_SECRET: randomBytes(24).toString('hex'),
     SECRETS_KEY: randomBytes(32).toString('base64'),
+    AUDIT_KEY: randomBytes(32).toString('hex'),
     OPERATOR_TOKEN: operatorToken,
     // Production log level: every request's log lines are part of the cost being measured.
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
@@ -155,6 +208,7 @@ export async function startBenchSystem(opts: {
   } catch (err) {
     await cluster.stop().catch(() => undefined);
     await mail.stop();
+    await opts.nats.stop();
     throw err;
   }
   const gateway = cluster.of('gateway')[0]!;
@@ -178,6 +232,7 @@ export async function startBenchSystem(opts: {
       await mail.stop();
       await deleteEventStream(root, natsUrl);
       if (!opts.keep) await dropDatabase(opts.database);
+      await opts.nats.stop();
     },
   };
 }

@@ -36,7 +36,10 @@ Commands:
   staff:create --tenant ID --email EMAIL --role manager|staff [--name NAME]
                                                    create a staff user (the first manager); they sign in at /console
   staff:list --tenant ID                           list a tenant's staff users
-  audit:verify --tenant ID                         verify the tenant's audit hash chain; exits 1 when a row was edited or deleted
+  audit:verify --tenant ID [--anchor TOKEN]        verify the tenant's audit chain (keyed hashes, links, head, signed
+                                                   anchors); exits 1 when a row was edited, deleted or the chain
+                                                   rebuilt. --anchor: an anchor's token kept from the logs or the
+                                                   audit.anchored webhook, which the chain must still hold
   webhook:create --tenant ID --url URL [--events a,b] [--description TEXT]
                                                    add a webhook endpoint (events default *); prints its secret once
   webhook:list --tenant ID                         list a tenant's webhook endpoints
@@ -86,6 +89,7 @@ const options = {
   delivery: { type: 'string' },
   status: { type: 'string' },
   limit: { type: 'string' },
+  anchor: { type: 'string' },
   enable: { type: 'boolean', default: false },
   disable: { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
@@ -193,7 +197,10 @@ function requestOf(
     case 'staff:list':
       return { method: 'GET', path: `${tenantPath()}/staff` };
     case 'audit:verify':
-      return { method: 'GET', path: `${tenantPath()}/audit/verify` };
+      return {
+        method: 'GET',
+        path: `${tenantPath()}/audit/verify${v.anchor ? `?anchor=${encodeURIComponent(v.anchor)}` : ''}`,
+      };
     case 'webhook:create':
       return {
         method: 'POST',
@@ -326,13 +333,20 @@ interface Verification {
   rows_checked: number;
   head: { seq: number; hash: string };
   problem: { seq: number; reason: string } | null;
+  legacy_rows: number;
+  keyed_from: number | null;
+  anchors_checked: number;
 }
 
 /** audit:verify's verdict: exit 0 for an intact chain, 1 naming the first row that does not verify. */
 function auditVerdict(v: Verification, json: boolean, io: CliIo): number {
   if (json) io.out(JSON.stringify(v, null, 2));
-  else if (v.valid) io.out(`audit chain intact: ${v.rows_checked} rows verified, head ${v.head.seq} (${v.head.hash})`);
-  else io.err(`audit chain BROKEN at row ${v.problem!.seq}: ${v.problem!.reason} (${v.rows_checked} rows read)`);
+  else if (v.valid) {
+    io.out(`audit chain intact: ${v.rows_checked} rows verified, head ${v.head.seq} (${v.head.hash})`);
+    const keyed = v.keyed_from === null ? 'no keyed rows yet' : `keyed from row ${v.keyed_from}`;
+    const legacy = v.legacy_rows > 0 ? `, ${v.legacy_rows} rows from before the chain was keyed (SHA-256 only)` : '';
+    io.out(`  ${keyed}${legacy}; ${v.anchors_checked} signed anchors matched`);
+  } else io.err(`audit chain BROKEN at row ${v.problem!.seq}: ${v.problem!.reason} (${v.rows_checked} rows read)`);
   return v.valid ? 0 : 1;
 }
 

@@ -78,9 +78,18 @@ export function ensurePnpm() {
   if (installedPnpmVersion() !== PNPM_VERSION) fail(`npm did not install pnpm ${PNPM_VERSION} into var/tools`);
 }
 
-/** The environment of a pinned pnpm command: its own directory first on PATH. */
+/**
+ * This workspace's pnpm settings. pnpm 9 reads settings from the command line, the environment and
+ * .npmrc files, and npm reads .npmrc too and warns about every key it does not know ("Unknown
+ * project config"); so they are given to pnpm's own processes only, as environment variables:
+ * a flat (hoisted) node_modules, which the compiled services load their npm packages from, and
+ * peers installed automatically (pnpm 9's default, stated). deploy/Dockerfile sets the same.
+ */
+export const PNPM_SETTINGS = { npm_config_node_linker: 'hoisted', npm_config_auto_install_peers: 'true' };
+
+/** The environment of a pinned pnpm command: the workspace's settings, its own directory first on PATH. */
 export function pnpmEnv(env = process.env) {
-  return { ...env, PATH: `${pnpmBinDir}${path.delimiter}${env.PATH ?? ''}` };
+  return { ...env, ...PNPM_SETTINGS, PATH: `${pnpmBinDir}${path.delimiter}${env.PATH ?? ''}` };
 }
 
 /** The shell command that runs the pinned pnpm with `args` (a string, as typed after `pnpm`). */
@@ -306,6 +315,7 @@ export async function ensureInfrastructure({ reset = false } = {}) {
     else missing.push({ kind: 'nats', where: missingWhere('nats', addresses.nats) });
   } else if (has('nats-server')) {
     result.nats = { ...(await ensureAuthenticatedNats()), where: 'local' };
+    if (result.nats.process) result.ownNats = result.nats.process;
   } else if (dockerOk()) {
     const port = Number(process.env.LOYALTY_NATS_PORT ?? 4223);
     result.nats = await devContainer('nats', `nats://127.0.0.1:${port}`, port, secrets);
@@ -350,13 +360,53 @@ export function stopDevContainers(names) {
 }
 
 /**
+ * Stop what `ensureInfrastructure` started in this run, after the services that used it: this
+ * checkout's own nats-server (when this run started it; one that was already running, e.g. for
+ * `npm test`, is left alone) and the containers. Servers of the machine are never stopped.
+ */
+export async function stopInfrastructure(infra) {
+  if (infra.ownNats) {
+    console.log(`stopping this checkout's nats-server (pid ${infra.ownNats.pid})`);
+    await stopProcess(infra.ownNats.pid);
+    infra.ownNats = undefined;
+  }
+  if (infra.started.length > 0) {
+    console.log(`stopping containers ${infra.started.join(', ')} (data kept; npm start -- --reset empties it)`);
+    stopDevContainers(infra.started);
+  }
+}
+
+const alive = (pid) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * SIGINT (nats-server's clean stop: exit status 0; SIGTERM makes it exit 1), then SIGKILL if it is
+ * still there after `seconds`.
+ */
+export async function stopProcess(pid, seconds = 10) {
+  if (!alive(pid)) return;
+  process.kill(pid, 'SIGINT');
+  for (let i = 0; i < seconds * 10 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+  if (alive(pid)) process.kill(pid, 'SIGKILL');
+}
+
+/**
  * The container of one server, published on 127.0.0.1:<port>: reused when it exists with the
  * same image and port (started if stopped), otherwise (re)created on the same named volume.
  */
 async function devContainer(kind, url, port, secrets) {
   const name = devContainerNames[kind];
   const image = containerImages()[kind];
-  const want = `${image} ${port}`;
+  // nats-server exits with status 1 on Docker's default SIGTERM, 0 on SIGINT: the container is
+  // created with SIGINT as its stop signal (part of the label, so an older container is recreated).
+  const stopSignal = kind === 'nats' ? 'SIGINT' : undefined;
+  const want = `${image} ${port}${stopSignal ? ` ${stopSignal}` : ''}`;
   const inspect = docker([
     'inspect',
     '--format',
@@ -381,6 +431,7 @@ async function devContainer(kind, url, port, secrets) {
       `org.loyalty.dev=${want}`,
       '-p',
       `127.0.0.1:${port}:${defaultPorts[kind]}`,
+      ...(stopSignal ? ['--stop-signal', stopSignal] : []),
     ];
     if (kind === 'postgres') {
       args.push('-v', `${name}:/var/lib/postgresql/data`);
@@ -447,7 +498,7 @@ export const secretsFile = path.join(root, 'var', 'secrets.json');
 /** Where the URL of the NATS server in use is written (read by test/support/nats.ts and bench). */
 export const natsServerFile = path.join(natsDir, 'server.json');
 
-/** The local secrets (made once, mode 0600): OTP secret, operator token and the NATS passwords. */
+/** The local secrets (made once, mode 0600): OTP secret, operator token, audit key and the NATS passwords. */
 export function ensureSecrets() {
   mkdirSync(path.dirname(secretsFile), { recursive: true });
   // Closed before anything is read or added: a file an older version made world-readable too.
@@ -458,6 +509,7 @@ export function ensureSecrets() {
   secrets.operator_token ??= randomBytes(24).toString('hex');
   // The key-encryption key of webhook signing secrets (SECRETS_KEY): 32 random bytes, base64.
   secrets.secrets_key ??= randomBytes(32).toString('base64');
+  secrets.audit_key ??= randomBytes(32).toString('hex');
   secrets.nats ??= {};
   for (const user of NATS_USERS) secrets.nats[user] ??= randomBytes(24).toString('hex');
   if (JSON.stringify(secrets) !== before)
@@ -554,15 +606,17 @@ async function ownNats(admin) {
         });
         await new Promise((r) => setTimeout(r, 500));
       }
-      return port;
+      return { port };
     }
     step(`starting an authenticated NATS (JetStream) on 127.0.0.1:${port} (var/nats/nats-server.conf)`);
     const log = openSync(path.join(natsDir, 'nats-server.log'), 'a');
+    // Detached, so that a Ctrl-C in the terminal reaches the services first; whoever started it
+    // stops it after them (stopInfrastructure).
     const child = spawn('nats-server', ['-c', natsConfig], { detached: true, stdio: ['ignore', log, log] });
     child.unref();
     if (!(await waitForPort(port, 20))) fail('the NATS server did not start; see var/nats/nats-server.log');
     if (!(await natsLogin(port, 'admin', admin))) fail(`cannot log in to the NATS server on 127.0.0.1:${port}`);
-    return port;
+    return { port, process: { pid: child.pid } };
   }
   fail(`no port free for this checkout's NATS server from ${first} to ${first + 19}; set LOYALTY_NATS_PORT.`);
 }
@@ -577,6 +631,7 @@ export async function ensureAuthenticatedNats() {
   const admin = secrets.nats.admin;
   const machine = await natsInfo(4222);
   let url;
+  let started;
   if (machine?.auth_required) {
     if (!(await natsLogin(4222, 'admin', admin)))
       fail(
@@ -584,10 +639,13 @@ export async function ensureAuthenticatedNats() {
       );
     url = 'nats://127.0.0.1:4222';
   } else {
-    url = `nats://127.0.0.1:${await ownNats(admin)}`;
+    const own = await ownNats(admin);
+    url = `nats://127.0.0.1:${own.port}`;
+    started = own.process;
   }
   writeFileSync(natsServerFile, `${JSON.stringify({ url }, null, 2)}\n`);
-  return { url, passwords: secrets.nats };
+  // `process`: the nats-server this call started ({ pid }), undefined when it was already running.
+  return { url, passwords: secrets.nats, process: started };
 }
 
 // --- Chromium for the console's browser tests -----------------------------------------------

@@ -2,7 +2,8 @@
 // Installs dependencies, makes sure PostgreSQL, NATS (JetStream) and Redis answer (local servers,
 // or containers when only Docker is there), builds, starts a local mail sink, every service (each
 // runs its migrations) and the gateway, seeds the demo idempotently, and prints where everything
-// is. Ctrl-C stops it all gracefully (the containers too; their volumes keep the data).
+// is. Ctrl-C stops it all gracefully: the services, then what this run started for them (this
+// checkout's own nats-server, the containers; their volumes keep the data).
 // `npm start -- --reset` starts from empty: the database, the event stream, the containers' volumes.
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, createWriteStream, existsSync, mkdirSync, rmSync } from 'node:fs';
@@ -19,7 +20,7 @@ import {
   root,
   run,
   step,
-  stopDevContainers,
+  stopInfrastructure,
 } from './bootstrap.mjs';
 
 const PORT = Number(process.env.PORT ?? 3000);
@@ -41,6 +42,21 @@ installDependencies();
 // containers when a Docker engine answers (scripts/bootstrap.mjs).
 const infra = await ensureInfrastructure({ reset: RESET });
 const { nats } = infra;
+// Whatever ends this process (a failed step included), the nats-server it started does not outlive
+// it; the graceful path (shutdown below) stops it after the services and waits for it.
+process.on('exit', () => {
+  if (infra.ownNats) {
+    try {
+      process.kill(infra.ownNats.pid, 'SIGINT');
+    } catch {
+      // already stopped
+    }
+  }
+});
+// Until the services run, Ctrl-C just ends this process (the exit hook stops its nats-server).
+const interruptEarly = () => process.exit(130);
+process.on('SIGINT', interruptEarly);
+process.on('SIGTERM', interruptEarly);
 for (const [label, s] of [
   ['PostgreSQL', infra.postgres],
   ['Redis', infra.redis],
@@ -97,6 +113,7 @@ const env = {
   // Sandbox tenants' mail is sent only to a sandbox server (otherwise not at all): here the sink.
   SANDBOX_SMTP_URL: process.env.SANDBOX_SMTP_URL ?? `smtp://127.0.0.1:${MAIL_PORT}`,
   OTP_SECRET: process.env.OTP_SECRET ?? secrets.otp_secret,
+  AUDIT_KEY: process.env.AUDIT_KEY ?? secrets.audit_key,
   OPERATOR_TOKEN: process.env.OPERATOR_TOKEN ?? secrets.operator_token,
   SECRETS_KEY: process.env.SECRETS_KEY ?? secrets.secrets_key,
   PORT: String(PORT),
@@ -140,23 +157,25 @@ function shutdown(code) {
   shuttingDown = true;
   console.log('\nstopping...');
   for (const { child } of children) child.kill('SIGTERM');
-  // The containers this run started stop after the services (their volumes keep the data).
-  const exit = () => {
-    if (infra.started.length > 0) {
-      console.log(`stopping containers ${infra.started.join(', ')} (data kept; npm start -- --reset empties it)`);
-      stopDevContainers(infra.started);
-    }
+  // What this run started for the services (its own nats-server, containers) stops after them.
+  let exiting = false;
+  const exit = async () => {
+    if (exiting) return;
+    exiting = true;
+    await stopInfrastructure(infra);
     process.exit(code);
   };
   let left = children.length;
-  if (left === 0) exit();
+  if (left === 0) void exit();
   for (const { child } of children) {
     child.once('exit', () => {
-      if (--left === 0) exit();
+      if (--left === 0) void exit();
     });
   }
-  setTimeout(exit, 15_000).unref();
+  setTimeout(() => void exit(), 15_000).unref();
 }
+process.off('SIGINT', interruptEarly);
+process.off('SIGTERM', interruptEarly);
 process.on('SIGINT', () => shutdown(0));
 process.on('SIGTERM', () => shutdown(0));
 

@@ -30,6 +30,8 @@ import { fileURLToPath } from 'node:url';
 import { parseDocument } from 'yaml';
 import { earnBurst, smokeFlow } from './containers/flow.mjs';
 import { ensureImages } from './containers/standins.mjs';
+import { ensurePnpm, pnpmCommand, pnpmEnv } from './bootstrap.mjs';
+import { productionPackages } from './prune-node-modules.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const composeFile = path.join(root, 'deploy', 'compose.yaml');
@@ -62,6 +64,17 @@ async function phase(name, fn) {
 function sh(cmd, args, opts = {}) {
   const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 256 * 2 ** 20, ...opts });
   return { ok: r.status === 0, status: r.status, out: `${r.stdout ?? ''}${r.stderr ?? ''}`, stdout: r.stdout ?? '' };
+}
+/** `sh` without blocking the event loop (the earn burst's requests go on meanwhile). */
+function shAsync(cmd, args) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (status) => resolve({ ok: status === 0, status, out: stdout + stderr, stdout }));
+  });
 }
 function must(cmd, args, opts = {}) {
   const r = sh(cmd, args, opts);
@@ -180,6 +193,55 @@ function buildImages() {
   return { rows, builder: buildkit ? 'BuildKit' : 'legacy builder' };
 }
 
+// ── 3b. what each image's node_modules holds ─────────────────────────────────────────────────
+/** `name@version` of every package in an image's /app/node_modules (nested ones included). */
+const listModulesScript = `
+const fs = require('fs'), path = require('path'), out = [];
+const visit = (dir) => { for (const e of fs.readdirSync(dir)) {
+  if (e.startsWith('.')) continue;
+  const names = e.startsWith('@') ? fs.readdirSync(path.join(dir, e)).map((n) => e + '/' + n) : [e];
+  for (const n of names) { const p = path.join(dir, n);
+    out.push(n + '@' + JSON.parse(fs.readFileSync(path.join(p, 'package.json'), 'utf8')).version);
+    if (fs.existsSync(path.join(p, 'node_modules'))) visit(path.join(p, 'node_modules')); } } };
+visit('/app/node_modules'); console.log(JSON.stringify(out));`;
+
+/**
+ * Each image holds its service's production packages and nothing else: exactly the tree `pnpm list
+ * --prod` gives for the service (the runtime library for migrate), every one of its direct
+ * dependencies among them, and nothing of the SDK.
+ */
+function checkImageModules() {
+  ensurePnpm();
+  const rows = {};
+  for (const image of images) {
+    const project = image === 'migrate' ? '@loyalty/runtime' : `@loyalty/${image}`;
+    const listed = JSON.parse(
+      must('sh', ['-c', pnpmCommand(`list --prod --depth Infinity --json --filter "${project}"`)], {
+        cwd: root,
+        env: pnpmEnv(),
+      }),
+    );
+    const expected = productionPackages(listed);
+    const held = JSON.parse(
+      must('docker', ['run', '--rm', '--entrypoint', 'node', `loyalty/${image}:dev`, '-e', listModulesScript]),
+    );
+    const extra = [...new Set(held)].filter((p) => !expected.has(p));
+    // The project's own npm dependencies (workspace links left out), as exact name@version.
+    const shallow = Object.fromEntries(
+      Object.entries(listed[0]?.dependencies ?? {}).map(([name, d]) => [name, { version: d.version }]),
+    );
+    const direct = [...productionPackages([{ dependencies: shallow }])];
+    const missing = direct.filter((p) => !held.includes(p));
+    if (extra.length || missing.length || held.some((p) => p.startsWith('openapi-fetch@')))
+      throw new Error(
+        `loyalty/${image}:dev node_modules: ${extra.length} packages not in its production tree (${extra.slice(0, 10).join(', ')}), direct dependencies missing: ${missing.join(', ') || 'none'}`,
+      );
+    rows[image] = new Set(held).size;
+    log(`  loyalty/${image}:dev holds ${rows[image]} packages, all of its production tree`);
+  }
+  return rows;
+}
+
 // ── 4. compose ───────────────────────────────────────────────────────────────────────────────
 const composeEnv = {
   ...process.env,
@@ -188,6 +250,7 @@ const composeEnv = {
   OPERATOR_TOKEN: randomBytes(24).toString('hex'),
   OTP_SECRET: randomBytes(24).toString('hex'),
   SECRETS_KEY: randomBytes(32).toString('base64'),
+  AUDIT_KEY: randomBytes(32).toString('hex'),
   POSTGRES_PASSWORD: randomBytes(12).toString('hex'),
 };
 let compose;
@@ -209,16 +272,16 @@ const composeUp = () =>
     child.stderr.on('data', (d) => (out += d));
     child.on('close', (code) => resolve({ ok: code === 0, out }));
   });
+const psArgs = () => [
+  'ps',
+  '-a',
+  '--filter',
+  `label=com.docker.compose.project=${PROJECT}`,
+  '--format',
+  '{{.ID}} {{.Label "com.docker.compose.service"}}',
+];
 /** Container ids by compose service, from the labels both Composes put on their containers. */
-function containerIds() {
-  const out = sh('docker', [
-    'ps',
-    '-a',
-    '--filter',
-    `label=com.docker.compose.project=${PROJECT}`,
-    '--format',
-    '{{.ID}} {{.Label "com.docker.compose.service"}}',
-  ]).stdout;
+function containerIds(out = sh('docker', psArgs()).stdout) {
   return Object.fromEntries(
     out
       .trim()
@@ -228,24 +291,31 @@ function containerIds() {
   );
 }
 const containerOf = (service) => containerIds()[service] ?? '';
-function stateOf(id) {
-  const r = sh('docker', [
-    'inspect',
-    '--format',
-    '{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}}',
-    id,
-  ]);
+const stateArgs = (id) => [
+  'inspect',
+  '--format',
+  '{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}}',
+  id,
+];
+function parseState(r) {
   const [status = 'missing', health = 'none'] = r.ok ? r.stdout.trim().split(' ') : [];
   return { status, health };
 }
+const stateOf = (id) => parseState(sh('docker', stateArgs(id)));
+const stateOfAsync = async (id) => parseState(await shAsync('docker', stateArgs(id)));
 
+/**
+ * Waits until every one of `services` has been healthy once. The docker calls do not block the
+ * event loop: on a loaded machine each takes a good part of a second, and the earn burst waits on
+ * the same loop while the killed ledger comes back.
+ */
 async function waitHealthy(services, timeoutMs, started = performance.now()) {
   const healthyAt = {};
   for (;;) {
-    const ids = containerIds();
+    const ids = containerIds((await shAsync('docker', psArgs())).stdout);
     for (const s of services) {
       if (healthyAt[s] !== undefined || !ids[s]) continue;
-      if (stateOf(ids[s]).health === 'healthy') healthyAt[s] = performance.now() - started;
+      if ((await stateOfAsync(ids[s])).health === 'healthy') healthyAt[s] = performance.now() - started;
     }
     if (services.every((s) => healthyAt[s] !== undefined)) return healthyAt;
     if (performance.now() - started > timeoutMs) {
@@ -301,6 +371,7 @@ try {
     .map(([, s]) => s.image);
   summary.bases = await phase('base images', () => ensureImages([nodeImage, ...infrastructure], { nodeImage, log }));
   summary.build = await phase('build the images of deploy/Dockerfile', buildImages);
+  summary.modules = await phase("each image's node_modules: its production tree only", checkImageModules);
 
   await phase('compose up and wait for health', async () => {
     composeRun(['down', '-v', '--remove-orphans']);
@@ -350,26 +421,34 @@ try {
     const stats = await earnBurst(baseUrl, ctx, {
       count: BURST,
       concurrency: BURST_CONCURRENCY,
-      deadlineMs: 240_000,
+      // No deadline for the whole burst: how long the killed ledger takes to come back depends on
+      // the machine's load (minutes on a busy 2-core one). An earn fails the run only when no earn
+      // at all has succeeded for as long as a container may take to become healthy.
+      stallMs: HEALTH_TIMEOUT_MS,
       onProgress: (done) => {
         if (done !== killAt) return;
         killing = (async () => {
           kill.atDone = done;
           const t0 = performance.now();
-          must('docker', ['kill', ledger]);
+          const killed = await shAsync('docker', ['kill', ledger]);
+          if (!killed.ok) throw new Error(`docker kill ledger failed: ${killed.out}`);
           log(`  docker kill ledger after ${done} earns`);
           await sleep(3000);
-          const state = stateOf(ledger);
+          const state = await stateOfAsync(ledger);
           kill.restartedByPolicy = state.status === 'running';
-          if (state.status !== 'running') must('docker', ['start', ledger]);
+          if (state.status !== 'running') {
+            const started = await shAsync('docker', ['start', ledger]);
+            if (!started.ok) throw new Error(`docker start ledger failed: ${started.out}`);
+          }
           log(
             `  ledger ${kill.restartedByPolicy ? 'restarted by its restart policy' : 'started again with docker start'}`,
           );
-          const healthy = await waitHealthy(['ledger'], 120_000);
+          const healthy = await waitHealthy(['ledger'], HEALTH_TIMEOUT_MS);
           kill.downMs = performance.now() - t0;
           kill.healthyMs = healthy.ledger;
           log(`  ledger healthy again ${seconds(kill.downMs)} after the kill`);
         })();
+        killing.catch(() => {}); // awaited after the burst; handled now so a failure is not unhandled meanwhile
       },
     });
     await killing;
@@ -404,6 +483,19 @@ try {
     log(
       `  ${BURST} earns, ${stats.retried} retried (${stats.attempts} attempts): ${rows} journal rows, ${distinct} references, ${sum} points — each exactly once`,
     );
+  });
+
+  summary.stopped = await phase('compose stop: NATS and every service exit 0', async () => {
+    const stopped = composeRun(['stop']);
+    if (!stopped.ok) throw new Error(`compose stop failed:\n${stopped.out.slice(-2000)}`);
+    const codes = {};
+    for (const [service, id] of Object.entries(containerIds()))
+      codes[service] = Number(must('docker', ['inspect', '--format', '{{.State.ExitCode}}', id]).trim());
+    const unclean = ['nats', 'gateway', 'identity', 'ledger', 'claims', 'referrals', 'webhooks'].filter(
+      (s) => codes[s] !== 0,
+    );
+    if (unclean.length) throw new Error(`not stopped cleanly: ${unclean.map((s) => `${s} ${codes[s]}`).join(', ')}`);
+    return codes;
   });
 } catch (err) {
   failed = err;
@@ -455,6 +547,12 @@ if (summary.build) {
   for (const r of summary.build.rows)
     lines.push(`  loyalty/${r.service}:dev`.padEnd(28) + `${seconds(r.ms).padStart(8)}  ${r.mb} MB`);
 }
+if (summary.modules)
+  lines.push(
+    `node_modules (packages, each image's production tree only): ${Object.entries(summary.modules)
+      .map(([s, n]) => `${s} ${n}`)
+      .join(', ')}`,
+  );
 if (summary.healthyAt)
   lines.push(
     `healthy (from compose up): ${Object.entries(summary.healthyAt)
@@ -480,6 +578,12 @@ if (summary.burst) {
     `  PostgreSQL: ${b.rows} journal rows, ${b.distinct} distinct references, ${b.keys} idempotency keys, ${b.sum} points = expected ${b.expectedPoints}; balance ${b.before} → ${b.after}`,
   );
 }
+if (summary.stopped)
+  lines.push(
+    `compose stop, exit status: ${Object.entries(summary.stopped)
+      .map(([svc, code]) => `${svc} ${code}`)
+      .join(', ')}`,
+  );
 for (const n of notes) lines.push(`note: ${n}`);
 lines.push('timings:');
 for (const t of timings) lines.push(`  ${t.name.padEnd(48)} ${seconds(t.ms).padStart(8)}`);

@@ -163,6 +163,7 @@ export async function startStack(opts: {
       SANDBOX_SMTP_URL: smtpUrl,
       OTP_SECRET: randomBytes(24).toString('hex'),
       SECRETS_KEY: randomBytes(32).toString('base64'),
+      AUDIT_KEY: randomBytes(32).toString('hex'),
       OPERATOR_TOKEN: operatorToken,
       NODE_ENV: 'production',
       LOG_LEVEL: process.env.SOAK_LOG_LEVEL ?? 'warn',

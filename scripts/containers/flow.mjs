@@ -177,13 +177,15 @@ function expectEqual(actual, wanted, what) {
  * `count` points earns on one member, `concurrency` at a time, each with its own Idempotency-Key
  * and reference. `onProgress(done)` runs after each first success (the caller kills the ledger on
  * it). A failed earn (5xx, 409 idempotency_in_progress, 429, network error) is retried with the
- * same key and body until it succeeds or `deadlineMs` passes.
+ * same key and body until it succeeds, or until no earn at all has succeeded for `stallMs`: the
+ * burst fails on a system that stopped making progress, not on one that is slow to recover (a
+ * fixed deadline for the whole burst failed on a loaded machine while the ledger was restarting).
  */
-export async function earnBurst(baseUrl, ctx, { count, concurrency, deadlineMs, onProgress }) {
+export async function earnBurst(baseUrl, ctx, { count, concurrency, stallMs, onProgress }) {
   const { call } = client(baseUrl, '');
   const prefix = `burst-${ctx.run}`;
   const stats = { sent: 0, attempts: 0, retried: 0, failures: {}, expectedPoints: 0, maxAttempts: 0 };
-  const deadline = Date.now() + deadlineMs;
+  let lastSuccess = Date.now();
   let next = 0;
   let done = 0;
   const one = async (i) => {
@@ -200,7 +202,10 @@ export async function earnBurst(baseUrl, ctx, { count, concurrency, deadlineMs, 
           body: { card_id: ctx.points.id, member_id: ctx.member, purchase_amount: amount, reference: key },
           headers: { ...ctx.appHeaders, 'idempotency-key': key },
         });
-        if (r.status < 300 && r.json.success !== false) return;
+        if (r.status < 300 && r.json.success !== false) {
+          lastSuccess = Date.now();
+          return;
+        }
         outcome = `${r.status} ${r.json.error?.code ?? ''}`.trim();
         if (r.status < 500 && ![409, 429].includes(r.status))
           throw new Error(`earn ${key} refused: ${outcome} ${JSON.stringify(r.json.error)}`);
@@ -209,7 +214,10 @@ export async function earnBurst(baseUrl, ctx, { count, concurrency, deadlineMs, 
         outcome = err.cause?.code ?? err.name ?? 'error';
       }
       stats.failures[outcome] = (stats.failures[outcome] ?? 0) + 1;
-      if (Date.now() > deadline) throw new Error(`earn ${key} still failing (${outcome}) after ${attempt} attempts`);
+      if (Date.now() - lastSuccess > stallMs)
+        throw new Error(
+          `earn ${key} still failing (${outcome}) after ${attempt} attempts; no earn succeeded for ${Math.round(stallMs / 1000)} s`,
+        );
       await sleep(Math.min(1000, 100 * attempt));
     }
   };

@@ -31,6 +31,7 @@ interface Service {
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: { test: string[]; interval?: string };
   stop_grace_period?: string;
+  stop_signal?: string;
 }
 interface Compose {
   name?: string;
@@ -236,6 +237,10 @@ describe('the NATS server of compose (deploy/nats)', () => {
     expect(auth).toMatch(/^jetstream: \{ store_dir: "\/data" \}$/m);
     expect(auth).toMatch(/^listen: "0\.0\.0\.0:4222"$/m);
     expect(compose.services.nats!.healthcheck!.test.join(' ')).toContain('127.0.0.1:8222/healthz');
+  });
+
+  it('stops NATS with SIGINT, on which nats-server exits 0 (on the default SIGTERM it exits 1)', () => {
+    expect(compose.services.nats!.stop_signal).toBe('SIGINT');
   });
 
   it('is what the generator makes for root `loyalty` (same users, same permissions)', () => {

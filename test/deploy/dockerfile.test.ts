@@ -79,7 +79,7 @@ describe('deploy/Dockerfile', () => {
       .filter((i) => i.keyword === 'COPY')
       .flatMap((i) => i.args.split(/\s+/).slice(0, -1));
     expect(fetchAt).toBeGreaterThan(0);
-    for (const file of ['pnpm-lock.yaml', '.npmrc']) expect(copied).toContain(file);
+    for (const file of ['pnpm-lock.yaml', 'pnpm-workspace.yaml']) expect(copied).toContain(file);
     for (const file of patched) expect(copied.some((c) => file.startsWith(c.replace(/\/?$/, '/')))).toBe(true);
   });
 
@@ -96,8 +96,28 @@ describe('deploy/Dockerfile', () => {
     expect(runs.some((r) => r.includes('node scripts/build.mjs'))).toBe(true);
   });
 
-  it('shares the build and dependency stages between services: SERVICE is read only afterwards', () => {
-    for (const s of stages.filter((s) => ['pnpm', 'store', 'build', 'deps'].includes(s.name ?? ''))) {
+  it("gives pnpm the workspace's settings in the environment (no .npmrc: npm would warn about them)", () => {
+    const pnpmStage = stages.find((s) => s.name === 'pnpm')!;
+    const env = pnpmStage.instructions
+      .filter((i) => i.keyword === 'ENV')
+      .map((i) => i.args)
+      .join(' ');
+    expect(env).toContain('npm_config_node_linker=hoisted');
+    expect(env).toContain('npm_config_auto_install_peers=true');
+    expect(dockerfile).not.toContain('.npmrc');
+  });
+
+  it("keeps only the service's production tree in its image (pnpm list --prod, then the prune)", () => {
+    const deps = stages.find((s) => s.name === 'deps')!;
+    expect(argsOf(deps)).toContain('SERVICE');
+    const run = deps.instructions.find((i) => i.keyword === 'RUN' && i.args.includes('prune-node-modules'))!.args;
+    expect(run).toMatch(/pnpm list --prod --depth Infinity --json --filter "\$\{project\}"/);
+    expect(run).toContain('project="@loyalty/${SERVICE}"');
+    expect(run).toContain('migrate) project="@loyalty/runtime"');
+  });
+
+  it('shares the build stages between services: SERVICE is read only from the dependencies on', () => {
+    for (const s of stages.filter((s) => ['pnpm', 'store', 'build'].includes(s.name ?? ''))) {
       expect(argsOf(s), s.name).not.toContain('SERVICE');
       expect(JSON.stringify(s.instructions), s.name).not.toContain('$SERVICE');
       expect(JSON.stringify(s.instructions), s.name).not.toContain('${SERVICE');
@@ -229,7 +249,6 @@ describe('.dockerignore', () => {
       'package.json',
       'pnpm-lock.yaml',
       'pnpm-workspace.yaml',
-      '.npmrc',
       'patches',
       'libs',
       'services',

@@ -339,6 +339,7 @@ describe('base', () => {
   it('ships the Secret as a clearly marked template the services refuse to start with', () => {
     expect(secretTemplate).toBeDefined();
     expect(secretKeys.sort()).toEqual([
+      'AUDIT_KEY',
       'DATABASE_URL',
       'DIRECT_DATABASE_URL',
       'OPERATOR_TOKEN',
@@ -349,10 +350,21 @@ describe('base', () => {
       'SECRETS_KEY_PREVIOUS',
       'SMTP_URL',
     ]);
-    for (const key of ['DATABASE_URL', 'OPERATOR_TOKEN', 'OTP_SECRET', 'REDIS_URL', 'SECRETS_KEY', 'SMTP_URL'])
+    for (const key of [
+      'AUDIT_KEY',
+      'DATABASE_URL',
+      'OPERATOR_TOKEN',
+      'OTP_SECRET',
+      'REDIS_URL',
+      'SECRETS_KEY',
+      'SMTP_URL',
+    ])
       expect(secretTemplate!.stringData[key], key).toContain('REPLACE_ME');
     expect(configProblems('identity', { OTP_SECRET: secretTemplate!.stringData.OTP_SECRET! })).not.toEqual([]);
     expect(configProblems('webhooks', { SECRETS_KEY: secretTemplate!.stringData.SECRETS_KEY! })).not.toEqual([]);
+    expect(configProblems('identity', { AUDIT_KEY: secretTemplate!.stringData.AUDIT_KEY! }).join('\n')).toMatch(
+      /AUDIT_KEY: must be at least 32 characters/,
+    );
     expect(configProblems('gateway', { OPERATOR_TOKEN: secretTemplate!.stringData.OPERATOR_TOKEN! })).not.toEqual([]);
   });
 

@@ -36,6 +36,7 @@ describe('webhooks scale-out', () => {
         REDIS_KEY_PREFIX: `${root}:`,
         OTP_SECRET: 'scale-otp-secret-0123456789',
         SECRETS_KEY: randomBytes(32).toString('base64'),
+        AUDIT_KEY: 'scale-audit-key-0123456789abcdef0123456789',
         OPERATOR_TOKEN,
         RATE_LIMIT_MAX: '1000000',
         LOG_LEVEL: 'info',

@@ -9,9 +9,21 @@ import {
 } from '@loyalty/contracts';
 
 type Json = Record<string, unknown>;
+interface DocumentedResponse {
+  $ref?: string;
+  content?: { 'application/json'?: { schema: Json } };
+}
 interface Documented {
   operationId: string;
-  responses: Record<string, { content?: { 'application/json'?: { schema: Json } } }>;
+  responses: Record<string, DocumentedResponse>;
+}
+
+/** A response object, or the shared one (`components.responses`) it refers to. */
+export function resolveResponse(doc: Json, response: DocumentedResponse | undefined): DocumentedResponse | undefined {
+  const name = response?.$ref?.replace('#/components/responses/', '');
+  if (name === undefined) return response;
+  const shared = (doc.components as { responses?: Record<string, DocumentedResponse> } | undefined)?.responses;
+  return shared?.[name];
 }
 interface Route {
   method: string;
@@ -52,7 +64,8 @@ export function checkResponse(method: string, url: string, status: number, body:
   const key = `${id} ${status}`;
   let validate = compiled.get(key);
   if (!validate) {
-    const schema = route.documented.responses[String(status)]?.content?.['application/json']?.schema;
+    const schema = resolveResponse(route.doc, route.documented.responses[String(status)])?.content?.['application/json']
+      ?.schema;
     if (!schema)
       throw new Error(
         `contract: ${id} answered ${status}, which its document does not declare: ${JSON.stringify(body)}`,

@@ -16,15 +16,15 @@ import {
   type ReplyMessage,
   type ServiceName,
 } from '@loyalty/contracts';
-import { callService, createLogger, jsonCodec, ManualClock, type RunningService } from '@loyalty/runtime';
-import { readIdentityConfig, startIdentity } from '@loyalty/identity';
+import { callService, createLogger, jsonCodec, ManualClock, type Logger, type RunningService } from '@loyalty/runtime';
+import { readIdentityConfig, startIdentity, type RunningIdentity } from '@loyalty/identity';
 import { readLedgerConfig, startLedger, type RunningLedger } from '@loyalty/ledger';
 import { readClaimsConfig, startClaims, type ClaimsOptions, type RunningClaims } from '@loyalty/claims';
 import { readReferralsConfig, startReferrals } from '@loyalty/referrals';
 import { readWebhooksConfig, startWebhooks, type RunningWebhooks } from '@loyalty/webhooks';
 import { MailSink } from './mail-sink.ts';
 import { connectAs, localNats, natsUserEnv } from './nats.ts';
-import { createTestDatabase, deleteEventStream, OPERATOR_TOKEN } from './system.ts';
+import { createTestDatabase, deleteEventStream, OPERATOR_TOKEN, TEST_AUDIT_KEY } from './system.ts';
 
 /**
  * One service alone, against the real PostgreSQL and NATS, without the gateway or the other
@@ -37,7 +37,7 @@ import { createTestDatabase, deleteEventStream, OPERATOR_TOKEN } from './system.
 
 /** What each service's start function returns. */
 interface Running {
-  identity: RunningService;
+  identity: RunningIdentity;
   ledger: RunningLedger;
   claims: RunningClaims;
   referrals: RunningService;
@@ -168,9 +168,10 @@ export async function startService<N extends ServiceName>(
     postgresAdminUrl?: string;
     /** Where the service's log lines go (a test reading them); stdout otherwise. */
     logTo?: Parameters<typeof createLogger>[2];
+    log?: Logger;
   } & Extra[N] = {} as Extra[N],
 ): Promise<ServiceRunner<N>> {
-  const { env: envOverrides, postgresAdminUrl, logTo, ...firstExtra } = opts;
+  const { env: envOverrides, postgresAdminUrl, logTo, log: givenLog, ...firstExtra } = opts;
   const database = await createTestDatabase(postgresAdminUrl);
   const root = `s${randomBytes(5).toString('hex')}`;
   const subjects = new Subjects(root);
@@ -187,6 +188,7 @@ export async function startService<N extends ServiceName>(
     SMTP_URL: smtpUrl,
     OTP_SECRET: 'test-otp-secret-0123456789',
     SECRETS_KEY: randomBytes(32).toString('base64'),
+    AUDIT_KEY: TEST_AUDIT_KEY,
     OPERATOR_TOKEN,
     REQUEST_TIMEOUT_MS: '5000',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
@@ -194,7 +196,7 @@ export async function startService<N extends ServiceName>(
     // The service connects as its own NATS user, with its production permissions.
     ...natsUserEnv(name, natsUrl),
   };
-  const log = createLogger(name, env.LOG_LEVEL, logTo);
+  const log = givenLog ?? createLogger(name, env.LOG_LEVEL, logTo);
   const start = async (extra: Extra[N]): Promise<Running[N]> => {
     const starters: { [K in ServiceName]: () => Promise<Running[K]> } = {
       identity: () => startIdentity(readIdentityConfig(env), { clock, log }),

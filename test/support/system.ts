@@ -16,6 +16,8 @@ import { connectAs, localNats, natsUserEnv } from './nats.ts';
 const ADMIN_URL = process.env.LOYALTY_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 export const REDIS_URL = process.env.LOYALTY_REDIS_URL || 'redis://127.0.0.1:6379';
 export const OPERATOR_TOKEN = 'test-operator-token-0123456789';
+/** The audit key of the test systems (identity's AUDIT_KEY): a test that forges rows does not have it. */
+export const TEST_AUDIT_KEY = 'test-audit-key-0123456789abcdef0123456789';
 
 /** A database of its own for one test file, dropped at the end: files run in parallel and twice in a row. */
 export async function createTestDatabase(
@@ -95,6 +97,7 @@ export async function startTestSystem(
     OTP_SECRET: 'test-otp-secret-0123456789',
     // The webhook signing secrets' key-encryption key (32 bytes, base64): one per test system.
     SECRETS_KEY: randomBytes(32).toString('base64'),
+    AUDIT_KEY: TEST_AUDIT_KEY,
     OPERATOR_TOKEN,
     // Long enough that a loaded machine does not turn slow answers into 503s; short enough for the hang test.
     REQUEST_TIMEOUT_MS: '4000',

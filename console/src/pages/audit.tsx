@@ -38,7 +38,7 @@ export function AuditPage(props: { isManager: boolean }) {
     setChecking(true);
     setVerdict(undefined);
     try {
-      const v = await call('staff.audit.verify');
+      const v = await call('staff.audit.verify', { query: {} });
       setVerdict(
         v.valid
           ? { kind: 'ok', text: `Chain intact: ${v.rows_checked} rows verified (head ${v.head.seq}).` }

@@ -37,3 +37,27 @@ export const AuditEntry = z.object({
   request_id: Text.min(1).max(128),
 });
 export type AuditEntry = z.input<typeof AuditEntry>;
+
+/**
+ * An audit chain anchor: the tenant's chain head (`seq`, `hash`) at `anchored_at`, signed by identity
+ * with the platform's audit key (`signature`: HMAC-SHA256, key named by `key_id`). Identity writes
+ * one whenever a head moved since the last, logs it and publishes it as `audit_anchored`
+ * (`<root>.events.identity.audit_anchored`, webhook type `audit.anchored`). `token` is the same in
+ * one string: kept outside the platform, it is given back to the verification (`anchor`), which
+ * then tells a chain rebuilt since from the real one.
+ */
+export const AUDIT_ANCHORED_EVENT = 'audit_anchored';
+
+export const AUDIT_ANCHOR_TOKEN = /^v1\.\d{1,15}\.\d{1,15}\.[0-9a-f]{64}\.\d{1,15}\.[0-9a-f]{16}\.[0-9a-f]{64}$/;
+
+export const AuditAnchor = z
+  .object({
+    seq: z.number().int().describe("the chain head's sequence number"),
+    hash: z.string().describe("the chain head's hash"),
+    anchored_at: z.string().describe('when identity signed it (ISO 8601)'),
+    key_id: z.string().describe('which audit key signed it (a fingerprint, not the key)'),
+    signature: z.string().describe('HMAC-SHA256 (hex) under a key derived from the audit key'),
+    token: z.string().describe('the anchor in one string: keep it, and give it back to the verification (`anchor`)'),
+  })
+  .meta({ id: 'AuditAnchor' });
+export type AuditAnchor = z.infer<typeof AuditAnchor>;

@@ -75,6 +75,10 @@ export const errorCatalogue = {
     message: 'The URL cannot be a webhook target (only public http or https addresses, without credentials).',
   },
   webhook_endpoint_limit: { status: 422, message: 'The tenant has as many webhook endpoints as it may have.' },
+  audit_anchor_invalid: {
+    status: 422,
+    message: "The anchor is not one this platform signed for this tenant's audit chain.",
+  },
   pin_locked: { status: 423, message: 'PIN redemption is locked after repeated wrong PINs; try again later.' },
   // 429: limits
   rate_limited: { status: 429, message: 'Too many requests; slow down.' },

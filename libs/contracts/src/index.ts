@@ -50,11 +50,24 @@ export {
   MemberSummary,
   RewardSummary,
 } from './internal.ts';
-export { buildOpenApiDocument, buildOperatorOpenApiDocument, buildStaffOpenApiDocument } from './openapi.ts';
+export {
+  buildOpenApiDocument,
+  buildOperatorOpenApiDocument,
+  buildStaffOpenApiDocument,
+  edgeResponses,
+} from './openapi.ts';
 
 // Events: domain events, audit entries, the public webhook events.
 export { type DomainEvent } from './events.ts';
-export { AUDIT_EVENT, AuditActor, AuditEntry, StaffRole } from './audit.ts';
+export {
+  AUDIT_ANCHORED_EVENT,
+  AUDIT_ANCHOR_TOKEN,
+  AUDIT_EVENT,
+  AuditActor,
+  AuditAnchor,
+  AuditEntry,
+  StaffRole,
+} from './audit.ts';
 export {
   WEBHOOK_HEADERS,
   webhookEnvelopeSchema,

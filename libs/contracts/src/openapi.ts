@@ -144,30 +144,87 @@ function responseHeaders(audience: Audience, status: number, op: Operation): Rec
   return headers;
 }
 
+/** The failure envelope with `error.code` one of `codes`. */
+const failureOf = (codes: readonly ErrorCode[]) => ({
+  allOf: [
+    ref('schemas', 'Failure'),
+    { type: 'object', properties: { error: { type: 'object', properties: { code: { enum: [...codes] } } } } },
+  ],
+});
+
+/**
+ * Answers of the HTTP edge itself, before (or instead of) any operation, shared by every document
+ * as `components.responses` and referred to by every operation, so that generated clients know them:
+ * - `RouteNotFound` (404 `route_not_found`): no route has this path (for a documented operation: a
+ *   server that does not have it, e.g. another version);
+ * - `MethodNotAllowed` (405 `method_not_allowed`): the path is a route, the method is not one of
+ *   its operations (likewise); `Allow` lists those;
+ * - `UriTooLong` (414 `uri_too_long`): a path parameter over 100 characters;
+ * - `HeadersTooLarge` (431 `headers_too_large`): request headers over the server's limit (answered
+ *   by the HTTP parser, so without the API's other headers, and the connection is closed).
+ */
+export const edgeResponses = {
+  RouteNotFound: { status: 404, code: 'route_not_found' },
+  MethodNotAllowed: { status: 405, code: 'method_not_allowed' },
+  UriTooLong: { status: 414, code: 'uri_too_long' },
+  HeadersTooLarge: { status: 431, code: 'headers_too_large' },
+} as const satisfies Record<string, { status: number; code: ErrorCode }>;
+
+function edgeResponseComponents(): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, { code }] of Object.entries(edgeResponses)) {
+    out[name] = {
+      description: `\`${code}\`: ${errorCatalogue[code].message}`,
+      ...(code === 'method_not_allowed'
+        ? {
+            headers: {
+              Allow: {
+                description: "The path's methods, e.g. `GET, POST`.",
+                required: true,
+                schema: { type: 'string' },
+              },
+            },
+          }
+        : {}),
+      content: { 'application/json': { schema: failureOf([code]) } },
+    };
+  }
+  return out;
+}
+
+/**
+ * The edge's answers a request for an operation can get: 404 `route_not_found` and 405 from a
+ * server without the operation (the 404 merged into the operation's own when it has one), 431 for
+ * any request, 414 for a path with parameters (one too long).
+ */
+function edgeFailures(op: Operation, own: Map<number, ErrorCode[]>): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    '405': ref('responses', 'MethodNotAllowed'),
+    '431': ref('responses', 'HeadersTooLarge'),
+  };
+  if (op.path.includes('/:')) out['414'] = ref('responses', 'UriTooLong');
+  if (!own.has(404)) out['404'] = ref('responses', 'RouteNotFound');
+  return out;
+}
+
 function failureResponses(op: Operation, audience: Audience): Record<string, unknown> {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of errorCodesOf(op, audience)) {
     const status = errorCatalogue[code].status;
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
-  const out: Record<string, unknown> = {};
+  const own = new Map(byStatus);
+  const notFound = byStatus.get(404);
+  if (notFound) byStatus.set(404, ['route_not_found', ...notFound]);
+  const out: Record<string, unknown> = edgeFailures(op, own);
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
     out[String(status)] = {
       description: list.map((c) => `\`${c}\``).join(', '),
       headers: responseHeaders(audience, status, op),
-      content: {
-        'application/json': {
-          schema: {
-            allOf: [
-              ref('schemas', 'Failure'),
-              { type: 'object', properties: { error: { type: 'object', properties: { code: { enum: list } } } } },
-            ],
-          },
-        },
-      },
+      content: { 'application/json': { schema: failureOf(list) } },
     };
   }
-  return out;
+  return Object.fromEntries(Object.entries(out).sort((a, b) => Number(a[0]) - Number(b[0])));
 }
 
 function parametersOf(op: Operation, schemas: SchemaCollector): unknown[] {
@@ -438,7 +495,8 @@ function build(ops: Record<string, Operation>, serverUrl: string, audience: Audi
     paths[path] ??= {};
     paths[path][op.method.toLowerCase()] = operationObject(id, op, audience, schemas);
   }
-  const { title, description } = infos[audience];
+  const { title } = infos[audience];
+  const description = `${infos[audience].description} Answers of the HTTP edge itself are shared responses (\`components.responses\`): \`route_not_found\` (404, no route has the path), \`method_not_allowed\` (405, with \`Allow\`), \`uri_too_long\` (414) and \`headers_too_large\` (431).`;
   return {
     openapi: '3.1.0',
     info: { title, version: '1.0.0', license, description },
@@ -459,6 +517,7 @@ function build(ops: Record<string, Operation>, serverUrl: string, audience: Audi
           JSON.stringify(paths).includes(`"#/components/headers/${name}"`),
         ),
       ),
+      responses: edgeResponseComponents(),
       schemas: schemas.schemas,
     },
   };

@@ -240,6 +240,19 @@ export const webhookEventTypes = {
     summary: 'Both parties of a referral received their bonus points.',
     data: referralData,
   },
+  'audit.anchored': {
+    source: 'identity.audit_anchored',
+    summary:
+      "The tenant's audit chain head, signed by the platform (sent when the chain grew since the last anchor, at most every AUDIT_ANCHOR_INTERVAL_MS). Keep `token`: a verification given it detects a chain rebuilt since.",
+    data: z.object({
+      seq: z.number().int().describe("the chain head's sequence number"),
+      hash: z.string().describe("the chain head's hash"),
+      anchored_at: Timestamp,
+      key_id: z.string().describe('which audit key signed it (a fingerprint, not the key)'),
+      signature: z.string().describe('HMAC-SHA256 (hex) under a key derived from the platform audit key'),
+      token: z.string().describe('the anchor in one string, for `GET /staff/v1/audit/verify?anchor=`'),
+    }),
+  },
   ping: {
     source: null,
     summary: 'A test event, sent on request (`POST .../ping`).',

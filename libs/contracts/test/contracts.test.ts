@@ -274,3 +274,46 @@ function stringFields(schema: z.ZodType, prefix = ''): [string, z.ZodType][] {
   }
   return out;
 }
+
+describe("the edge's own answers", () => {
+  type Shared = { content: { 'application/json': { schema: { allOf: FailureCodes[] } } }; headers?: object };
+  const documents = [
+    ['merchant', buildOpenApiDocument(operations), operations],
+    ['operator', buildOperatorOpenApiDocument(operatorOperations), operatorOperations],
+    ['staff', buildStaffOpenApiDocument(staffApiOperations), staffApiOperations],
+  ] as const;
+
+  it.each(documents)(
+    'are shared responses of the %s document, referenced by the operations they can answer',
+    (_, d, ops) => {
+      const doc = d as Doc & { components: { responses: Record<string, Shared> } };
+      const codes = Object.fromEntries(
+        Object.entries(doc.components.responses).map(([name, r]) => [
+          name,
+          r.content['application/json'].schema.allOf[1]!.properties.error.properties.code.enum,
+        ]),
+      );
+      expect(codes).toEqual({
+        RouteNotFound: ['route_not_found'],
+        MethodNotAllowed: ['method_not_allowed'],
+        UriTooLong: ['uri_too_long'],
+        HeadersTooLarge: ['headers_too_large'],
+      });
+      expect(doc.components.responses.MethodNotAllowed!.headers).toHaveProperty('Allow');
+      for (const [id, op] of Object.entries(ops)) {
+        const documented = doc.paths[op.path.replace(/:([a-z_]+)/g, '{$1}')]![op.method.toLowerCase()]! as Op & {
+          responses: Record<string, { $ref?: string }>;
+        };
+        expect(documented.responses['431'], id).toEqual({ $ref: '#/components/responses/HeadersTooLarge' });
+        // A server without this operation (another version) answers 404 or 405 for it.
+        expect(documented.responses['405'], id).toEqual({ $ref: '#/components/responses/MethodNotAllowed' });
+        const notFound = documented.responses['404']!;
+        if (notFound.$ref) expect(notFound.$ref, id).toBe('#/components/responses/RouteNotFound');
+        else expect(codesOf(documented, '404'), id).toEqual(expect.arrayContaining(['route_not_found']));
+        if (op.path.includes('/:'))
+          expect(documented.responses['414'], id).toEqual({ $ref: '#/components/responses/UriTooLong' });
+        else expect(documented.responses['414'], id).toBeUndefined();
+      }
+    },
+  );
+});

@@ -761,6 +761,26 @@ export interface paths {
   };
 }
 export interface webhooks {
+  'audit.anchored': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * The tenant's audit chain head, signed by the platform (sent when the chain grew since the last anchor, at most every AUDIT_ANCHOR_INTERVAL_MS). Keep `token`: a verification given it detects a chain rebuilt since.
+     * @description Delivered at least once: answer 2xx within 10 s, or the delivery is retried with exponential backoff and jitter for up to three days. De-duplicate on the event `id`.
+     */
+    post: operations['webhook.audit.anchored'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   'cashback.earned': {
     parameters: {
       query?: never;
@@ -1289,6 +1309,7 @@ export interface components {
           | 'balance_limit_exceeded'
           | 'webhook_url_refused'
           | 'webhook_endpoint_limit'
+          | 'audit_anchor_invalid'
           | 'pin_locked'
           | 'rate_limited'
           | 'otp_cooldown'
@@ -1537,7 +1558,66 @@ export interface components {
       status: 'pending' | 'completed';
     };
   };
-  responses: never;
+  responses: {
+    /** @description `headers_too_large`: The request headers are too large. */
+    HeadersTooLarge: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['Failure'] & {
+          error?: {
+            /** @enum {unknown} */
+            code?: 'headers_too_large';
+          };
+        };
+      };
+    };
+    /** @description `method_not_allowed`: This method is not allowed on this route. */
+    MethodNotAllowed: {
+      headers: {
+        /** @description The path's methods, e.g. `GET, POST`. */
+        Allow: string;
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['Failure'] & {
+          error?: {
+            /** @enum {unknown} */
+            code?: 'method_not_allowed';
+          };
+        };
+      };
+    };
+    /** @description `route_not_found`: No such route. */
+    RouteNotFound: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['Failure'] & {
+          error?: {
+            /** @enum {unknown} */
+            code?: 'route_not_found';
+          };
+        };
+      };
+    };
+    /** @description `uri_too_long`: The request path is too long. */
+    UriTooLong: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['Failure'] & {
+          error?: {
+            /** @enum {unknown} */
+            code?: 'uri_too_long';
+          };
+        };
+      };
+    };
+  };
   parameters: never;
   requestBodies: never;
   headers: {
@@ -1669,6 +1749,8 @@ export interface operations {
           };
         };
       };
+      404: components['responses']['RouteNotFound'];
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -1730,6 +1812,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -1851,6 +1934,8 @@ export interface operations {
           };
         };
       };
+      404: components['responses']['RouteNotFound'];
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -1912,6 +1997,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -2056,6 +2142,8 @@ export interface operations {
           };
         };
       };
+      404: components['responses']['RouteNotFound'];
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -2137,6 +2225,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -2258,6 +2347,8 @@ export interface operations {
           };
         };
       };
+      404: components['responses']['RouteNotFound'];
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -2319,6 +2410,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -2473,7 +2565,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_not_found` */
+      /** @description `route_not_found`, `tenant_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -2488,11 +2580,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_not_found';
+              code?: 'route_not_found' | 'tenant_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `idempotency_key_reused`, `idempotency_in_progress`, `email_taken`, `phone_taken` */
       409: {
         headers: {
@@ -2574,6 +2667,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -2716,7 +2810,7 @@ export interface operations {
           };
         };
       };
-      /** @description `member_not_found`, `tenant_not_found` */
+      /** @description `route_not_found`, `member_not_found`, `tenant_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -2731,11 +2825,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'member_not_found' | 'tenant_not_found';
+              code?: 'route_not_found' | 'member_not_found' | 'tenant_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -2817,6 +2912,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -2964,7 +3060,7 @@ export interface operations {
           };
         };
       };
-      /** @description `member_not_found` */
+      /** @description `route_not_found`, `member_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -2979,11 +3075,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'member_not_found';
+              code?: 'route_not_found' | 'member_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -3045,6 +3142,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -3203,6 +3301,8 @@ export interface operations {
           };
         };
       };
+      404: components['responses']['RouteNotFound'];
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -3264,6 +3364,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -3437,7 +3538,7 @@ export interface operations {
           };
         };
       };
-      /** @description `card_not_found`, `member_not_found` */
+      /** @description `route_not_found`, `card_not_found`, `member_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -3452,11 +3553,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'card_not_found' | 'member_not_found';
+              code?: 'route_not_found' | 'card_not_found' | 'member_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -3538,6 +3640,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -3737,7 +3840,7 @@ export interface operations {
           };
         };
       };
-      /** @description `card_not_found`, `member_not_found` */
+      /** @description `route_not_found`, `card_not_found`, `member_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -3752,11 +3855,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'card_not_found' | 'member_not_found';
+              code?: 'route_not_found' | 'card_not_found' | 'member_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `idempotency_key_reused`, `idempotency_in_progress`, `duplicate_reference` */
       409: {
         headers: {
@@ -3858,6 +3962,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -4024,7 +4129,7 @@ export interface operations {
           };
         };
       };
-      /** @description `card_not_found`, `member_not_found` */
+      /** @description `route_not_found`, `card_not_found`, `member_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4039,11 +4144,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'card_not_found' | 'member_not_found';
+              code?: 'route_not_found' | 'card_not_found' | 'member_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -4125,6 +4231,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -4349,7 +4456,7 @@ export interface operations {
           };
         };
       };
-      /** @description `card_not_found`, `member_not_found` */
+      /** @description `route_not_found`, `card_not_found`, `member_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4364,11 +4471,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'card_not_found' | 'member_not_found';
+              code?: 'route_not_found' | 'card_not_found' | 'member_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -4450,6 +4558,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -4631,7 +4740,7 @@ export interface operations {
           };
         };
       };
-      /** @description `card_not_found` */
+      /** @description `route_not_found`, `card_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4646,11 +4755,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'card_not_found';
+              code?: 'route_not_found' | 'card_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `idempotency_key_reused`, `idempotency_in_progress` */
       409: {
         headers: {
@@ -4772,6 +4882,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -4966,7 +5077,7 @@ export interface operations {
           };
         };
       };
-      /** @description `card_not_found`, `member_not_found` */
+      /** @description `route_not_found`, `card_not_found`, `member_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4981,11 +5092,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'card_not_found' | 'member_not_found';
+              code?: 'route_not_found' | 'card_not_found' | 'member_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `idempotency_key_reused`, `idempotency_in_progress` */
       409: {
         headers: {
@@ -5087,6 +5199,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -5235,7 +5348,7 @@ export interface operations {
           };
         };
       };
-      /** @description `card_not_found`, `member_not_found` */
+      /** @description `route_not_found`, `card_not_found`, `member_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -5250,11 +5363,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'card_not_found' | 'member_not_found';
+              code?: 'route_not_found' | 'card_not_found' | 'member_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -5275,6 +5389,7 @@ export interface operations {
           };
         };
       };
+      414: components['responses']['UriTooLong'];
       /** @description `unsupported_media_type` */
       415: {
         headers: {
@@ -5336,6 +5451,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -5489,7 +5605,7 @@ export interface operations {
           };
         };
       };
-      /** @description `card_not_found` */
+      /** @description `route_not_found`, `card_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -5504,11 +5620,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'card_not_found';
+              code?: 'route_not_found' | 'card_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -5529,6 +5646,7 @@ export interface operations {
           };
         };
       };
+      414: components['responses']['UriTooLong'];
       /** @description `unsupported_media_type` */
       415: {
         headers: {
@@ -5590,6 +5708,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -5747,7 +5866,7 @@ export interface operations {
           };
         };
       };
-      /** @description `card_not_found` */
+      /** @description `route_not_found`, `card_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -5762,11 +5881,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'card_not_found';
+              code?: 'route_not_found' | 'card_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -5787,6 +5907,7 @@ export interface operations {
           };
         };
       };
+      414: components['responses']['UriTooLong'];
       /** @description `unsupported_media_type` */
       415: {
         headers: {
@@ -5848,6 +5969,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -6006,7 +6128,7 @@ export interface operations {
           };
         };
       };
-      /** @description `card_not_found`, `member_not_found` */
+      /** @description `route_not_found`, `card_not_found`, `member_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -6021,11 +6143,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'card_not_found' | 'member_not_found';
+              code?: 'route_not_found' | 'card_not_found' | 'member_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -6046,6 +6169,7 @@ export interface operations {
           };
         };
       };
+      414: components['responses']['UriTooLong'];
       /** @description `unsupported_media_type` */
       415: {
         headers: {
@@ -6107,6 +6231,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -6285,7 +6410,7 @@ export interface operations {
           };
         };
       };
-      /** @description `card_not_found` */
+      /** @description `route_not_found`, `card_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -6300,11 +6425,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'card_not_found';
+              code?: 'route_not_found' | 'card_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -6366,6 +6492,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -6540,7 +6667,7 @@ export interface operations {
           };
         };
       };
-      /** @description `card_not_found`, `reward_not_found` */
+      /** @description `route_not_found`, `card_not_found`, `reward_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -6555,11 +6682,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'card_not_found' | 'reward_not_found';
+              code?: 'route_not_found' | 'card_not_found' | 'reward_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `idempotency_key_reused`, `idempotency_in_progress` */
       409: {
         headers: {
@@ -6661,6 +6789,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -6825,7 +6954,7 @@ export interface operations {
           };
         };
       };
-      /** @description `claim_request_not_found` */
+      /** @description `route_not_found`, `claim_request_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -6840,11 +6969,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'claim_request_not_found';
+              code?: 'route_not_found' | 'claim_request_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -6865,6 +6995,7 @@ export interface operations {
           };
         };
       };
+      414: components['responses']['UriTooLong'];
       /** @description `unsupported_media_type` */
       415: {
         headers: {
@@ -6906,6 +7037,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -7076,7 +7208,7 @@ export interface operations {
           };
         };
       };
-      /** @description `claim_request_not_found` */
+      /** @description `route_not_found`, `claim_request_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -7091,11 +7223,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'claim_request_not_found';
+              code?: 'route_not_found' | 'claim_request_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `idempotency_key_reused`, `idempotency_in_progress`, `claim_request_not_pending` */
       409: {
         headers: {
@@ -7136,6 +7269,7 @@ export interface operations {
           };
         };
       };
+      414: components['responses']['UriTooLong'];
       /** @description `unsupported_media_type` */
       415: {
         headers: {
@@ -7197,6 +7331,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -7365,7 +7500,7 @@ export interface operations {
           };
         };
       };
-      /** @description `claim_request_not_found` */
+      /** @description `route_not_found`, `claim_request_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -7380,11 +7515,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'claim_request_not_found';
+              code?: 'route_not_found' | 'claim_request_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `idempotency_key_reused`, `idempotency_in_progress`, `claim_request_not_pending` */
       409: {
         headers: {
@@ -7425,6 +7561,7 @@ export interface operations {
           };
         };
       };
+      414: components['responses']['UriTooLong'];
       /** @description `unsupported_media_type` */
       415: {
         headers: {
@@ -7466,6 +7603,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -7630,7 +7768,7 @@ export interface operations {
           };
         };
       };
-      /** @description `member_not_found`, `card_not_found`, `reward_not_found`, `tenant_not_found` */
+      /** @description `route_not_found`, `member_not_found`, `card_not_found`, `reward_not_found`, `tenant_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -7645,11 +7783,13 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'member_not_found' | 'card_not_found' | 'reward_not_found' | 'tenant_not_found';
+              code?:
+                'route_not_found' | 'member_not_found' | 'card_not_found' | 'reward_not_found' | 'tenant_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -7731,6 +7871,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -7904,7 +8045,7 @@ export interface operations {
           };
         };
       };
-      /** @description `card_not_found`, `member_not_found` */
+      /** @description `route_not_found`, `card_not_found`, `member_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -7919,11 +8060,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'card_not_found' | 'member_not_found';
+              code?: 'route_not_found' | 'card_not_found' | 'member_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -8005,6 +8147,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -8207,7 +8350,7 @@ export interface operations {
           };
         };
       };
-      /** @description `card_not_found`, `member_not_found` */
+      /** @description `route_not_found`, `card_not_found`, `member_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -8222,11 +8365,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'card_not_found' | 'member_not_found';
+              code?: 'route_not_found' | 'card_not_found' | 'member_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `idempotency_key_reused`, `idempotency_in_progress`, `duplicate_reference` */
       409: {
         headers: {
@@ -8328,6 +8472,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -8492,7 +8637,7 @@ export interface operations {
           };
         };
       };
-      /** @description `card_not_found`, `member_not_found` */
+      /** @description `route_not_found`, `card_not_found`, `member_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -8507,11 +8652,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'card_not_found' | 'member_not_found';
+              code?: 'route_not_found' | 'card_not_found' | 'member_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -8593,6 +8739,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -8809,7 +8956,7 @@ export interface operations {
           };
         };
       };
-      /** @description `card_not_found`, `member_not_found`, `reward_not_found` */
+      /** @description `route_not_found`, `card_not_found`, `member_not_found`, `reward_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -8824,11 +8971,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'card_not_found' | 'member_not_found' | 'reward_not_found';
+              code?: 'route_not_found' | 'card_not_found' | 'member_not_found' | 'reward_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -8910,6 +9058,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -9087,7 +9236,7 @@ export interface operations {
           };
         };
       };
-      /** @description `card_not_found`, `reward_not_found` */
+      /** @description `route_not_found`, `card_not_found`, `reward_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9102,11 +9251,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'card_not_found' | 'reward_not_found';
+              code?: 'route_not_found' | 'card_not_found' | 'reward_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `idempotency_key_reused`, `idempotency_in_progress` */
       409: {
         headers: {
@@ -9208,6 +9358,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -9399,7 +9550,7 @@ export interface operations {
           };
         };
       };
-      /** @description `card_not_found`, `member_not_found` */
+      /** @description `route_not_found`, `card_not_found`, `member_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9414,11 +9565,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'card_not_found' | 'member_not_found';
+              code?: 'route_not_found' | 'card_not_found' | 'member_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `idempotency_key_reused`, `idempotency_in_progress` */
       409: {
         headers: {
@@ -9520,6 +9672,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -9690,7 +9843,7 @@ export interface operations {
           };
         };
       };
-      /** @description `referral_code_not_found`, `member_not_found`, `card_not_found` */
+      /** @description `route_not_found`, `referral_code_not_found`, `member_not_found`, `card_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9705,11 +9858,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'referral_code_not_found' | 'member_not_found' | 'card_not_found';
+              code?: 'route_not_found' | 'referral_code_not_found' | 'member_not_found' | 'card_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `idempotency_key_reused`, `idempotency_in_progress`, `referral_already_applied` */
       409: {
         headers: {
@@ -9811,6 +9965,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -9982,6 +10137,8 @@ export interface operations {
           };
         };
       };
+      404: components['responses']['RouteNotFound'];
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -10043,6 +10200,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -10227,7 +10385,7 @@ export interface operations {
           };
         };
       };
-      /** @description `webhook_delivery_not_found` */
+      /** @description `route_not_found`, `webhook_delivery_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -10242,11 +10400,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'webhook_delivery_not_found';
+              code?: 'route_not_found' | 'webhook_delivery_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `idempotency_key_reused`, `idempotency_in_progress`, `webhook_endpoint_disabled` */
       409: {
         headers: {
@@ -10287,6 +10446,7 @@ export interface operations {
           };
         };
       };
+      414: components['responses']['UriTooLong'];
       /** @description `unsupported_media_type` */
       415: {
         headers: {
@@ -10328,6 +10488,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -10486,6 +10647,8 @@ export interface operations {
           };
         };
       };
+      404: components['responses']['RouteNotFound'];
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -10547,6 +10710,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -10634,6 +10798,7 @@ export interface operations {
             | 'claim.expired'
             | 'referral.applied'
             | 'referral.completed'
+            | 'audit.anchored'
           )[];
           /** @description absolute http(s) URL of a public address, without credentials; at most 2048 characters */
           url: string;
@@ -10747,6 +10912,8 @@ export interface operations {
           };
         };
       };
+      404: components['responses']['RouteNotFound'];
+      405: components['responses']['MethodNotAllowed'];
       /** @description `idempotency_key_reused`, `idempotency_in_progress` */
       409: {
         headers: {
@@ -10848,6 +11015,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -11006,7 +11174,7 @@ export interface operations {
           };
         };
       };
-      /** @description `webhook_endpoint_not_found` */
+      /** @description `route_not_found`, `webhook_endpoint_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -11021,11 +11189,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'webhook_endpoint_not_found';
+              code?: 'route_not_found' | 'webhook_endpoint_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -11046,6 +11215,7 @@ export interface operations {
           };
         };
       };
+      414: components['responses']['UriTooLong'];
       /** @description `unsupported_media_type` */
       415: {
         headers: {
@@ -11087,6 +11257,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -11233,7 +11404,7 @@ export interface operations {
           };
         };
       };
-      /** @description `webhook_endpoint_not_found` */
+      /** @description `route_not_found`, `webhook_endpoint_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -11248,11 +11419,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'webhook_endpoint_not_found';
+              code?: 'route_not_found' | 'webhook_endpoint_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -11273,6 +11445,7 @@ export interface operations {
           };
         };
       };
+      414: components['responses']['UriTooLong'];
       /** @description `unsupported_media_type` */
       415: {
         headers: {
@@ -11314,6 +11487,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -11396,6 +11570,7 @@ export interface operations {
             | 'claim.expired'
             | 'referral.applied'
             | 'referral.completed'
+            | 'audit.anchored'
           )[];
           /** @description absolute http(s) URL of a public address, without credentials; at most 2048 characters */
           url?: string;
@@ -11507,7 +11682,7 @@ export interface operations {
           };
         };
       };
-      /** @description `webhook_endpoint_not_found` */
+      /** @description `route_not_found`, `webhook_endpoint_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -11522,11 +11697,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'webhook_endpoint_not_found';
+              code?: 'route_not_found' | 'webhook_endpoint_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -11547,6 +11723,7 @@ export interface operations {
           };
         };
       };
+      414: components['responses']['UriTooLong'];
       /** @description `unsupported_media_type` */
       415: {
         headers: {
@@ -11608,6 +11785,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -11801,7 +11979,7 @@ export interface operations {
           };
         };
       };
-      /** @description `webhook_endpoint_not_found` */
+      /** @description `route_not_found`, `webhook_endpoint_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -11816,11 +11994,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'webhook_endpoint_not_found';
+              code?: 'route_not_found' | 'webhook_endpoint_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
       413: {
         headers: {
@@ -11841,6 +12020,7 @@ export interface operations {
           };
         };
       };
+      414: components['responses']['UriTooLong'];
       /** @description `unsupported_media_type` */
       415: {
         headers: {
@@ -11882,6 +12062,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -12047,7 +12228,7 @@ export interface operations {
           };
         };
       };
-      /** @description `webhook_endpoint_not_found` */
+      /** @description `route_not_found`, `webhook_endpoint_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -12062,11 +12243,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'webhook_endpoint_not_found';
+              code?: 'route_not_found' | 'webhook_endpoint_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `idempotency_key_reused`, `idempotency_in_progress`, `webhook_endpoint_disabled` */
       409: {
         headers: {
@@ -12107,6 +12289,7 @@ export interface operations {
           };
         };
       };
+      414: components['responses']['UriTooLong'];
       /** @description `unsupported_media_type` */
       415: {
         headers: {
@@ -12148,6 +12331,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -12314,7 +12498,7 @@ export interface operations {
           };
         };
       };
-      /** @description `webhook_endpoint_not_found` */
+      /** @description `route_not_found`, `webhook_endpoint_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -12329,11 +12513,12 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'webhook_endpoint_not_found';
+              code?: 'route_not_found' | 'webhook_endpoint_not_found';
             };
           };
         };
       };
+      405: components['responses']['MethodNotAllowed'];
       /** @description `idempotency_key_reused`, `idempotency_in_progress` */
       409: {
         headers: {
@@ -12374,6 +12559,7 @@ export interface operations {
           };
         };
       };
+      414: components['responses']['UriTooLong'];
       /** @description `unsupported_media_type` */
       415: {
         headers: {
@@ -12415,6 +12601,7 @@ export interface operations {
           };
         };
       };
+      431: components['responses']['HeadersTooLarge'];
       /** @description `internal_error` */
       500: {
         headers: {
@@ -12455,6 +12642,73 @@ export interface operations {
             };
           };
         };
+      };
+    };
+  };
+  'webhook.audit.anchored': {
+    parameters: {
+      query?: never;
+      header: {
+        /**
+         * @description The event id (as `id` in the body): the same on every attempt.
+         * @example b3c1f0d2-9a4e-4e0b-8f57-2f3c9d1e7a10
+         */
+        'Loyalty-Event-Id': string;
+        /**
+         * @description The event type (as `type` in the body).
+         * @example points.earned
+         */
+        'Loyalty-Event-Type': string;
+        /**
+         * @description `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" under the endpoint secret>`; during a secret rotation a second `v1` (the old secret). Check one `v1` with a timestamp tolerance (the SDK: `verifyWebhookSignature`).
+         * @example t=1773480413,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+         */
+        'Loyalty-Signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description when it happened */
+          created_at: string;
+          data: {
+            /** @description ISO 8601 UTC timestamp */
+            anchored_at: string;
+            /** @description the chain head's hash */
+            hash: string;
+            /** @description which audit key signed it (a fingerprint, not the key) */
+            key_id: string;
+            /** @description the chain head's sequence number */
+            seq: number;
+            /** @description HMAC-SHA256 (hex) under a key derived from the platform audit key */
+            signature: string;
+            /** @description the anchor in one string, for `GET /staff/v1/audit/verify?anchor=` */
+            token: string;
+          };
+          /** @description the event id: the same on every attempt and redelivery; de-duplicate on it */
+          id: string;
+          tenant_id: number;
+          /** @constant */
+          type: 'audit.anchored';
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx). The body is not read beyond a few KB. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Any other answer (or none within 10 s) fails the attempt; it is retried. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
     };
   };

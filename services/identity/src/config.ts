@@ -38,6 +38,24 @@ export const IdentityConfig = z.object({
   EARN_MAIL_INTERVAL_MS: z.coerce.number().int().positive().default(1000),
   /** Key of the HMAC under which one-time codes are stored. */
   OTP_SECRET: z.string().min(16, 'must be at least 16 characters'),
+  /**
+   * Key of the audit chain (HMAC-SHA256 of every new row, signature of the anchors). Kept outside
+   * the database: whoever can write the audit tables without it cannot make rows or anchors that verify.
+   */
+  AUDIT_KEY: z.string().min(32, 'must be at least 32 characters'),
+  /** Retired audit keys, comma-separated: rows and anchors they signed still verify (key rotation). */
+  AUDIT_PREVIOUS_KEYS: z
+    .string()
+    .optional()
+    .transform((v) =>
+      (v ?? '')
+        .split(',')
+        .map((k) => k.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.string().min(32, 'each key must be at least 32 characters'))),
+  /** How often each replica anchors the audit chain heads that moved (signs, stores, logs and publishes them). */
+  AUDIT_ANCHOR_INTERVAL_MS: z.coerce.number().int().positive().default(3_600_000),
   OTP_TTL_MINUTES: z.coerce.number().int().positive().default(10),
   OTP_MAX_ATTEMPTS: z.coerce.number().int().positive().default(5),
   OTP_RESEND_COOLDOWN_SECONDS: z.coerce.number().int().min(0).default(60),

@@ -59,7 +59,7 @@ export function identityEndpoints(parts: IdentityParts): Endpoints {
     .staff(s['staff.members.find'], (d, c) => members.find(d, c.meta))
     .staff(s['staff.members.get'], (d, c) => members.get(d, c.meta))
     .staff(s['staff.audit.list'], (d, c) => audit.list(d, c.meta))
-    .staff(s['staff.audit.verify'], (_d, c) => audit.verify(c.meta.tenant_id))
+    .staff(s['staff.audit.verify'], (d, c) => audit.verify(c.meta.tenant_id, d.anchor))
     .operator(p['admin.tenant.create'], (d, c) => admin.createTenant(d, c.meta))
     .operator(p['admin.tenant.list'], () => admin.listTenants())
     .operator(p['admin.tenant.update'], (d, c) => admin.updateTenant(d, c.meta))
@@ -71,6 +71,6 @@ export function identityEndpoints(parts: IdentityParts): Endpoints {
     .operator(sa['admin.staff.list'], (d) => team.adminList(d))
     .operator(sa['admin.audit.verify'], async (d) => {
       await admin.requireTenant(d.tenant_id);
-      return audit.verify(d.tenant_id);
+      return audit.verify(d.tenant_id, d.anchor);
     });
 }

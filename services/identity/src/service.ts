@@ -9,7 +9,8 @@ import {
   type ServiceDeclaration,
   type ServiceRuntime,
 } from '@loyalty/runtime';
-import { auditLog } from './audit/audit-log.ts';
+import { auditAnchorTask, auditLog } from './audit/audit-log.ts';
+import { AuditKeyring } from './domain/audit-chain.ts';
 import { staffAuth } from './staff/staff-auth.ts';
 import { staffMembers } from './staff/staff-members.ts';
 import { staffTeam } from './staff/staff-team.ts';
@@ -31,6 +32,8 @@ export interface IdentityHooks {
   sendEarnMails(): Promise<number>;
   /** Send every notification and notice mail due now (retries included): how many were sent. */
   sendMails(): Promise<number>;
+  /** Anchor every audit chain head that moved now (it also runs every AUDIT_ANCHOR_INTERVAL_MS): how many were. */
+  anchorAuditChains(): Promise<number>;
 }
 
 export type RunningIdentity = RunningService<IdentityHooks>;
@@ -76,7 +79,9 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
       hourlyLimit: config.OTP_HOURLY_LIMIT,
     },
   };
-  const audit = auditLog({ pool, clock, log });
+  const keyring = new AuditKeyring(config.AUDIT_KEY, config.AUDIT_PREVIOUS_KEYS);
+  const audit = auditLog({ pool, clock, log, keyring, outbox });
+  const anchors = auditAnchorTask(audit, config.AUDIT_ANCHOR_INTERVAL_MS, log);
   // Member notifications and the earn digests share one pace per replica.
   const pace = notificationPace(config.MAIL_NOTIFICATIONS_PER_SECOND);
   const { earnMailSender, outgoingMailSender } = identityTasks({ pool, clock, log, metrics, mailer, pace }, config);
@@ -93,10 +98,14 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
       audit,
     }),
     consumers: identityConsumers(rt, config, { mails, audit }),
-    tasks: [earnMailSender, outgoingMailSender],
+    tasks: [earnMailSender, outgoingMailSender, anchors],
     caches: [],
     purge: identityPurgeRules,
-    hooks: { sendEarnMails: () => earnMailSender.sendDue(), sendMails: () => outgoingMailSender.sendDue() },
+    hooks: {
+      sendEarnMails: () => earnMailSender.sendDue(),
+      sendMails: () => outgoingMailSender.sendDue(),
+      anchorAuditChains: () => anchors.runNow(),
+    },
     close: async () => mailer.close(),
   };
 }

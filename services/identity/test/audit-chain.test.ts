@@ -1,5 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { ChainVerifier, GENESIS_HASH, rowHash, type ChainedContent } from '../src/domain/audit-chain.ts';
+import {
+  anchorToken,
+  AuditKeyring,
+  ChainVerifier,
+  GENESIS_HASH,
+  parseAnchorToken,
+  rowHash,
+  type ChainedContent,
+  type ChainRow,
+  type SignedAnchor,
+} from '../src/domain/audit-chain.ts';
+
+const KEY = 'k'.repeat(32);
+const ring = new AuditKeyring(KEY);
 
 /** A chain of `n` rows as identity appends them. */
 function chain(n: number): (ChainedContent & { hash: string })[] {
@@ -27,8 +40,8 @@ function chain(n: number): (ChainedContent & { hash: string })[] {
   return rows;
 }
 
-function verify(rows: (ChainedContent & { hash: string })[], head: { seq: number; hash: string }) {
-  const v = new ChainVerifier();
+function verify(rows: ChainRow[], head: { seq: number; hash: string }, keyring = ring, anchors = new Map()) {
+  const v = new ChainVerifier(keyring, anchors);
   for (const r of rows) v.add(r);
   return { problem: v.finish(head), checked: v.checked };
 }
@@ -109,5 +122,97 @@ describe('audit hash chain', () => {
       seq: 4,
       reason: expect.stringMatching(/does not match the chain head/),
     });
+  });
+});
+
+/** A chain of `n` rows as the keyed identity appends them (after `legacy` rows of the earlier form). */
+function keyedChain(n: number, keyring = ring, legacy = 0): ChainRow[] {
+  const rows: ChainRow[] = chain(legacy);
+  let prev = rows.at(-1)?.hash ?? GENESIS_HASH;
+  for (let seq = legacy + 1; seq <= legacy + n; seq++) {
+    const { hash: _h, ...base } = chain(1)[0]!;
+    const plain: ChainedContent = { ...base, seq, event_id: `k${seq}`, prev_hash: prev };
+    const sealed = keyring.seal(plain);
+    rows.push({ ...plain, ...sealed });
+    prev = sealed.hash;
+  }
+  return rows;
+}
+
+describe('keyed audit chain', () => {
+  it('verifies keyed rows, and legacy rows before them, reporting where keying starts', () => {
+    const v = new ChainVerifier(ring);
+    const rows = keyedChain(3, ring, 2);
+    for (const r of rows) v.add(r);
+    expect(v.finish(headOf(rows))).toBeNull();
+    expect({ legacy: v.legacyRows, keyedFrom: v.keyedFrom, checked: v.checked }).toEqual({
+      legacy: 2,
+      keyedFrom: 3,
+      checked: 5,
+    });
+  });
+
+  it('detects a keyed row whose hash was recomputed with the public algorithm', () => {
+    const rows = keyedChain(3);
+    const { hash: _h, ...content } = { ...rows[1]!, amounts: { points: 1 } };
+    rows[1] = { ...content, hash: rowHash(content) };
+    expect(verify(rows, headOf(rows)).problem).toEqual({ seq: 2, reason: expect.stringMatching(/row 2 was changed/) });
+  });
+
+  it('detects a row made unkeyed after keyed ones (a rebuild with the public algorithm)', () => {
+    const rows = keyedChain(3);
+    const { hash: _h, chain_version: _v, key_id: _k, ...content } = rows[2]!;
+    rows[2] = { ...content, hash: rowHash(content), chain_version: 1, key_id: null };
+    expect(verify(rows, headOf(rows)).problem?.reason).toMatch(/row 3 is unkeyed .* after keyed rows/);
+  });
+
+  it('needs the key: another key does not verify, a retired key in the ring does (rotation)', () => {
+    const old = 'o'.repeat(32);
+    const rows = keyedChain(2, new AuditKeyring(old));
+    expect(verify(rows, headOf(rows)).problem?.reason).toMatch(
+      /key this service does not hold \(key id [0-9a-f]{16}\)/,
+    );
+    expect(verify(rows, headOf(rows), new AuditKeyring(KEY, [old])).problem).toBeNull();
+    // Keys are named by a fingerprint, never by themselves.
+    expect(rows[0]!.key_id).toBe(AuditKeyring.keyId(old));
+    expect(rows[0]!.key_id).not.toContain('ooo');
+  });
+
+  it('checks rows against signed anchors, and a chain that ends before an anchor', () => {
+    const rows = keyedChain(4);
+    const anchorOf = (seq: number, hash: string): SignedAnchor => {
+      const content = { tenant_id: 7, seq, hash, anchored_at: '2026-03-14T10:00:00.000Z' };
+      return { ...content, key_id: ring.currentId, signature: ring.anchorSignature(content)! };
+    };
+    expect(verify(rows, headOf(rows), ring, new Map([[3, anchorOf(3, rows[2]!.hash)]])).problem).toBeNull();
+    expect(verify(rows, headOf(rows), ring, new Map([[3, anchorOf(3, 'f'.repeat(64))]])).problem).toEqual({
+      seq: 3,
+      reason: 'row 3 is not the row anchored at 2026-03-14T10:00:00.000Z: the chain was rebuilt',
+    });
+    const short = rows.slice(0, 2);
+    expect(verify(short, headOf(short), ring, new Map([[4, anchorOf(4, rows[3]!.hash)]])).problem?.reason).toBe(
+      'the chain ends at row 2 but row 4 was anchored: rows were deleted',
+    );
+  });
+
+  it('signs anchors so that any change, another key or another tenant does not verify; tokens round-trip', () => {
+    const content = { tenant_id: 7, seq: 12, hash: 'a'.repeat(64), anchored_at: '2026-03-14T10:00:00.123Z' };
+    const anchor: SignedAnchor = { ...content, key_id: ring.currentId, signature: ring.anchorSignature(content)! };
+    expect(ring.anchorSigned(anchor)).toBe(true);
+    for (const changed of [
+      { ...anchor, seq: 13 },
+      { ...anchor, tenant_id: 8 },
+      { ...anchor, hash: 'b'.repeat(64) },
+      { ...anchor, anchored_at: '2026-03-14T10:00:00.124Z' },
+      { ...anchor, signature: 'nothex' },
+    ])
+      expect(ring.anchorSigned(changed)).toBe(false);
+    expect(new AuditKeyring('x'.repeat(32)).anchorSigned(anchor)).toBe(false);
+    // The anchor signature is not the row hash of the same key (keys derived per purpose).
+    expect(anchor.signature).not.toBe(ring.rowHash(ring.currentId, { ...chain(1)[0]!, prev_hash: anchor.hash }));
+    const token = anchorToken(anchor);
+    expect(token).toMatch(/^v1\.7\.12\.a{64}\.\d+\.[0-9a-f]{16}\.[0-9a-f]{64}$/);
+    expect(parseAnchorToken(token)).toEqual(anchor);
+    expect(parseAnchorToken(token.replace('v1.', 'v2.'))).toBeUndefined();
   });
 });

@@ -354,6 +354,17 @@ describe('event types', () => {
     expect((await lots.sweepLots()).warned).toBeGreaterThanOrEqual(2);
     sys.clock.advance(24 * 3600_000);
     expect((await lots.sweepLots()).expired).toBeGreaterThanOrEqual(2);
+    // audit.anchored: the tenant's audit chain (its provisioning, the claims decided above) anchored
+    // by identity, as its hourly task does; again until the chain's rows are appended.
+    const identity = (sys.services.identity as RunningService<{ anchorAuditChains(): Promise<number> }>).hooks;
+    await eventually(
+      async () => {
+        await identity.anchorAuditChains();
+        return mine().filter((r) => r.event.type === 'audit.anchored').length;
+      },
+      (n) => n > 0,
+      30_000,
+    );
     const expected = webhookEventNames.filter((t) => t !== 'ping');
     await eventually(
       async () => new Set(mine().map((r) => r.event.type)),

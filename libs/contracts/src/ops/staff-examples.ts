@@ -44,6 +44,9 @@ const verification = {
   rows_checked: 128,
   head: { seq: 128, hash: '9f2c4e1a7b3d5f60819a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f70' },
   problem: null,
+  legacy_rows: 40,
+  keyed_from: 41,
+  anchors_checked: 3,
 };
 
 export const staffOperationExamples: Record<string, OperationExample> = {
@@ -200,6 +203,7 @@ export const staffOperationExamples: Record<string, OperationExample> = {
           service: 'ledger',
           prev_hash: '1b4e2c3d4e5f60718293a4b5c6d7e8f9011a2b3c4d5e6f708192a3b4c5d6e7f8',
           hash: '9f2c4e1a7b3d5f60819a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f70',
+          chain_version: 2,
         },
       ],
       pagination: { limit: 50, offset: 0, total: 1, has_more: false },

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { AuditActor, StaffRole } from '../audit.ts';
+import { AUDIT_ANCHOR_TOKEN, AuditActor, StaffRole } from '../audit.ts';
 import { Email, Id, IdParam, Money, Pagination, Phone, Text, Timestamp, countParam, pageQuery } from '../common.ts';
 import { ClaimRequestRecord, ClaimStatus } from './claims.ts';
 import { ReferralOfReferrer, ReferralPeriod, ReferralStats, TopReferrer } from './referrals.ts';
@@ -104,7 +104,12 @@ export const AuditRow = z
     request_id: z.string(),
     service: z.string().describe('the service that made the change'),
     prev_hash: z.string().describe('hash of the previous row of the tenant (64 zeros for the first)'),
-    hash: z.string().describe('SHA-256 over this row and prev_hash'),
+    hash: z
+      .string()
+      .describe(
+        'over this row and prev_hash: HMAC-SHA256 under the platform audit key (chain_version 2), or SHA-256 for rows written before the chain was keyed (1)',
+      ),
+    chain_version: z.number().int().describe('2: keyed (HMAC-SHA256); 1: written before the chain was keyed (SHA-256)'),
   })
   .meta({ id: 'AuditRow' });
 
@@ -117,8 +122,27 @@ export const AuditVerification = z
       .object({ seq: z.number().int(), reason: z.string() })
       .nullable()
       .describe('the first row that does not verify, and why'),
+    legacy_rows: z
+      .number()
+      .int()
+      .describe('rows written before the chain was keyed (SHA-256 only; they come first and verify as they are)'),
+    keyed_from: z.number().int().nullable().describe('the first keyed row (HMAC-SHA256); null while there is none'),
+    anchors_checked: z
+      .number()
+      .int()
+      .describe('signed anchors the chain was checked against: those identity stored, and the one given (anchor)'),
   })
   .meta({ id: 'AuditVerification' });
+
+/** An anchor kept from the logs or an `audit.anchored` webhook (its `token`), to verify the chain against. */
+const AnchorQuery = z.object({
+  anchor: Text.trim()
+    .regex(AUDIT_ANCHOR_TOKEN, "must be an anchor's token (v1.<tenant>.<seq>.<hash>.<time>.<key id>.<signature>)")
+    .optional()
+    .describe(
+      "an anchor's `token` kept outside the platform (log line `audit chain anchored`, webhook `audit.anchored`): the chain must hold the row it names",
+    ),
+});
 
 /** A day (`2026-03-14`) or an instant (ISO 8601) in a query. */
 const DateOrTime = Text.refine((v) => !Number.isNaN(Date.parse(v)) && /^\d{4}-\d{2}-\d{2}/.test(v), {
@@ -474,9 +498,10 @@ export const staffOperations = defineOperations({
     operation: 'staff.audit.verify',
     idempotent: false,
     summary:
-      "Verify the tenant's hash chain: every row's hash, the links, the sequence and the head (an edited or deleted row shows)",
+      "Verify the tenant's hash chain: every row's keyed hash, the links, the sequence, the head and the signed anchors (an edited, deleted or rebuilt row shows)",
+    query: AnchorQuery,
     response: AuditVerification,
-    errors: [],
+    errors: ['audit_anchor_invalid'],
   },
 });
 
@@ -515,10 +540,11 @@ export const staffAdminOperations = defineOperations({
     method: 'GET',
     path: '/admin/v1/tenants/:tenant_id/audit/verify',
     operation: 'admin.audit.verify',
-    summary: "Verify a tenant's audit hash chain (npm run admin -- audit:verify --tenant N)",
+    summary: "Verify a tenant's audit hash chain (npm run admin -- audit:verify --tenant N [--anchor TOKEN])",
     params: TenantParams,
+    query: AnchorQuery,
     response: AuditVerification,
-    errors: ['invalid_operator_token', 'tenant_not_found'],
+    errors: ['invalid_operator_token', 'tenant_not_found', 'audit_anchor_invalid'],
   },
 });
 

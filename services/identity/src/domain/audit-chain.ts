@@ -1,8 +1,18 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { AUDIT_ANCHOR_TOKEN } from '@loyalty/contracts';
 import { stableStringify } from '@loyalty/runtime';
 
 /** The `prev_hash` of a tenant's first row. */
 export const GENESIS_HASH = '0'.repeat(64);
+
+/**
+ * How a row's hash is made:
+ * - 1: SHA-256 of its content (rows written before the chain was keyed; anyone can recompute it);
+ * - 2: HMAC-SHA256 under a key derived from `AUDIT_KEY` (outside the database), which names the key
+ *   by `key_id`: whoever can write the table but does not hold the key cannot make a row that verifies.
+ */
+export const LEGACY_CHAIN = 1;
+export const KEYED_CHAIN = 2;
 
 /** What a row's hash covers: every column but the hash itself and the time identity appended it. */
 export interface ChainedContent {
@@ -20,23 +30,139 @@ export interface ChainedContent {
   prev_hash: string;
 }
 
-/** SHA-256 (hex) of the row's content in a canonical form (sorted keys), which includes prev_hash. */
+/** A stored row as verification reads it. */
+export interface ChainRow extends ChainedContent {
+  hash: string;
+  /** Absent: a row of the legacy form (version 1). */
+  chain_version?: number;
+  key_id?: string | null;
+}
+
+const contentOf = (row: ChainedContent): ChainedContent => ({
+  tenant_id: row.tenant_id,
+  seq: row.seq,
+  event_id: row.event_id,
+  service: row.service,
+  occurred_at: row.occurred_at,
+  actor: row.actor,
+  action: row.action,
+  target: row.target,
+  amounts: row.amounts,
+  details: row.details,
+  request_id: row.request_id,
+  prev_hash: row.prev_hash,
+});
+
+/**
+ * Version 1 (legacy, public): SHA-256 (hex) of the row's content in a canonical form (sorted keys),
+ * which includes prev_hash. Kept to verify the rows written before the chain was keyed.
+ */
 export function rowHash(row: ChainedContent): string {
-  const content: ChainedContent = {
-    tenant_id: row.tenant_id,
-    seq: row.seq,
-    event_id: row.event_id,
-    service: row.service,
-    occurred_at: row.occurred_at,
-    actor: row.actor,
-    action: row.action,
-    target: row.target,
-    amounts: row.amounts,
-    details: row.details,
-    request_id: row.request_id,
-    prev_hash: row.prev_hash,
+  return createHash('sha256')
+    .update(stableStringify(contentOf(row)))
+    .digest('hex');
+}
+
+/** Version 2: HMAC-SHA256 (hex) under the row key of `keyId`, over the content, the version and the key id. */
+export function keyedRowHash(rowKey: Buffer, keyId: string, row: ChainedContent): string {
+  const content = { ...contentOf(row), chain_version: KEYED_CHAIN, key_id: keyId };
+  return createHmac('sha256', rowKey).update(stableStringify(content)).digest('hex');
+}
+
+/**
+ * The audit keys: `AUDIT_KEY` signs new rows and anchors; retired keys (`AUDIT_PREVIOUS_KEYS`) still
+ * verify what they signed. A key is named by its id, a fingerprint that does not reveal it; rows and
+ * anchors use keys derived from it, one per purpose, so an anchor's signature is never a row's hash.
+ */
+export class AuditKeyring {
+  private readonly keys = new Map<string, { row: Buffer; anchor: Buffer }>();
+  readonly currentId: string;
+
+  constructor(current: string, previous: readonly string[] = []) {
+    this.currentId = this.add(current);
+    for (const key of previous) this.add(key);
+  }
+
+  static keyId(key: string): string {
+    return createHash('sha256').update(`loyalty-audit-key-id\n${key}`).digest('hex').slice(0, 16);
+  }
+
+  private add(key: string): string {
+    const id = AuditKeyring.keyId(key);
+    const derive = (purpose: string) => createHmac('sha256', key).update(purpose).digest();
+    this.keys.set(id, { row: derive('loyalty-audit-row'), anchor: derive('loyalty-audit-anchor') });
+    return id;
+  }
+
+  has(keyId: string): boolean {
+    return this.keys.has(keyId);
+  }
+
+  /** The hash of a new row: keyed with the current key. */
+  seal(row: ChainedContent): { hash: string; chain_version: number; key_id: string } {
+    const key = this.keys.get(this.currentId);
+    if (!key) throw new Error('the current audit key is missing from its keyring');
+    return { hash: keyedRowHash(key.row, this.currentId, row), chain_version: KEYED_CHAIN, key_id: this.currentId };
+  }
+
+  /** The keyed hash of a stored row under its key; undefined when that key is not in the ring. */
+  rowHash(keyId: string, row: ChainedContent): string | undefined {
+    const key = this.keys.get(keyId);
+    return key ? keyedRowHash(key.row, keyId, row) : undefined;
+  }
+
+  /** The signature of an anchor under `keyId` (the current key unless told); undefined for an unknown key. */
+  anchorSignature(anchor: AnchorContent, keyId = this.currentId): string | undefined {
+    const key = this.keys.get(keyId);
+    if (!key) return undefined;
+    const text = ['loyalty-audit-anchor-v1', anchor.tenant_id, anchor.seq, anchor.hash, anchor.anchored_at].join('\n');
+    return createHmac('sha256', key.anchor).update(text).digest('hex');
+  }
+
+  /** Whether `anchor` was signed by one of the ring's keys. */
+  anchorSigned(anchor: AnchorContent & { key_id: string; signature: string }): boolean {
+    const expected = this.anchorSignature(anchor, anchor.key_id);
+    if (expected === undefined || !/^[0-9a-f]{64}$/.test(anchor.signature)) return false;
+    return timingSafeEqual(Buffer.from(expected, 'hex'), Buffer.from(anchor.signature, 'hex'));
+  }
+}
+
+/** What an anchor states: the tenant's chain head at a moment. */
+export interface AnchorContent {
+  tenant_id: number;
+  seq: number;
+  hash: string;
+  /** ISO 8601 with milliseconds, UTC. */
+  anchored_at: string;
+}
+
+export interface SignedAnchor extends AnchorContent {
+  key_id: string;
+  signature: string;
+}
+
+/**
+ * An anchor in one string, to keep outside the platform and give back to `audit:verify --anchor`:
+ * `v1.<tenant>.<seq>.<hash>.<anchored_at ms>.<key id>.<signature>`.
+ */
+export function anchorToken(a: SignedAnchor): string {
+  return ['v1', a.tenant_id, a.seq, a.hash, Date.parse(a.anchored_at), a.key_id, a.signature].join('.');
+}
+
+/** The anchor a token stands for; undefined when it is not one. */
+export function parseAnchorToken(token: string): SignedAnchor | undefined {
+  if (!AUDIT_ANCHOR_TOKEN.test(token)) return undefined;
+  const [, tenant, seq, hash, ms, keyId, signature] = token.split('.');
+  const at = new Date(Number(ms));
+  if (!tenant || !seq || !hash || !keyId || !signature || Number.isNaN(at.getTime())) return undefined;
+  return {
+    tenant_id: Number(tenant),
+    seq: Number(seq),
+    hash,
+    anchored_at: at.toISOString(),
+    key_id: keyId,
+    signature,
   };
-  return createHash('sha256').update(stableStringify(content)).digest('hex');
 }
 
 export interface ChainProblem {
@@ -46,52 +172,98 @@ export interface ChainProblem {
 
 /**
  * Checks a tenant's rows in sequence order, page by page: each row must be the next number, link
- * to the hash of the row before it, and hash to its stored hash. `finish` compares the last row
- * with the head identity keeps, so a deleted last row shows too. The first problem is kept.
+ * to the hash of the row before it, and hash to its stored hash under its version's algorithm
+ * (a keyed row under its key). Legacy rows (version 1) may only come before the first keyed row:
+ * a legacy row after a keyed one is a chain rebuilt with the public algorithm. Every signed anchor
+ * must match the row at its position. `finish` compares the last row with the head identity keeps
+ * (a deleted last row shows) and with the anchors (rows deleted under an anchor show). The first
+ * problem is kept.
  */
 export class ChainVerifier {
   private expectedSeq = 1;
   private prevHash = GENESIS_HASH;
   problem: ChainProblem | null = null;
   checked = 0;
+  /** Rows of the legacy, unkeyed form (all before `keyedFrom`). */
+  legacyRows = 0;
+  /** The first keyed row, null while there is none. */
+  keyedFrom: number | null = null;
 
-  add(row: ChainedContent & { hash: string }): void {
+  /** `anchors`: signed anchors by sequence number (those whose signature verified). */
+  constructor(
+    private readonly keyring: AuditKeyring,
+    private readonly anchors: ReadonlyMap<number, SignedAnchor> = new Map(),
+  ) {}
+
+  add(row: ChainRow): void {
     if (this.problem) return;
     this.checked += 1;
-    if (row.seq !== this.expectedSeq) {
-      this.problem =
-        row.seq > this.expectedSeq
-          ? {
-              seq: this.expectedSeq,
-              reason:
-                row.seq - 1 > this.expectedSeq
-                  ? `rows ${this.expectedSeq} to ${row.seq - 1} are missing (deleted)`
-                  : `row ${this.expectedSeq} is missing (deleted)`,
-            }
-          : { seq: row.seq, reason: `row ${row.seq} is out of sequence` };
-      return;
-    }
-    if (row.prev_hash !== this.prevHash) {
-      this.problem = {
-        seq: row.seq,
-        reason: `row ${row.seq} does not link to row ${row.seq - 1}: the row before it was changed or replaced`,
-      };
-      return;
-    }
-    if (rowHash(row) !== row.hash) {
-      this.problem = {
-        seq: row.seq,
-        reason: `row ${row.seq} was changed after it was written (its hash does not match)`,
-      };
-      return;
-    }
+    this.problem = this.sequenceProblem(row) ?? this.hashProblem(row) ?? this.anchorProblem(row);
+    if (this.problem) return;
     this.prevHash = row.hash;
     this.expectedSeq += 1;
+  }
+
+  private sequenceProblem(row: ChainRow): ChainProblem | null {
+    if (row.seq === this.expectedSeq) {
+      return row.prev_hash === this.prevHash
+        ? null
+        : {
+            seq: row.seq,
+            reason: `row ${row.seq} does not link to row ${row.seq - 1}: the row before it was changed or replaced`,
+          };
+    }
+    if (row.seq < this.expectedSeq) return { seq: row.seq, reason: `row ${row.seq} is out of sequence` };
+    return {
+      seq: this.expectedSeq,
+      reason:
+        row.seq - 1 > this.expectedSeq
+          ? `rows ${this.expectedSeq} to ${row.seq - 1} are missing (deleted)`
+          : `row ${this.expectedSeq} is missing (deleted)`,
+    };
+  }
+
+  private hashProblem(row: ChainRow): ChainProblem | null {
+    const version = row.chain_version ?? LEGACY_CHAIN;
+    const changed = {
+      seq: row.seq,
+      reason: `row ${row.seq} was changed after it was written (its hash does not match)`,
+    };
+    if (version === LEGACY_CHAIN) {
+      if (this.keyedFrom !== null)
+        return {
+          seq: row.seq,
+          reason: `row ${row.seq} is unkeyed (the public algorithm) after keyed rows: the chain was rebuilt from row ${row.seq}`,
+        };
+      this.legacyRows += 1;
+      return rowHash(row) === row.hash ? null : changed;
+    }
+    if (version !== KEYED_CHAIN)
+      return { seq: row.seq, reason: `row ${row.seq} has an unknown chain version ${version}` };
+    const expected = row.key_id ? this.keyring.rowHash(row.key_id, row) : undefined;
+    if (expected === undefined)
+      return {
+        seq: row.seq,
+        reason: `row ${row.seq} is keyed with a key this service does not hold (key id ${row.key_id ?? 'none'}): set it in AUDIT_PREVIOUS_KEYS, or the row was forged`,
+      };
+    if (expected !== row.hash) return changed;
+    this.keyedFrom ??= row.seq;
+    return null;
+  }
+
+  private anchorProblem(row: ChainRow): ChainProblem | null {
+    const anchor = this.anchors.get(row.seq);
+    if (!anchor || anchor.hash === row.hash) return null;
+    return {
+      seq: row.seq,
+      reason: `row ${row.seq} is not the row anchored at ${anchor.anchored_at}: the chain was rebuilt`,
+    };
   }
 
   finish(head: { seq: number; hash: string }): ChainProblem | null {
     if (this.problem) return this.problem;
     const last = this.expectedSeq - 1;
+    const lastAnchored = Math.max(0, ...this.anchors.keys());
     if (head.seq > last)
       this.problem = {
         seq: last + 1,
@@ -101,6 +273,11 @@ export class ChainVerifier {
       this.problem = { seq: head.seq + 1, reason: `rows after ${head.seq} are not in the chain head` };
     else if (head.hash !== this.prevHash)
       this.problem = { seq: last, reason: `row ${last} does not match the chain head (it was changed or replaced)` };
+    else if (lastAnchored > last)
+      this.problem = {
+        seq: last + 1,
+        reason: `the chain ends at row ${last} but row ${lastAnchored} was anchored: rows were deleted`,
+      };
     return this.problem;
   }
 }

@@ -1,11 +1,13 @@
 import { returnedRow } from '@loyalty/runtime';
 import type { AuditActor } from '@loyalty/contracts';
 import type { Queryable } from '@loyalty/runtime';
-import { GENESIS_HASH, type ChainedContent } from '../domain/audit-chain.ts';
+import { GENESIS_HASH, type ChainedContent, type SignedAnchor } from '../domain/audit-chain.ts';
 
 export interface AuditLogRow extends ChainedContent {
   recorded_at: string;
   hash: string;
+  chain_version: number;
+  key_id: string | null;
 }
 
 /** A row as the log lists it: its JSON columns hold the appended entry's parts (contracts' AuditEntry). */
@@ -18,7 +20,7 @@ export interface AuditListRow extends AuditLogRow {
 
 const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 const cols = `tenant_id, seq, event_id, service, ${iso('occurred_at')} AS occurred_at, ${iso('recorded_at')} AS recorded_at,
-  actor, action, target, amounts, details, request_id, prev_hash, hash`;
+  actor, action, target, amounts, details, request_id, prev_hash, hash, chain_version, key_id`;
 
 /** The tenant's chain head, locked for an append (created at the genesis hash on first use). */
 export async function lockHead(db: Queryable, tenantId: number): Promise<{ seq: number; hash: string }> {
@@ -47,12 +49,12 @@ export async function isRecorded(db: Queryable, eventId: string): Promise<boolea
 
 export async function appendRow(
   db: Queryable,
-  row: ChainedContent & { actor_key: string; hash: string; recorded_at: Date },
+  row: ChainedContent & { actor_key: string; hash: string; chain_version: number; key_id: string; recorded_at: Date },
 ): Promise<void> {
   await db.query(
     `INSERT INTO identity.audit_log (tenant_id, seq, event_id, service, occurred_at, recorded_at, actor, actor_key, action,
-       target, amounts, details, request_id, prev_hash, hash)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+       target, amounts, details, request_id, prev_hash, hash, chain_version, key_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
     [
       row.tenant_id,
       row.seq,
@@ -69,6 +71,8 @@ export async function appendRow(
       row.request_id,
       row.prev_hash,
       row.hash,
+      row.chain_version,
+      row.key_id,
     ],
   );
   await db.query(`UPDATE identity.audit_heads SET seq = $2, hash = $3 WHERE tenant_id = $1`, [
@@ -132,4 +136,44 @@ export async function listRows(db: Queryable, f: AuditFilter): Promise<{ rows: A
     db.query<{ n: number }>(`SELECT count(*)::int AS n FROM identity.audit_log WHERE ${w}`, args),
   ]);
   return { rows: page.rows, total: count.rows[0]?.n ?? 0 };
+}
+
+const anchorCols = `tenant_id, seq, hash, ${iso('anchored_at')} AS anchored_at, key_id, signature`;
+
+/**
+ * Chain heads that moved since their tenant's last anchor (or were never anchored), a page of
+ * tenants at a time in tenant order.
+ */
+export async function unanchoredHeads(
+  db: Queryable,
+  afterTenant: number,
+  limit: number,
+): Promise<{ tenant_id: number; seq: number; hash: string }[]> {
+  const { rows } = await db.query<{ tenant_id: number; seq: number; hash: string }>(
+    `SELECT h.tenant_id, h.seq, h.hash FROM identity.audit_heads h
+      WHERE h.tenant_id > $1 AND h.seq > 0
+        AND NOT EXISTS (SELECT 1 FROM identity.audit_anchors a WHERE a.tenant_id = h.tenant_id AND a.seq >= h.seq)
+      ORDER BY h.tenant_id LIMIT ${limit}`,
+    [afterTenant],
+  );
+  return rows;
+}
+
+/** Store an anchor; false when another replica anchored the same head first. */
+export async function insertAnchor(db: Queryable, a: SignedAnchor): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `INSERT INTO identity.audit_anchors (tenant_id, seq, hash, anchored_at, key_id, signature)
+     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, seq) DO NOTHING`,
+    [a.tenant_id, a.seq, a.hash, a.anchored_at, a.key_id, a.signature],
+  );
+  return rowCount === 1;
+}
+
+/** Every anchor of the tenant, in sequence order. */
+export async function tenantAnchors(db: Queryable, tenantId: number): Promise<SignedAnchor[]> {
+  const { rows } = await db.query<SignedAnchor>(
+    `SELECT ${anchorCols} FROM identity.audit_anchors WHERE tenant_id = $1 ORDER BY seq`,
+    [tenantId],
+  );
+  return rows;
 }
