@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { Id, IdParam, Money, Text, Timestamp } from '../common.ts';
 import { memberFields, memberRequired, memberRule, needsMember, Reference } from './member-ref.ts';
 import { defineOperations } from './types.ts';
