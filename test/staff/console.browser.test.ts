@@ -140,6 +140,7 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
       'Sign out',
       'Team',
       'Audit log',
+      'Earning rules',
       'Referrals',
       'Adjustments',
       'Members',
@@ -270,9 +271,9 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
   it('writes an earning rule: a draft, its preview on a sample purchase, activation, an earn that uses it', async () => {
     await page.getByRole('link', { name: 'Earning rules' }).click();
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Earning rules');
-    await page.getByLabel('Card', { exact: true }).selectOption(String(t.pointsCard));
+    await page.getByRole('combobox', { name: /^Card/ }).selectOption(String(t.pointsCard));
     await page.getByLabel('Name', { exact: true }).fill('Pastry x2');
-    await page.getByLabel('Factor').fill('2');
+    await page.getByRole('spinbutton', { name: 'Factor' }).fill('2');
     await page.getByLabel(/Categories/).fill('pastry');
     await page.getByRole('button', { name: 'Create draft' }).click();
     await expect.poll(() => status().textContent()).toMatch(/Draft "Pastry x2" created/);
