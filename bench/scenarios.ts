@@ -11,7 +11,7 @@ import type { Api } from './api.ts';
 export const DESCRIPTIONS: Record<ScenarioName, string> = {
   points_earn: 'POST points/earn, each request for the next of the provisioned members',
   points_earn_rules:
-    'POST points/earn of a 20-line purchase on a card with 25 active earning rules (caps, a budget-free best group), for the next member',
+    'POST points/earn of a 20-line purchase on a card with 25 active earning rules (no caps), for the next member',
   cashback_earn: 'POST cashback/earn, each request for the next member',
   points_balance: 'GET points/balance of the next member',
   points_history: 'GET points/history, first page (20) of a member with the long history',

@@ -11,16 +11,39 @@ import { insertJournalRules } from '../store/rules.ts';
 import { ruleRefund, type RuleRefund } from './rule-refund.ts';
 import type { Card } from '../store/cards.ts';
 import type { RuledCard } from '../card-cache.ts';
-import type { AppliedRule, CompiledRule } from '../domain/rules/index.ts';
+import type { AppliedRule, CompiledRule, Evaluation } from '../domain/rules/index.ts';
 import {
   evaluatePurchase,
+  journalRulesOf,
   purchaseFacts,
   purchaseNumber,
   recordRuleEffects,
+  stateless,
   usageState,
   type PurchaseFacts,
+  type RuleUsageState,
 } from './rule-earn.ts';
 import type { BalanceWarning, EarnRequest, Earned, ProductTypes, ProductUnit, Refunded } from './unit.ts';
+
+/** What an earn credits: the amount, the rules beyond the base that gave, and what the journal row records of them. */
+interface EarnFigures {
+  amount: number;
+  purchaseCents: number;
+  applied: AppliedRule[];
+  rules?: { rules: unknown[]; allocation: unknown };
+}
+
+/** No cap or budget used: rules without state read none. */
+const NO_USAGE: RuleUsageState = { member: new Map(), budgets: new Map() };
+
+function ruledFigures(evaluation: Evaluation, facts: PurchaseFacts): EarnFigures {
+  return {
+    amount: evaluation.total,
+    purchaseCents: facts.cents,
+    applied: evaluation.applied,
+    rules: journalRulesOf(evaluation),
+  };
+}
 
 /**
  * One product's public operations (earn, redeem, refund, balance, history), the same flow for
@@ -51,13 +74,21 @@ export class ProductFlow<T extends ProductTypes> {
     const buyer = { member, created };
     const earnReference = d.reference === undefined ? undefined : { cardId: card.id, reference: d.reference };
     const rules = card.rules.filter((r) => r.kind !== 'event');
-    // Line items are kept (for refunds by line) even on a card without rules: the same path.
-    if (rules.length > 0 || facts.lines !== null) return this.earnWithRules(meta, d, card, rules, buyer, facts);
-    const amount = unit.earned(card, facts.cents);
+    // Rules that keep state (caps, budgets, purchase counts) are decided inside a transaction.
+    if (!stateless(rules)) return this.earnWithRules(meta, d, card, rules, buyer, facts);
     return this.books.posting(
       meta,
       { operation: unit.operations.earn, data: d, source: 'http', direction: 'credit', earnReference },
-      (at) => this.earnPosting(meta, d, card, buyer, { amount, purchaseCents: facts.cents, applied: [] }, at),
+      (at) => {
+        // Without rules and line items this is the card's formula, as always; otherwise the rules'
+        // evaluation, whose versions (and lines, for refunds by line) the posting statement records.
+        if (rules.length === 0 && facts.lines === null) {
+          const amount = unit.earned(card, facts.cents);
+          return this.earnPosting(meta, d, card, buyer, { amount, purchaseCents: facts.cents, applied: [] }, at);
+        }
+        const evaluation = evaluatePurchase(card, rules, facts, NO_USAGE, at, 0);
+        return this.earnPosting(meta, d, card, buyer, ruledFigures(evaluation, facts), at);
+      },
       (change, posting) => unit.earnAnswer(posting.earned, change),
     );
   }
@@ -81,8 +112,7 @@ export class ProductFlow<T extends ProductTypes> {
       const number = await purchaseNumber(db, rules, k, unit.labels.earn);
       const state = await usageState(db, rules, k.memberId, at, card.time_zone, true);
       const evaluation = evaluatePurchase(card, rules, facts, state, at, number);
-      const figures = { amount: evaluation.total, purchaseCents: facts.cents, applied: evaluation.applied };
-      const p = this.earnPosting(meta, d, card, buyer, figures, at);
+      const p = this.earnPosting(meta, d, card, buyer, ruledFigures(evaluation, facts), at);
       const change = await this.books.credit(db, p);
       await recordRuleEffects(db, this.deps.outbox, {
         card,
@@ -102,7 +132,7 @@ export class ProductFlow<T extends ProductTypes> {
     d: EarnRequest,
     card: Card,
     buyer: { member: MemberSummary; created: boolean },
-    figures: { amount: number; purchaseCents: number; applied: AppliedRule[] },
+    figures: EarnFigures,
     at: Date,
   ) {
     const { unit, events } = this;
@@ -127,6 +157,7 @@ export class ProductFlow<T extends ProductTypes> {
         metadata: d.metadata,
         at,
         lot,
+        rules: figures.rules,
       },
       // Identity mails the member on a points earn (once, even if it is delivered again).
       event: events.posting(unit.eventUnit, {

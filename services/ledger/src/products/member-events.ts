@@ -10,7 +10,7 @@ import { journalEvents, type JournalEvents } from '../events.ts';
 import { lotTerms } from '../lots/terms.ts';
 import { lotEventFields } from '../lots/views.ts';
 import { findMemberEvent, insertMemberEvent } from '../store/rules.ts';
-import { appliedEventView, appliedView, recordRuleEffects, usageOf, usageState } from './rule-earn.ts';
+import { appliedEventView, appliedView, journalRulesOf, recordRuleEffects, usageOf, usageState } from './rule-earn.ts';
 
 type Answer = OperationOutput<(typeof ruleOperations)['points.events']>;
 
@@ -119,7 +119,14 @@ export class MemberEvents {
     };
     const p = {
       account: k,
-      movement: { event: EVENT_BONUS, amount: total, reference: d.reference, at, lot },
+      movement: {
+        event: EVENT_BONUS,
+        amount: total,
+        reference: d.reference,
+        at,
+        lot,
+        rules: journalRulesOf(e.evaluation),
+      },
       event: this.events.posting('points', { tenantId: k.tenantId, event: EVENT_BONUS, at, data }),
     };
     const change = await this.books.credit(db, p);

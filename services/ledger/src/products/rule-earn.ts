@@ -15,7 +15,7 @@ import {
 } from '../domain/rules/index.ts';
 import type { AccountKey } from '../store/accounts.ts';
 import type { Card } from '../store/cards.ts';
-import { addUsage, countEarns, insertJournalRules, memberUsage, ruleBudgets } from '../store/rules.ts';
+import { addUsage, countEarns, memberUsage, ruleBudgets } from '../store/rules.ts';
 
 /** A purchase line as the API writes it. */
 export interface LineItemInput {
@@ -178,9 +178,27 @@ export function appliedEventView(card: Card, applied: AppliedRule[]) {
   }));
 }
 
+/** Whether an evaluation of these rules needs nothing of the member or the rule (no cap, budget, purchase count). */
+export function stateless(rules: readonly CompiledRule[]): boolean {
+  return rules.every((r) => r.cap === null && r.budget === null && !r.when.firstPurchase && r.when.everyNth === null);
+}
+
+/** What a journal row of an earn records of its rules: the versions that gave, and what each line earned. */
+export function journalRulesOf(evaluation: Evaluation): { rules: unknown[]; allocation: unknown } {
+  return {
+    rules: evaluation.applied.map((a) => ({
+      rule_id: a.rule_id,
+      version: a.version,
+      amount: a.amount,
+      capped: a.capped,
+    })),
+    allocation: evaluation.allocation,
+  };
+}
+
 /**
- * What an earn's rules did, written in its transaction: the rule versions behind the journal row
- * (and what each line earned, for refunds by line), the member's cap counters, the budgets, and
+ * What an earn's rules did to their caps and budgets, written in its transaction (the rule
+ * versions themselves went with the posting): the member's cap counters, the budgets, and
  * `rule_budget_exhausted` for a budget this earn spent to the end.
  */
 export async function recordRuleEffects(
@@ -196,18 +214,6 @@ export async function recordRuleEffects(
   },
 ): Promise<void> {
   const { card, evaluation } = e;
-  await insertJournalRules(db, {
-    journalId: e.journalId,
-    cardId: card.id,
-    memberId: e.memberId,
-    rules: evaluation.applied.map((a) => ({
-      rule_id: a.rule_id,
-      version: a.version,
-      amount: a.amount,
-      capped: a.capped,
-    })),
-    allocation: evaluation.allocation,
-  });
   const byId = new Map(e.rules.map((r) => [r.id, r]));
   await addUsage(
     db,

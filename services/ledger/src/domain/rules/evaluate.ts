@@ -136,6 +136,9 @@ function computed(rule: CompiledRule, m: Matched, input: EvaluationInput): numbe
  */
 export function spread(amount: number, weights: readonly number[]): number[] {
   if (weights.length === 0) return [];
+  const total = weights.reduce((a, b) => a + b, 0);
+  // Plain numbers while every product is exact (the usual case); BigInt beyond.
+  if (total > 0 && amount * total <= Number.MAX_SAFE_INTEGER) return spreadExact(amount, weights, total);
   const w = weights.every((x) => x === 0) ? weights.map(() => 1n) : weights.map((x) => BigInt(x));
   const sum = w.reduce((a, b) => a + b, 0n);
   const whole = BigInt(amount);
@@ -149,6 +152,21 @@ export function spread(amount: number, weights: readonly number[]): number[] {
     left--;
   }
   return shares.map(Number);
+}
+
+/** spread() in plain numbers: `amount * total` is below 2^53, so every product and remainder is exact. */
+function spreadExact(amount: number, weights: readonly number[], total: number): number[] {
+  const shares = weights.map((x) => Math.floor((amount * x) / total));
+  let left = amount - shares.reduce((a, b) => a + b, 0);
+  if (left === 0) return shares;
+  const rests = weights.map((x, i) => ({ i, r: (amount * x) % total }));
+  rests.sort((a, b) => b.r - a.r || a.i - b.i);
+  for (const { i } of rests) {
+    if (left <= 0) break;
+    shares[i] = (shares[i] ?? 0) + 1;
+    left--;
+  }
+  return shares;
 }
 
 /** The totals, the base after replacements, the applied rules and what each line earned. */

@@ -50,8 +50,19 @@ export function isTimeZone(timeZone: string): boolean {
   }
 }
 
+/** The last answer (an evaluation asks for the same instant and zone once per rule). */
+let last: { ms: number; timeZone: string; local: LocalTime } | undefined;
+
 /** The instant `at` as a wall clock in `timeZone`. */
 export function localTime(at: Date, timeZone: string): LocalTime {
+  const ms = at.getTime();
+  if (last !== undefined && last.ms === ms && last.timeZone === timeZone) return last.local;
+  const local = wallClock(at, timeZone);
+  last = { ms, timeZone, local };
+  return local;
+}
+
+function wallClock(at: Date, timeZone: string): LocalTime {
   const parts: Record<string, string> = {};
   for (const p of formatter(timeZone).formatToParts(at)) parts[p.type] = p.value;
   const weekday = WEEKDAYS.find((w) => w === (parts.weekday ?? '').slice(0, 3).toLowerCase());
