@@ -307,7 +307,7 @@ describe('caps and budgets under concurrency', () => {
         api('POST', `${PTS}/earn`, { body: { card_id: card, member_id: m, purchase_amount: 1 } }),
       ),
     );
-    expect(all.every((r) => r.status === 200)).toBe(true);
+    expect(all.map((r) => r.status)).toEqual(all.map(() => 200));
     const bonus = all.reduce((a, r) => a + (r.body.data!.points_earned as number) - 1, 0);
     expect(bonus + 7).toBe(100);
     const { rows } = await sys.db.query<{ given: string }>(
@@ -318,15 +318,18 @@ describe('caps and budgets under concurrency', () => {
     expect(await lotsAgree(sys, card, m)).toBe(1);
   });
 
-  it('50 members at once never pass a budget, and its end is announced once', async () => {
+  it('50 members at once never pass a budget, and its end is announced once', { timeout: 30_000 }, async () => {
     const card = await pointsCard(sys, tenantId);
     const id = await rule(card, { name: 'launch', kind: 'fixed', points: 10, budget: 155 });
+    // Members made first (on another card), so the burst is only the ledger's earns.
+    const elsewhere = await pointsCard(sys, tenantId);
+    const members: number[] = [];
+    for (let i = 0; i < 50; i++)
+      members.push((await earn(elsewhere, { email: email(`b${i}`), purchase_amount: 1 })).data!.member_id as number);
     const all = await Promise.all(
-      Array.from({ length: 50 }, (_, i) =>
-        api('POST', `${PTS}/earn`, { body: { card_id: card, email: email(`b${i}`), purchase_amount: 1 } }),
-      ),
+      members.map((m) => api('POST', `${PTS}/earn`, { body: { card_id: card, member_id: m, purchase_amount: 1 } })),
     );
-    expect(all.every((r) => r.status === 200)).toBe(true);
+    expect(all.map((r) => r.status)).toEqual(all.map(() => 200));
     const bonus = all.reduce((a, r) => a + (r.body.data!.points_earned as number) - 1, 0);
     expect(bonus).toBe(155);
     const rules = await api('GET', `${rulesOf(card)}/${id}`);
