@@ -250,6 +250,10 @@ describe('validation', () => {
     expect(problems({ kind: 'fixed', points: 5 }, 'cashback')).toEqual(['amount', 'points']);
     expect(problems({ factor: 2, cap: { limit: 0, period: 'day' }, budget: -1 })).toEqual(['cap.limit', 'budget']);
     expect(problems({ factor: 2, replaces_base: true })).toEqual(['replaces_base']);
+    expect(
+      problems({ kind: 'fixed', amount: 1, budget: 1e300, conditions: { min_amount: 1e300 } }, 'cashback'),
+    ).toEqual(['conditions.min_amount', 'budget']);
+    expect(problems({ kind: 'fixed', points: 1, cap: { limit: 1e300, period: 'day' } })).toEqual(['cap.limit']);
   });
 });
 

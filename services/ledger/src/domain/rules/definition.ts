@@ -17,6 +17,10 @@ export interface RuleProblem {
   message: string;
 }
 
+/** Bounds of a cap, a budget or a minimum: a balance's maximum in points, the largest purchase in currency. */
+const MAX_POINTS = 1_000_000_000_000_000;
+const MAX_AMOUNT = 1_000_000_000;
+
 const has = <T extends string>(list: readonly T[], v: unknown): v is T => list.some((x) => x === v);
 const HHMM = /^([01]\d|2[0-3]):[0-5]\d$/;
 const decimals = (v: number, n: number) => Number.isFinite(v) && Math.abs(v * 10 ** n - Math.round(v * 10 ** n)) < 1e-6;
@@ -97,8 +101,11 @@ function checkConditions(out: RuleProblem[], d: RuleDraft): void {
   const c = d.conditions;
   checkLists(out, c);
   checkTimes(out, c);
-  if (c.min_amount !== undefined && !(c.min_amount >= 0 && decimals(c.min_amount, 2)))
-    out.push({ field: 'conditions.min_amount', message: 'must be an amount of at least 0 with at most 2 decimals' });
+  if (c.min_amount !== undefined && !(c.min_amount >= 0 && c.min_amount <= MAX_AMOUNT && decimals(c.min_amount, 2)))
+    out.push({
+      field: 'conditions.min_amount',
+      message: `must be an amount from 0 to ${MAX_AMOUNT} with at most 2 decimals`,
+    });
   if (c.every_nth !== undefined && !(Number.isInteger(c.every_nth) && c.every_nth >= 1))
     out.push({ field: 'conditions.every_nth', message: 'must be a whole number of at least 1' });
   else if (c.first_purchase === true && c.every_nth !== undefined && c.every_nth > 1)
@@ -114,13 +121,14 @@ function checkConditions(out: RuleProblem[], d: RuleDraft): void {
 
 function checkLimits(out: RuleProblem[], d: RuleDraft, unit: EarnUnit): void {
   const places = unit === 'points' ? 0 : 2;
+  const max = unit === 'points' ? MAX_POINTS : MAX_AMOUNT;
+  const fits = (v: number) => v > 0 && v <= max && decimals(v, places);
+  const rule = `must be greater than 0 and at most ${max}${places === 0 ? ', in whole points' : ', with at most 2 decimals'}`;
   if (d.cap !== null) {
     if (!has(PERIODS, d.cap.period)) out.push({ field: 'cap.period', message: `must be one of ${PERIODS.join(', ')}` });
-    if (!(d.cap.limit > 0 && decimals(d.cap.limit, places)))
-      out.push({ field: 'cap.limit', message: `must be greater than 0${places === 0 ? ', in whole points' : ''}` });
+    if (!fits(d.cap.limit)) out.push({ field: 'cap.limit', message: rule });
   }
-  if (d.budget !== null && !(d.budget > 0 && decimals(d.budget, places)))
-    out.push({ field: 'budget', message: `must be greater than 0${places === 0 ? ', in whole points' : ''}` });
+  if (d.budget !== null && !fits(d.budget)) out.push({ field: 'budget', message: rule });
 }
 
 /** Everything wrong with a rule for a card of `unit` (empty: it is valid). */
