@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 
 export const ALL_SCENARIOS = [
   'points_earn',
+  'points_earn_rules',
   'cashback_earn',
   'points_balance',
   'points_history',

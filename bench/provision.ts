@@ -15,10 +15,68 @@ export interface Redeemer {
   startCents: number;
 }
 
+/**
+ * The purchase of the rules scenario: 20 lines over 5 categories (each line one SKU), whose total
+ * is the purchase amount.
+ */
+const RULES_LINES = Array.from({ length: 20 }, (_, k) => ({
+  sku: `sku-${k}`,
+  category: `cat-${k % 5}`,
+  quantity: 1 + (k % 3),
+  unit_price: 1 + (k % 4) / 2,
+}));
+export const RULES_PURCHASE = {
+  purchase_amount: RULES_LINES.reduce((a, l) => a + l.quantity * l.unit_price * 100, 0) / 100,
+  line_items: RULES_LINES,
+  tags: ['store:1'],
+};
+
+/**
+ * 25 active rules of the kinds a purchase meets, one best group, and no rule that keeps state
+ * (caps, budgets, first or Nth purchase): those earns share the group-committed posting statement.
+ * A card with a capped rule takes a transaction per earn instead (docs/decisions/earning-rules.md).
+ */
+function benchRules(): Record<string, unknown>[] {
+  const rules: Record<string, unknown>[] = [];
+  for (let k = 0; k < 10; k++)
+    rules.push({ name: `cat x${k}`, kind: 'multiplier', factor: 1.5, conditions: { categories: [`cat-${k % 5}`] } });
+  for (let k = 0; k < 5; k++)
+    rules.push({
+      name: `sku +${k}`,
+      kind: 'per_amount',
+      points: 1,
+      conditions: { skus: [`sku-${k}`, `sku-${k + 10}`] },
+    });
+  for (let k = 0; k < 5; k++)
+    rules.push({
+      name: `basket ${k}`,
+      kind: 'fixed',
+      points: 5 + k,
+      conditions: { min_amount: 10 * k, tags: ['store:1'] },
+    });
+  for (let k = 0; k < 3; k++)
+    rules.push({ name: `best ${k}`, kind: 'fixed', points: 3 + k, combination: 'best', group: 'g' });
+  rules.push({
+    name: 'weekdays',
+    kind: 'fixed',
+    points: 2,
+    conditions: { days_of_week: ['mon', 'tue', 'wed', 'thu', 'fri'] },
+  });
+  rules.push({
+    name: 'lunch',
+    kind: 'fixed',
+    points: 2,
+    conditions: { time_of_day: { from: '11:30', until: '14:00' } },
+  });
+  return rules;
+}
+
 export interface Fixture {
   tenantId: number;
   app: AppCredentials;
   pointsCardId: number;
+  /** A points card with 25 active earning rules (the rules scenario). */
+  rulesCardId: number;
   cashbackCardId: number;
   /** Members with a points account (earn and balance scenarios). */
   members: number[];
@@ -73,6 +131,22 @@ export async function provision(
       cashback_config: { cashback_percentage: CASHBACK_PERCENT, cashback_min_amount: 0, cashback_max_amount: null },
     },
   );
+
+  const { card: rulesCard } = await api.admin<{ card: { id: number } }>(
+    'POST',
+    `/admin/v1/tenants/${tenant.id}/cards`,
+    {
+      name: 'Bench rules',
+      reward_system: 'points',
+      points_ratio: POINTS_RATIO,
+      time_zone: 'Europe/Lisbon',
+    },
+  );
+  for (const rule of benchRules())
+    await api.admin('POST', `/admin/v1/tenants/${tenant.id}/cards/${rulesCard.id}/rules`, {
+      ...rule,
+      status: 'active',
+    });
 
   // Members are created the way a shop creates them: the first earn with an unknown email.
   opts.log(`provisioning ${opts.members} members (points earn by email)`);
@@ -163,6 +237,7 @@ export async function provision(
     tenantId: tenant.id,
     app,
     pointsCardId: pointsCard.id,
+    rulesCardId: rulesCard.id,
     cashbackCardId: cashbackCard.id,
     members,
     historyMemberId,

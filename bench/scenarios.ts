@@ -5,11 +5,13 @@
 import type { HttpRequestSpec } from './load.ts';
 import type { ScenarioName } from './options.ts';
 import type { Fixture, Redeemer } from './provision.ts';
-import { REDEEM_AMOUNT_CENTS } from './provision.ts';
+import { REDEEM_AMOUNT_CENTS, RULES_PURCHASE } from './provision.ts';
 import type { Api } from './api.ts';
 
 export const DESCRIPTIONS: Record<ScenarioName, string> = {
   points_earn: 'POST points/earn, each request for the next of the provisioned members',
+  points_earn_rules:
+    'POST points/earn of a 20-line purchase on a card with 25 active earning rules (no caps), for the next member',
   cashback_earn: 'POST cashback/earn, each request for the next member',
   points_balance: 'GET points/balance of the next member',
   points_history: 'GET points/history, first page (20) of a member with the long history',
@@ -20,6 +22,7 @@ export const DESCRIPTIONS: Record<ScenarioName, string> = {
 /** Statuses that are a correct answer besides 200 (only redemption refuses by design). */
 export const EXPECTED_REFUSALS: Record<ScenarioName, number[]> = {
   points_earn: [],
+  points_earn_rules: [],
   cashback_earn: [],
   points_balance: [],
   points_history: [],
@@ -51,6 +54,15 @@ export function httpScenario(
           path: '/api/v1/loyalty/points/earn',
           headers: json,
           body: JSON.stringify({ card_id: f.pointsCardId, member_id: member(), purchase_amount: 10 + (i % 90) }),
+        }),
+      };
+    case 'points_earn_rules':
+      return {
+        next: () => ({
+          method: 'POST',
+          path: '/api/v1/loyalty/points/earn',
+          headers: json,
+          body: JSON.stringify({ card_id: f.rulesCardId, member_id: member(), ...RULES_PURCHASE }),
         }),
       };
     case 'cashback_earn':

@@ -11,6 +11,7 @@ export interface TargetCheck {
 
 export const TARGETS = {
   earnTunedRatio: 0.4,
+  rulesEarnRatio: 0.85,
   earnP99Ms: 25,
   balanceTunedRatio: 0.35,
   historyTunedRatio: 0.45,
@@ -37,6 +38,13 @@ export function checkTargets(r: Omit<BenchReport, 'target_checks'>, membersWhoEa
         s && s.tuned_ratio !== null ? s.tuned_ratio >= TARGETS.earnTunedRatio && s.p99_ms <= TARGETS.earnP99Ms : null,
     });
   }
+  const plain = scenario('points_earn');
+  const ruled = scenario('points_earn_rules');
+  out.push({
+    target: `points_earn_rules (25 rules, 20 lines) >= ${TARGETS.rulesEarnRatio}x the plain points_earn of the same run`,
+    figure: plain && ruled ? x(ruled.rps / plain.rps) : 'not run',
+    met: plain && ruled ? ruled.rps / plain.rps >= TARGETS.rulesEarnRatio : null,
+  });
   for (const [name, ratio] of [
     ['points_balance', TARGETS.balanceTunedRatio],
     ['points_history', TARGETS.historyTunedRatio],

@@ -33,6 +33,12 @@ Commands:
                                                    change its lifecycle (applies to credits made after the change)
   reward:create --tenant ID --card ID --name NAME --cost POINTS   add a reward to a points card
   reward:deactivate --tenant ID --card ID --reward ID             withdraw a reward
+  rule:list --tenant ID --card ID                  a card's earning rules, in the order they run
+  rule:create --tenant ID --card ID JSON           add an earning rule, e.g. '{"name":"x2","kind":"multiplier","factor":2,"status":"active"}'
+  rule:get --tenant ID --card ID --rule ID         one rule with its versions
+  rule:update --tenant ID --card ID --rule ID JSON change a rule (an active or paused one gets a new version)
+  rule:activate|rule:pause|rule:delete --tenant ID --card ID --rule ID
+                                                   activate, pause, or end a rule (delete removes a draft)
   staff:create --tenant ID --email EMAIL --role manager|staff [--name NAME]
                                                    create a staff user (the first manager); they sign in at /console
   staff:list --tenant ID                           list a tenant's staff users
@@ -67,6 +73,7 @@ const options = {
   app: { type: 'string' },
   card: { type: 'string' },
   reward: { type: 'string' },
+  rule: { type: 'string' },
   currency: { type: 'string' },
   cashback: { type: 'string' },
   min: { type: 'string' },
@@ -188,6 +195,14 @@ function requestOf(
         path: `${tenantPath()}/cards/${need(v.card, 'card')}/rewards/${need(v.reward, 'reward')}`,
         body: { active: false },
       };
+    case 'rule:list':
+    case 'rule:create':
+    case 'rule:get':
+    case 'rule:update':
+    case 'rule:activate':
+    case 'rule:pause':
+    case 'rule:delete':
+      return ruleRequest(command, `${tenantPath()}/cards/${need(v.card, 'card')}/rules`, rest, v);
     case 'staff:create':
       return {
         method: 'POST',
@@ -253,6 +268,25 @@ function requestOf(
     }
     default:
       throw new UsageError(command ? `unknown command "${command}"` : 'no command given');
+  }
+}
+
+/** The earning rule commands: the card's rules path, the rule by --rule, a JSON body where one is needed. */
+function ruleRequest(command: string, rules: string, rest: string[], v: Values) {
+  const one = () => `${rules}/${need(v.rule, 'rule')}`;
+  switch (command) {
+    case 'rule:list':
+      return { method: 'GET', path: rules };
+    case 'rule:create':
+      return { method: 'POST', path: rules, body: json(need(rest[0], 'JSON'), 'JSON') };
+    case 'rule:get':
+      return { method: 'GET', path: one() };
+    case 'rule:update':
+      return { method: 'PATCH', path: one(), body: json(need(rest[0], 'JSON'), 'JSON') };
+    case 'rule:delete':
+      return { method: 'DELETE', path: one() };
+    default:
+      return { method: 'POST', path: `${one()}/${command === 'rule:activate' ? 'activate' : 'pause'}` };
   }
 }
 

@@ -15,7 +15,15 @@ const baseUrl = (process.env.LOYALTY_URL ?? 'http://127.0.0.1:3000').replace(/\/
 const token = process.env.OPERATOR_TOKEN;
 if (!token) throw new Error('OPERATOR_TOKEN is not set');
 
-const ALL_SCOPES = ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read', 'webhooks_manage'];
+const ALL_SCOPES = [
+  'points_read',
+  'points_write',
+  'cashback_read',
+  'cashback_write',
+  'card_read',
+  'webhooks_manage',
+  'programme_manage',
+];
 const READ_SCOPES = ['points_read', 'cashback_read', 'card_read'];
 
 interface DemoApp {

@@ -480,3 +480,36 @@ function outsideByCause(outside: BadAttempt[], faults: InjectedFault[]): Record<
     seconds_after_last_fault: [Math.min(...g.secondsAfterFault), Math.max(...g.secondsAfterFault)],
   }));
 }
+
+/**
+ * Earning rules: no member's counter of a capped rule above its cap, no budget spent past it, and
+ * the counters equal to what the journal says each rule gave (rule versions of every earn row).
+ */
+export async function checkRuleCaps(db: pg.Client): Promise<Check> {
+  const { rows: over } = await db.query<{ rule_id: string; member_id: string; period_key: string; given: string }>(`
+    SELECT u.rule_id, u.member_id, u.period_key, u.given FROM ledger.rule_member_usage u
+      JOIN ledger.rules r ON r.id = u.rule_id JOIN ledger.cards c ON c.id = r.card_id AND c.reward_system = 'points'
+      JOIN ledger.rule_versions v ON v.rule_id = r.id AND v.version = r.version
+     WHERE u.given > (v.definition->'cap'->>'limit')::numeric`);
+  const { rows: spent } = await db.query<{ id: string; budget_used: string }>(`
+    SELECT r.id, r.budget_used FROM ledger.rules r JOIN ledger.cards c ON c.id = r.card_id AND c.reward_system = 'points'
+      JOIN ledger.rule_versions v ON v.rule_id = r.id AND v.version = r.version
+     WHERE v.definition->>'budget' IS NOT NULL AND r.budget_used > (v.definition->>'budget')::numeric`);
+  const { rows: drift } = await db.query<{ rule_id: string; member_id: string }>(`
+    WITH given AS (
+      SELECT (e->>'rule_id')::bigint AS rule_id, j.member_id, sum((e->>'amount')::bigint) AS amount
+        FROM ledger.journal_rules j CROSS JOIN LATERAL jsonb_array_elements(j.rules) e
+       WHERE j.refund_of IS NULL GROUP BY 1, 2
+    ), counted AS (SELECT rule_id, member_id, sum(given) AS amount FROM ledger.rule_member_usage GROUP BY 1, 2)
+    SELECT c.rule_id, c.member_id FROM counted c LEFT JOIN given g USING (rule_id, member_id)
+     WHERE g.amount IS DISTINCT FROM c.amount`);
+  const { rows: totals } = await db.query<{ counters: string; rules: string }>(
+    'SELECT (SELECT count(*) FROM ledger.rule_member_usage) AS counters, (SELECT count(*) FROM ledger.rules) AS rules',
+  );
+  return {
+    name: 'earning rules: no member cap and no budget passed; cap counters = what the journal says each rule gave',
+    ok: over.length === 0 && spent.length === 0 && drift.length === 0,
+    figure: `${over.length} counters over their cap, ${spent.length} budgets overspent, ${drift.length} counters disagreeing with the journal (${totals[0]?.counters ?? 0} counters, ${totals[0]?.rules ?? 0} rules)`,
+    details: [...over, ...spent, ...drift].slice(0, 10),
+  };
+}

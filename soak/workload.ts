@@ -254,6 +254,18 @@ export class Workload {
         `/admin/v1/tenants/${tenant.id}/cards/${points.card.id}/rewards`,
         { name: 'Soak reward', points_cost: rewardCost },
       );
+      // Earning rules on the points card, one capped per member and day and with a budget, so earns
+      // go through the rules; checkRuleCaps verifies that no cap or budget was passed.
+      const rules = `/admin/v1/tenants/${tenant.id}/cards/${points.card.id}/rules`;
+      await this.admin('POST', rules, { name: 'Soak x2', kind: 'multiplier', factor: 2, status: 'active' });
+      await this.admin('POST', rules, {
+        name: 'Soak capped bonus',
+        kind: 'fixed',
+        points: 7,
+        cap: { limit: 20, period: 'day' },
+        budget: 500,
+        status: 'active',
+      });
       const managerEmail = `manager.${this.run}.${i}@soak.example`;
       await this.admin('POST', `/admin/v1/tenants/${tenant.id}/staff`, { email: managerEmail, role: 'manager' });
       const t: Tenant = {

@@ -226,4 +226,26 @@ describe('loyalty-admin', () => {
     expect(gone.code).toBe(1);
     expect(gone.err).toMatch(/^error 404 webhook_endpoint_not_found/);
   });
+  it("manages a card's earning rules and time zone", async () => {
+    const tenant = /^id: (\d+)$/m.exec((await cli(['tenant:create', '--name', 'Rules'])).out)![1]!;
+    const card = /^id: (\d+)$/m.exec(
+      (await cli(['card:create', '--tenant', tenant, '--name', 'P', '--points-ratio', '1'])).out,
+    )![1]!;
+    const where = ['--tenant', tenant, '--card', card];
+    expect((await cli(['card:update', ...where, '{"time_zone":"Europe/Lisbon"}'])).out).toContain(
+      'time_zone: Europe/Lisbon',
+    );
+    const created = await cli(['rule:create', ...where, '{"name":"x2","kind":"multiplier","factor":2}', '--json']);
+    expect(created.code, created.err).toBe(0);
+    const id = String((JSON.parse(created.out) as { rule: { id: number } }).rule.id);
+    expect((await cli(['rule:activate', ...where, '--rule', id])).out).toContain('status: active');
+    expect((await cli(['rule:update', ...where, '--rule', id, '{"factor":3}'])).out).toContain('version: 2');
+    expect((await cli(['rule:list', ...where])).out).toMatch(/^id\s+card_id\s+status/);
+    expect((await cli(['rule:pause', ...where, '--rule', id])).out).toContain('status: paused');
+    const bad = await cli(['rule:create', ...where, '{"name":"bad","kind":"multiplier","factor":0}']);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/^error 422 invalid_rule: .*factor/);
+    expect((await cli(['rule:delete', ...where, '--rule', id])).out).toContain('status: ended');
+    expect((await cli(['rule:get', ...where])).code).toBe(2);
+  });
 });

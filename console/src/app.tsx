@@ -6,6 +6,7 @@ import { AuditPage } from './pages/audit.tsx';
 import { ClaimsPage } from './pages/claims.tsx';
 import { MemberPage, MemberSearch } from './pages/members.tsx';
 import { ReferralsPage } from './pages/referrals.tsx';
+import { RulesPage } from './pages/rules.tsx';
 import { SignIn } from './pages/sign-in.tsx';
 import { TeamPage } from './pages/team.tsx';
 
@@ -31,6 +32,7 @@ const NAV: { path: string; label: string; managers?: boolean }[] = [
   { path: '/members', label: 'Members' },
   { path: '/adjust', label: 'Adjustments', managers: true },
   { path: '/referrals', label: 'Referrals' },
+  { path: '/rules', label: 'Earning rules', managers: true },
   { path: '/audit', label: 'Audit log', managers: true },
   { path: '/team', label: 'Team', managers: true },
 ];
@@ -92,6 +94,8 @@ export function App() {
     />
   ) : route.path === '/referrals' ? (
     <ReferralsPage key={cards.length} cards={cards} />
+  ) : route.path === '/rules' ? (
+    <RulesPage cards={cards} isManager={isManager} />
   ) : route.path === '/audit' ? (
     <AuditPage isManager={isManager} />
   ) : route.path === '/team' ? (

@@ -11,7 +11,7 @@ import { staffClient, startTestSystem, type TestSystem } from '../support/system
 /**
  * The staff console in a real Chromium (Debian's `chromium`, driven by playwright-core; no browser
  * download): sign in with the sandbox code, handle claims, look up a member, adjust as a manager,
- * be refused as staff, verify the audit chain. Every page is saved as a screenshot in
+ * write an earning rule and preview it, be refused as staff, verify the audit chain. Every page is saved as a screenshot in
  * var/screenshots/. Without a Chromium on the machine these tests are skipped with a message
  * saying what to install (npm test installs it with apt where it can: scripts/bootstrap.mjs).
  */
@@ -140,6 +140,7 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
       'Sign out',
       'Team',
       'Audit log',
+      'Earning rules',
       'Referrals',
       'Adjustments',
       'Members',
@@ -265,6 +266,38 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
     await page.getByRole('link', { name: 'Team' }).click();
     await expect.poll(() => page.getByRole('cell', { name: clerkEmail }).count()).toBe(1);
     await shot('team');
+  });
+
+  it('writes an earning rule: a draft, its preview on a sample purchase, activation, an earn that uses it', async () => {
+    await page.getByRole('link', { name: 'Earning rules' }).click();
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Earning rules');
+    await page.getByRole('combobox', { name: /^Card/ }).selectOption(String(t.pointsCard));
+    await page.getByLabel('Name', { exact: true }).fill('Pastry x2');
+    await page.getByRole('spinbutton', { name: 'Factor' }).fill('2');
+    await page.getByLabel(/Categories/).fill('pastry');
+    await page.getByRole('button', { name: 'Create draft' }).click();
+    await expect.poll(() => status().textContent()).toMatch(/Draft "Pastry x2" created/);
+    await page.getByRole('button', { name: 'Preview', exact: true }).click();
+    // 2 croissants (pastry) at 2.50 and a latte at 7.50: base 12, the draft adds 5.
+    await expect.poll(() => status().textContent()).toMatch(/would earn 17 \(base 12\)/);
+    expect(await page.getByRole('cell', { name: 'draft' }).count()).toBeGreaterThan(0);
+    await expectLabelledControls();
+    await shot('rules-preview');
+    await page.getByRole('button', { name: 'Activate Pastry x2' }).click();
+    await expect.poll(() => status().textContent()).toMatch(/"Pastry x2" is active/);
+    await shot('rules');
+    const earn = await t.api('POST', '/api/v1/loyalty/points/earn', {
+      body: {
+        card_id: t.pointsCard,
+        member_id: t.members[1]!.id,
+        purchase_amount: 12.5,
+        line_items: [
+          { sku: 'croissant', category: 'pastry', quantity: 2, unit_price: 2.5 },
+          { sku: 'latte', category: 'drink', quantity: 1, unit_price: 7.5 },
+        ],
+      },
+    });
+    expect(earn.body.data).toMatchObject({ points_earned: 17, rules_applied: [{ name: 'Pastry x2', points: 5 }] });
   });
 
   it('refuses a staff user adjustments, in the console and at the API', async () => {

@@ -37,6 +37,7 @@ export const errorCatalogue = {
   staff_not_found: { status: 404, message: 'Staff user not found.' },
   webhook_endpoint_not_found: { status: 404, message: 'Webhook endpoint not found.' },
   webhook_delivery_not_found: { status: 404, message: 'Webhook delivery not found.' },
+  rule_not_found: { status: 404, message: 'Rule not found.' },
   // 405: method
   method_not_allowed: { status: 405, message: 'This method is not allowed on this route.' },
   request_timeout: { status: 408, message: 'The request was not received in time.' },
@@ -55,6 +56,7 @@ export const errorCatalogue = {
   staff_email_taken: { status: 409, message: 'A staff user with this email already exists for the tenant.' },
   last_manager: { status: 409, message: 'The tenant must keep at least one active manager.' },
   webhook_endpoint_disabled: { status: 409, message: 'The webhook endpoint is disabled; enable it first.' },
+  rule_state_conflict: { status: 409, message: 'The rule cannot do this in its current status.' },
   // 431: headers
   headers_too_large: { status: 431, message: 'The request headers are too large.' },
   // 422: business rules
@@ -79,6 +81,13 @@ export const errorCatalogue = {
     status: 422,
     message: "The anchor is not one this platform signed for this tenant's audit chain.",
   },
+  line_items_mismatch: {
+    status: 422,
+    message: 'The line items do not add up to purchase_amount (or do not match the purchase being refunded).',
+  },
+  invalid_rule: { status: 422, message: 'The rule is not valid; fields says which fields and why.' },
+  active_rule_limit: { status: 422, message: 'A card may have at most 100 active rules.' },
+  invalid_time_zone: { status: 422, message: 'time_zone must be an IANA time zone name, such as Europe/Lisbon.' },
   pin_locked: { status: 423, message: 'PIN redemption is locked after repeated wrong PINs; try again later.' },
   // 429: limits
   rate_limited: { status: 429, message: 'Too many requests; slow down.' },

@@ -32,6 +32,18 @@ export { authOperations } from './ops/auth.ts';
 export { ClaimRequestRecord, claimsOperations, ClaimStatus } from './ops/claims.ts';
 export { cashbackOperations, ledgerAdminOperations, memberPinOperations, pointsOperations } from './ops/ledger.ts';
 export { CashbackQuoteBody, PointsQuoteBody, quoteOperations, QuoteWarning } from './ops/quotes.ts';
+export {
+  earnRuleFields,
+  LineItem,
+  RefundLineItem,
+  RuleApplied,
+  ruleAdminOperations,
+  RuleInput,
+  ruleOperations,
+  RulePatch,
+  RuleRecord,
+  RuleTraceEntry,
+} from './ops/rules.ts';
 export { referralOperations, ReferralPeriod, referralPeriods } from './ops/referrals.ts';
 export { queryDateRange, staffAdminOperations, staffOperations } from './ops/staff.ts';
 export {

@@ -10,6 +10,8 @@ export const scopes = [
   'cashback_write',
   'card_read',
   'webhooks_manage',
+  /** Earning rules of the tenant's cards (GET/POST/PATCH/DELETE /api/v1/loyalty/cards/{card_id}/rules). */
+  'programme_manage',
 ] as const;
 export const Scope = z.enum(scopes);
 export type Scope = z.infer<typeof Scope>;

@@ -3,6 +3,7 @@ import { authOperations } from './ops/auth.ts';
 import { claimsOperations } from './ops/claims.ts';
 import { cashbackOperations, ledgerAdminOperations, memberPinOperations, pointsOperations } from './ops/ledger.ts';
 import { quoteOperations } from './ops/quotes.ts';
+import { ruleAdminOperations, ruleOperations } from './ops/rules.ts';
 import { referralOperations } from './ops/referrals.ts';
 import { webhookAdminOperations, webhookOperations } from './ops/webhooks.ts';
 import { operationExamples } from './ops/examples.ts';
@@ -34,12 +35,14 @@ export const operations: Record<string, Operation> = withExamples({
   ...quoteOperations,
   ...memberPinOperations,
   ...webhookOperations,
+  ...ruleOperations,
 });
 
 /** The operator (provisioning) table, served under /admin/v1 behind the operator token. */
 export const operatorOperations: Record<string, Operation> = withExamples({
   ...adminOperations,
   ...ledgerAdminOperations,
+  ...ruleAdminOperations,
   ...staffAdminOperations,
   ...webhookAdminOperations,
 });

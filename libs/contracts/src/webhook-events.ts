@@ -109,6 +109,20 @@ export const webhookEventTypes = {
       previous_balance: Points.describe('spendable, before'),
       new_balance: Points.describe('spendable, after (unchanged when the points are pending)'),
       ...lotTerms,
+      rules_applied: z
+        .array(
+          z.object({
+            rule_id: Id,
+            version: z.number().int(),
+            name: z.string(),
+            amount: z.number(),
+            capped: z.boolean(),
+          }),
+        )
+        .optional()
+        .describe(
+          'the earning rules beyond the base earn that gave something (points, or currency units); absent when none did',
+        ),
     }),
   },
   'points.redeemed': {
@@ -150,6 +164,20 @@ export const webhookEventTypes = {
       previous_balance: Money.describe('spendable, before'),
       new_balance: Money.describe('spendable, after (unchanged when the cashback is pending)'),
       ...lotTerms,
+      rules_applied: z
+        .array(
+          z.object({
+            rule_id: Id,
+            version: z.number().int(),
+            name: z.string(),
+            amount: z.number(),
+            capped: z.boolean(),
+          }),
+        )
+        .optional()
+        .describe(
+          'the earning rules beyond the base earn that gave something (points, or currency units); absent when none did',
+        ),
     }),
   },
   'cashback.redeemed': {
@@ -176,6 +204,19 @@ export const webhookEventTypes = {
       reference: Reference,
       previous_balance: Money,
       new_balance: Money,
+    }),
+  },
+  'rule.budget_exhausted': {
+    source: 'ledger.rule_budget_exhausted',
+    summary: "An earning rule's budget ran out: it gives nothing more until its budget is raised.",
+    data: z.object({
+      rule_id: Id,
+      card_id: Id,
+      version: z.number().int(),
+      name: z.string(),
+      budget: z.number().describe('points, or currency units on a cashback card'),
+      member_id: Id.describe('the member whose earn spent the last of it'),
+      transaction_id: Id.describe('that earn'),
     }),
   },
   'points.expiring': {

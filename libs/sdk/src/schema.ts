@@ -363,6 +363,98 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/loyalty/cards/{card_id}/rules': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A card's earning rules (every status but deleted drafts), in the order they run
+     * @description Scope: `programme_manage`.
+     */
+    get: operations['rules.list'];
+    put?: never;
+    /**
+     * Create an earning rule (a draft, or active at once with status: active)
+     * @description Scope: `programme_manage`.
+     */
+    post: operations['rules.create'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/loyalty/cards/{card_id}/rules/{rule_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * One rule with its versions
+     * @description Scope: `programme_manage`.
+     */
+    get: operations['rules.get'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a draft; end an active or paused rule (it stays, for the journal rows that name it)
+     * @description Scope: `programme_manage`.
+     */
+    delete: operations['rules.delete'];
+    options?: never;
+    head?: never;
+    /**
+     * Change a rule: a draft is rewritten; an active or paused rule gets a new version (an ended one cannot change)
+     * @description Scope: `programme_manage`.
+     */
+    patch: operations['rules.update'];
+    trace?: never;
+  };
+  '/api/v1/loyalty/cards/{card_id}/rules/{rule_id}/activate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Activate a draft or paused rule (at most 100 active rules per card)
+     * @description Scope: `programme_manage`.
+     */
+    post: operations['rules.activate'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/loyalty/cards/{card_id}/rules/{rule_id}/pause': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Pause an active rule (activate it again later)
+     * @description Scope: `programme_manage`.
+     */
+    post: operations['rules.pause'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/loyalty/claims': {
     parameters: {
       query?: never;
@@ -501,6 +593,26 @@ export interface paths {
      * @description Scope: `points_write`.
      */
     post: operations['points.earn'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/loyalty/points/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Report a member event (birthday, signup, profile_completed or your own name): the card's active event rules for it give points. Idempotent by reference: the same reference answers the first answer
+     * @description Scope: `points_write`.
+     */
+    post: operations['points.events'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1141,6 +1253,26 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  'rule.budget_exhausted': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * An earning rule's budget ran out: it gives nothing more until its budget is raised.
+     * @description Delivered at least once: answer 2xx within 10 s, or the delivery is retried with exponential backoff and jitter for up to three days. De-duplicate on the event `id`.
+     */
+    post: operations['webhook.rule.budget_exhausted'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export interface components {
   schemas: {
@@ -1182,6 +1314,8 @@ export interface components {
       amount: number;
       /** @description earn: when the credit would become spendable */
       available_at: string | null;
+      /** @description earn quotes on cards with rules: the base earn (rule zero) */
+      base?: number;
       card_id: number;
       /** @description spendable now */
       cashback_balance: number;
@@ -1201,6 +1335,10 @@ export interface components {
       operation: 'earn' | 'redeem' | 'refund';
       /** @description pending now */
       pending_cashback: number;
+      /** @description earn: the rules beyond the base that would give */
+      rules_applied?: components['schemas']['RuleApplied'][];
+      /** @description earn quotes on cards with rules: every rule evaluated, in the order they ran */
+      trace?: components['schemas']['RuleTraceEntry'][];
       warnings: components['schemas']['QuoteWarning'][];
       /** @description false: a warning names the rule that would refuse the operation */
       would_succeed: boolean;
@@ -1281,6 +1419,7 @@ export interface components {
           | 'staff_not_found'
           | 'webhook_endpoint_not_found'
           | 'webhook_delivery_not_found'
+          | 'rule_not_found'
           | 'method_not_allowed'
           | 'request_timeout'
           | 'payload_too_large'
@@ -1297,6 +1436,7 @@ export interface components {
           | 'staff_email_taken'
           | 'last_manager'
           | 'webhook_endpoint_disabled'
+          | 'rule_state_conflict'
           | 'headers_too_large'
           | 'insufficient_balance'
           | 'insufficient_points'
@@ -1310,6 +1450,10 @@ export interface components {
           | 'webhook_url_refused'
           | 'webhook_endpoint_limit'
           | 'audit_anchor_invalid'
+          | 'line_items_mismatch'
+          | 'invalid_rule'
+          | 'active_rule_limit'
+          | 'invalid_time_zone'
           | 'pin_locked'
           | 'rate_limited'
           | 'otp_cooldown'
@@ -1323,6 +1467,14 @@ export interface components {
       };
       /** @constant */
       success: false;
+    };
+    LineItem: {
+      category?: string;
+      name?: string;
+      quantity: number;
+      sku: string;
+      /** @description currency units, at most two decimals */
+      unit_price: number;
     };
     MaskedMember: {
       /** @description masked; null when the member has no email */
@@ -1358,6 +1510,8 @@ export interface components {
     PointsQuote: {
       /** @description earn: when the credit would become spendable */
       available_at: string | null;
+      /** @description earn quotes on cards with rules: the base earn (rule zero) */
+      base?: number;
       card_id: number;
       /** @description earn: when the credit would expire (null: never) */
       expires_at: string | null;
@@ -1380,6 +1534,10 @@ export interface components {
       reward_id?: number;
       /** @description redeem */
       reward_name?: string;
+      /** @description earn: the rules beyond the base that would give */
+      rules_applied?: components['schemas']['RuleApplied'][];
+      /** @description earn quotes on cards with rules: every rule evaluated, in the order they ran */
+      trace?: components['schemas']['RuleTraceEntry'][];
       warnings: components['schemas']['QuoteWarning'][];
       /** @description false: a warning names the rule that would refuse the operation */
       would_succeed: boolean;
@@ -1443,6 +1601,231 @@ export interface components {
       pending_referrals: number;
       successful_referrals: number;
       total_referrals: number;
+    };
+    RefundLineItem: {
+      quantity: number;
+      sku: string;
+    };
+    Rule: {
+      /** @description cashback cards, fixed/event: currency amount */
+      amount?: number;
+      /** @description at most this much in all, over every member; null: none */
+      budget: number | null;
+      /** @description what it has given in all (points, or currency units) */
+      budget_used: number;
+      /** @description at most this much per member per period; null: no cap */
+      cap: components['schemas']['RuleCap'] | null;
+      card_id: number;
+      /** @description stack (adds), best (best of its group) or exclusive (stops lower rules) */
+      combination: string;
+      conditions: components['schemas']['RuleConditions'];
+      /** @description ISO 8601 UTC timestamp */
+      created_at: string;
+      /** @description event rules: birthday, signup, profile_completed or your own name */
+      event?: string;
+      /** @description multiplier: 0 < factor <= 100 */
+      factor?: number;
+      /** @description the group a best rule competes in */
+      group: string;
+      id: number;
+      /** @description multiplier, per_amount, fixed or event */
+      kind: string;
+      name: string;
+      /** @description cashback cards, per_amount: extra percentage */
+      percentage?: number;
+      /** @description points cards: per_amount points per currency unit; fixed/event points */
+      points?: number;
+      /** @description higher runs first (whole number); the base earn always comes first */
+      priority: number;
+      /** @description an exclusive rule that takes the place of the base earn of what it matches */
+      replaces_base: boolean;
+      /** @enum {string} */
+      status: 'draft' | 'active' | 'paused' | 'ended';
+      /** @description ISO 8601 UTC timestamp */
+      updated_at: string;
+      version: number;
+    };
+    RuleApplied: {
+      /** @description cashback cards, currency units */
+      amount?: number;
+      /** @description its cap or budget cut it */
+      capped: boolean;
+      name: string;
+      /** @description points cards */
+      points?: number;
+      rule_id: number;
+      version: number;
+    };
+    RuleCap: {
+      /** @description points, or currency units on a cashback card */
+      limit: number;
+      /** @description day, week, month, year or lifetime (card time zone) */
+      period: string;
+    };
+    RuleCapInput: {
+      /** @description points, or currency units on a cashback card */
+      limit: number;
+      /** @description day, week, month, year or lifetime (card time zone) */
+      period: string;
+    };
+    RuleConditions: {
+      /** @description ISO timestamp with offset; inclusive */
+      active_from?: string;
+      /** @description ISO timestamp with offset; exclusive; after active_from */
+      active_until?: string;
+      /** @description line level */
+      categories?: string[];
+      /** @description mon, tue, wed, thu, fri, sat, sun (card time zone) */
+      days_of_week?: string[];
+      /** @description the member's Nth, 2Nth... purchase on the card */
+      every_nth?: number;
+      first_purchase?: boolean;
+      /** @description smallest purchase amount */
+      min_amount?: number;
+      /** @description line level */
+      skus?: string[];
+      /** @description every one required on the purchase */
+      tags?: string[];
+      /** @description the member's tier must be listed */
+      tiers?: string[];
+      /** @description HH:MM to HH:MM in the card time zone, until exclusive; until before from runs over midnight */
+      time_of_day?: {
+        from: string;
+        until: string;
+      };
+    };
+    RuleConditionsInput: {
+      /** @description ISO timestamp with offset; inclusive */
+      active_from?: string;
+      /** @description ISO timestamp with offset; exclusive; after active_from */
+      active_until?: string;
+      /** @description line level */
+      categories?: string[];
+      /** @description mon, tue, wed, thu, fri, sat, sun (card time zone) */
+      days_of_week?: string[];
+      /** @description the member's Nth, 2Nth... purchase on the card */
+      every_nth?: number;
+      first_purchase?: boolean;
+      /** @description smallest purchase amount */
+      min_amount?: number;
+      /** @description line level */
+      skus?: string[];
+      /** @description every one required on the purchase */
+      tags?: string[];
+      /** @description the member's tier must be listed */
+      tiers?: string[];
+      /** @description HH:MM to HH:MM in the card time zone, until exclusive; until before from runs over midnight */
+      time_of_day?: {
+        from: string;
+        until: string;
+      };
+    };
+    RuleInput: {
+      /** @description cashback cards, fixed/event: currency amount */
+      amount?: number;
+      /**
+       * @description at most this much in all, over every member; null: none
+       * @default null
+       */
+      budget: number | null;
+      /**
+       * @description at most this much per member per period; null: no cap
+       * @default null
+       */
+      cap: components['schemas']['RuleCapInput'] | null;
+      /**
+       * @description stack (adds), best (best of its group) or exclusive (stops lower rules)
+       * @default stack
+       */
+      combination: string;
+      /** @default {} */
+      conditions: components['schemas']['RuleConditionsInput'];
+      /** @description event rules: birthday, signup, profile_completed or your own name */
+      event?: string;
+      /** @description multiplier: 0 < factor <= 100 */
+      factor?: number;
+      /**
+       * @description the group a best rule competes in
+       * @default default
+       */
+      group: string;
+      /** @description multiplier, per_amount, fixed or event */
+      kind: string;
+      name: string;
+      /** @description cashback cards, per_amount: extra percentage */
+      percentage?: number;
+      /** @description points cards: per_amount points per currency unit; fixed/event points */
+      points?: number;
+      /**
+       * @description higher runs first (whole number); the base earn always comes first
+       * @default 0
+       */
+      priority: number;
+      /**
+       * @description an exclusive rule that takes the place of the base earn of what it matches
+       * @default false
+       */
+      replaces_base: boolean;
+      /**
+       * @description active: activate at once
+       * @default draft
+       * @enum {string}
+       */
+      status: 'draft' | 'active';
+    };
+    /** @description fields left out keep their value; null removes a value; editing an active or paused rule makes a new version */
+    RulePatch: {
+      amount?: number | null;
+      /** @description at most this much in all, over every member; null: none */
+      budget?: number | null;
+      /** @description at most this much per member per period; null: no cap */
+      cap?: components['schemas']['RuleCapInput'] | null;
+      /** @description stack (adds), best (best of its group) or exclusive (stops lower rules) */
+      combination?: string;
+      /** @description replaces the conditions as a whole */
+      conditions?: components['schemas']['RuleConditionsInput'];
+      event?: string | null;
+      factor?: number | null;
+      /** @description the group a best rule competes in */
+      group?: string;
+      /** @description multiplier, per_amount, fixed or event */
+      kind?: string;
+      name?: string;
+      percentage?: number | null;
+      points?: number | null;
+      /** @description higher runs first (whole number); the base earn always comes first */
+      priority?: number;
+      /** @description an exclusive rule that takes the place of the base earn of what it matches */
+      replaces_base?: boolean;
+    };
+    RuleTraceEntry: {
+      budget: {
+        limit: number;
+        remaining: number;
+        used: number;
+      } | null;
+      cap: {
+        limit: number;
+        period: string;
+        period_key: string;
+        remaining: number;
+        used: number;
+      } | null;
+      capped: boolean;
+      combination: string;
+      /** @description what it would give before caps (points, or currency units) */
+      computed: number;
+      /** @description what it gives (points, or currency units) */
+      gave: number;
+      kind: string;
+      matched: boolean;
+      name: string;
+      priority: number;
+      /** @description why it did not match or gave nothing (or was cut); null when it gave in full */
+      reason: string | null;
+      rule_id: number;
+      status: string;
+      version: number;
     };
     TopReferrer: {
       /** @description masked; null when the member has no email */
@@ -3708,6 +4091,8 @@ export interface operations {
           | {
               card_id: number;
               email?: string;
+              /** @description the purchase lines; their total must equal purchase_amount to the cent (422 line_items_mismatch) */
+              line_items?: components['schemas']['LineItem'][];
               member_id?: number;
               member_name?: string;
               /** @description JSON object of strings, numbers, booleans, null, objects and arrays: nested at most 5 levels, at most 50 keys in all, keys at most 64 characters, at most 4096 bytes as JSON; no NUL characters or unpaired surrogates */
@@ -3718,6 +4103,8 @@ export interface operations {
               /** @description at least 0.01, at most two decimals, at most 1000000000 */
               purchase_amount: number;
               reference?: string;
+              /** @description labels of the purchase (e.g. online, store:12) that rules can require */
+              tags?: string[];
             }
           | Record<string, never>
           | Record<string, never>
@@ -3773,6 +4160,8 @@ export interface operations {
               pending_cashback?: number;
               purchase_amount: number;
               reference: string | null;
+              /** @description the earning rules beyond the base earn that gave something; absent when none did */
+              rules_applied?: components['schemas']['RuleApplied'][];
               transaction_id: number;
             };
             /** @constant */
@@ -3921,7 +4310,7 @@ export interface operations {
           };
         };
       };
-      /** @description `wrong_card_type`, `balance_limit_exceeded`, `member_inactive` */
+      /** @description `wrong_card_type`, `balance_limit_exceeded`, `member_inactive`, `line_items_mismatch` */
       422: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -3936,7 +4325,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'wrong_card_type' | 'balance_limit_exceeded' | 'member_inactive';
+              code?: 'wrong_card_type' | 'balance_limit_exceeded' | 'member_inactive' | 'line_items_mismatch';
             };
           };
         };
@@ -4297,6 +4686,10 @@ export interface operations {
               | {
                   card_id: number;
                   email?: string;
+                  /** @description also evaluate draft (and paused) rules of the card */
+                  include_drafts?: boolean;
+                  /** @description the purchase lines; their total must equal purchase_amount to the cent (422 line_items_mismatch) */
+                  line_items?: components['schemas']['LineItem'][];
                   member_id?: number;
                   member_name?: string;
                   /** @description JSON object of strings, numbers, booleans, null, objects and arrays: nested at most 5 levels, at most 50 keys in all, keys at most 64 characters, at most 4096 bytes as JSON; no NUL characters or unpaired surrogates */
@@ -4309,6 +4702,10 @@ export interface operations {
                   /** @description at least 0.01, at most two decimals, at most 1000000000 */
                   purchase_amount: number;
                   reference?: string;
+                  /** @description also evaluate these rules of the card, whatever their status */
+                  rule_ids?: number[];
+                  /** @description labels of the purchase (e.g. online, store:12) that rules can require */
+                  tags?: string[];
                 }
               | Record<string, never>
               | Record<string, never>
@@ -4456,7 +4853,7 @@ export interface operations {
           };
         };
       };
-      /** @description `route_not_found`, `card_not_found`, `member_not_found` */
+      /** @description `route_not_found`, `card_not_found`, `member_not_found`, `rule_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4471,7 +4868,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'route_not_found' | 'card_not_found' | 'member_not_found';
+              code?: 'route_not_found' | 'card_not_found' | 'member_not_found' | 'rule_not_found';
             };
           };
         };
@@ -4517,7 +4914,7 @@ export interface operations {
           };
         };
       };
-      /** @description `wrong_card_type` */
+      /** @description `wrong_card_type`, `line_items_mismatch` */
       422: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4532,7 +4929,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'wrong_card_type';
+              code?: 'wrong_card_type' | 'line_items_mismatch';
             };
           };
         };
@@ -4952,6 +5349,8 @@ export interface operations {
               /** @description at most two decimals, at most 1000000000 */
               cashback_to_deduct?: number;
               email?: string;
+              /** @description refund these lines of the purchase named by reference: takes back what they earned, bonuses included, and a fixed bonus the refund breaks */
+              line_items?: components['schemas']['RefundLineItem'][];
               member_id?: number;
               phone?: string;
               reference?: string;
@@ -5158,7 +5557,7 @@ export interface operations {
           };
         };
       };
-      /** @description `wrong_card_type`, `refund_reference_mismatch` */
+      /** @description `wrong_card_type`, `refund_reference_mismatch`, `line_items_mismatch` */
       422: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -5173,7 +5572,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'wrong_card_type' | 'refund_reference_mismatch';
+              code?: 'wrong_card_type' | 'refund_reference_mismatch' | 'line_items_mismatch';
             };
           };
         };
@@ -6206,6 +6605,1982 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'wrong_card_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'rules.list': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        card_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "card_id": 2,
+           *         "time_zone": "Europe/Lisbon",
+           *         "rules": [
+           *           {
+           *             "id": 7,
+           *             "card_id": 2,
+           *             "status": "active",
+           *             "version": 1,
+           *             "name": "Double points on pastries at weekends",
+           *             "kind": "multiplier",
+           *             "priority": 10,
+           *             "combination": "stack",
+           *             "group": "default",
+           *             "replaces_base": false,
+           *             "factor": 2,
+           *             "conditions": {
+           *               "categories": [
+           *                 "pastry"
+           *               ],
+           *               "days_of_week": [
+           *                 "sat",
+           *                 "sun"
+           *               ]
+           *             },
+           *             "cap": {
+           *               "limit": 500,
+           *               "period": "month"
+           *             },
+           *             "budget": null,
+           *             "budget_used": 0,
+           *             "created_at": "2026-03-14T09:26:53.000Z",
+           *             "updated_at": "2026-03-14T09:26:53.000Z"
+           *           }
+           *         ],
+           *         "total": 1
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: {
+              card_id: number;
+              rules: components['schemas']['Rule'][];
+              time_zone: string;
+              total: number;
+            };
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `card_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'card_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'rules.create': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Retry-safe key: a retry with the same key replays the first response; the same key with other parameters is refused with 409. */
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        card_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "name": "Double points on pastries at weekends",
+         *       "kind": "multiplier",
+         *       "factor": 2,
+         *       "priority": 10,
+         *       "combination": "stack",
+         *       "conditions": {
+         *         "categories": [
+         *           "pastry"
+         *         ],
+         *         "days_of_week": [
+         *           "sat",
+         *           "sun"
+         *         ]
+         *       },
+         *       "cap": {
+         *         "limit": 500,
+         *         "period": "month"
+         *       },
+         *       "status": "active"
+         *     }
+         */
+        'application/json': components['schemas']['RuleInput'];
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "rule": {
+           *           "id": 7,
+           *           "card_id": 2,
+           *           "status": "active",
+           *           "version": 1,
+           *           "name": "Double points on pastries at weekends",
+           *           "kind": "multiplier",
+           *           "priority": 10,
+           *           "combination": "stack",
+           *           "group": "default",
+           *           "replaces_base": false,
+           *           "factor": 2,
+           *           "conditions": {
+           *             "categories": [
+           *               "pastry"
+           *             ],
+           *             "days_of_week": [
+           *               "sat",
+           *               "sun"
+           *             ]
+           *           },
+           *           "cap": {
+           *             "limit": 500,
+           *             "period": "month"
+           *           },
+           *           "budget": null,
+           *           "budget_used": 0,
+           *           "created_at": "2026-03-14T09:26:53.000Z",
+           *           "updated_at": "2026-03-14T09:26:53.000Z"
+           *         }
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: {
+              rule: components['schemas']['Rule'];
+            };
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `card_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'card_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `idempotency_key_reused`, `idempotency_in_progress` */
+      409: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'idempotency_key_reused' | 'idempotency_in_progress';
+            };
+          };
+        };
+      };
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `invalid_rule`, `active_rule_limit` */
+      422: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'invalid_rule' | 'active_rule_limit';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'rules.get': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        card_id: number;
+        rule_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "rule": {
+           *           "id": 7,
+           *           "card_id": 2,
+           *           "status": "active",
+           *           "version": 2,
+           *           "name": "Double points on pastries at weekends",
+           *           "kind": "multiplier",
+           *           "priority": 10,
+           *           "combination": "stack",
+           *           "group": "default",
+           *           "replaces_base": false,
+           *           "factor": 3,
+           *           "conditions": {
+           *             "categories": [
+           *               "pastry"
+           *             ],
+           *             "days_of_week": [
+           *               "sat",
+           *               "sun"
+           *             ]
+           *           },
+           *           "cap": {
+           *             "limit": 500,
+           *             "period": "month"
+           *           },
+           *           "budget": null,
+           *           "budget_used": 0,
+           *           "created_at": "2026-03-14T09:26:53.000Z",
+           *           "updated_at": "2026-03-14T10:02:11.000Z"
+           *         },
+           *         "versions": [
+           *           {
+           *             "version": 1,
+           *             "created_at": "2026-03-14T09:26:53.000Z"
+           *           },
+           *           {
+           *             "version": 2,
+           *             "created_at": "2026-03-14T10:02:11.000Z"
+           *           }
+           *         ]
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: {
+              rule: components['schemas']['Rule'];
+              versions: {
+                /** @description ISO 8601 UTC timestamp */
+                created_at: string;
+                version: number;
+              }[];
+            };
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `card_not_found`, `rule_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'card_not_found' | 'rule_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'rules.delete': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        card_id: number;
+        rule_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "rule_id": 7,
+           *         "deleted": false,
+           *         "status": "ended"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: {
+              deleted: boolean;
+              rule_id: number;
+              /** @enum {string} */
+              status: 'deleted' | 'ended';
+            };
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `card_not_found`, `rule_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'card_not_found' | 'rule_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'rules.update': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        card_id: number;
+        rule_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "factor": 3
+         *     }
+         */
+        'application/json': components['schemas']['RulePatch'];
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "rule": {
+           *           "id": 7,
+           *           "card_id": 2,
+           *           "status": "active",
+           *           "version": 2,
+           *           "name": "Double points on pastries at weekends",
+           *           "kind": "multiplier",
+           *           "priority": 10,
+           *           "combination": "stack",
+           *           "group": "default",
+           *           "replaces_base": false,
+           *           "factor": 3,
+           *           "conditions": {
+           *             "categories": [
+           *               "pastry"
+           *             ],
+           *             "days_of_week": [
+           *               "sat",
+           *               "sun"
+           *             ]
+           *           },
+           *           "cap": {
+           *             "limit": 500,
+           *             "period": "month"
+           *           },
+           *           "budget": null,
+           *           "budget_used": 0,
+           *           "created_at": "2026-03-14T09:26:53.000Z",
+           *           "updated_at": "2026-03-14T10:02:11.000Z"
+           *         }
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: {
+              rule: components['schemas']['Rule'];
+            };
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `card_not_found`, `rule_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'card_not_found' | 'rule_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `rule_state_conflict` */
+      409: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rule_state_conflict';
+            };
+          };
+        };
+      };
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `invalid_rule` */
+      422: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'invalid_rule';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'rules.activate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        card_id: number;
+        rule_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "rule": {
+           *           "id": 7,
+           *           "card_id": 2,
+           *           "status": "active",
+           *           "version": 1,
+           *           "name": "Double points on pastries at weekends",
+           *           "kind": "multiplier",
+           *           "priority": 10,
+           *           "combination": "stack",
+           *           "group": "default",
+           *           "replaces_base": false,
+           *           "factor": 2,
+           *           "conditions": {
+           *             "categories": [
+           *               "pastry"
+           *             ],
+           *             "days_of_week": [
+           *               "sat",
+           *               "sun"
+           *             ]
+           *           },
+           *           "cap": {
+           *             "limit": 500,
+           *             "period": "month"
+           *           },
+           *           "budget": null,
+           *           "budget_used": 0,
+           *           "created_at": "2026-03-14T09:26:53.000Z",
+           *           "updated_at": "2026-03-14T09:26:53.000Z"
+           *         }
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: {
+              rule: components['schemas']['Rule'];
+            };
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `card_not_found`, `rule_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'card_not_found' | 'rule_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `rule_state_conflict` */
+      409: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rule_state_conflict';
+            };
+          };
+        };
+      };
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `active_rule_limit` */
+      422: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'active_rule_limit';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'rules.pause': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        card_id: number;
+        rule_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "rule": {
+           *           "id": 7,
+           *           "card_id": 2,
+           *           "status": "paused",
+           *           "version": 1,
+           *           "name": "Double points on pastries at weekends",
+           *           "kind": "multiplier",
+           *           "priority": 10,
+           *           "combination": "stack",
+           *           "group": "default",
+           *           "replaces_base": false,
+           *           "factor": 2,
+           *           "conditions": {
+           *             "categories": [
+           *               "pastry"
+           *             ],
+           *             "days_of_week": [
+           *               "sat",
+           *               "sun"
+           *             ]
+           *           },
+           *           "cap": {
+           *             "limit": 500,
+           *             "period": "month"
+           *           },
+           *           "budget": null,
+           *           "budget_used": 0,
+           *           "created_at": "2026-03-14T09:26:53.000Z",
+           *           "updated_at": "2026-03-14T10:02:11.000Z"
+           *         }
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: {
+              rule: components['schemas']['Rule'];
+            };
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `card_not_found`, `rule_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'card_not_found' | 'rule_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `rule_state_conflict` */
+      409: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rule_state_conflict';
+            };
+          };
+        };
+      };
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
             };
           };
         };
@@ -8216,6 +10591,8 @@ export interface operations {
           | {
               card_id: number;
               email?: string;
+              /** @description the purchase lines; their total must equal purchase_amount to the cent (422 line_items_mismatch) */
+              line_items?: components['schemas']['LineItem'][];
               member_id?: number;
               member_name?: string;
               /** @description JSON object of strings, numbers, booleans, null, objects and arrays: nested at most 5 levels, at most 50 keys in all, keys at most 64 characters, at most 4096 bytes as JSON; no NUL characters or unpaired surrogates */
@@ -8226,6 +10603,8 @@ export interface operations {
               /** @description at least 0.01, at most two decimals, at most 1000000000 */
               purchase_amount: number;
               reference?: string;
+              /** @description labels of the purchase (e.g. online, store:12) that rules can require */
+              tags?: string[];
             }
           | Record<string, never>
           | Record<string, never>
@@ -8283,6 +10662,8 @@ export interface operations {
               pending_points?: number;
               points_earned: number;
               reference: string | null;
+              /** @description the earning rules beyond the base earn that gave something; absent when none did */
+              rules_applied?: components['schemas']['RuleApplied'][];
               transaction_id: number;
             };
             /** @constant */
@@ -8431,7 +10812,7 @@ export interface operations {
           };
         };
       };
-      /** @description `wrong_card_type`, `balance_limit_exceeded`, `member_inactive` */
+      /** @description `wrong_card_type`, `balance_limit_exceeded`, `member_inactive`, `line_items_mismatch` */
       422: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -8446,7 +10827,320 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'wrong_card_type' | 'balance_limit_exceeded' | 'member_inactive';
+              code?: 'wrong_card_type' | 'balance_limit_exceeded' | 'member_inactive' | 'line_items_mismatch';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'points.events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "card_id": 2,
+         *       "member_id": 42,
+         *       "event": "birthday",
+         *       "reference": "birthday-42-2026"
+         *     }
+         */
+        'application/json':
+          | {
+              card_id: number;
+              email?: string;
+              event: string;
+              member_id?: number;
+              phone?: string;
+              reference: string;
+            }
+          | Record<string, never>
+          | Record<string, never>
+          | Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "card_id": 2,
+           *         "member_id": 42,
+           *         "event": "birthday",
+           *         "reference": "birthday-42-2026",
+           *         "points_earned": 50,
+           *         "transaction_id": 1289,
+           *         "new_balance": 173,
+           *         "rules_applied": [
+           *           {
+           *             "rule_id": 9,
+           *             "version": 1,
+           *             "name": "Birthday gift",
+           *             "points": 50,
+           *             "capped": false
+           *           }
+           *         ],
+           *         "replayed": false
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: {
+              card_id: number;
+              event: string;
+              member_id: number;
+              new_balance: number;
+              points_earned: number;
+              reference: string;
+              /** @description true: the reference was reported before; this is its first answer */
+              replayed: boolean;
+              rules_applied: components['schemas']['RuleApplied'][];
+              /** @description null: no rule gave anything */
+              transaction_id: number | null;
+            };
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `card_not_found`, `member_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'card_not_found' | 'member_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `duplicate_reference` */
+      409: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'duplicate_reference';
+            };
+          };
+        };
+      };
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `wrong_card_type`, `member_inactive` */
+      422: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'wrong_card_type' | 'member_inactive';
             };
           };
         };
@@ -8805,6 +11499,10 @@ export interface operations {
               | {
                   card_id: number;
                   email?: string;
+                  /** @description also evaluate draft (and paused) rules of the card */
+                  include_drafts?: boolean;
+                  /** @description the purchase lines; their total must equal purchase_amount to the cent (422 line_items_mismatch) */
+                  line_items?: components['schemas']['LineItem'][];
                   member_id?: number;
                   member_name?: string;
                   /** @description JSON object of strings, numbers, booleans, null, objects and arrays: nested at most 5 levels, at most 50 keys in all, keys at most 64 characters, at most 4096 bytes as JSON; no NUL characters or unpaired surrogates */
@@ -8817,6 +11515,10 @@ export interface operations {
                   /** @description at least 0.01, at most two decimals, at most 1000000000 */
                   purchase_amount: number;
                   reference?: string;
+                  /** @description also evaluate these rules of the card, whatever their status */
+                  rule_ids?: number[];
+                  /** @description labels of the purchase (e.g. online, store:12) that rules can require */
+                  tags?: string[];
                 }
               | Record<string, never>
               | Record<string, never>
@@ -8956,7 +11658,7 @@ export interface operations {
           };
         };
       };
-      /** @description `route_not_found`, `card_not_found`, `member_not_found`, `reward_not_found` */
+      /** @description `route_not_found`, `card_not_found`, `member_not_found`, `reward_not_found`, `rule_not_found` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -8971,7 +11673,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'route_not_found' | 'card_not_found' | 'member_not_found' | 'reward_not_found';
+              code?: 'route_not_found' | 'card_not_found' | 'member_not_found' | 'reward_not_found' | 'rule_not_found';
             };
           };
         };
@@ -9017,7 +11719,7 @@ export interface operations {
           };
         };
       };
-      /** @description `wrong_card_type` */
+      /** @description `wrong_card_type`, `line_items_mismatch` */
       422: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9032,7 +11734,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'wrong_card_type';
+              code?: 'wrong_card_type' | 'line_items_mismatch';
             };
           };
         };
@@ -9426,6 +12128,8 @@ export interface operations {
           | {
               card_id: number;
               email?: string;
+              /** @description refund these lines of the purchase named by reference: takes back what they earned, bonuses included, and a fixed bonus the refund breaks */
+              line_items?: components['schemas']['RefundLineItem'][];
               member_id?: number;
               phone?: string;
               points_to_deduct?: number;
@@ -9631,7 +12335,7 @@ export interface operations {
           };
         };
       };
-      /** @description `wrong_card_type`, `refund_reference_mismatch` */
+      /** @description `wrong_card_type`, `refund_reference_mismatch`, `line_items_mismatch` */
       422: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9646,7 +12350,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'wrong_card_type' | 'refund_reference_mismatch';
+              code?: 'wrong_card_type' | 'refund_reference_mismatch' | 'line_items_mismatch';
             };
           };
         };
@@ -10788,6 +13492,7 @@ export interface operations {
             | 'cashback.earned'
             | 'cashback.redeemed'
             | 'cashback.refunded'
+            | 'rule.budget_exhausted'
             | 'points.expiring'
             | 'points.expired'
             | 'cashback.expiring'
@@ -11560,6 +14265,7 @@ export interface operations {
             | 'cashback.earned'
             | 'cashback.redeemed'
             | 'cashback.refunded'
+            | 'rule.budget_exhausted'
             | 'points.expiring'
             | 'points.expired'
             | 'cashback.expiring'
@@ -12761,6 +15467,14 @@ export interface operations {
             purchase_amount: number;
             /** @description the merchant's reference of the purchase, null when none */
             reference: string | null;
+            /** @description the earning rules beyond the base earn that gave something (points, or currency units); absent when none did */
+            rules_applied?: {
+              amount: number;
+              capped: boolean;
+              name: string;
+              rule_id: number;
+              version: number;
+            }[];
             /** @description the journal entry */
             transaction_id: number;
           };
@@ -13445,6 +16159,14 @@ export interface operations {
             purchase_amount: number;
             /** @description the merchant's reference of the purchase, null when none */
             reference: string | null;
+            /** @description the earning rules beyond the base earn that gave something (points, or currency units); absent when none did */
+            rules_applied?: {
+              amount: number;
+              capped: boolean;
+              name: string;
+              rule_id: number;
+              version: number;
+            }[];
             /** @description the journal entry */
             transaction_id: number;
           };
@@ -13826,6 +16548,71 @@ export interface operations {
           tenant_id: number;
           /** @constant */
           type: 'referral.completed';
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx). The body is not read beyond a few KB. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Any other answer (or none within 10 s) fails the attempt; it is retried. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook.rule.budget_exhausted': {
+    parameters: {
+      query?: never;
+      header: {
+        /**
+         * @description The event id (as `id` in the body): the same on every attempt.
+         * @example b3c1f0d2-9a4e-4e0b-8f57-2f3c9d1e7a10
+         */
+        'Loyalty-Event-Id': string;
+        /**
+         * @description The event type (as `type` in the body).
+         * @example points.earned
+         */
+        'Loyalty-Event-Type': string;
+        /**
+         * @description `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" under the endpoint secret>`; during a secret rotation a second `v1` (the old secret). Check one `v1` with a timestamp tolerance (the SDK: `verifyWebhookSignature`).
+         * @example t=1773480413,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+         */
+        'Loyalty-Signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description when it happened */
+          created_at: string;
+          data: {
+            /** @description points, or currency units on a cashback card */
+            budget: number;
+            card_id: number;
+            /** @description the member whose earn spent the last of it */
+            member_id: number;
+            name: string;
+            rule_id: number;
+            /** @description that earn */
+            transaction_id: number;
+            version: number;
+          };
+          /** @description the event id: the same on every attempt and redelivery; de-duplicate on it */
+          id: string;
+          tenant_id: number;
+          /** @constant */
+          type: 'rule.budget_exhausted';
         };
       };
     };

@@ -26,6 +26,10 @@ const validBodies: Record<string, Record<string, unknown>> = {
   'admin.webhooks.endpoints.create': { url: 'http://127.0.0.1:9/hook', event_types: ['*'] },
   'webhooks.endpoints.update': { description: 'changed' },
   'admin.webhooks.endpoints.update': { description: 'changed' },
+  'rules.create': { name: 'another rule', kind: 'fixed', points: 1 },
+  'admin.rules.create': { name: 'another rule', kind: 'fixed', points: 1 },
+  'rules.update': { name: 'renamed rule' },
+  'admin.rules.update': { name: 'renamed rule' },
 };
 
 /** The tables the operations with path parameters write. */
@@ -34,6 +38,8 @@ const TABLES = [
   'identity.apps',
   'ledger.cards',
   'ledger.rewards',
+  'ledger.rules',
+  'ledger.rule_versions',
   'claims.claim_requests',
   'referrals.referral_codes',
   'webhooks.endpoints',
@@ -85,7 +91,15 @@ const claimIds: number[] = [];
 
 beforeAll(async () => {
   sys = await startTestSystem({ services: ['identity', 'ledger', 'claims', 'referrals', 'webhooks'] });
-  const scopes = ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read', 'webhooks_manage'];
+  const scopes = [
+    'points_read',
+    'points_write',
+    'cashback_read',
+    'cashback_write',
+    'card_read',
+    'webhooks_manage',
+    'programme_manage',
+  ];
   tenant = await sys.tenant({ scopes });
   const other = await sys.tenant({ scopes });
   api = apiClient(sys.url, tenant);
@@ -110,6 +124,16 @@ beforeAll(async () => {
       )
     ).reward.id;
   const [rewardId, otherRewardId] = [await reward(), await reward()];
+  // A draft earning rule on each card.
+  const rule = async (card: number) =>
+    (
+      await sys.admin<{ rule: { id: number } }>('POST', `/admin/v1/tenants/${tenant.tenantId}/cards/${card}/rules`, {
+        name: 'Rule',
+        kind: 'fixed',
+        points: 1,
+      })
+    ).rule.id;
+  const [ruleId, otherRuleId] = [await rule(cardId), await rule(otherCardId)];
   const memberIds: number[] = [];
   for (const email of ['first@example.com', 'second@example.com']) {
     const r = await api('POST', '/api/v1/loyalty/points/earn', {
@@ -166,6 +190,7 @@ beforeAll(async () => {
     card_id: { path: cardId, other: otherCardId },
     member_id: { path: memberIds[0]!, other: memberIds[1]! },
     reward_id: { path: rewardId, other: otherRewardId },
+    rule_id: { path: ruleId, other: otherRuleId },
     request_id: { path: claimIds[0]!, other: claimIds[1]! },
   });
 });

@@ -206,6 +206,24 @@ export class Accounting {
     });
   }
 
+  /**
+   * An earn decided inside one transaction (a card with earning rules: caps and budgets are read
+   * and written under locks there), with the key's record when there is one; a second earn with
+   * the reference is a 409 naming the first.
+   */
+  earnInTransaction<T>(
+    meta: LedgerMeta,
+    opts: OperationKey & { earnReference?: { cardId: number; reference: string } },
+    fn: (db: PoolClient) => Promise<T>,
+  ): Promise<T> {
+    return this.refusingDuplicateReferences(opts.earnReference, () => this.inTransaction(meta, opts, fn));
+  }
+
+  /** A credit inside the caller's transaction (its event relayed when that commits). */
+  credit(db: PoolClient, p: Posting): Promise<BalanceChange> {
+    return this.postInTransaction(db, { direction: 'credit' }, p);
+  }
+
   /** A change of several statements in one transaction, with the key's record when there is one. */
   inTransaction<T>(meta: LedgerMeta, opts: OperationKey, fn: (db: PoolClient) => Promise<T>): Promise<T> {
     return this.deps.replays.run(

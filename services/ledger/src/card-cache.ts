@@ -1,5 +1,20 @@
 import { ReplicaCache, type Metrics, type NatsConnection, type Queryable } from '@loyalty/runtime';
+import { compileRule, type CompiledRule } from './domain/rules/index.ts';
 import { findCard, type Card } from './store/cards.ts';
+import { listRules } from './store/rules.ts';
+
+/** A card with its active earning rules, compiled for its unit (rules ride in the card cache). */
+export interface RuledCard extends Card {
+  rules: CompiledRule[];
+}
+
+/** The card and its active rules (two reads, on a cache miss only). */
+async function loadCard(db: Queryable, tenantId: number, cardId: number): Promise<RuledCard | undefined> {
+  const card = await findCard(db, tenantId, cardId);
+  if (!card) return undefined;
+  const rows = await listRules(db, card.tenant_id, card.id, ['active']);
+  return { ...card, rules: rows.map((r) => compileRule(r, r.definition, card.reward_system)) };
+}
 
 /** The card a card-changed broadcast (`{ card_id }`) names; a malformed one names none. */
 const changedCard = (m: unknown): number[] =>
@@ -12,16 +27,17 @@ const changedCard = (m: unknown): number[] =>
  * too; a replica whose NATS connection drops forgets every card (it may have missed broadcasts),
  * and a read that raced a change is not kept. The TTL bounds what a broadcast lost otherwise
  * could leave in use. Only cards that exist are kept: a card created a moment ago is never
- * hidden by a cached miss.
+ * hidden by a cached miss. A card comes with its active earning rules, so an earn needs no other
+ * read to know them; a rule change is a card change (forgotten and broadcast the same way).
  */
 export class CardCache {
-  readonly cache: ReplicaCache<number, Card>;
+  readonly cache: ReplicaCache<number, RuledCard>;
 
   constructor(
     private readonly db: Queryable,
     opts: { ttlMs: number; maxEntries?: number; nc?: NatsConnection; subject?: string; metrics?: Metrics },
   ) {
-    this.cache = new ReplicaCache<number, Card>({
+    this.cache = new ReplicaCache<number, RuledCard>({
       name: 'ledger-cards',
       ttlMs: opts.ttlMs,
       maxEntries: opts.maxEntries ?? 10_000,
@@ -32,8 +48,8 @@ export class CardCache {
   }
 
   /** The tenant's card, or undefined (also for another tenant's card). */
-  async get(tenantId: number, cardId: number): Promise<Card | undefined> {
-    const card = await this.cache.load(cardId, () => findCard(this.db, tenantId, cardId));
+  async get(tenantId: number, cardId: number): Promise<RuledCard | undefined> {
+    const card = await this.cache.load(cardId, () => loadCard(this.db, tenantId, cardId));
     return card?.tenant_id === tenantId ? card : undefined;
   }
 

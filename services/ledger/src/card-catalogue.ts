@@ -10,8 +10,9 @@ import {
   type Queryable,
 } from '@loyalty/runtime';
 import { decimal, decimalNumber, decimalText, fromCents, parseDecimal, toCents, type Decimal } from './domain/money.ts';
-import type { CardCache } from './card-cache.ts';
+import type { CardCache, RuledCard } from './card-cache.ts';
 import type { CashbackRule } from './domain/formulas.ts';
+import { isTimeZone } from './domain/rules/index.ts';
 import {
   findCard,
   findReward,
@@ -60,6 +61,7 @@ function cardRecord(c: Card) {
     expiry_days: c.expiry_days,
     pending_days: c.pending_days,
     expiry_warning_days: c.expiry_warning_days,
+    time_zone: c.time_zone,
     created_at: c.created_at.toISOString(),
     updated_at: c.updated_at.toISOString(),
   };
@@ -129,7 +131,7 @@ export async function cardOfKind(
   tenantId: number,
   cardId: number,
   kind: 'cashback' | 'points',
-): Promise<Card> {
+): Promise<RuledCard> {
   const card = await cards.get(tenantId, cardId);
   if (!card) throw new AppError('card_not_found');
   if (card.reward_system !== kind) {
@@ -167,6 +169,7 @@ interface CardSettingsInput {
   expiry_days?: number | null;
   pending_days?: number;
   expiry_warning_days?: number;
+  time_zone?: string;
 }
 
 function applyCashbackConfig(card: Card, cfg: CashbackConfigInput): void {
@@ -194,6 +197,13 @@ function applySettings(card: Card, d: CardSettingsInput): void {
   if (d.expiry_days !== undefined) card.expiry_days = d.expiry_days;
   if (d.pending_days !== undefined) card.pending_days = d.pending_days;
   if (d.expiry_warning_days !== undefined) card.expiry_warning_days = d.expiry_warning_days;
+  if (d.time_zone !== undefined) {
+    if (!isTimeZone(d.time_zone))
+      throw new AppError('invalid_time_zone', undefined, {
+        fields: [{ field: 'time_zone', message: `${d.time_zone} is not an IANA time zone name` }],
+      });
+    card.time_zone = d.time_zone;
+  }
   if (d.cashback_config) applyCashbackConfig(card, d.cashback_config);
   if (d.points_ratio !== undefined) card.points_ratio = decimalText(decimal(d.points_ratio, 6));
 }
@@ -407,6 +417,7 @@ function newCard(d: NewCardInput): Card {
     expiry_days: null,
     pending_days: 0,
     expiry_warning_days: 14,
+    time_zone: 'UTC',
     created_at: new Date(),
     updated_at: new Date(),
   };

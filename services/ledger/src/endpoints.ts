@@ -6,6 +6,8 @@ import {
   memberPinOperations,
   pointsOperations,
   quoteOperations,
+  ruleAdminOperations,
+  ruleOperations,
   staffOperations,
 } from '@loyalty/contracts';
 import { Endpoints } from '@loyalty/runtime';
@@ -15,6 +17,8 @@ import type { MemberPins } from './member-pins.ts';
 import type { cashbackProduct } from './products/cashback.ts';
 import type { PointsProduct } from './products/points.ts';
 import type { Quotes } from './products/quotes.ts';
+import type { MemberEvents } from './products/member-events.ts';
+import type { RuleBook } from './rule-book.ts';
 import type { StaffDesk } from './staff-desk.ts';
 
 /** Subject -> handler table of the ledger. Handlers stay thin: validate, delegate. */
@@ -26,6 +30,8 @@ export function ledgerEndpoints(parts: {
   quotes: Quotes;
   pins: MemberPins;
   desk: StaffDesk;
+  rules: RuleBook;
+  memberEvents: MemberEvents;
 }): Endpoints {
   const { cards, cashback, points, holds, quotes, pins, desk } = parts;
   const s = staffOperations;
@@ -33,7 +39,7 @@ export function ledgerEndpoints(parts: {
   const p = pointsOperations;
   const a = ledgerAdminOperations;
   const l = ledgerOperations;
-  return new Endpoints('ledger')
+  return ruleEndpoints(new Endpoints('ledger'), parts.rules, parts.memberEvents, quotes)
     .public(c['cashback.earn'], (d, x) => cashback.earn(d, x.meta))
     .public(c['cashback.redeem'], (d, x) => cashback.redeem(d, x.meta))
     .public(c['cashback.refund'], (d, x) => cashback.refund(d, x.meta))
@@ -69,4 +75,32 @@ export function ledgerEndpoints(parts: {
     .operator(a['admin.reward.create'], (d, x) => cards.createReward(d, x.meta))
     .operator(a['admin.reward.update'], (d, x) => cards.updateReward(d, x.meta))
     .operator(a['admin.reward.list'], (d) => cards.listRewards(d));
+}
+
+/** The earning rules (merchant API and operator API) and member events. */
+function ruleEndpoints(endpoints: Endpoints, book: RuleBook, events: MemberEvents, quotes: Quotes): Endpoints {
+  const r = ruleOperations;
+  const a = ruleAdminOperations;
+  const s = staffOperations;
+  return endpoints
+    .staff(s['staff.rules.list'], (d, x) => book.list(x.meta.tenant_id, d.card_id))
+    .staff(s['staff.rules.create'], (d, x) => book.create(x.meta.tenant_id, d.card_id, d, x.meta))
+    .staff(s['staff.rules.activate'], (d, x) => book.activate(x.meta.tenant_id, d.card_id, d.rule_id, x.meta))
+    .staff(s['staff.rules.pause'], (d, x) => book.pause(x.meta.tenant_id, d.card_id, d.rule_id, x.meta))
+    .staff(s['staff.rules.preview'], (d, x) => quotes.preview(d, x.meta.tenant_id))
+    .public(r['rules.list'], (d, x) => book.list(x.meta.tenant_id, d.card_id))
+    .public(r['rules.create'], (d, x) => book.create(x.meta.tenant_id, d.card_id, d, x.meta))
+    .public(r['rules.get'], (d, x) => book.get(x.meta.tenant_id, d.card_id, d.rule_id))
+    .public(r['rules.update'], (d, x) => book.update(x.meta.tenant_id, d.card_id, d.rule_id, d, x.meta))
+    .public(r['rules.delete'], (d, x) => book.remove(x.meta.tenant_id, d.card_id, d.rule_id, x.meta))
+    .public(r['rules.activate'], (d, x) => book.activate(x.meta.tenant_id, d.card_id, d.rule_id, x.meta))
+    .public(r['rules.pause'], (d, x) => book.pause(x.meta.tenant_id, d.card_id, d.rule_id, x.meta))
+    .public(r['points.events'], (d, x) => events.report(d, x.meta))
+    .operator(a['admin.rules.list'], (d) => book.list(d.tenant_id, d.card_id))
+    .operator(a['admin.rules.create'], (d, x) => book.create(d.tenant_id, d.card_id, d, x.meta))
+    .operator(a['admin.rules.get'], (d) => book.get(d.tenant_id, d.card_id, d.rule_id))
+    .operator(a['admin.rules.update'], (d, x) => book.update(d.tenant_id, d.card_id, d.rule_id, d, x.meta))
+    .operator(a['admin.rules.delete'], (d, x) => book.remove(d.tenant_id, d.card_id, d.rule_id, x.meta))
+    .operator(a['admin.rules.activate'], (d, x) => book.activate(d.tenant_id, d.card_id, d.rule_id, x.meta))
+    .operator(a['admin.rules.pause'], (d, x) => book.pause(d.tenant_id, d.card_id, d.rule_id, x.meta));
 }

@@ -23,6 +23,8 @@ import { holdsOf } from './lots/holds.ts';
 import type { LotSweep } from './lots/sweeper.ts';
 import { PostingBatcher } from './posting-batcher.ts';
 import { quotes } from './products/quotes.ts';
+import { MemberEvents } from './products/member-events.ts';
+import { RuleBook } from './rule-book.ts';
 import { staffDesk } from './staff-desk.ts';
 import { postMany } from './store/accounts.ts';
 import { ledgerTasks } from './tasks.ts';
@@ -119,6 +121,8 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
       quotes: quotes(deps, books),
       pins,
       desk: staffDesk(deps, books, { points, cashback }),
+      rules: new RuleBook(deps, (cardId) => cards.changed(cardId)),
+      memberEvents: new MemberEvents(deps, books),
     }),
     consumers: ledgerConsumers(),
     tasks: [lotSweeper],

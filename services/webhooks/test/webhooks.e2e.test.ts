@@ -331,6 +331,17 @@ describe('event types', () => {
         },
       }),
     );
+    // rule.budget_exhausted, and a points.earned with rules_applied: a bonus rule of 5 with a budget of 5.
+    const { rule } = await sys.admin<{ rule: { id: number } }>(
+      'POST',
+      `/admin/v1/tenants/${m.tenantId}/cards/${m.pointsCard}/rules`,
+      { name: 'Launch bonus', kind: 'fixed', points: 5, budget: 5, status: 'active' },
+    );
+    const bonus = await ok(
+      m.api('POST', '/api/v1/loyalty/points/earn', {
+        body: { card_id: m.pointsCard, member_id: anaId, purchase_amount: 20 },
+      }),
+    );
     // points.expiring, points.expired, cashback.expiring, cashback.expired: credits on cards that
     // now expire them after 2 days, warned 1 day ahead; the ledger's lot sweep, with the clock moved.
     for (const card of [m.pointsCard, m.cashbackCard])
@@ -393,6 +404,22 @@ describe('event types', () => {
       email: masked,
       phone: expect.stringMatching(/\*/),
       source: 'registration',
+    });
+    expect(mine().find((r) => r.event.type === 'rule.budget_exhausted')!.event.data).toEqual({
+      rule_id: rule.id,
+      card_id: m.pointsCard,
+      version: 1,
+      name: 'Launch bonus',
+      budget: 5,
+      member_id: anaId,
+      transaction_id: bonus.transaction_id,
+    });
+    expect(
+      mine().find((r) => r.event.type === 'points.earned' && r.event.data.transaction_id === bonus.transaction_id)!
+        .event.data,
+    ).toMatchObject({
+      points: 25,
+      rules_applied: [{ rule_id: rule.id, version: 1, name: 'Launch bonus', amount: 5, capped: false }],
     });
     const approved = mine().find((r) => r.event.type === 'claim.approved')!;
     expect(approved.event.data).toMatchObject({ status: 'approved', points_deducted: 50, reward_name: 'Mug' });

@@ -1,4 +1,5 @@
 import type { OperationExample } from './types.ts';
+import { ruleOperationExamples } from './rule-examples.ts';
 import { webhookOperationExamples } from './webhook-examples.ts';
 
 /**
@@ -71,6 +72,7 @@ const card = {
   expiry_days: 365,
   pending_days: 14,
   expiry_warning_days: 14,
+  time_zone: 'UTC',
   created_at: at,
   updated_at: at,
 };
@@ -422,4 +424,5 @@ export const operationExamples: Record<string, OperationExample> = {
   'admin.reward.list': { response: { rewards: [reward], total: 1 } },
   'admin.reward.update': { request: { active: false }, response: { reward: { ...reward, active: false } } },
   ...webhookOperationExamples,
+  ...ruleOperationExamples,
 };

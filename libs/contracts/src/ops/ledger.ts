@@ -12,6 +12,7 @@ import {
   pageQuery,
 } from '../common.ts';
 import { memberFields, memberRequired, memberRule, needsMember, Reference } from './member-ref.ts';
+import { earnRuleFields, RefundLineItems, RuleApplied } from './rules.ts';
 import { defineOperations } from './types.ts';
 
 /**
@@ -21,6 +22,9 @@ import { defineOperations } from './types.ts';
  */
 const cashback = { service: 'ledger', tag: 'Cashback' } as const;
 const points = { service: 'ledger', tag: 'Points' } as const;
+
+/** A refund by line names the purchase it refunds. */
+const lineItemsNeedReference = { message: 'is required with line_items (the purchase refunded)', path: ['reference'] };
 
 const AccountQuery = z.object({ card_id: IdParam, member_id: IdParam });
 const HistoryQuery = z.object({ card_id: IdParam, member_id: IdParam, ...pageQuery(20, 100) });
@@ -106,6 +110,7 @@ export const cashbackOperations = defineOperations({
         purchase_amount: PositiveMoney,
         reference: Reference.optional(),
         metadata: Metadata.optional(),
+        ...earnRuleFields,
       })
       .refine(needsMember, memberRule)
       .meta({ anyOf: memberRequired }),
@@ -125,6 +130,10 @@ export const cashbackOperations = defineOperations({
         .optional()
         .describe("the cashback earned is pending (the card's pending_days); only then"),
       ...creditTerms,
+      rules_applied: z
+        .array(RuleApplied)
+        .optional()
+        .describe('the earning rules beyond the base earn that gave something; absent when none did'),
     }),
     errors: [
       'card_not_found',
@@ -134,6 +143,7 @@ export const cashbackOperations = defineOperations({
       'balance_limit_exceeded',
       'idempotency_key_reused',
       'member_inactive',
+      'line_items_mismatch',
     ],
   },
   'cashback.redeem': {
@@ -231,8 +241,14 @@ export const cashbackOperations = defineOperations({
         refund_amount: PositiveMoney,
         cashback_to_deduct: Money.optional(),
         reference: Reference.optional(),
+        line_items: RefundLineItems.optional(),
       })
       .refine(needsMember, memberRule)
+      .refine((b) => b.line_items === undefined || b.reference !== undefined, lineItemsNeedReference)
+      .refine((b) => b.line_items === undefined || b.cashback_to_deduct === undefined, {
+        message: 'name the refunded line_items or cashback_to_deduct, not both',
+        path: ['line_items'],
+      })
       .meta({ anyOf: memberRequired }),
     response: z.object({
       transaction_id: Id,
@@ -257,6 +273,7 @@ export const cashbackOperations = defineOperations({
       'wrong_card_type',
       'refund_reference_mismatch',
       'idempotency_key_reused',
+      'line_items_mismatch',
     ],
   },
   'cashback.cards': {
@@ -291,6 +308,7 @@ export const pointsOperations = defineOperations({
         purchase_amount: PositiveMoney,
         reference: Reference.optional(),
         metadata: Metadata.optional(),
+        ...earnRuleFields,
       })
       .refine(needsMember, memberRule)
       .meta({ anyOf: memberRequired }),
@@ -313,6 +331,10 @@ export const pointsOperations = defineOperations({
         .optional()
         .describe("the points earned are pending (the card's pending_days); only then"),
       ...creditTerms,
+      rules_applied: z
+        .array(RuleApplied)
+        .optional()
+        .describe('the earning rules beyond the base earn that gave something; absent when none did'),
     }),
     errors: [
       'card_not_found',
@@ -322,6 +344,7 @@ export const pointsOperations = defineOperations({
       'balance_limit_exceeded',
       'idempotency_key_reused',
       'member_inactive',
+      'line_items_mismatch',
     ],
   },
   'points.redeem': {
@@ -371,8 +394,14 @@ export const pointsOperations = defineOperations({
         refund_amount: PositiveMoney,
         points_to_deduct: z.number().int().min(0).max(1_000_000_000).optional(),
         reference: Reference.optional(),
+        line_items: RefundLineItems.optional(),
       })
       .refine(needsMember, memberRule)
+      .refine((b) => b.line_items === undefined || b.reference !== undefined, lineItemsNeedReference)
+      .refine((b) => b.line_items === undefined || b.points_to_deduct === undefined, {
+        message: 'name the refunded line_items or points_to_deduct, not both',
+        path: ['line_items'],
+      })
       .meta({ anyOf: memberRequired }),
     response: z.object({
       transaction_id: Id,
@@ -397,6 +426,7 @@ export const pointsOperations = defineOperations({
       'wrong_card_type',
       'refund_reference_mismatch',
       'idempotency_key_reused',
+      'line_items_mismatch',
     ],
   },
   'points.balance': {
@@ -493,6 +523,10 @@ const CashbackConfigInput = z.object({
 
 /** Settings every card has, whatever its reward system (the referral and claims services read them). */
 const cardSettings = {
+  time_zone: Text.trim()
+    .min(1)
+    .max(64)
+    .describe('IANA time zone name (e.g. Europe/Lisbon) used by the earning rules; 422 invalid_time_zone when unknown'),
   referrer_bonus: BonusPoints,
   referee_bonus: BonusPoints,
   referral_bonus_on_first_purchase: z.boolean(),
@@ -540,6 +574,7 @@ export const CardRecord = z
     expiry_days: z.number().int().nullable().describe('null: credits never expire'),
     pending_days: z.number().int(),
     expiry_warning_days: z.number().int(),
+    time_zone: z.string().describe('IANA time zone of the earning rules (days, weeks, times of day)'),
     created_at: Timestamp,
     updated_at: Timestamp,
   })
@@ -591,6 +626,7 @@ export const ledgerAdminOperations = defineOperations({
         expiry_days: cardSettings.expiry_days.default(null),
         pending_days: cardSettings.pending_days.default(0),
         expiry_warning_days: cardSettings.expiry_warning_days.default(14),
+        time_zone: cardSettings.time_zone.default('UTC'),
       })
       .refine((b) => b.reward_system !== 'cashback' || b.cashback_config !== undefined, {
         message: 'is required for a cashback card',
@@ -609,7 +645,7 @@ export const ledgerAdminOperations = defineOperations({
         path: ['points_ratio'],
       }),
     response: z.object({ card: CardRecord }),
-    errors: ['invalid_operator_token', 'card_identifier_taken'],
+    errors: ['invalid_operator_token', 'card_identifier_taken', 'invalid_time_zone'],
   },
   'admin.card.update': {
     ...admin,
@@ -635,9 +671,10 @@ export const ledgerAdminOperations = defineOperations({
       expiry_days: cardSettings.expiry_days.optional(),
       pending_days: cardSettings.pending_days.optional(),
       expiry_warning_days: cardSettings.expiry_warning_days.optional(),
+      time_zone: cardSettings.time_zone.optional(),
     }),
     response: z.object({ card: CardRecord }),
-    errors: ['invalid_operator_token', 'card_not_found', 'wrong_card_type'],
+    errors: ['invalid_operator_token', 'card_not_found', 'wrong_card_type', 'invalid_time_zone'],
   },
   'admin.card.list': {
     ...admin,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Id, Metadata, Money, PositiveMoney, Text, Timestamp } from '../common.ts';
 import { memberFields, memberRequired, memberRule, needsMember, Reference } from './member-ref.ts';
+import { earnRuleFields, ruleQuoteFields, simulationFields } from './rules.ts';
 import { defineOperations } from './types.ts';
 
 /**
@@ -52,6 +53,8 @@ const earnQuote = {
   purchase_amount: PositiveMoney,
   reference: Reference.optional(),
   metadata: Metadata.optional(),
+  ...earnRuleFields,
+  ...simulationFields,
 };
 const redeemQuote = { operation: z.literal('redeem'), card_id: Id, ...member, reference: Reference.optional() };
 const refundQuote = {
@@ -114,9 +117,17 @@ export const quoteOperations = defineOperations({
         new_pending_points: z.number().int().describe('pending after the operation'),
         reward_id: Id.optional().describe('redeem'),
         reward_name: z.string().optional().describe('redeem'),
+        ...ruleQuoteFields,
       })
       .meta({ id: 'PointsQuote' }),
-    errors: ['card_not_found', 'member_not_found', 'reward_not_found', 'wrong_card_type'],
+    errors: [
+      'card_not_found',
+      'member_not_found',
+      'reward_not_found',
+      'wrong_card_type',
+      'line_items_mismatch',
+      'rule_not_found',
+    ],
   },
   'cashback.quote': {
     service: 'ledger',
@@ -141,8 +152,9 @@ export const quoteOperations = defineOperations({
         new_pending_cashback: z.number().describe('pending after the operation'),
         cashback_percentage: z.number().optional().describe('earn'),
         currency: z.string(),
+        ...ruleQuoteFields,
       })
       .meta({ id: 'CashbackQuote' }),
-    errors: ['card_not_found', 'member_not_found', 'wrong_card_type'],
+    errors: ['card_not_found', 'member_not_found', 'wrong_card_type', 'line_items_mismatch', 'rule_not_found'],
   },
 });

@@ -1,3 +1,4 @@
+import { ruleOperationExamples } from './rule-examples.ts';
 import type { OperationExample } from './types.ts';
 
 /** A request and a success example per staff API operation (validated by libs/contracts/test/examples.test.ts). */
@@ -49,7 +50,51 @@ const verification = {
   anchors_checked: 3,
 };
 
+/** The merchant API's example of a rule operation, which the staff API's answers like. */
+function ruleExample(id: string): OperationExample {
+  const e = ruleOperationExamples[id];
+  if (e === undefined) throw new Error(`no example of ${id}`);
+  return e;
+}
+
 export const staffOperationExamples: Record<string, OperationExample> = {
+  'staff.rules.list': ruleExample('rules.list'),
+  'staff.rules.create': ruleExample('rules.create'),
+  'staff.rules.activate': ruleExample('rules.activate'),
+  'staff.rules.pause': ruleExample('rules.pause'),
+  'staff.rules.preview': {
+    request: {
+      purchase_amount: 12.5,
+      line_items: [
+        { sku: 'croissant', category: 'pastry', quantity: 2, unit_price: 2.5 },
+        { sku: 'latte', category: 'drink', quantity: 1, unit_price: 7.5 },
+      ],
+    },
+    response: {
+      card_id: 2,
+      total: 17,
+      base: 12,
+      rules_applied: [{ rule_id: 7, version: 1, name: 'Double points on pastries', points: 5, capped: false }],
+      trace: [
+        {
+          rule_id: 7,
+          version: 1,
+          name: 'Double points on pastries',
+          kind: 'multiplier',
+          combination: 'stack',
+          priority: 10,
+          status: 'draft',
+          matched: true,
+          reason: null,
+          computed: 5,
+          gave: 5,
+          capped: false,
+          cap: null,
+          budget: null,
+        },
+      ],
+    },
+  },
   'staff.auth.request_code': {
     request: { tenant_id: 1, email: 'maria@cornercoffee.example' },
     response: {

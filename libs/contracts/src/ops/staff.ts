@@ -3,6 +3,7 @@ import { AUDIT_ANCHOR_TOKEN, AuditActor, StaffRole } from '../audit.ts';
 import { Email, Id, IdParam, Money, Pagination, Phone, Text, Timestamp, countParam, pageQuery } from '../common.ts';
 import { ClaimRequestRecord, ClaimStatus } from './claims.ts';
 import { ReferralOfReferrer, ReferralPeriod, ReferralStats, TopReferrer } from './referrals.ts';
+import { LineItems, RuleApplied, RuleInput, RuleRecord, RuleTraceEntry, Tags } from './rules.ts';
 import { defineOperations } from './types.ts';
 
 /**
@@ -149,6 +150,8 @@ const DateOrTime = Text.refine((v) => !Number.isNaN(Date.parse(v)) && /^\d{4}-\d
   message: 'must be a date (YYYY-MM-DD) or an ISO 8601 timestamp',
 });
 const MemberParams = z.object({ member_id: IdParam });
+const RuleCardParams = z.object({ card_id: IdParam });
+const RuleParams = z.object({ card_id: IdParam, rule_id: IdParam });
 const RequestParams = z.object({ request_id: IdParam });
 const Note = Text.trim().max(1000, 'must be at most 1000 characters');
 const StaffName = Text.trim().min(1).max(200);
@@ -502,6 +505,80 @@ export const staffOperations = defineOperations({
     query: AnchorQuery,
     response: AuditVerification,
     errors: ['audit_anchor_invalid'],
+  },
+  'staff.rules.list': {
+    ...staffOp('Staff: earning rules', 'manager'),
+    service: 'ledger',
+    method: 'GET',
+    path: '/staff/v1/cards/:card_id/rules',
+    operation: 'staff.rules.list',
+    idempotent: false,
+    summary: "A card's earning rules, in the order they run",
+    params: RuleCardParams,
+    response: z.object({ card_id: Id, time_zone: z.string(), rules: z.array(RuleRecord), total: z.number().int() }),
+    errors: ['card_not_found'],
+  },
+  'staff.rules.create': {
+    ...staffOp('Staff: earning rules', 'manager'),
+    service: 'ledger',
+    method: 'POST',
+    path: '/staff/v1/cards/:card_id/rules',
+    operation: 'staff.rules.create',
+    idempotent: true,
+    summary: 'Create an earning rule (a draft unless status is active)',
+    params: RuleCardParams,
+    body: RuleInput,
+    response: z.object({ rule: RuleRecord }),
+    errors: ['card_not_found', 'invalid_rule', 'active_rule_limit', 'idempotency_key_reused'],
+  },
+  'staff.rules.activate': {
+    ...staffOp('Staff: earning rules', 'manager'),
+    service: 'ledger',
+    method: 'POST',
+    path: '/staff/v1/cards/:card_id/rules/:rule_id/activate',
+    operation: 'staff.rules.activate',
+    idempotent: false,
+    summary: 'Activate a draft or paused rule',
+    params: RuleParams,
+    response: z.object({ rule: RuleRecord }),
+    errors: ['card_not_found', 'rule_not_found', 'rule_state_conflict', 'active_rule_limit'],
+  },
+  'staff.rules.pause': {
+    ...staffOp('Staff: earning rules', 'manager'),
+    service: 'ledger',
+    method: 'POST',
+    path: '/staff/v1/cards/:card_id/rules/:rule_id/pause',
+    operation: 'staff.rules.pause',
+    idempotent: false,
+    summary: 'Pause an active rule',
+    params: RuleParams,
+    response: z.object({ rule: RuleRecord }),
+    errors: ['card_not_found', 'rule_not_found', 'rule_state_conflict'],
+  },
+  'staff.rules.preview': {
+    ...staffOp('Staff: earning rules', 'manager'),
+    service: 'ledger',
+    method: 'POST',
+    path: '/staff/v1/cards/:card_id/rules/preview',
+    operation: 'staff.rules.preview',
+    idempotent: false,
+    summary:
+      "What a sample purchase would earn with the card's active rules, its drafts and paused rules, and why (the trace); changes nothing",
+    params: RuleCardParams,
+    body: z.object({
+      purchase_amount: Money.refine((v) => v > 0, 'must be greater than 0'),
+      line_items: LineItems.optional(),
+      tags: Tags.optional(),
+      member_id: Id.optional().describe("the member whose caps and purchase count apply (none: a new member's)"),
+    }),
+    response: z.object({
+      card_id: Id,
+      total: z.number().describe('points, or currency units'),
+      base: z.number(),
+      rules_applied: z.array(RuleApplied),
+      trace: z.array(RuleTraceEntry),
+    }),
+    errors: ['card_not_found', 'line_items_mismatch'],
   },
 });
 

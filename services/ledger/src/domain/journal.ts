@@ -13,6 +13,8 @@ export const journalEvents = [
   /** What was left of a lot when it expired. */
   'points_expired',
   'cashback_expired',
+  /** Points an event rule gave for a reported member event (birthday, signup...). */
+  'event_bonus',
 ] as const;
 export type JournalEvent = (typeof journalEvents)[number];
 

@@ -6,6 +6,7 @@ import { cashbackEntryType } from '../domain/journal.ts';
 import { fromCents, toCents } from '../domain/money.ts';
 import { creditTerms, lotEventFields } from '../lots/views.ts';
 import { ProductFlow } from './flow.ts';
+import { appliedEventView, appliedView } from './rule-earn.ts';
 import type { ProductUnit, RefundRequest } from './unit.ts';
 
 type Out<K extends keyof typeof cashbackOperations> = OperationOutput<(typeof cashbackOperations)[K]>;
@@ -48,6 +49,7 @@ export const cashbackUnit: ProductUnit<CashbackTypes> = {
     currency: e.card.currency,
     reference: e.reference ?? null,
     ...lotEventFields(e.lot),
+    ...(e.rulesApplied.length > 0 ? { rules_applied: appliedEventView(e.card, e.rulesApplied) } : {}),
   }),
   earnAnswer: (e, change) => ({
     transaction_id: change.entry.id,
@@ -62,6 +64,7 @@ export const cashbackUnit: ProductUnit<CashbackTypes> = {
     earned_at: change.entry.created_at.toISOString(),
     ...(e.lot.pending ? { pending_cashback: fromCents(e.amount) } : {}),
     ...creditTerms(e.lot),
+    ...(e.rulesApplied.length > 0 ? { rules_applied: appliedView(e.card, e.rulesApplied) } : {}),
   }),
 
   async redemption(deps, card, d, meta, memberId) {

@@ -1,13 +1,49 @@
-import { AppError } from '@loyalty/contracts';
+import { AppError, type MemberSummary } from '@loyalty/contracts';
+import type { PoolClient } from '@loyalty/runtime';
 import type { Accounting, LedgerDeps, LedgerMeta, RefundChange } from '../accounting.ts';
 import { memberBy } from '../accounting.ts';
 import { cardOfKind } from '../card-catalogue.ts';
 import { toCents } from '../domain/money.ts';
 import { journalEvents, type JournalEvents } from '../events.ts';
 import { lotTerms } from '../lots/terms.ts';
-import { findBalance } from '../store/accounts.ts';
+import { findBalance, type AccountKey } from '../store/accounts.ts';
+import { insertJournalRules } from '../store/rules.ts';
+import { ruleRefund, type RuleRefund } from './rule-refund.ts';
 import type { Card } from '../store/cards.ts';
-import type { BalanceWarning, EarnRequest, ProductTypes, ProductUnit, Refunded } from './unit.ts';
+import type { RuledCard } from '../card-cache.ts';
+import type { AppliedRule, CompiledRule, Evaluation } from '../domain/rules/index.ts';
+import {
+  evaluatePurchase,
+  journalRulesOf,
+  purchaseFacts,
+  purchaseNumber,
+  recordRuleEffects,
+  stateless,
+  usageState,
+  type PurchaseFacts,
+  type RuleUsageState,
+} from './rule-earn.ts';
+import type { BalanceWarning, EarnRequest, Earned, ProductTypes, ProductUnit, Refunded } from './unit.ts';
+
+/** What an earn credits: the amount, the rules beyond the base that gave, and what the journal row records of them. */
+interface EarnFigures {
+  amount: number;
+  purchaseCents: number;
+  applied: AppliedRule[];
+  rules?: { rules: unknown[]; allocation: unknown };
+}
+
+/** No cap or budget used: rules without state read none. */
+const NO_USAGE: RuleUsageState = { member: new Map(), budgets: new Map() };
+
+function ruledFigures(evaluation: Evaluation, facts: PurchaseFacts): EarnFigures {
+  return {
+    amount: evaluation.total,
+    purchaseCents: facts.cents,
+    applied: evaluation.applied,
+    rules: journalRulesOf(evaluation),
+  };
+}
 
 /**
  * One product's public operations (earn, redeem, refund, balance, history), the same flow for
@@ -24,45 +60,114 @@ export class ProductFlow<T extends ProductTypes> {
     this.events = journalEvents(deps.outbox);
   }
 
-  /** Credit a purchase's amount (the card's formula) to the member, whom an email or phone may create. */
+  /**
+   * Credit a purchase's amount (the card's formula) to the member, whom an email or phone may
+   * create. On a card with earning rules the rules are evaluated and the credit posted in one
+   * transaction (rule-earn.ts); without rules the earn is what it always was.
+   */
   async earn(d: EarnRequest, meta: LedgerMeta): Promise<T['earnAnswer']> {
-    const { unit, events } = this;
+    const { unit } = this;
     const card = await this.card(meta, d.card_id);
+    const facts = purchaseFacts(d);
     const { member, created } = await this.deps.members.resolve(meta, memberBy(d), { name: d.member_name });
     if (!member.is_active) throw new AppError('member_inactive');
-    const purchaseCents = toCents(d.purchase_amount);
-    const amount = unit.earned(card, purchaseCents);
-    const account = { tenantId: meta.tenant_id, cardId: card.id, memberId: member.id };
+    const buyer = { member, created };
     const earnReference = d.reference === undefined ? undefined : { cardId: card.id, reference: d.reference };
+    const rules = card.rules.filter((r) => r.kind !== 'event');
+    // Rules that keep state (caps, budgets, purchase counts) are decided inside a transaction.
+    if (!stateless(rules)) return this.earnWithRules(meta, d, card, rules, buyer, facts);
     return this.books.posting(
       meta,
       { operation: unit.operations.earn, data: d, source: 'http', direction: 'credit', earnReference },
       (at) => {
-        const lot = lotTerms(card, at, 'purchase');
-        const earned = { card, member, created, amount, purchaseCents, reference: d.reference, lot };
-        return {
-          account,
-          movement: {
-            event: unit.labels.earn,
-            amount,
-            purchaseCents,
-            reference: d.reference,
-            metadata: d.metadata,
-            at,
-            lot,
-          },
-          // Identity mails the member on a points earn (once, even if it is delivered again).
-          event: events.posting(unit.eventUnit, {
-            tenantId: meta.tenant_id,
-            event: unit.labels.earn,
-            at,
-            data: unit.earnEvent(earned),
-          }),
-          earned,
-        };
+        // Without rules and line items this is the card's formula, as always; otherwise the rules'
+        // evaluation, whose versions (and lines, for refunds by line) the posting statement records.
+        if (rules.length === 0 && facts.lines === null) {
+          const amount = unit.earned(card, facts.cents);
+          return this.earnPosting(meta, d, card, buyer, { amount, purchaseCents: facts.cents, applied: [] }, at);
+        }
+        const evaluation = evaluatePurchase(card, rules, facts, NO_USAGE, at, 0);
+        return this.earnPosting(meta, d, card, buyer, ruledFigures(evaluation, facts), at);
       },
       (change, posting) => unit.earnAnswer(posting.earned, change),
     );
+  }
+
+  /** An earn on a card with rules: account locked, caps and budgets read, evaluated, posted, counted. */
+  private earnWithRules(
+    meta: LedgerMeta,
+    d: EarnRequest,
+    card: RuledCard,
+    rules: CompiledRule[],
+    buyer: { member: MemberSummary; created: boolean },
+    facts: PurchaseFacts,
+  ): Promise<T['earnAnswer']> {
+    const { unit } = this;
+    const earnReference = d.reference === undefined ? undefined : { cardId: card.id, reference: d.reference };
+    const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: buyer.member.id };
+    const opts = { operation: unit.operations.earn, data: d, source: 'http' as const, earnReference };
+    return this.books.earnInTransaction(meta, opts, async (db) => {
+      const at = this.deps.clock.now();
+      await this.books.settleLocked(db, k, at, true);
+      const number = await purchaseNumber(db, rules, k, unit.labels.earn);
+      const state = await usageState(db, rules, k.memberId, at, card.time_zone, true);
+      const evaluation = evaluatePurchase(card, rules, facts, state, at, number);
+      const p = this.earnPosting(meta, d, card, buyer, ruledFigures(evaluation, facts), at);
+      const change = await this.books.credit(db, p);
+      await recordRuleEffects(db, this.deps.outbox, {
+        card,
+        memberId: k.memberId,
+        journalId: change.entry.id,
+        evaluation,
+        rules,
+        at,
+      });
+      return unit.earnAnswer(p.earned, change);
+    });
+  }
+
+  /** An earn's posting: the credit, its lot, its journal row and its event. */
+  private earnPosting(
+    meta: LedgerMeta,
+    d: EarnRequest,
+    card: Card,
+    buyer: { member: MemberSummary; created: boolean },
+    figures: EarnFigures,
+    at: Date,
+  ) {
+    const { unit, events } = this;
+    const lot = lotTerms(card, at, 'purchase');
+    const earned: Earned = {
+      card,
+      member: buyer.member,
+      created: buyer.created,
+      amount: figures.amount,
+      purchaseCents: figures.purchaseCents,
+      reference: d.reference,
+      lot,
+      rulesApplied: figures.applied,
+    };
+    return {
+      account: { tenantId: meta.tenant_id, cardId: card.id, memberId: buyer.member.id },
+      movement: {
+        event: unit.labels.earn,
+        amount: figures.amount,
+        purchaseCents: figures.purchaseCents,
+        reference: d.reference,
+        metadata: d.metadata,
+        at,
+        lot,
+        rules: figures.rules,
+      },
+      // Identity mails the member on a points earn (once, even if it is delivered again).
+      event: events.posting(unit.eventUnit, {
+        tenantId: meta.tenant_id,
+        event: unit.labels.earn,
+        at,
+        data: unit.earnEvent(earned),
+      }),
+      earned,
+    };
   }
 
   /** The member (by token) spends the redemption's amount, only if the spendable balance covers it. */
@@ -120,14 +225,17 @@ export class ProductFlow<T extends ProductTypes> {
       { operation: unit.operations.refund, data: d, source: 'http' },
       async (db) => {
         const at = this.deps.clock.now();
+        // A purchase that earning rules shaped is refunded by what it earned (by line, or in proportion).
+        const byRules = explicit === undefined ? await this.ruleRefund(db, k, d, refundCents, at) : undefined;
         const change = await this.books.refund(db, k, {
           event: unit.labels.refund,
-          requested,
+          requested: byRules?.requested ?? requested,
           explicit: explicit !== undefined,
           refundCents,
           reference,
           at,
         });
+        if (byRules) await insertJournalRules(db, { ...byRules.record, journalId: change.entry.id });
         const refunded: Refunded = {
           card,
           memberId,
@@ -165,8 +273,21 @@ export class ProductFlow<T extends ProductTypes> {
     };
   }
 
+  /** The refund of a purchase that rules shaped, under the account's lock; undefined: the card's formula applies. */
+  private async ruleRefund(
+    db: PoolClient,
+    k: AccountKey,
+    d: T['refundRequest'],
+    refundCents: number,
+    at: Date,
+  ): Promise<RuleRefund | undefined> {
+    if (d.reference === undefined) return undefined;
+    await this.books.settleLocked(db, k, at, true);
+    return ruleRefund(db, k, d, refundCents);
+  }
+
   /** The tenant's card of this product. */
-  protected card(meta: LedgerMeta, cardId: number): Promise<Card> {
+  protected card(meta: LedgerMeta, cardId: number): Promise<RuledCard> {
     return cardOfKind(this.deps.cards, meta.tenant_id, cardId, this.unit.kind);
   }
 

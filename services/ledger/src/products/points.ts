@@ -10,6 +10,7 @@ import { creditTerms, lotEventFields } from '../lots/views.ts';
 import { findBalance } from '../store/accounts.ts';
 import { findReward, type Reward } from '../store/cards.ts';
 import { ProductFlow } from './flow.ts';
+import { appliedEventView, appliedView } from './rule-earn.ts';
 import type { ProductUnit, RefundRequest } from './unit.ts';
 
 type Out<K extends keyof typeof pointsOperations> = OperationOutput<(typeof pointsOperations)[K]>;
@@ -43,6 +44,7 @@ export const pointsUnit: ProductUnit<PointsTypes> = {
     purchase_amount: fromCents(e.purchaseCents),
     reference: e.reference ?? null,
     ...lotEventFields(e.lot),
+    ...(e.rulesApplied.length > 0 ? { rules_applied: appliedEventView(e.card, e.rulesApplied) } : {}),
   }),
   earnAnswer: (e, change) => ({
     transaction_id: change.entry.id,
@@ -56,6 +58,7 @@ export const pointsUnit: ProductUnit<PointsTypes> = {
     earned_at: change.entry.created_at.toISOString(),
     ...(e.lot.pending ? { pending_points: e.amount } : {}),
     ...creditTerms(e.lot),
+    ...(e.rulesApplied.length > 0 ? { rules_applied: appliedView(e.card, e.rulesApplied) } : {}),
   }),
 
   async redemption(deps, card, d, meta) {

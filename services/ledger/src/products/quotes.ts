@@ -12,6 +12,16 @@ import { cardOfKind, cashbackPercentage } from '../card-catalogue.ts';
 import { fromCents, MAX_BALANCE, toCents } from '../domain/money.ts';
 import { lotTerms } from '../lots/terms.ts';
 import { earnByReference, type AccountKey } from '../store/accounts.ts';
+import type { RuledCard } from '../card-cache.ts';
+import {
+  evaluatePurchase,
+  purchaseFacts,
+  purchaseNumber,
+  usageState,
+  type LineItemInput,
+  type PurchaseFacts,
+} from './rule-earn.ts';
+import { ruleQuoteView, simulatedRules, type RuleQuote, type Simulation, type SimulatedRule } from './rule-quote.ts';
 import { findReward, type Card } from '../store/cards.ts';
 import { cashbackUnit } from './cashback.ts';
 import { pointsUnit } from './points.ts';
@@ -49,6 +59,8 @@ interface Outcome {
 interface Quote extends Outcome {
   memberId: number | null;
   isNew: boolean;
+  /** An earn on a card with rules (or a simulation): the base, the rules that would give, the trace. */
+  rules?: RuleQuote;
 }
 
 /** A business rule that would refuse the operation: the quote reports it instead of failing. */
@@ -92,6 +104,7 @@ export class Quotes {
       new_pending_points: q.newPending,
       ...(q.reward ? { reward_id: q.reward.id, reward_name: q.reward.name } : {}),
       warnings: q.warnings,
+      ...(q.rules ? ruleQuoteView(card, q.rules) : {}),
     };
   }
 
@@ -113,18 +126,38 @@ export class Quotes {
       ...(d.operation === 'earn' ? { cashback_percentage: cashbackPercentage(card) } : {}),
       currency: card.currency,
       warnings: q.warnings,
+      ...(q.rules ? ruleQuoteView(card, q.rules) : {}),
     };
+  }
+
+  /**
+   * The console's preview: what a sample purchase would earn on the card with its active rules,
+   * its drafts and paused rules, with the trace (no member needed; a member_id brings its caps).
+   */
+  async preview(
+    d: { card_id: number; purchase_amount: number; line_items?: LineItemInput[]; tags?: string[]; member_id?: number },
+    tenantId: number,
+  ) {
+    const card = await this.deps.cards.get(tenantId, d.card_id);
+    if (!card) throw new AppError('card_not_found');
+    const facts = purchaseFacts(d);
+    const rules = await simulatedRules(this.deps.pool, card, { include_drafts: true });
+    const k = d.member_id === undefined ? undefined : { tenantId, cardId: card.id, memberId: d.member_id };
+    const ruled = await this.ruleQuote(card, rules, facts, k);
+    const view = ruleQuoteView(card, ruled);
+    const total = ruled.evaluation.total;
+    return { card_id: card.id, total: card.reward_system === 'points' ? total : fromCents(total), ...view };
   }
 
   /** What the body's operation would do on `card` in the unit; `redeem` names what a redemption takes. */
   private async quote<T extends ProductTypes, Redeem>(
-    card: Card,
+    card: RuledCard,
     meta: LedgerMeta,
     d: QuoteBody<T, Redeem>,
     unit: ProductUnit<T>,
     redeem: (d: Redeem) => Promise<RedeemFigures>,
   ): Promise<Quote> {
-    if (d.operation === 'earn') return this.earnQuote(card, meta, d, unit.earned(card, toCents(d.purchase_amount)));
+    if (d.operation === 'earn') return this.earnQuote(card, meta, d, unit);
     const { member } = await this.deps.members.resolve(meta, memberBy(d));
     const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: member.id };
     const who = { memberId: member.id, isNew: false };
@@ -138,8 +171,20 @@ export class Quotes {
   }
 
   /** An earn may name a member it would create (an email or phone identity does not know). */
-  private async earnQuote(card: Card, meta: LedgerMeta, d: EarnRequest, amount: number): Promise<Quote> {
+  private async earnQuote<T extends ProductTypes>(
+    card: RuledCard,
+    meta: LedgerMeta,
+    d: EarnRequest & Simulation,
+    unit: ProductUnit<T>,
+  ): Promise<Quote> {
+    const facts = purchaseFacts(d);
     const { member, isNew } = await this.memberOrNew(meta, d);
+    const rules = await simulatedRules(this.deps.pool, card, d);
+    const ruled =
+      rules.length > 0 || d.include_drafts === true || d.rule_ids !== undefined
+        ? await this.ruleQuote(card, rules, facts, member && this.key(meta, card, member))
+        : undefined;
+    const amount = ruled ? ruled.evaluation.total : unit.earned(card, facts.cents);
     const account = (member && (await this.books.findAccount(this.key(meta, card, member)))) ?? EMPTY_ACCOUNT;
     const lot = lotTerms(card, this.deps.clock.now(), 'purchase');
     const warnings: Warning[] = [];
@@ -150,6 +195,7 @@ export class Quotes {
       warnings.push(refusal('balance_limit_exceeded', 'The credit would take the balance past its maximum.'));
     const credited = warnings.length === 0 ? amount : 0;
     return {
+      ...(ruled ? { rules: ruled } : {}),
       memberId: member?.id ?? null,
       isNew,
       wouldSucceed: warnings.length === 0,
@@ -161,6 +207,27 @@ export class Quotes {
       expiresAt: lot.expiresAt?.toISOString() ?? null,
       warnings,
     };
+  }
+
+  /** The rules evaluated as the earn would now (usage read without locks): what they give and why. */
+  private async ruleQuote(
+    card: RuledCard,
+    rules: SimulatedRule[],
+    facts: PurchaseFacts,
+    k: AccountKey | undefined,
+  ): Promise<RuleQuote> {
+    const at = this.deps.clock.now();
+    const compiled = rules.map((r) => r.rule);
+    const number = await purchaseNumber(
+      this.deps.pool,
+      compiled,
+      k,
+      card.reward_system === 'points' ? 'staff_added_points' : 'cashback_earned',
+    );
+    const state = await usageState(this.deps.pool, compiled, k?.memberId, at, card.time_zone, false);
+    const evaluation = evaluatePurchase(card, compiled, facts, state, at, number);
+    const statuses = new Map(rules.map((r) => [r.rule.id, r.status]));
+    return { evaluation, statuses };
   }
 
   private async refundQuote<T extends ProductTypes>(

@@ -1,10 +1,12 @@
 import type { AppError, MemberSummary } from '@loyalty/contracts';
 import type { AccountView, BalanceChange, LedgerDeps, LedgerMeta, RefundChange } from '../accounting.ts';
 import type { JournalEvent } from '../domain/journal.ts';
+import type { AppliedRule } from '../domain/rules/index.ts';
 import type { EventData } from '../events.ts';
 import type { LotTerms } from '../lots/terms.ts';
 import type { JournalEntry } from '../store/accounts.ts';
 import type { Card } from '../store/cards.ts';
+import type { LineItemInput } from './rule-earn.ts';
 
 /** A member as an operation names it: member_id wins over email and phone. */
 export type MemberRef = { member_id?: number; email?: string; phone?: string };
@@ -15,9 +17,16 @@ export type EarnRequest = MemberRef & {
   purchase_amount: number;
   reference?: string;
   metadata?: Record<string, unknown>;
+  line_items?: LineItemInput[];
+  tags?: string[];
 };
 
-export type RefundRequest = MemberRef & { card_id: number; refund_amount: number; reference?: string };
+export type RefundRequest = MemberRef & {
+  card_id: number;
+  refund_amount: number;
+  reference?: string;
+  line_items?: { sku: string; quantity: number }[];
+};
 
 /** What an earn did, for the product's event and answer. */
 export interface Earned {
@@ -30,6 +39,8 @@ export interface Earned {
   purchaseCents: number;
   reference: string | undefined;
   lot: LotTerms;
+  /** The earning rules beyond the base that gave something (empty: none). */
+  rulesApplied: AppliedRule[];
 }
 
 /** What a redemption takes, in the unit, as the product found it (a points reward, say). */

@@ -33,6 +33,11 @@ export interface Movement {
   at: Date;
   /** A credit's lot: when it becomes spendable and when it expires (lots/terms.ts). Debits have none. */
   lot?: LotTerms;
+  /**
+   * An earn on a card with earning rules: the rule versions behind the amount and what each line
+   * earned, written to journal_rules by the same statement (store/rules.ts reads them).
+   */
+  rules?: { rules: unknown[]; allocation: unknown };
 }
 
 /** The event of a posting; the statement adds `transaction_id`, `previous_balance` and `new_balance` to its data. */
@@ -61,9 +66,9 @@ export interface Posting {
 // change a row twice): callers split batches (see posting-batcher.ts).
 const INPUT = `input AS (
   SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::text[], $7::bigint[], $8::text[], $9::bigint[],
-                       $10::jsonb[], $11::uuid[], $12::text[], $13::jsonb[], $14::boolean[], $15::boolean[], $16::timestamptz[], $17::timestamptz[], $18::timestamptz[])
+                       $10::jsonb[], $11::uuid[], $12::text[], $13::jsonb[], $14::boolean[], $15::boolean[], $16::timestamptz[], $17::timestamptz[], $18::timestamptz[], $19::jsonb[])
     WITH ORDINALITY AS i(card_id, member_id, tenant_id, amount, at, event, purchase_cents, reference, reward_id, metadata, event_id, subject, envelope, cents,
-                         pending, available_at, expires_at, warn_at, n)
+                         pending, available_at, expires_at, warn_at, rules, n)
 )`;
 
 // A credit opens the account on first use and adds to its spendable balance, or to `pending` while
@@ -111,7 +116,11 @@ const ENTRY_AND_EVENT = (direction: 'credit' | 'debit', outboxTable: string) => 
     FROM entry e JOIN input i USING (card_id, member_id) WHERE i.amount > 0
 ), `
     : ''
-}event AS (
+}rules AS (
+  INSERT INTO ledger.journal_rules (journal_id, card_id, member_id, rules, allocation)
+  SELECT e.id, i.card_id, i.member_id, i.rules -> 'rules', i.rules -> 'allocation'
+    FROM entry e JOIN input i USING (card_id, member_id) WHERE i.rules IS NOT NULL
+), event AS (
   INSERT INTO ${outboxTable} (id, subject, payload)
   SELECT i.event_id, i.subject, jsonb_set(i.envelope, '{data}', (i.envelope -> 'data') || jsonb_build_object(
       'transaction_id', e.id,
@@ -155,6 +164,7 @@ function postingValues(postings: Posting[]): unknown[][] {
     postings.map((p) => p.movement.lot?.availableAt ?? p.movement.at),
     postings.map((p) => p.movement.lot?.expiresAt ?? null),
     postings.map((p) => p.movement.lot?.warnAt ?? null),
+    postings.map((p) => (p.movement.rules ? JSON.stringify(p.movement.rules) : null)),
   ];
 }
 
