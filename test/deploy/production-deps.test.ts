@@ -44,9 +44,12 @@ function externalPackages(file: string): string[] {
     ...code.matchAll(/\bimport\(\s*"([^"]+)"\s*\)/g),
   ].map((m) => m[1]!);
   const builtins = new Set(builtinModules);
+  // Only what can be a module specifier: the patterns also meet strings such as `"a.from", message: "`.
+  const specifier = /^(?:@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-._~]*(?:\/[\w.@/-]*)?$|^[./]/i;
   return [
     ...new Set(
       specifiers
+        .filter((s) => specifier.test(s))
         .filter((s) => !s.startsWith('.') && !s.startsWith('node:') && !builtins.has(s.split('/')[0]!))
         .map((s) => (s.startsWith('@') ? s.split('/').slice(0, 2).join('/') : s.split('/')[0]!)),
     ),
