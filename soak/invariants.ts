@@ -80,7 +80,7 @@ async function countBy(db: pg.Client, sql: string, keys: string[]): Promise<Map<
 /** Lost, doubled and refused-but-applied writes, kind by kind. */
 export async function checkWrites(db: pg.Client, ops: OpRecord[]): Promise<Check[]> {
   const checks: Check[] = [];
-  const kindsByRef = ['points_earn', 'cashback_earn', 'points_redeem', 'cashback_redeem'];
+  const kindsByRef = ['points_earn', 'cashback_earn', 'points_redeem', 'cashback_redeem', 'member_event'];
   for (const kind of kindsByRef) {
     const keys = byKey(ops, [kind]);
     const effects = await countBy(

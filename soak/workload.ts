@@ -25,6 +25,7 @@ export const OP_WEIGHTS = {
   claim_reject: 2,
   referral: 3,
   adjustment: 3,
+  member_event: 2,
   webhook_create: 0.3,
   webhook_rotate: 0.5,
 } as const;
@@ -122,6 +123,8 @@ export class Workload {
     opts: {
       body?: unknown;
       key?: string;
+      /** What makes the write once when it has no Idempotency-Key (a member event's reference): checked like a key. */
+      reference?: string;
       memberToken?: string;
       bearer?: string;
       keepText?: boolean;
@@ -133,7 +136,7 @@ export class Workload {
       n,
       kind,
       tenantId: tenant?.id ?? 0,
-      key: opts.key,
+      key: opts.key ?? opts.reference,
       method,
       path,
       body: opts.body,
@@ -266,6 +269,13 @@ export class Workload {
         budget: 500,
         status: 'active',
       });
+      await this.admin('POST', rules, {
+        name: 'Soak birthday',
+        kind: 'event',
+        event: 'birthday',
+        points: 25,
+        status: 'active',
+      });
       const managerEmail = `manager.${this.run}.${i}@soak.example`;
       await this.admin('POST', `/admin/v1/tenants/${tenant.id}/staff`, { email: managerEmail, role: 'manager' });
       const t: Tenant = {
@@ -386,6 +396,8 @@ export class Workload {
         return this.referral(t);
       case 'adjustment':
         return this.adjust(t);
+      case 'member_event':
+        return this.memberEvent(t);
       case 'webhook_create':
         if (t.endpoints.length < 6) await this.createEndpoint(t, this.rng.next() < 0.5 ? ['*'] : this.someTypes());
         return;
@@ -442,6 +454,15 @@ export class Workload {
     const r = await this.call(`${card}_earn`, t, 'POST', path, { body, key });
     if (r.outcome === 'ack') t.earned.push({ card, reference: key, memberId: m.id });
     await this.maybeReplay(r, t, {});
+  }
+
+  /** A birthday reported for a member: the event rule gives points once per reference, retries included. */
+  private async memberEvent(t: Tenant): Promise<void> {
+    const m = this.member(t);
+    if (!m) return;
+    const reference = this.key('member_event');
+    const body = { card_id: t.pointsCard, member_id: m.id, event: 'birthday', reference };
+    await this.call('member_event', t, 'POST', '/api/v1/loyalty/points/events', { body, reference });
   }
 
   private async redeem(t: Tenant, card: 'points' | 'cashback'): Promise<void> {

@@ -19,6 +19,7 @@ const BEFORE_THE_RULE = new Set([
   'services/identity/migrations/1700000000010_staff_and_audit.sql', // otps_staff_purpose, with the staff tables
   'services/ledger/migrations/1700000000005_lots.sql', // accounts_due, with the lots tables
   'services/claims/migrations/1700000000002_claim_holds.sql', // two indexes, with the hold columns
+  'services/ledger/migrations/1700000000010_staff_adjustment.sql', // the journal's event CHECK, re-added validated
 ]);
 
 describe('migration rules', () => {
@@ -51,6 +52,17 @@ describe('migration rules', () => {
       migrationViolations('2000_x.sql', '-- Up Migration\nCREATE UNIQUE INDEX IF NOT EXISTS k ON ledger.lots (a, b);'),
     ).toEqual([expect.stringContaining('plain CREATE INDEX on lots')]);
     expect(migrationViolations('2000_x.sql', 'CREATE INDEX ON idempotency_keys (created_at);')).toHaveLength(1);
+  });
+
+  it('flags a validated CHECK or FOREIGN KEY added to a large table, and accepts NOT VALID', () => {
+    const check = "ALTER TABLE journal ADD CONSTRAINT j_event CHECK (event IN ('a'));";
+    expect(migrationViolations('2000_x.sql', check)).toEqual([expect.stringContaining('ADD CONSTRAINT on journal')]);
+    expect(
+      migrationViolations('2000_x.sql', 'ALTER TABLE ledger.lots ADD CONSTRAINT f FOREIGN KEY (a) REFERENCES b (id);'),
+    ).toHaveLength(1);
+    expect(migrationViolations('2000_x.sql', "EXECUTE format('ALTER TABLE journal ADD CONSTRAINT %I %s', a, b);")).toHaveLength(1);
+    expect(migrationViolations('2000_x.sql', check.replace(';', ' NOT VALID;'))).toEqual([]);
+    expect(migrationViolations('2000_x.sql', "ALTER TABLE cards ADD CONSTRAINT c CHECK (id > 0);")).toEqual([]);
   });
 
   it('accepts the ways that do not block: concurrently outside a transaction, a new table, a small table', () => {

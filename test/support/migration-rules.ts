@@ -9,7 +9,9 @@ import { NO_TRANSACTION_SUFFIX, upStatements } from '@loyalty/runtime';
  *   `CREATE INDEX` holds a lock that blocks every write to the table for the whole build);
  * - `CONCURRENTLY` only in a no-transaction migration (PostgreSQL refuses it in a transaction);
  * - a no-transaction migration's index statements say `IF NOT EXISTS` (an interrupted migration
- *   runs again from its first statement) and build concurrently.
+ *   runs again from its first statement) and build concurrently;
+ * - a CHECK or FOREIGN KEY constraint added to a table that already exists (and can be large) is
+ *   added `NOT VALID` and validated by `VALIDATE CONSTRAINT`, which does not block writes.
  */
 
 /** Tables that hold configuration, not traffic: a plain index on them blocks writes for milliseconds. */
@@ -17,6 +19,9 @@ export const SMALL_TABLES = new Set(['tenants', 'apps', 'staff_users', 'cards', 
 
 const INDEX =
   /^CREATE\s+(UNIQUE\s+)?INDEX\s+(CONCURRENTLY\s+)?(IF\s+NOT\s+EXISTS\s+)?(?:"?[A-Za-z0-9_]+"?\s+)?ON\s+(?:ONLY\s+)?(?:"?[A-Za-z0-9_]+"?\.)?"?([A-Za-z0-9_]+)"?/i;
+/** `ALTER TABLE t ADD CONSTRAINT c CHECK|FOREIGN KEY` (or a constraint built at run time, `%s`). */
+const ADD_CONSTRAINT =
+  /ALTER\s+TABLE\s+(?:ONLY\s+)?(?:IF\s+EXISTS\s+)?(?:"?[A-Za-z0-9_]+"?\.)?"?([A-Za-z0-9_]+)"?\s+ADD\s+CONSTRAINT\s+\S+\s+(?:CHECK|FOREIGN\s+KEY|%s)/i;
 const CREATE_TABLE = /CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(?:"?[A-Za-z0-9_]+"?\.)?"?([A-Za-z0-9_]+)"?/gi;
 
 /** What breaks the rules in one migration file (empty when nothing does). */
@@ -25,6 +30,12 @@ export function migrationViolations(file: string, sql: string): string[] {
   const created = new Set([...sql.matchAll(CREATE_TABLE)].map((m) => m[1]!.toLowerCase()));
   const problems: string[] = [];
   for (const statement of upStatements(sql)) {
+    const constraint = ADD_CONSTRAINT.exec(statement);
+    const constrained = constraint?.[1]?.toLowerCase();
+    if (constrained && !created.has(constrained) && !SMALL_TABLES.has(constrained) && !/NOT\s+VALID/i.test(statement))
+      problems.push(
+        `${file}: ADD CONSTRAINT on ${constrained}, a table that can be large, checks every row under a lock that blocks writes: add it NOT VALID, then VALIDATE CONSTRAINT`,
+      );
     const index = INDEX.exec(statement);
     if (!index) continue;
     const [, , concurrently, ifNotExists, table] = index;

@@ -38,6 +38,12 @@ export const errorCatalogue = {
   webhook_endpoint_not_found: { status: 404, message: 'Webhook endpoint not found.' },
   webhook_delivery_not_found: { status: 404, message: 'Webhook delivery not found.' },
   rule_not_found: { status: 404, message: 'Rule not found.' },
+  job_not_found: { status: 404, message: 'Job not found.' },
+  job_result_not_found: {
+    status: 404,
+    message:
+      'This job has no result to download: it has not succeeded, gave none, or its result expired (kept 7 days).',
+  },
   // 405: method
   method_not_allowed: { status: 405, message: 'This method is not allowed on this route.' },
   request_timeout: { status: 408, message: 'The request was not received in time.' },

@@ -27,6 +27,17 @@ export {
   type OperationOutput,
 } from './ops/types.ts';
 export { operations, operatorOperations, staffApiOperations } from './operations.ts';
+export {
+  Job,
+  JobErrorRecord,
+  JobId,
+  jobAdminOperations,
+  jobOperations,
+  jobOwner,
+  JobResultPart,
+  JobResultPartRequest,
+  JobStatus,
+} from './ops/jobs.ts';
 export { adminOperations } from './ops/admin.ts';
 export { authOperations } from './ops/auth.ts';
 export { ClaimRequestRecord, claimsOperations, ClaimStatus } from './ops/claims.ts';

@@ -399,6 +399,12 @@ function requestBodyOf(op: Operation, schemas: SchemaCollector): Record<string, 
 }
 
 function successResponse(op: Operation, audience: Audience, schemas: SchemaCollector): Record<string, unknown> {
+  if (op.download)
+    return {
+      description: 'The stored bytes, with the content type they were stored with (JSON, JSON Lines, CSV)',
+      headers: responseHeaders(audience, 200, op),
+      content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } },
+    };
   const schema: JsonSchema = {
     type: 'object',
     required: ['success', 'data'],

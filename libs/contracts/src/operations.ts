@@ -2,6 +2,7 @@ import { adminOperations } from './ops/admin.ts';
 import { authOperations } from './ops/auth.ts';
 import { claimsOperations } from './ops/claims.ts';
 import { cashbackOperations, ledgerAdminOperations, memberPinOperations, pointsOperations } from './ops/ledger.ts';
+import { jobAdminOperations, jobOperations } from './ops/jobs.ts';
 import { quoteOperations } from './ops/quotes.ts';
 import { ruleAdminOperations, ruleOperations } from './ops/rules.ts';
 import { referralOperations } from './ops/referrals.ts';
@@ -36,6 +37,7 @@ export const operations: Record<string, Operation> = withExamples({
   ...memberPinOperations,
   ...webhookOperations,
   ...ruleOperations,
+  ...jobOperations,
 });
 
 /** The operator (provisioning) table, served under /admin/v1 behind the operator token. */
@@ -45,6 +47,7 @@ export const operatorOperations: Record<string, Operation> = withExamples({
   ...ruleAdminOperations,
   ...staffAdminOperations,
   ...webhookAdminOperations,
+  ...jobAdminOperations,
 });
 
 /** The staff API table, served under /staff/v1 behind staff tokens (the console uses it); its own document. */

@@ -145,6 +145,19 @@ export class Endpoints {
     );
   }
 
+  /**
+   * An operation whose owner a path parameter names (`route` in the contract: a job id names the
+   * service running the job): every service that may own one serves it under its own subjects.
+   */
+  routed<M, I>(
+    operation: string,
+    meta: z.ZodType<M>,
+    input: z.ZodType<I>,
+    handler: (input: I, ctx: HandlerContext<M>) => Promise<unknown>,
+  ): this {
+    return this.add({ service: this.service, operation }, check(meta), check(input), handler);
+  }
+
   /** A subject of this service that no contract describes (e.g. `system.ping`). */
   plain(operation: string, handler: () => Promise<unknown>): this {
     const meta = ServiceMeta.partial();

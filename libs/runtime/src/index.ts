@@ -51,6 +51,7 @@ export {
   type JobStatus,
   type JobStep,
 } from './jobs.ts';
+export { addJobEndpoints, jobView } from './job-endpoints.ts';
 export {
   isReplay,
   ReplayStore,

@@ -105,13 +105,26 @@ export class JobStore {
 
   constructor(
     private readonly pool: Pool,
-    schema: string,
+    /** The owning service; its schema holds the tables. */
+    private readonly service: string,
   ) {
-    this.table = `${schema}.jobs`;
-    this.results = `${schema}.job_results`;
+    this.table = `${service}.jobs`;
+    this.results = `${service}.job_results`;
   }
 
-  /** Queue a job in the caller's transaction; its id. */
+  /** The id callers see, naming the service that runs the job (`job_<service>_<uuid>`), so the gateway can route it. */
+  publicId(id: string): string {
+    return `job_${this.service}_${id}`;
+  }
+
+  /** The row id of one of this service's public job ids; undefined for any other text. */
+  rowId(publicId: string): string | undefined {
+    const prefix = `job_${this.service}_`;
+    const id = publicId.startsWith(prefix) ? publicId.slice(prefix.length) : '';
+    return isUuid(id) ? id : undefined;
+  }
+
+  /** Queue a job in the caller's transaction; its public id. */
   async create(db: Queryable, job: { tenantId: number; kind: string; params?: unknown; now: Date }): Promise<string> {
     const id = randomUUID();
     await db.query(`INSERT INTO ${this.table} (id, tenant_id, kind, params, created_at) VALUES ($1, $2, $3, $4, $5)`, [
@@ -121,12 +134,13 @@ export class JobStore {
       JSON.stringify(job.params ?? {}),
       job.now,
     ]);
-    return id;
+    return this.publicId(id);
   }
 
   /** The tenant's job, or undefined (another tenant's job is not found either). */
-  async find(tenantId: number | undefined, id: string): Promise<JobRecord | undefined> {
-    if (!isUuid(id)) return undefined;
+  async find(tenantId: number | undefined, publicId: string): Promise<JobRecord | undefined> {
+    const id = this.rowId(publicId);
+    if (!id) return undefined;
     const { rows } = await this.pool.query<JobRecord>(
       `SELECT id, tenant_id, kind, status, params, checkpoint, done, total, errors, result_type, result_size,
               attempts, created_at, finished_at, expires_at
@@ -137,8 +151,14 @@ export class JobStore {
   }
 
   /** One part of a job's result (undefined past the last part or once the result has expired). */
-  async resultPart(tenantId: number | undefined, id: string, part: number, now: Date): Promise<Buffer | undefined> {
-    if (!isUuid(id)) return undefined;
+  async resultPart(
+    tenantId: number | undefined,
+    publicId: string,
+    part: number,
+    now: Date,
+  ): Promise<Buffer | undefined> {
+    const id = this.rowId(publicId);
+    if (!id) return undefined;
     const { rows } = await this.pool.query<{ data: Buffer }>(
       `SELECT r.data FROM ${this.results} r JOIN ${this.table} j ON j.id = r.job_id
        WHERE r.job_id = $1 AND r.part = $2 AND ($3::bigint IS NULL OR j.tenant_id = $3)
@@ -304,7 +324,7 @@ export class JobRunner {
     if (!job) return false;
     const handler = handlers[job.kind];
     if (!handler) return false;
-    const log = this.opts.log.child({ job_id: job.id, job_kind: job.kind, tenant_id: job.tenant_id });
+    const log = this.opts.log.child({ job_id: store.publicId(job.id), job_kind: job.kind, tenant_id: job.tenant_id });
     try {
       await this.steps(job, handler, leaseMs);
     } catch (err) {
@@ -355,7 +375,7 @@ export class JobRunner {
         await fn(db);
       });
     return {
-      id: job.id,
+      id: store.publicId(job.id),
       tenantId: Number(job.tenant_id),
       kind: job.kind,
       params: job.params,

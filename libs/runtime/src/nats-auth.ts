@@ -95,7 +95,10 @@ export function natsPermissions(root: string, user: NatsUser): NatsPermissions {
       ...Object.values(operations),
       ...Object.values(operatorOperations),
       ...Object.values(staffApiOperations),
-    ].map((op) => s.op(op.service, op.operation));
+    ].flatMap((op) =>
+      // An operation routed by a parameter (a job id) may go to any service.
+      op.route ? services.map((owner) => s.op(owner, op.operation)) : [s.op(op.service, op.operation)],
+    );
     const { authenticate, authenticateStaff } = internalOperations;
     return {
       publish: unique([

@@ -25,6 +25,7 @@ import { type Endpoints, pingEndpoint, serveEndpoints } from './endpoints.ts';
 import { connectNats, natsReady, type NatsConnection } from './nats.ts';
 import { startOpsServer } from './ops-server.ts';
 import { ensureEventStream, Outbox } from './outbox.ts';
+import { addJobEndpoints } from './job-endpoints.ts';
 import { JobRunner, JobStore, type JobHandler } from './jobs.ts';
 import { PeriodicTask } from './periodic-task.ts';
 import { purge, sharedPurgeRules, type PurgeRule } from './purge.ts';
@@ -195,6 +196,7 @@ function jobRunner(rt: ServiceRuntime, handlers: Record<string, JobHandler<never
 function served(rt: ServiceRuntime, version: string, endpoints: Endpoints): ServicePart {
   let stop: (() => Promise<void>) | undefined;
   endpoints.plain('system.ping', pingEndpoint(rt.name, version));
+  addJobEndpoints(endpoints, rt.jobs.store, rt.clock);
   return {
     async start() {
       ({ stop } = await serveEndpoints({ ...rt, service: rt.name, version, endpoints }));

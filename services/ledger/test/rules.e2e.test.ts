@@ -355,14 +355,27 @@ describe('refunds by line', () => {
     });
     expect(e.data).toMatchObject({ points_earned: 30 + 20 + 40 });
     const m = e.data!.member_id;
-    const refund = (body: Body) =>
-      api('POST', `${PTS}/refund`, { body: { card_id: card, member_id: m, reference: 'sale-1', ...body } });
-    const one = await refund({ refund_amount: 2.5, line_items: [{ sku: 'croissant', quantity: 1 }] });
+    const body = (b: Body) => ({ card_id: card, member_id: m, reference: 'sale-1', ...b });
+    const refund = (b: Body) => api('POST', `${PTS}/refund`, { body: body(b) });
+    // The quote of a refund decides as the refund will (and changes nothing).
+    const quote = async (b: Body) =>
+      (await api('POST', `${PTS}/quote`, { body: { operation: 'refund', ...body(b) } })).body.data;
+    const oneLine = { refund_amount: 2.5, line_items: [{ sku: 'croissant', quantity: 1 }] };
+    expect(await quote(oneLine)).toMatchObject({ points: 7, would_succeed: true });
+    expect(await quote(oneLine)).toMatchObject({ points: 7 });
+    const one = await refund(oneLine);
     expect(one.body.data).toMatchObject({ points_deducted: 7 }); // (10 base + 20 bonus) / 4 = 7.5 -> 7
-    const coffees = await refund({ refund_amount: 15, line_items: [{ sku: 'coffee', quantity: 3 }] });
+    const threeCoffees = { refund_amount: 15, line_items: [{ sku: 'coffee', quantity: 3 }] };
+    expect(await quote(threeCoffees)).toMatchObject({ points: 15 + 40 });
+    const coffees = await refund(threeCoffees);
     // 15 base; what is left (12.50) is below the basket's 20: its 40 goes too.
     expect(coffees.body.data).toMatchObject({ points_deducted: 15 + 40 });
-    const tooMany = await refund({ refund_amount: 20, line_items: [{ sku: 'coffee', quantity: 2 }] });
+    const twoCoffees = { refund_amount: 20, line_items: [{ sku: 'coffee', quantity: 2 }] };
+    expect(await quote(twoCoffees)).toMatchObject({
+      would_succeed: false,
+      warnings: [expect.objectContaining({ code: 'line_items_mismatch' })],
+    });
+    const tooMany = await refund(twoCoffees);
     expect(tooMany.status).toBe(422);
     expect(tooMany.body.error).toMatchObject({ code: 'line_items_mismatch' });
     const rest = await refund({
@@ -379,6 +392,16 @@ describe('refunds by line', () => {
     const card = await pointsCard(sys, tenantId);
     await rule(card, { name: 'x2', kind: 'multiplier', factor: 2 });
     const e = await earn(card, { email: email('rw'), purchase_amount: 10, reference: 'sale-2' });
+    const quoted = await api('POST', `${PTS}/quote`, {
+      body: {
+        operation: 'refund',
+        card_id: card,
+        member_id: e.data!.member_id,
+        reference: 'sale-2',
+        refund_amount: 10,
+      },
+    });
+    expect(quoted.body.data).toMatchObject({ points: 20, new_balance: 0 });
     const r = await api('POST', `${PTS}/refund`, {
       body: { card_id: card, member_id: e.data!.member_id, reference: 'sale-2', refund_amount: 10 },
     });

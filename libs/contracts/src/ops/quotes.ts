@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Id, Metadata, Money, PositiveMoney, Text, Timestamp } from '../common.ts';
 import { memberFields, memberRequired, memberRule, needsMember, Reference } from './member-ref.ts';
-import { earnRuleFields, ruleQuoteFields, simulationFields } from './rules.ts';
+import { earnRuleFields, RefundLineItems, ruleQuoteFields, simulationFields } from './rules.ts';
 import { defineOperations } from './types.ts';
 
 /**
@@ -24,6 +24,7 @@ export const QuoteWarning = z
       'member_inactive',
       'duplicate_reference',
       'refund_reference_mismatch',
+      'line_items_mismatch',
       'balance_limit_exceeded',
       'pin_required',
     ]),
@@ -63,7 +64,13 @@ const refundQuote = {
   ...member,
   refund_amount: PositiveMoney,
   reference: Reference.optional(),
+  line_items: RefundLineItems.optional().describe(
+    'the lines of the purchase (named by reference) refunded: the quote takes back what they earned, bonuses included',
+  ),
 };
+const lineItemsNeedReference = (b: { line_items?: unknown; reference?: string }) =>
+  b.line_items === undefined || b.reference !== undefined;
+const lineItemsRule = { message: 'is required with line_items (the purchase refunded)', path: ['reference'] };
 const DESCRIPTION = 'the body of the earn, redemption or refund, with `operation` naming which';
 
 export const PointsQuoteBody = z
@@ -76,6 +83,7 @@ export const PointsQuoteBody = z
     z
       .object({ ...refundQuote, points_to_deduct: z.number().int().min(0).max(1_000_000_000).optional() })
       .refine(needsMember, memberRule)
+      .refine(lineItemsNeedReference, lineItemsRule)
       .meta({ anyOf: memberRequired }),
   ])
   .describe(DESCRIPTION);
@@ -90,6 +98,7 @@ export const CashbackQuoteBody = z
     z
       .object({ ...refundQuote, cashback_to_deduct: Money.optional() })
       .refine(needsMember, memberRule)
+      .refine(lineItemsNeedReference, lineItemsRule)
       .meta({ anyOf: memberRequired }),
   ])
   .describe(DESCRIPTION);

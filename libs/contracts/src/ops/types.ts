@@ -20,6 +20,17 @@ export interface Operation<
   /** Fastify-style path, e.g. `/api/v1/loyalty/claims/:request_id`. */
   path: string;
   service: ServiceName;
+  /**
+   * When a path parameter names the owning service (a job id names the service running the job):
+   * the service for this call, or an AppError (a not-found) when the parameter names none. The
+   * `service` field is then only the owner the reference is grouped under.
+   */
+  route?: (params: unknown) => ServiceName;
+  /**
+   * The success answer is a download (the stored bytes with their content type, streamed), not
+   * the JSON envelope: the owning service answers part after part (`JobResultPart`).
+   */
+  download?: boolean;
   operation: string;
   scope: Scope | null;
   memberToken: boolean;

@@ -1,9 +1,11 @@
 import { timingSafeEqual } from 'node:crypto';
+import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import {
   AppError,
   buildOperationInput,
+  JobResultPart,
   operations,
   operatorOperations,
   staffApiOperations,
@@ -53,8 +55,9 @@ export const contractRoutes = fp<RoutesOptions>(
 );
 
 /** The handler core of one operation: its input from the request, one NATS call, the answer in the envelope. */
-function forwarder({ config, nc, subjects }: RoutesOptions, op: Operation): Forward {
-  const subject = subjects.op(op.service, op.operation);
+function forwarder(deps: RoutesOptions, op: Operation): Forward {
+  const { config, nc, subjects } = deps;
+  const fixed = op.route ? undefined : subjects.op(op.service, op.operation);
   return async (req, reply, meta, beforeSend) => {
     const input = buildOperationInput(op, { params: req.params, query: req.query, body: req.body });
     if (!input.ok) {
@@ -64,10 +67,61 @@ function forwarder({ config, nc, subjects }: RoutesOptions, op: Operation): Forw
         new AppError('validation_error', `Invalid request: ${names}.`, { fields: input.fields }),
       );
     }
+    // A routed operation's owner is named by its parameters (a job id names its service).
+    const subject = fixed ?? subjects.op(op.route?.(input.data) ?? op.service, op.operation);
+    if (op.download) return streamDownload(deps, subject, { meta, data: input.data }, req, reply);
     await beforeSend?.();
     const message = await callService(nc, subject, { meta, data: input.data }, req.id, config.REQUEST_TIMEOUT_MS);
     return sendReply(reply, message);
   };
+}
+
+/**
+ * A download (a job's result): the owning service answers it part by part (at most 512 KB each);
+ * the first part's failure is the answer, later parts are streamed as they arrive, so the gateway
+ * holds one part at a time. A part that fails mid-way ends the body short of its Content-Length.
+ */
+async function streamDownload(
+  { config, nc }: RoutesOptions,
+  subject: string,
+  message: { meta: unknown; data: unknown },
+  req: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const data = typeof message.data === 'object' && message.data !== null ? message.data : {};
+  const part = async (n: number) => {
+    const answer = await callService(
+      nc,
+      subject,
+      { ...message, data: { ...data, part: n } },
+      req.id,
+      config.REQUEST_TIMEOUT_MS,
+    );
+    if (!answer.ok) return answer;
+    const parsed = JobResultPart.safeParse(answer.data);
+    return parsed.success
+      ? { ok: true as const, data: parsed.data }
+      : { ok: false as const, error: new AppError('internal_error').toBody() };
+  };
+  const first = await part(0);
+  if (!first.ok) return sendFailure(reply, first.error);
+  const head = first.data;
+  reply
+    .code(200)
+    .header('content-type', head.content_type)
+    .header('content-length', head.size)
+    .header('content-disposition', 'attachment');
+  if (head.last) return reply.send(Buffer.from(head.data, 'base64'));
+  async function* parts(): AsyncGenerator<Buffer> {
+    yield Buffer.from(head.data, 'base64');
+    for (let n = 1; ; n++) {
+      const next = await part(n);
+      if (!next.ok) throw new Error(`job result part ${n}: ${next.error.code}`);
+      yield Buffer.from(next.data.data, 'base64');
+      if (next.data.last) return;
+    }
+  }
+  return reply.send(Readable.from(parts()));
 }
 
 /** A valid request carrying a key binds it to this operation (idempotency.ts) before it is sent. */

@@ -21,6 +21,7 @@ import {
   type LineItemInput,
   type PurchaseFacts,
 } from './rule-earn.ts';
+import { ruleRefund, type RuleRefund } from './rule-refund.ts';
 import { ruleQuoteView, simulatedRules, type RuleQuote, type Simulation, type SimulatedRule } from './rule-quote.ts';
 import { findReward, type Card } from '../store/cards.ts';
 import { cashbackUnit } from './cashback.ts';
@@ -65,6 +66,9 @@ interface Quote extends Outcome {
 
 /** A business rule that would refuse the operation: the quote reports it instead of failing. */
 const refusal = (code: Warning['code'], message: string): Warning => ({ code, message });
+
+/** What a refund refuses before its figures: a quote answers them as warnings. */
+const REFUND_REFUSALS: ReadonlySet<string> = new Set(['line_items_mismatch', 'refund_reference_mismatch']);
 
 /** An outcome that changes nothing (a refusal found before the figures). */
 const unchanged = (account: AccountView, warnings: Warning[]): Outcome => ({
@@ -161,11 +165,7 @@ export class Quotes {
     const { member } = await this.deps.members.resolve(meta, memberBy(d));
     const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: member.id };
     const who = { memberId: member.id, isNew: false };
-    if (d.operation === 'refund') {
-      const explicit = unit.explicitDeduction(d);
-      const requested = explicit ?? unit.earned(card, toCents(d.refund_amount));
-      return { ...who, ...(await this.refundQuote(k, d.reference, requested, explicit !== undefined, unit)) };
-    }
+    if (d.operation === 'refund') return { ...who, ...(await this.refundOutcome(card, k, d, unit)) };
     const account = (await this.books.findAccount(k)) ?? EMPTY_ACCOUNT;
     return { ...who, ...redeemOutcome(account, await redeem(d), unit) };
   }
@@ -228,6 +228,33 @@ export class Quotes {
     const evaluation = evaluatePurchase(card, compiled, facts, state, at, number);
     const statuses = new Map(rules.map((r) => [r.rule.id, r.status]));
     return { evaluation, statuses };
+  }
+
+  /**
+   * A refund as the refund would decide it: an explicit deduction, else what the purchase's rules
+   * gave (by line, or in proportion: rule-refund.ts, read without the account's lock), else the
+   * card's formula. A reference or lines that do not fit the purchase are warnings, as in a refund.
+   */
+  private async refundOutcome<T extends ProductTypes>(
+    card: RuledCard,
+    k: AccountKey,
+    d: { operation: 'refund' } & T['refundRequest'],
+    unit: ProductUnit<T>,
+  ): Promise<Outcome> {
+    const explicit = unit.explicitDeduction(d);
+    const refundCents = toCents(d.refund_amount);
+    let byRules: RuleRefund | undefined;
+    try {
+      byRules = explicit === undefined ? await ruleRefund(this.deps.pool, k, d, refundCents) : undefined;
+    } catch (err) {
+      if (!(err instanceof AppError) || !REFUND_REFUSALS.has(err.code)) throw err;
+      const account = (await this.books.findAccount(k)) ?? EMPTY_ACCOUNT;
+      return unchanged(account, [
+        refusal(err.code === 'line_items_mismatch' ? err.code : 'refund_reference_mismatch', err.message),
+      ]);
+    }
+    const requested = explicit ?? byRules?.requested ?? unit.earned(card, refundCents);
+    return this.refundQuote(k, d.reference, requested, explicit !== undefined, unit);
   }
 
   private async refundQuote<T extends ProductTypes>(
