@@ -32,7 +32,13 @@ async function job(store: JobStore, tenantId: number, result?: { contentType: st
     store.finish(
       db,
       rowId,
-      { status: 'succeeded', done: 3, total: 3, errors: [{ code: 'line_invalid', message: 'line 2', line: 2 }], result },
+      {
+        status: 'succeeded',
+        done: 3,
+        total: 3,
+        errors: [{ code: 'line_invalid', message: 'line 2', line: 2 }],
+        result,
+      },
       new Date(),
     ),
   );

@@ -403,7 +403,12 @@ function successResponse(op: Operation, audience: Audience, schemas: SchemaColle
     return {
       description: 'The stored bytes, with the content type they were stored with (JSON, JSON Lines, CSV)',
       headers: responseHeaders(audience, 200, op),
-      content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } },
+      content: {
+        '*/*': {
+          schema: { type: 'string', contentMediaType: 'application/octet-stream' },
+          ...(op.example ? { example: op.example.response } : {}),
+        },
+      },
     };
   const schema: JsonSchema = {
     type: 'object',

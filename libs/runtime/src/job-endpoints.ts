@@ -31,6 +31,13 @@ export function jobView(store: JobStore, job: JobRecord, base: '/api/v1' | '/adm
   };
 }
 
+/** The job, or `job_not_found` (another tenant's job is not found either). */
+async function foundJob(store: JobStore, tenantId: number | undefined, jobId: string): Promise<JobRecord> {
+  const job = await store.find(tenantId, jobId);
+  if (!job) throw new AppError('job_not_found');
+  return job;
+}
+
 /** One part of a job's result, for the gateway to stream (`last` ends the download). */
 async function resultPart(
   store: JobStore,
@@ -38,8 +45,7 @@ async function resultPart(
   input: { job_id: string; part: number },
   now: Date,
 ) {
-  const job = await store.find(tenantId, input.job_id);
-  if (!job) throw new AppError('job_not_found');
+  const job = await foundJob(store, tenantId, input.job_id);
   const data = job.status === 'succeeded' ? await store.resultPart(tenantId, input.job_id, input.part, now) : undefined;
   if (!data || job.result_type === null || job.result_size === null) throw new AppError('job_result_not_found');
   const size = Number(job.result_size);
@@ -56,20 +62,15 @@ async function resultPart(
  * schema; the gateway picks the service from the job id): a tenant's view and the operator's.
  */
 export function addJobEndpoints(endpoints: Endpoints, store: JobStore, clock: Clock): void {
-  const find = async (tenantId: number | undefined, jobId: string) => {
-    const job = await store.find(tenantId, jobId);
-    if (!job) throw new AppError('job_not_found');
-    return job;
-  };
   endpoints
     .routed(jobOperations['jobs.get'].operation, Meta, JobParams, async ({ job_id }, { meta }) =>
-      jobView(store, await find(meta.tenant_id, job_id), '/api/v1', clock.now()),
+      jobView(store, await foundJob(store, meta.tenant_id, job_id), '/api/v1', clock.now()),
     )
     .routed(jobOperations['jobs.result'].operation, Meta, JobResultPartRequest, async (input, { meta }) =>
       resultPart(store, meta.tenant_id, input, clock.now()),
     )
     .routed(jobAdminOperations['admin.jobs.get'].operation, AdminMeta, JobParams, async ({ job_id }) => {
-      const job = await find(undefined, job_id);
+      const job = await foundJob(store, undefined, job_id);
       return { ...jobView(store, job, '/admin/v1', clock.now()), tenant_id: Number(job.tenant_id) };
     })
     .routed(jobAdminOperations['admin.jobs.result'].operation, AdminMeta, JobResultPartRequest, async (input) =>

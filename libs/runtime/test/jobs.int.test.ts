@@ -31,7 +31,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   await migrate({ databaseUrl: db.url, schema: 'svc', dir: mkdtempSync(path.join(tmpdir(), 'no-migrations-')), log });
   pool = createPool(db.url, 6, log, 'jobs-test');
-  await pool.query('CREATE TABLE svc.effects (job_id uuid NOT NULL, n integer NOT NULL, PRIMARY KEY (job_id, n))');
+  await pool.query('CREATE TABLE svc.effects (job_id text NOT NULL, n integer NOT NULL, PRIMARY KEY (job_id, n))');
   store = new JobStore(pool, 'svc');
 });
 afterAll(async () => {

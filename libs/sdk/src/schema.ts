@@ -1624,6 +1624,7 @@ export interface components {
         | 'member_inactive'
         | 'duplicate_reference'
         | 'refund_reference_mismatch'
+        | 'line_items_mismatch'
         | 'balance_limit_exceeded'
         | 'pin_required';
       /** @description insufficient_balance: what the balance covers */
@@ -4798,6 +4799,8 @@ export interface operations {
                   /** @description at most two decimals, at most 1000000000 */
                   cashback_to_deduct?: number;
                   email?: string;
+                  /** @description the lines of the purchase (named by reference) refunded: the quote takes back what they earned, bonuses included */
+                  line_items?: components['schemas']['RefundLineItem'][];
                   member_id?: number;
                   /** @constant */
                   operation: 'refund';
@@ -5730,6 +5733,24 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "id": "job_identity_0d5c1f9e-7d3a-4c1e-9d1a-3c9d7f0e2b11",
+           *         "kind": "member.export",
+           *         "status": "succeeded",
+           *         "progress": {
+           *           "done": 5,
+           *           "total": 5
+           *         },
+           *         "result_url": "/api/v1/jobs/job_identity_0d5c1f9e-7d3a-4c1e-9d1a-3c9d7f0e2b11/result",
+           *         "errors": [],
+           *         "created_at": "2026-11-25T10:00:00.000Z",
+           *         "finished_at": "2026-11-25T10:00:04.000Z"
+           *       }
+           *     }
+           */
           'application/json': {
             data: components['schemas']['Job'];
             /** @constant */
@@ -5927,6 +5948,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /** @example {"member":{"id":42}} */
           '*/*': string;
         };
       };
@@ -11998,6 +12020,8 @@ export interface operations {
               | {
                   card_id: number;
                   email?: string;
+                  /** @description the lines of the purchase (named by reference) refunded: the quote takes back what they earned, bonuses included */
+                  line_items?: components['schemas']['RefundLineItem'][];
                   member_id?: number;
                   /** @constant */
                   operation: 'refund';

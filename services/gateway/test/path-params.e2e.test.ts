@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operations, operatorOperations, type Operation } from '@loyalty/contracts';
+import { JobStore } from '@loyalty/runtime';
 import { apiClient, OPERATOR_TOKEN, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
 
 /**
@@ -182,7 +183,11 @@ beforeAll(async () => {
     });
     expect(d.status, JSON.stringify(d.body)).toBe(200);
   }
+  // A job of each tenant (in identity's schema; its id names identity), for the jobs resource.
+  const jobs = new JobStore(sys.db, 'identity');
+  const job = (tenantId: number) => jobs.create(sys.db, { tenantId, kind: 'test.export', now: new Date() });
   Object.assign(values, {
+    job_id: { path: await job(tenant.tenantId), other: await job(other.tenantId) },
     endpoint_id: { path: hooks[0]!.endpoint, other: hooks[1]!.endpoint },
     delivery_id: { path: hooks[0]!.delivery, other: hooks[1]!.delivery },
     tenant_id: { path: tenant.tenantId, other: other.tenantId },

@@ -87,6 +87,17 @@ const reward = {
   updated_at: at,
 };
 
+const exampleJob = {
+  id: 'job_identity_0d5c1f9e-7d3a-4c1e-9d1a-3c9d7f0e2b11',
+  kind: 'member.export',
+  status: 'succeeded' as const,
+  progress: { done: 5, total: 5 },
+  result_url: '/api/v1/jobs/job_identity_0d5c1f9e-7d3a-4c1e-9d1a-3c9d7f0e2b11/result',
+  errors: [],
+  created_at: '2026-11-25T10:00:00.000Z',
+  finished_at: '2026-11-25T10:00:04.000Z',
+};
+
 export const operationExamples: Record<string, OperationExample> = {
   'member.check': {
     request: { email: 'jane@example.com' },
@@ -425,4 +436,8 @@ export const operationExamples: Record<string, OperationExample> = {
   'admin.reward.update': { request: { active: false }, response: { reward: { ...reward, active: false } } },
   ...webhookOperationExamples,
   ...ruleOperationExamples,
+  'jobs.get': { response: exampleJob },
+  'jobs.result': { response: '{"member":{"id":42}}' },
+  'admin.jobs.get': { response: { ...exampleJob, result_url: `/admin/v1/jobs/${exampleJob.id}/result`, tenant_id: 1 } },
+  'admin.jobs.result': { response: '{"member":{"id":42}}' },
 };

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, Timestamp } from '../common.ts';
+import { Id, Text, Timestamp } from '../common.ts';
 import { AppError } from '../errors.ts';
 import { services, type ServiceName } from '../subjects.ts';
 import { defineOperations } from './types.ts';
@@ -11,7 +11,7 @@ import { defineOperations } from './types.ts';
  */
 const JOB_ID = new RegExp(`^job_(${services.join('|')})_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`);
 
-export const JobId = z.string().max(100).describe('`job_<service>_<uuid>`: the service that runs the job');
+export const JobId = Text.max(100).describe('`job_<service>_<uuid>`: the service that runs the job');
 
 /** The service that owns a job id; a malformed id, or one naming no service, is a job that does not exist. */
 export function jobOwner(params: unknown): ServiceName {
