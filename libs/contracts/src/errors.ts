@@ -23,6 +23,10 @@ export const errorCatalogue = {
   invalid_staff_token: { status: 401, message: 'The staff token is not valid or has expired; sign in again.' },
   // 403: scope
   insufficient_scope: { status: 403, message: 'The application lacks the scope this operation needs.' },
+  member_token_mismatch: {
+    status: 403,
+    message: 'The member token belongs to another member than the one this acts for.',
+  },
   insufficient_role: { status: 403, message: 'Your staff role does not allow this; a manager can do it.' },
   invalid_operator_token: { status: 401, message: 'The operator token is not valid.' },
   // 404: not found (a foreign id answers exactly as a missing one)
@@ -93,6 +97,11 @@ export const errorCatalogue = {
   },
   invalid_rule: { status: 422, message: 'The rule is not valid; fields says which fields and why.' },
   active_rule_limit: { status: 422, message: 'A card may have at most 100 active rules.' },
+  transfers_disabled: { status: 422, message: 'Points transfers are not enabled on this card.' },
+  transfer_limit_exceeded: {
+    status: 422,
+    message: "The transfer would take the member past the card's monthly transfer cap.",
+  },
   invalid_time_zone: { status: 422, message: 'time_zone must be an IANA time zone name, such as Europe/Lisbon.' },
   pin_locked: { status: 423, message: 'PIN redemption is locked after repeated wrong PINs; try again later.' },
   // 429: limits

@@ -42,6 +42,7 @@ export { adminOperations } from './ops/admin.ts';
 export { authOperations } from './ops/auth.ts';
 export { ClaimRequestRecord, claimsOperations, ClaimStatus } from './ops/claims.ts';
 export { cashbackOperations, ledgerAdminOperations, memberPinOperations, pointsOperations } from './ops/ledger.ts';
+export { TransferRecord, transferOperations } from './ops/transfers.ts';
 export { CashbackQuoteBody, PointsQuoteBody, quoteOperations, QuoteWarning } from './ops/quotes.ts';
 export {
   earnRuleFields,

@@ -95,6 +95,19 @@ export const VerifyClaimOtpReply = z.object({
   context: z.record(z.string(), z.unknown()),
 });
 
+/** Purposes of member codes other services ask for by member id (claims use their own, by email). */
+export const MemberOtpPurpose = z.enum(['transfer']);
+export const IssueMemberOtpRequest = z.object({
+  member_id: z.number().int().positive(),
+  purpose: MemberOtpPurpose,
+  context: z.record(Text, z.unknown()).default({}),
+});
+export const VerifyMemberOtpRequest = z.object({
+  member_id: z.number().int().positive(),
+  purpose: MemberOtpPurpose,
+  code: Text,
+});
+
 /**
  * Identity's operations for other services. Every request carries the caller's `meta` (tenant).
  * - resolve_member: find by id/email/phone within the tenant (or create); `member_not_found` otherwise.
@@ -103,6 +116,8 @@ export const VerifyClaimOtpReply = z.object({
  *   10 minutes, single use, limited tries, cooldown and hourly cap); `member_not_found`.
  * - verify_claim_otp: consume a claim code; `invalid_verification_code` when missing, wrong, used,
  *   expired or dead.
+ * - issue_member_otp / verify_member_otp: the same for a member named by id and a purpose
+ *   (`transfer`: a points transfer's sender); verification under `meta.idempotency_key` replays.
  */
 export const identityOperations = defineInternalOperations({
   resolveMember: {
@@ -127,6 +142,18 @@ export const identityOperations = defineInternalOperations({
     service: 'identity',
     operation: 'internal.claim_otp.verify',
     request: VerifyClaimOtpRequest,
+    reply: VerifyClaimOtpReply,
+  },
+  issueMemberOtp: {
+    service: 'identity',
+    operation: 'internal.member_otp.issue',
+    request: IssueMemberOtpRequest,
+    reply: IssueClaimOtpReply,
+  },
+  verifyMemberOtp: {
+    service: 'identity',
+    operation: 'internal.member_otp.verify',
+    request: VerifyMemberOtpRequest,
     reply: VerifyClaimOtpReply,
   },
   /** The tenant of the meta, from identity's records (`tenant_not_found` when there is none). */

@@ -373,6 +373,11 @@ const license = { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' };
 function securityOf(op: Operation, audience: Audience): Record<string, string[]>[] {
   if (audience === 'operator') return [{ OperatorToken: [] }];
   if (audience === 'staff') return op.staffRole ? [{ StaffToken: [] }] : [];
+  if (op.memberToken === 'optional')
+    return [
+      { AppId: [], ApiKey: [], MemberToken: [] },
+      { AppId: [], ApiKey: [] },
+    ];
   return [op.memberToken ? { AppId: [], ApiKey: [], MemberToken: [] } : { AppId: [], ApiKey: [] }];
 }
 
@@ -384,7 +389,13 @@ function descriptionOf(op: Operation, audience: Audience): string {
       ? `Requires \`Authorization: Bearer <staff token>\`; role: \`${op.staffRole}\`${op.staffRole === 'staff' ? ' or `manager`' : ''}.`
       : 'No token: this signs a staff user in.';
   else who = op.scope ? `Scope: \`${op.scope}\`.` : 'No scope required.';
-  return [who, op.memberToken ? 'Requires `X-Member-Token`.' : ''].filter(Boolean).join(' ');
+  const token =
+    op.memberToken === 'optional'
+      ? 'Accepts `X-Member-Token` (see the body for what it needs without one).'
+      : op.memberToken
+        ? 'Requires `X-Member-Token`.'
+        : '';
+  return [who, token].filter(Boolean).join(' ');
 }
 
 function requestBodyOf(op: Operation, schemas: SchemaCollector): Record<string, unknown> {

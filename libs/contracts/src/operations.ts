@@ -10,14 +10,18 @@ import { webhookAdminOperations, webhookOperations } from './ops/webhooks.ts';
 import { operationExamples } from './ops/examples.ts';
 import { staffAdminOperations, staffOperations } from './ops/staff.ts';
 import { staffOperationExamples } from './ops/staff-examples.ts';
-import type { Operation } from './ops/types.ts';
+import { transferOperationExamples, transferOperations } from './ops/transfers.ts';
+import type { Operation, OperationExample } from './ops/types.ts';
+
+/** Examples kept beside their operations (ops/transfers.ts, ...). */
+const moreExamples: Record<string, OperationExample> = { ...transferOperationExamples };
 
 /** The table with each operation's example (ops/examples.ts) attached. */
 function withExamples(ops: Record<string, Operation>): Record<string, Operation> {
   return Object.fromEntries(
     Object.entries(ops).map(([id, op]) => [
       id,
-      { ...op, example: operationExamples[id] ?? staffOperationExamples[id] },
+      { ...op, example: operationExamples[id] ?? staffOperationExamples[id] ?? moreExamples[id] },
     ]),
   );
 }
@@ -33,6 +37,7 @@ export const operations: Record<string, Operation> = withExamples({
   ...referralOperations,
   ...cashbackOperations,
   ...pointsOperations,
+  ...transferOperations,
   ...quoteOperations,
   ...memberPinOperations,
   ...webhookOperations,

@@ -206,6 +206,23 @@ export const webhookEventTypes = {
       new_balance: Money,
     }),
   },
+  'points.transferred': {
+    source: 'ledger.points_transferred',
+    summary:
+      'A member transferred points to another member on a card (the lots moved keep their expiry); both balances after it.',
+    data: z.object({
+      transfer_id: Id,
+      card_id: Id,
+      from_member_id: Id,
+      to_member_id: Id,
+      points: Points,
+      reference: z.string(),
+      from_transaction_id: Id.describe("the sender's journal entry (points_transferred_out)"),
+      to_transaction_id: Id.describe("the receiver's journal entry (points_transferred_in)"),
+      from_balance: Points,
+      to_balance: Points,
+    }),
+  },
   'rule.budget_exhausted': {
     source: 'ledger.rule_budget_exhausted',
     summary: "An earning rule's budget ran out: it gives nothing more until its budget is raised.",

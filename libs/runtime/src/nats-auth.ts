@@ -34,7 +34,7 @@ export interface NatsPermissions {
 /** Which internal operations each service calls (read from its code: clients.ts). */
 const calls: Record<ServiceName, { service: ServiceName; operation: string }[]> = {
   identity: [],
-  ledger: [identityOperations.resolveMember],
+  ledger: [identityOperations.resolveMember, identityOperations.issueMemberOtp, identityOperations.verifyMemberOtp],
   claims: [
     identityOperations.getMembers,
     identityOperations.issueClaimOtp,

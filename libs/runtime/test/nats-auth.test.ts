@@ -54,6 +54,8 @@ describe('natsPermissions', () => {
     expect(natsPermissions('loyalty', 'ledger')).toEqual({
       publish: [
         'loyalty.identity.internal.member.resolve',
+        'loyalty.identity.internal.member_otp.issue',
+        'loyalty.identity.internal.member_otp.verify',
         '_INBOX_gateway.>',
         '_INBOX_claims.>',
         '_INBOX_referrals.>',

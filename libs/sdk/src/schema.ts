@@ -739,6 +739,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/loyalty/points/transfer': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Move spendable points from one member to another on a points card, lots keeping their expiry; the sender's X-Member-Token or a verification_code of purpose transfer authorises it; a repeated reference answers the first transfer
+     * @description Scope: `points_write`. Accepts `X-Member-Token` (see the body for what it needs without one).
+     */
+    post: operations['points.transfer'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/loyalty/points/transfer/request-otp': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Mail a transfer verification code (purpose transfer) to the sending member's email
+     * @description Scope: `points_write`.
+     */
+    post: operations['points.transfer.request_otp'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/loyalty/referrals/apply': {
     parameters: {
       query?: never;
@@ -1253,6 +1293,26 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  'points.transferred': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A member transferred points to another member on a card (the lots moved keep their expiry); both balances after it.
+     * @description Delivered at least once: answer 2xx within 10 s, or the delivery is retried with exponential backoff and jitter for up to three days. De-duplicate on the event `id`.
+     */
+    post: operations['webhook.points.transferred'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   'referral.applied': {
     parameters: {
       query?: never;
@@ -1446,6 +1506,7 @@ export interface components {
           | 'staff_token_required'
           | 'invalid_staff_token'
           | 'insufficient_scope'
+          | 'member_token_mismatch'
           | 'insufficient_role'
           | 'invalid_operator_token'
           | 'route_not_found'
@@ -1495,6 +1556,8 @@ export interface components {
           | 'line_items_mismatch'
           | 'invalid_rule'
           | 'active_rule_limit'
+          | 'transfers_disabled'
+          | 'transfer_limit_exceeded'
           | 'invalid_time_zone'
           | 'pin_locked'
           | 'rate_limited'
@@ -1614,6 +1677,22 @@ export interface components {
       id: number;
       /** @description negative for a deduction */
       points: number;
+    };
+    PointsTransfer: {
+      card_id: number;
+      /** @description the sender's spendable points after the transfer */
+      from_balance: number;
+      from_member_id: number;
+      /** @description what moved, soonest-expiring first, with the dates each lot keeps */
+      lots: components['schemas']['TransferredLot'][];
+      points: number;
+      reference: string;
+      /** @description the receiver's spendable points after the transfer */
+      to_balance: number;
+      to_member_id: number;
+      transfer_id: number;
+      /** @description ISO 8601 UTC timestamp */
+      transferred_at: string;
     };
     QuoteWarning: {
       /** @enum {string} */
@@ -1900,6 +1979,13 @@ export interface components {
       name: string;
       successful_referrals: number;
       total_referrals: number;
+    };
+    TransferredLot: {
+      /** @description when the points became spendable (kept from the sender’s lot) */
+      available_at: string;
+      /** @description when they expire (kept from the sender’s lot); null: never */
+      expires_at: string | null;
+      points: number;
     };
     WebhookAttempt: {
       /** @description ISO 8601 UTC timestamp */
@@ -12899,6 +12985,585 @@ export interface operations {
       };
     };
   };
+  'points.transfer': {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Retry-safe key: a retry with the same key replays the first response; the same key with other parameters is refused with 409. */
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "card_id": 2,
+         *       "from_member_id": 42,
+         *       "to_member_id": 43,
+         *       "points": 150,
+         *       "reference": "gift-2026-03-14"
+         *     }
+         */
+        'application/json': {
+          card_id: number;
+          from_member_id: number;
+          points: number;
+          /** @description unique per card: a retry with it answers the first transfer */
+          reference: string;
+          to_member_id: number;
+          /** @description the code from POST /api/v1/loyalty/points/transfer/request-otp; needed without the sender’s member token */
+          verification_code?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "transfer_id": 9,
+           *         "card_id": 2,
+           *         "from_member_id": 42,
+           *         "to_member_id": 43,
+           *         "points": 150,
+           *         "reference": "gift-2026-03-14",
+           *         "from_balance": 73,
+           *         "to_balance": 410,
+           *         "lots": [
+           *           {
+           *             "points": 100,
+           *             "available_at": "2025-06-01T10:00:00.000Z",
+           *             "expires_at": "2026-06-01T10:00:00.000Z"
+           *           },
+           *           {
+           *             "points": 50,
+           *             "available_at": "2025-09-12T16:30:00.000Z",
+           *             "expires_at": "2026-09-12T16:30:00.000Z"
+           *           }
+           *         ],
+           *         "transferred_at": "2026-03-14T09:26:53.000Z"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['PointsTransfer'];
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials`, `member_token_required`, `invalid_member_token` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials' | 'member_token_required' | 'invalid_member_token';
+            };
+          };
+        };
+      };
+      /** @description `insufficient_scope`, `member_token_mismatch` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'insufficient_scope' | 'member_token_mismatch';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `card_not_found`, `member_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'card_not_found' | 'member_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `idempotency_key_reused`, `idempotency_in_progress`, `duplicate_reference` */
+      409: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'idempotency_key_reused' | 'idempotency_in_progress' | 'duplicate_reference';
+            };
+          };
+        };
+      };
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `wrong_card_type`, `transfers_disabled`, `insufficient_points`, `transfer_limit_exceeded`, `balance_limit_exceeded`, `invalid_verification_code` */
+      422: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?:
+                | 'wrong_card_type'
+                | 'transfers_disabled'
+                | 'insufficient_points'
+                | 'transfer_limit_exceeded'
+                | 'balance_limit_exceeded'
+                | 'invalid_verification_code';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'points.transfer.request_otp': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "card_id": 2,
+         *       "from_member_id": 42
+         *     }
+         */
+        'application/json': {
+          card_id: number;
+          from_member_id: number;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "expires_at": "2026-03-14T09:36:53.000Z",
+           *         "expires_in_minutes": 10,
+           *         "otp_code": "480213"
+           *       },
+           *       "message": "A verification code was sent to the sending member's email."
+           *     }
+           */
+          'application/json': {
+            data: {
+              /** @description ISO 8601 UTC timestamp */
+              expires_at: string;
+              expires_in_minutes: number;
+              /** @description sandbox tenants only */
+              otp_code?: string;
+            };
+            message?: string;
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `member_not_found`, `card_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'member_not_found' | 'card_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `wrong_card_type`, `transfers_disabled` */
+      422: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'wrong_card_type' | 'transfers_disabled';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited`, `otp_cooldown`, `otp_hourly_limit` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited' | 'otp_cooldown' | 'otp_hourly_limit';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable`, `email_delivery_failed` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable' | 'email_delivery_failed';
+            };
+          };
+        };
+      };
+    };
+  };
   'referrals.apply': {
     parameters: {
       query?: never;
@@ -13971,6 +14636,7 @@ export interface operations {
             | 'cashback.earned'
             | 'cashback.redeemed'
             | 'cashback.refunded'
+            | 'points.transferred'
             | 'rule.budget_exhausted'
             | 'points.expiring'
             | 'points.expired'
@@ -14744,6 +15410,7 @@ export interface operations {
             | 'cashback.earned'
             | 'cashback.redeemed'
             | 'cashback.refunded'
+            | 'points.transferred'
             | 'rule.budget_exhausted'
             | 'points.expiring'
             | 'points.expired'
@@ -16919,6 +17586,73 @@ export interface operations {
           tenant_id: number;
           /** @constant */
           type: 'points.refunded';
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx). The body is not read beyond a few KB. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Any other answer (or none within 10 s) fails the attempt; it is retried. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook.points.transferred': {
+    parameters: {
+      query?: never;
+      header: {
+        /**
+         * @description The event id (as `id` in the body): the same on every attempt.
+         * @example b3c1f0d2-9a4e-4e0b-8f57-2f3c9d1e7a10
+         */
+        'Loyalty-Event-Id': string;
+        /**
+         * @description The event type (as `type` in the body).
+         * @example points.earned
+         */
+        'Loyalty-Event-Type': string;
+        /**
+         * @description `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" under the endpoint secret>`; during a secret rotation a second `v1` (the old secret). Check one `v1` with a timestamp tolerance (the SDK: `verifyWebhookSignature`).
+         * @example t=1773480413,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+         */
+        'Loyalty-Signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description when it happened */
+          created_at: string;
+          data: {
+            card_id: number;
+            from_balance: number;
+            from_member_id: number;
+            /** @description the sender's journal entry (points_transferred_out) */
+            from_transaction_id: number;
+            points: number;
+            reference: string;
+            to_balance: number;
+            to_member_id: number;
+            /** @description the receiver's journal entry (points_transferred_in) */
+            to_transaction_id: number;
+            transfer_id: number;
+          };
+          /** @description the event id: the same on every attempt and redelivery; de-duplicate on it */
+          id: string;
+          tenant_id: number;
+          /** @constant */
+          type: 'points.transferred';
         };
       };
     };

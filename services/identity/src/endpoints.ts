@@ -9,6 +9,7 @@ import {
 import { Endpoints } from '@loyalty/runtime';
 import type { auditLog } from './audit/audit-log.ts';
 import type { claimCodes } from './members/claim-codes.ts';
+import type { memberCodes } from './members/member-codes.ts';
 import type { memberAuth } from './members/member-auth.ts';
 import type { memberDirectory } from './members/member-directory.ts';
 import type { provisioning } from './tenants/provisioning.ts';
@@ -21,6 +22,7 @@ export interface IdentityParts {
   admin: ReturnType<typeof provisioning>;
   directory: ReturnType<typeof memberDirectory>;
   claims: ReturnType<typeof claimCodes>;
+  codes: ReturnType<typeof memberCodes>;
   staff: ReturnType<typeof staffAuth>;
   team: ReturnType<typeof staffTeam>;
   members: ReturnType<typeof staffMembers>;
@@ -29,7 +31,7 @@ export interface IdentityParts {
 
 /** Subject -> handler table of the identity service. Handlers stay thin: validate, delegate. */
 export function identityEndpoints(parts: IdentityParts): Endpoints {
-  const { auth, admin, directory, claims, staff, team, members, audit } = parts;
+  const { auth, admin, directory, claims, codes, staff, team, members, audit } = parts;
   const a = authOperations;
   const i = identityOperations;
   const p = adminOperations;
@@ -48,6 +50,8 @@ export function identityEndpoints(parts: IdentityParts): Endpoints {
     .internal(i.getMembers, (d, c) => directory.getMany(d, c.meta))
     .internal(i.issueClaimOtp, (d, c) => claims.issue(d, c.meta, c.log))
     .internal(i.verifyClaimOtp, (d, c) => claims.verify(d, c.meta))
+    .internal(i.issueMemberOtp, (d, c) => codes.issue(d, c.meta, c.log))
+    .internal(i.verifyMemberOtp, (d, c) => codes.verify(d, c.meta))
     .internal(i.getTenant, (_d, c) => admin.getTenant(c.meta.tenant_id))
     .staffSignIn(s['staff.auth.request_code'], (d, c) => staff.requestCode(d, c.log))
     .staffSignIn(s['staff.auth.verify_code'], (d) => staff.verifyCode(d))

@@ -15,6 +15,7 @@ import { staffAuth } from './staff/staff-auth.ts';
 import { staffMembers } from './staff/staff-members.ts';
 import { staffTeam } from './staff/staff-team.ts';
 import { claimCodes } from './members/claim-codes.ts';
+import { memberCodes } from './members/member-codes.ts';
 import { memberDirectory } from './members/member-directory.ts';
 import { notificationPace } from './mail/notifications.ts';
 import type { IdentityConfig } from './config.ts';
@@ -92,6 +93,7 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
       admin: provisioning(pool, outbox, (appId) => credentialsChanged({ app_id: appId })),
       directory: memberDirectory(pool, outbox, clock),
       claims: claimCodes(authDeps),
+      codes: memberCodes(authDeps),
       staff: staffAuth({ ...authDeps, staffTokenTtlMinutes: config.STAFF_TOKEN_TTL_MINUTES }),
       team: staffTeam({ pool, clock, outbox, replays: authDeps.replays }),
       members: staffMembers(pool),

@@ -61,6 +61,8 @@ function cardRecord(c: Card) {
     expiry_days: c.expiry_days,
     pending_days: c.pending_days,
     expiry_warning_days: c.expiry_warning_days,
+    transfers_enabled: c.transfers_enabled,
+    transfer_monthly_cap: c.transfer_monthly_cap,
     time_zone: c.time_zone,
     created_at: c.created_at.toISOString(),
     updated_at: c.updated_at.toISOString(),
@@ -169,6 +171,8 @@ interface CardSettingsInput {
   expiry_days?: number | null;
   pending_days?: number;
   expiry_warning_days?: number;
+  transfers_enabled?: boolean;
+  transfer_monthly_cap?: number | null;
   time_zone?: string;
 }
 
@@ -197,6 +201,10 @@ function applySettings(card: Card, d: CardSettingsInput): void {
   if (d.expiry_days !== undefined) card.expiry_days = d.expiry_days;
   if (d.pending_days !== undefined) card.pending_days = d.pending_days;
   if (d.expiry_warning_days !== undefined) card.expiry_warning_days = d.expiry_warning_days;
+  if ((d.transfers_enabled === true || typeof d.transfer_monthly_cap === 'number') && card.reward_system !== 'points')
+    throw new AppError('wrong_card_type', 'Transfers apply to points cards only.');
+  if (d.transfers_enabled !== undefined) card.transfers_enabled = d.transfers_enabled;
+  if (d.transfer_monthly_cap !== undefined) card.transfer_monthly_cap = d.transfer_monthly_cap;
   if (d.time_zone !== undefined) {
     if (!isTimeZone(d.time_zone))
       throw new AppError('invalid_time_zone', undefined, {
@@ -417,6 +425,8 @@ function newCard(d: NewCardInput): Card {
     expiry_days: null,
     pending_days: 0,
     expiry_warning_days: 14,
+    transfers_enabled: false,
+    transfer_monthly_cap: null,
     time_zone: 'UTC',
     created_at: new Date(),
     updated_at: new Date(),

@@ -41,3 +41,14 @@ export function memberDirectory(client: ServiceClient, cacheTtlMs = 0, cacheMax 
   };
 }
 export type MemberDirectory = ReturnType<typeof memberDirectory>;
+
+/** One-time codes of identity by member id (a transfer's sender proves it is them). */
+export function memberCodes(client: ServiceClient) {
+  return {
+    issue: (meta: ServiceMeta, d: { member_id: number; purpose: 'transfer'; context: Record<string, unknown> }) =>
+      client.call(identityOperations.issueMemberOtp, meta, d),
+    verify: (meta: ServiceMeta, d: { member_id: number; purpose: 'transfer'; code: string }) =>
+      client.call(identityOperations.verifyMemberOtp, meta, d),
+  };
+}
+export type MemberCodes = ReturnType<typeof memberCodes>;

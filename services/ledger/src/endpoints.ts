@@ -9,6 +9,7 @@ import {
   ruleAdminOperations,
   ruleOperations,
   staffOperations,
+  transferOperations,
 } from '@loyalty/contracts';
 import { Endpoints } from '@loyalty/runtime';
 import type { CardCatalogue } from './card-catalogue.ts';
@@ -20,6 +21,7 @@ import type { Quotes } from './products/quotes.ts';
 import type { MemberEvents } from './products/member-events.ts';
 import type { RuleBook } from './rule-book.ts';
 import type { StaffDesk } from './staff-desk.ts';
+import type { Transfers } from './transfers/transfers.ts';
 
 /** Subject -> handler table of the ledger. Handlers stay thin: validate, delegate. */
 export function ledgerEndpoints(parts: {
@@ -32,6 +34,7 @@ export function ledgerEndpoints(parts: {
   desk: StaffDesk;
   rules: RuleBook;
   memberEvents: MemberEvents;
+  transfers: Transfers;
 }): Endpoints {
   const { cards, cashback, points, holds, quotes, pins, desk } = parts;
   const s = staffOperations;
@@ -51,6 +54,8 @@ export function ledgerEndpoints(parts: {
     .public(p['points.refund'], (d, x) => points.refund(d, x.meta))
     .public(p['points.balance'], (d, x) => points.balance(d, x.meta))
     .public(p['points.history'], (d, x) => points.history(d, x.meta))
+    .public(transferOperations['points.transfer'], (d, x) => parts.transfers.transfer(d, x.meta))
+    .public(transferOperations['points.transfer.request_otp'], (d, x) => parts.transfers.requestOtp(d, x.meta))
     .public(quoteOperations['points.quote'], (d, x) => quotes.points(d, x.meta))
     .public(quoteOperations['cashback.quote'], (d, x) => quotes.cashback(d, x.meta))
     .public(memberPinOperations['member.pin.set'], async (d, x) => {

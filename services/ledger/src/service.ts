@@ -16,7 +16,7 @@ import { cashbackProduct } from './products/cashback.ts';
 import type { LedgerConfig } from './config.ts';
 import { ledgerConsumers } from './consumers.ts';
 import { ledgerEndpoints } from './endpoints.ts';
-import { memberDirectory } from './clients.ts';
+import { memberCodes, memberDirectory } from './clients.ts';
 import { memberPins } from './member-pins.ts';
 import { pointsProduct } from './products/points.ts';
 import { holdsOf } from './lots/holds.ts';
@@ -28,6 +28,7 @@ import { RuleBook } from './rule-book.ts';
 import { staffDesk } from './staff-desk.ts';
 import { postMany } from './store/accounts.ts';
 import { ledgerTasks } from './tasks.ts';
+import { Transfers } from './transfers/transfers.ts';
 
 export const SERVICE_VERSION = '0.2.0';
 
@@ -123,6 +124,7 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
       desk: staffDesk(deps, books, { points, cashback }),
       rules: new RuleBook(deps, (cardId) => cards.changed(cardId)),
       memberEvents: new MemberEvents(deps, books),
+      transfers: new Transfers(deps, books, memberCodes(client)),
     }),
     consumers: ledgerConsumers(),
     tasks: [lotSweeper],

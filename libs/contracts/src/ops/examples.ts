@@ -72,6 +72,8 @@ const card = {
   expiry_days: 365,
   pending_days: 14,
   expiry_warning_days: 14,
+  transfers_enabled: false,
+  transfer_monthly_cap: null,
   time_zone: 'UTC',
   created_at: at,
   updated_at: at,

@@ -554,6 +554,14 @@ const cardSettings = {
     .min(0)
     .max(3_650)
     .describe('the member is mailed this many days before credits expire'),
+  transfers_enabled: z.boolean().describe('members may transfer points to each other on this card (points cards)'),
+  transfer_monthly_cap: z
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000_000)
+    .nullable()
+    .describe("points a member may send per calendar month (the card's time zone); null: no cap"),
 };
 
 export const CardRecord = z
@@ -574,6 +582,12 @@ export const CardRecord = z
     expiry_days: z.number().int().nullable().describe('null: credits never expire'),
     pending_days: z.number().int(),
     expiry_warning_days: z.number().int(),
+    transfers_enabled: z.boolean().describe('members may transfer points to each other (off by default)'),
+    transfer_monthly_cap: z
+      .number()
+      .int()
+      .nullable()
+      .describe('points a member may send per calendar month; null: no cap'),
     time_zone: z.string().describe('IANA time zone of the earning rules (days, weeks, times of day)'),
     created_at: Timestamp,
     updated_at: Timestamp,
@@ -626,6 +640,8 @@ export const ledgerAdminOperations = defineOperations({
         expiry_days: cardSettings.expiry_days.default(null),
         pending_days: cardSettings.pending_days.default(0),
         expiry_warning_days: cardSettings.expiry_warning_days.default(14),
+        transfers_enabled: cardSettings.transfers_enabled.default(false),
+        transfer_monthly_cap: cardSettings.transfer_monthly_cap.default(null),
         time_zone: cardSettings.time_zone.default('UTC'),
       })
       .refine((b) => b.reward_system !== 'cashback' || b.cashback_config !== undefined, {
@@ -645,7 +661,7 @@ export const ledgerAdminOperations = defineOperations({
         path: ['points_ratio'],
       }),
     response: z.object({ card: CardRecord }),
-    errors: ['invalid_operator_token', 'card_identifier_taken', 'invalid_time_zone'],
+    errors: ['invalid_operator_token', 'card_identifier_taken', 'invalid_time_zone', 'wrong_card_type'],
   },
   'admin.card.update': {
     ...admin,
@@ -671,6 +687,8 @@ export const ledgerAdminOperations = defineOperations({
       expiry_days: cardSettings.expiry_days.optional(),
       pending_days: cardSettings.pending_days.optional(),
       expiry_warning_days: cardSettings.expiry_warning_days.optional(),
+      transfers_enabled: cardSettings.transfers_enabled.optional(),
+      transfer_monthly_cap: cardSettings.transfer_monthly_cap.optional(),
       time_zone: cardSettings.time_zone.optional(),
     }),
     response: z.object({ card: CardRecord }),

@@ -33,7 +33,11 @@ export interface Operation<
   download?: boolean;
   operation: string;
   scope: Scope | null;
-  memberToken: boolean;
+  /**
+   * `true`: an X-Member-Token is required; `'optional'`: one is resolved when sent (the handler
+   * decides what it needs without one, e.g. a one-time code); `false`: none is read.
+   */
+  memberToken: boolean | 'optional';
   /**
    * Staff API operations (`/staff/v1`): the least role a staff token must have (`manager` may do
    * everything `staff` may). Absent on a staff table entry: a sign-in operation without a token.

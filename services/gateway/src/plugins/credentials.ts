@@ -43,8 +43,8 @@ async function authenticate(resolver: CredentialResolver, req: FastifyRequest, o
   const apiKey = header(req, 'x-api-key');
   if (!appId || !apiKey) throw new AppError('missing_credentials');
   const memberToken = header(req, 'x-member-token');
-  if (op.memberToken && !memberToken) throw new AppError('member_token_required');
-  const auth = await resolver.resolve(appId, apiKey, op.memberToken ? memberToken : undefined, req.id);
+  if (op.memberToken === true && !memberToken) throw new AppError('member_token_required');
+  const auth = await resolver.resolve(appId, apiKey, op.memberToken !== false ? memberToken : undefined, req.id);
   req.auth = auth;
   if (op.scope && !auth.scopes.includes(op.scope))
     throw new AppError('insufficient_scope', `This operation needs the ${op.scope} scope.`, {

@@ -81,7 +81,7 @@ export async function mailCode(
   sandbox: boolean,
   member: Pick<Member, 'name' | 'email'>,
   code: string,
-  purpose: 'sign-in' | 'claim verification',
+  purpose: 'sign-in' | 'claim verification' | 'transfer verification',
   otpId?: number,
 ): Promise<void> {
   const to = requireEmail(member);

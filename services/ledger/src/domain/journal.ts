@@ -15,6 +15,11 @@ export const journalEvents = [
   'cashback_expired',
   /** Points an event rule gave for a reported member event (birthday, signup...). */
   'event_bonus',
+  /** A transfer between two members: the sender's row (negative) and the receiver's (positive). */
+  'points_transferred_out',
+  'points_transferred_in',
+  /** A member merge: the source's balance leaving (negative) and arriving at the target (positive). */
+  'member_merged',
 ] as const;
 export type JournalEvent = (typeof journalEvents)[number];
 
@@ -39,6 +44,6 @@ export function domainEventName(event: JournalEvent): string {
  * `redemption`; a staff adjustment is either, by its sign.
  */
 export function cashbackEntryType(event: JournalEvent, amount: number): 'earning' | 'redemption' {
-  if (event === 'staff_adjustment') return amount >= 0 ? 'earning' : 'redemption';
+  if (event === 'staff_adjustment' || event === 'member_merged') return amount >= 0 ? 'earning' : 'redemption';
   return event === 'cashback_earned' ? 'earning' : 'redemption';
 }
