@@ -369,6 +369,7 @@ interface Verification {
   problem: { seq: number; reason: string } | null;
   legacy_rows: number;
   keyed_from: number | null;
+  erased_details?: number;
   anchors_checked: number;
 }
 
@@ -379,7 +380,8 @@ function auditVerdict(v: Verification, json: boolean, io: CliIo): number {
     io.out(`audit chain intact: ${v.rows_checked} rows verified, head ${v.head.seq} (${v.head.hash})`);
     const keyed = v.keyed_from === null ? 'no keyed rows yet' : `keyed from row ${v.keyed_from}`;
     const legacy = v.legacy_rows > 0 ? `, ${v.legacy_rows} rows from before the chain was keyed (SHA-256 only)` : '';
-    io.out(`  ${keyed}${legacy}; ${v.anchors_checked} signed anchors matched`);
+    const erased = v.erased_details ? `, ${v.erased_details} rows with details erased (personal data)` : '';
+    io.out(`  ${keyed}${legacy}${erased}; ${v.anchors_checked} signed anchors matched`);
   } else io.err(`audit chain BROKEN at row ${v.problem!.seq}: ${v.problem!.reason} (${v.rows_checked} rows read)`);
   return v.valid ? 0 : 1;
 }

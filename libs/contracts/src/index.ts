@@ -56,6 +56,13 @@ export {
   RuleRecord,
   RuleTraceEntry,
 } from './ops/rules.ts';
+export {
+  EraseMemberDataReply,
+  EraseMemberDataRequest,
+  memberDataInternalOperations,
+  memberDataOperations,
+  PersonalData,
+} from './ops/members.ts';
 export { referralOperations, ReferralPeriod, referralPeriods } from './ops/referrals.ts';
 export { queryDateRange, staffAdminOperations, staffOperations } from './ops/staff.ts';
 export {
@@ -71,6 +78,7 @@ export {
   identityOperations,
   internalOperations,
   ledgerOperations,
+  MembersChanged,
   MemberSummary,
   RewardSummary,
 } from './internal.ts';
@@ -79,6 +87,7 @@ export {
   buildOperatorOpenApiDocument,
   buildStaffOpenApiDocument,
   edgeResponses,
+  successStatus,
 } from './openapi.ts';
 
 // Events: domain events, audit entries, the public webhook events.

@@ -49,6 +49,12 @@ export const internalOperations = defineInternalOperations({
   },
 });
 
+/** identity's `members-changed` broadcast: a member became a tombstone (erased); forget what you cached. */
+export const MembersChanged = z.object({
+  tenant_id: z.number().int().positive(),
+  member_id: z.number().int().positive(),
+});
+
 /** A member as other services see it: personal data already masked. */
 export const MemberSummary = z.object({
   id: z.number().int(),

@@ -12,6 +12,8 @@ export const scopes = [
   'webhooks_manage',
   /** Earning rules of the tenant's cards (GET/POST/PATCH/DELETE /api/v1/loyalty/cards/{card_id}/rules). */
   'programme_manage',
+  /** Members' personal data: export, erasure and consents (POST /api/v1/members/{member_id}/erase, ...). */
+  'members_manage',
 ] as const;
 export const Scope = z.enum(scopes);
 export type Scope = z.infer<typeof Scope>;

@@ -409,6 +409,9 @@ function requestBodyOf(op: Operation, schemas: SchemaCollector): Record<string, 
   };
 }
 
+/** The status of an operation's success: 202 when it queues a job, else 200. */
+export const successStatus = (op: Pick<Operation, 'accepted'>): 200 | 202 => (op.accepted ? 202 : 200);
+
 function successResponse(op: Operation, audience: Audience, schemas: SchemaCollector): Record<string, unknown> {
   if (op.download)
     return {
@@ -440,8 +443,8 @@ function successResponse(op: Operation, audience: Audience, schemas: SchemaColle
       }
     : {};
   return {
-    description: 'Success',
-    headers: responseHeaders(audience, 200, op),
+    description: op.accepted ? 'Accepted: the work is queued as a job (follow it at `GET /api/v1/jobs/{job_id}`)' : 'Success',
+    headers: responseHeaders(audience, successStatus(op), op),
     content: { 'application/json': { schema, ...example } },
   };
 }
@@ -455,7 +458,10 @@ function operationObject(id: string, op: Operation, audience: Audience, schemas:
     security: securityOf(op, audience),
     parameters: parametersOf(op, schemas),
     ...requestBodyOf(op, schemas),
-    responses: { '200': successResponse(op, audience, schemas), ...failureResponses(op, audience) },
+    responses: {
+      [String(successStatus(op))]: successResponse(op, audience, schemas),
+      ...failureResponses(op, audience),
+    },
   };
 }
 

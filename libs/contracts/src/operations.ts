@@ -3,6 +3,7 @@ import { authOperations } from './ops/auth.ts';
 import { claimsOperations } from './ops/claims.ts';
 import { cashbackOperations, ledgerAdminOperations, memberPinOperations, pointsOperations } from './ops/ledger.ts';
 import { jobAdminOperations, jobOperations } from './ops/jobs.ts';
+import { memberDataOperations } from './ops/members.ts';
 import { quoteOperations } from './ops/quotes.ts';
 import { ruleAdminOperations, ruleOperations } from './ops/rules.ts';
 import { referralOperations } from './ops/referrals.ts';
@@ -43,6 +44,7 @@ export const operations: Record<string, Operation> = withExamples({
   ...webhookOperations,
   ...ruleOperations,
   ...jobOperations,
+  ...memberDataOperations,
 });
 
 /** The operator (provisioning) table, served under /admin/v1 behind the operator token. */

@@ -28,6 +28,13 @@ export class Subjects {
   cardsChanged(): string {
     return `${this.root}.broadcast.cards-changed`;
   }
+  /**
+   * Core-NATS broadcast from identity telling every ledger replica to forget a member it has cached
+   * (the member was erased: it is a tombstone now).
+   */
+  membersChanged(): string {
+    return `${this.root}.broadcast.members-changed`;
+  }
   /** Core-NATS broadcast telling every webhooks replica to forget an endpoint it holds (changed, disabled, deleted). */
   webhookEndpointsChanged(): string {
     return `${this.root}.broadcast.webhook-endpoints-changed`;

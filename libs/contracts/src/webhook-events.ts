@@ -98,6 +98,12 @@ export const webhookEventTypes = {
       source: z.enum(['registration', 'purchase']),
     }),
   },
+  'member.erased': {
+    source: 'identity.member_erased',
+    summary:
+      "A member's personal data was erased in every service (POST /api/v1/members/{member_id}/erase): erase what your own systems hold about them. Ids, amounts and the journal stay.",
+    data: z.object({ member_id: Id, erased_at: Timestamp }),
+  },
   'points.earned': {
     source: 'ledger.points_earned',
     summary: 'Points were earned for a purchase.',

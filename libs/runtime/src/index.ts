@@ -84,3 +84,10 @@ export { ensureEventStream, Outbox, OutboxRelay, type NewEvent, type OutboxEvent
 export { EventConsumer } from './consumer.ts';
 export { auditActor, recordAudit } from './audit.ts';
 export { EventBatchConsumer } from './batch-consumer.ts';
+export {
+  ERASED,
+  erasePersonalTextInSharedTables,
+  personalPattern,
+  rewritePersonalText,
+  type PersonalStrings,
+} from './personal-data.ts';

@@ -3,6 +3,7 @@ import {
   identityOperations,
   internalOperations,
   ledgerOperations,
+  memberDataInternalOperations,
   operations,
   operatorOperations,
   services,
@@ -33,7 +34,13 @@ export interface NatsPermissions {
 
 /** Which internal operations each service calls (read from its code: clients.ts). */
 const calls: Record<ServiceName, { service: ServiceName; operation: string }[]> = {
-  identity: [],
+  // A member's erasure asks every service for its part.
+  identity: [
+    memberDataInternalOperations.ledgerErase,
+    memberDataInternalOperations.claimsErase,
+    memberDataInternalOperations.referralsErase,
+    memberDataInternalOperations.webhooksErase,
+  ],
   ledger: [identityOperations.resolveMember, identityOperations.issueMemberOtp, identityOperations.verifyMemberOtp],
   claims: [
     identityOperations.getMembers,
@@ -78,8 +85,8 @@ function callersOf(user: ServiceName): NatsUser[] {
 /** Broadcasts (core NATS, no queue group): who sends, who listens. */
 function broadcasts(s: Subjects, user: NatsUser): { publish: string[]; subscribe: string[] } {
   if (user === 'gateway') return { publish: [], subscribe: [s.credentialsChanged()] };
-  if (user === 'identity') return { publish: [s.credentialsChanged()], subscribe: [] };
-  if (user === 'ledger') return { publish: [s.cardsChanged()], subscribe: [s.cardsChanged()] };
+  if (user === 'identity') return { publish: [s.credentialsChanged(), s.membersChanged()], subscribe: [] };
+  if (user === 'ledger') return { publish: [s.cardsChanged()], subscribe: [s.cardsChanged(), s.membersChanged()] };
   if (user === 'webhooks') return { publish: [s.webhookEndpointsChanged()], subscribe: [s.webhookEndpointsChanged()] };
   return { publish: [], subscribe: [] };
 }

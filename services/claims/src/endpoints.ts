@@ -1,7 +1,8 @@
-import { claimsOperations, staffOperations } from '@loyalty/contracts';
+import { claimsOperations, memberDataInternalOperations, staffOperations } from '@loyalty/contracts';
 import { auditActor, Endpoints } from '@loyalty/runtime';
 import type { approvals } from './approval.ts';
 import type { claimRequests } from './claim-requests.ts';
+import type { ClaimsMemberData } from './member-data.ts';
 import type { staffQueue } from './staff-queue.ts';
 
 /** Subject -> handler table of the claims service. Handlers stay thin: validate, delegate. */
@@ -9,6 +10,7 @@ export function claimsEndpoints(
   claims: ReturnType<typeof claimRequests>,
   approval: ReturnType<typeof approvals>,
   queue: ReturnType<typeof staffQueue>,
+  memberData: ClaimsMemberData,
 ): Endpoints {
   const o = claimsOperations;
   const s = staffOperations;
@@ -21,5 +23,6 @@ export function claimsEndpoints(
     .public(o['claims.reject'], (d, c) => claims.reject(d, c.meta, auditActor(c.meta)))
     .staff(s['staff.claims.list'], (d, c) => queue.list(d, c.meta))
     .staff(s['staff.claims.approve'], (d, c) => queue.approve(d, c.meta))
-    .staff(s['staff.claims.reject'], (d, c) => queue.reject(d, c.meta));
+    .staff(s['staff.claims.reject'], (d, c) => queue.reject(d, c.meta))
+    .internal(memberDataInternalOperations.claimsErase, (d, c) => memberData.erase(d, c.meta));
 }

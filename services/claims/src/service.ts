@@ -14,6 +14,7 @@ import { claimRequests, type ClaimDeps } from './claim-requests.ts';
 import type { ClaimsConfig } from './config.ts';
 import { claimsConsumers } from './consumers.ts';
 import { claimsEndpoints } from './endpoints.ts';
+import { claimsMemberData } from './member-data.ts';
 import { claimsClients } from './clients.ts';
 import { claimHolds } from './claim-holds.ts';
 import { staffQueue } from './staff-queue.ts';
@@ -74,7 +75,7 @@ async function setupClaims(
   const approval = approvals(deps, faults);
   const requests = claimRequests(deps);
   return {
-    endpoints: claimsEndpoints(requests, approval, staffQueue(deps, requests, approval)),
+    endpoints: claimsEndpoints(requests, approval, staffQueue(deps, requests, approval), claimsMemberData(pool)),
     consumers: claimsConsumers(),
     tasks: [claimSweeper],
     caches: [],

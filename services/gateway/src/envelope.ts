@@ -10,12 +10,12 @@ export function sendFailure(reply: FastifyReply, error: ErrorBody | AppError): F
 }
 
 /** Success envelope `{ success: true, data }` (plus a top-level `message` when the service gave one). */
-export function sendReply(reply: FastifyReply, message: ReplyMessage): FastifyReply {
+export function sendReply(reply: FastifyReply, message: ReplyMessage, status: 200 | 202 = 200): FastifyReply {
   if (!message.ok) return sendFailure(reply, message.error);
   // A replayed response is the first one byte for byte; the header tells a client it was a replay.
   if (message.replayed) reply.header('Idempotent-Replayed', 'true');
   return reply
-    .code(200)
+    .code(status)
     .send(
       message.message === undefined
         ? { success: true, data: message.data }

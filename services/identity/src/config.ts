@@ -60,6 +60,8 @@ export const IdentityConfig = z.object({
   OTP_MAX_ATTEMPTS: z.coerce.number().int().positive().default(5),
   OTP_RESEND_COOLDOWN_SECONDS: z.coerce.number().int().min(0).default(60),
   OTP_HOURLY_LIMIT: z.coerce.number().int().positive().default(5),
+  /** How long a member's erasure waits for another service's part of it before trying again. */
+  MEMBER_DATA_TIMEOUT_MS: z.coerce.number().int().positive().default(20_000),
   MEMBER_TOKEN_TTL_MINUTES: z.coerce.number().int().positive().default(60),
   /** Staff token (console session) validity: a working day. */
   STAFF_TOKEN_TTL_MINUTES: z.coerce.number().int().positive().default(720),

@@ -3,6 +3,7 @@ import {
   authOperations,
   identityOperations,
   internalOperations,
+  memberDataOperations,
   staffAdminOperations,
   staffOperations,
 } from '@loyalty/contracts';
@@ -12,6 +13,7 @@ import type { claimCodes } from './members/claim-codes.ts';
 import type { memberCodes } from './members/member-codes.ts';
 import type { memberAuth } from './members/member-auth.ts';
 import type { memberDirectory } from './members/member-directory.ts';
+import type { memberErasure } from './members/member-erasure.ts';
 import type { provisioning } from './tenants/provisioning.ts';
 import type { staffAuth } from './staff/staff-auth.ts';
 import type { staffMembers } from './staff/staff-members.ts';
@@ -27,11 +29,12 @@ export interface IdentityParts {
   team: ReturnType<typeof staffTeam>;
   members: ReturnType<typeof staffMembers>;
   audit: ReturnType<typeof auditLog>;
+  erasure: ReturnType<typeof memberErasure>;
 }
 
 /** Subject -> handler table of the identity service. Handlers stay thin: validate, delegate. */
 export function identityEndpoints(parts: IdentityParts): Endpoints {
-  const { auth, admin, directory, claims, codes, staff, team, members, audit } = parts;
+  const { auth, admin, directory, claims, codes, staff, team, members, audit, erasure } = parts;
   const a = authOperations;
   const i = identityOperations;
   const p = adminOperations;
@@ -44,6 +47,7 @@ export function identityEndpoints(parts: IdentityParts): Endpoints {
     .public(a['member.verify_otp'], (d, c) => auth.verifyOtp(d, c.meta))
     .public(a['member.refresh'], (_d, c) => auth.refresh(c.meta))
     .public(a['member.logout'], (_d, c) => auth.logout(c.meta))
+    .public(memberDataOperations['members.erase'], (d, c) => erasure.request(d.member_id, c.meta))
     .gatewayInternal(internalOperations.authenticate, (d) => auth.authenticate(d))
     .gatewayInternal(internalOperations.authenticateStaff, (d) => staff.authenticate(d))
     .internal(i.resolveMember, (d, c) => directory.resolve(d, c.meta))

@@ -3,6 +3,7 @@ import {
   packageDir,
   ReplayStore,
   runService,
+  ServiceClient,
   type Clock,
   type Logger,
   type RunningService,
@@ -17,6 +18,7 @@ import { staffTeam } from './staff/staff-team.ts';
 import { claimCodes } from './members/claim-codes.ts';
 import { memberCodes } from './members/member-codes.ts';
 import { memberDirectory } from './members/member-directory.ts';
+import { ERASE_JOB, memberErasure } from './members/member-erasure.ts';
 import { notificationPace } from './mail/notifications.ts';
 import type { IdentityConfig } from './config.ts';
 import { identityConsumers } from './consumers.ts';
@@ -63,6 +65,16 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
   // Tell every gateway replica to forget a member token whose session ended, or a rotated or revoked key.
   const credentialsChanged = (change: { tenant_id: number; session_id: number } | { app_id: string }) =>
     nc.publish(subjects.credentialsChanged(), jsonCodec.encode(change));
+  const erasure = memberErasure({
+    pool,
+    clock,
+    outbox,
+    jobs: rt.jobs,
+    client: new ServiceClient(nc, subjects, { timeoutMs: config.MEMBER_DATA_TIMEOUT_MS, log }),
+    sessionEnded: (tenantId, sessionId) => credentialsChanged({ tenant_id: tenantId, session_id: sessionId }),
+    memberErased: (tenantId, memberId) =>
+      nc.publish(subjects.membersChanged(), jsonCodec.encode({ tenant_id: tenantId, member_id: memberId })),
+  });
   const authDeps = {
     pool,
     clock,
@@ -98,7 +110,9 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
       team: staffTeam({ pool, clock, outbox, replays: authDeps.replays }),
       members: staffMembers(pool),
       audit,
+      erasure,
     }),
+    jobs: { [ERASE_JOB]: erasure.run },
     consumers: identityConsumers(rt, config, { mails, audit }),
     tasks: [earnMailSender, outgoingMailSender, anchors],
     caches: [],

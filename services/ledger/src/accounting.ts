@@ -21,7 +21,6 @@ import {
   appendJournal,
   earnByReference,
   earnedOnOtherCard,
-  findBalance,
   journalPage,
   postMany,
   refundedOnReference,
@@ -279,15 +278,14 @@ export class Accounting {
   }
 
   /**
-   * The member's account on the card (spendable, pending, held, next expiries). Without an
-   * account the member is asked of identity, so an unknown or foreign member answers
-   * member_not_found and a known one an empty account.
+   * The member's account on the card (spendable, pending, held, next expiries). The member is
+   * checked with the member directory first (remembered members need no message to identity), so
+   * an unknown, foreign or erased member answers member_not_found even where an account exists,
+   * and a known one without an account an empty account.
    */
   async accountOf(meta: LedgerMeta, cardId: number, memberId: number): Promise<AccountView> {
-    const account = await this.view({ tenantId: meta.tenant_id, cardId, memberId });
-    if (account) return account;
     await this.deps.members.mustExist(meta, memberId);
-    return EMPTY_ACCOUNT;
+    return (await this.view({ tenantId: meta.tenant_id, cardId, memberId })) ?? EMPTY_ACCOUNT;
   }
 
   /** The account if the member has one on the card (no identity call). */
@@ -295,7 +293,7 @@ export class Accounting {
     return this.view(k);
   }
 
-  /** A history page; a member without an account on the card gets an empty one if identity knows it. */
+  /** A history page of a member identity knows (an empty one without an account on the card). */
   async historyPage(
     meta: LedgerMeta,
     cardId: number,
@@ -304,24 +302,21 @@ export class Accounting {
     offset: number,
   ): Promise<{ entries: JournalEntry[]; total: number }> {
     const { pool, clock } = this.deps;
+    // An erased member's history is not shown, even though its rows stay in the books.
+    await this.deps.members.mustExist(meta, memberId);
     let page = await journalPage(pool, cardId, memberId, limit, offset);
     if (page && isDue(page, clock.now())) {
       await this.settle({ tenantId: meta.tenant_id, cardId, memberId });
       page = await journalPage(pool, cardId, memberId, limit, offset);
     }
-    if (page) return page;
-    await this.deps.members.mustExist(meta, memberId);
-    return { entries: [], total: 0 };
+    return page ?? { entries: [], total: 0 };
   }
 
-  /** The member of a refund: an account on the card proves a member_id; otherwise identity decides. */
-  async refundMember(
-    meta: LedgerMeta,
-    cardId: number,
-    d: { member_id?: number; email?: string; phone?: string },
-  ): Promise<number> {
-    if (d.member_id !== undefined && (await findBalance(this.deps.pool, cardId, d.member_id)) !== undefined)
-      return d.member_id;
+  /**
+   * The member of a refund, as the member directory knows it (a remembered member needs no message
+   * to identity); an erased member is not found, even with an account on the card.
+   */
+  async refundMember(meta: LedgerMeta, d: { member_id?: number; email?: string; phone?: string }): Promise<number> {
     return (await this.deps.members.resolve(meta, memberBy(d))).member.id;
   }
 

@@ -7,9 +7,9 @@ import type { ServiceClient } from '@loyalty/runtime';
  * back as the same AppError: member_not_found, validation_error; a timeout as 503).
  *
  * A member found by id is remembered for `cacheTtlMs`: an earn or a read by member_id then needs
- * no message to identity. Members cannot be changed or removed through any operation (identity
- * only creates them), so a remembered summary is the stored one; if a member update is ever
- * added, identity must broadcast it as it does for app credentials.
+ * no message to identity. A member is not changed once created, but it may be erased (a
+ * tombstone, not found any more): identity broadcasts that (`members-changed`) and every replica
+ * forgets the member at once (`forget`); the TTL bounds a missed broadcast.
  */
 export function memberDirectory(client: ServiceClient, cacheTtlMs = 0, cacheMax = 50_000) {
   const known = cacheTtlMs > 0 ? new LRUCache<string, MemberSummary>({ max: cacheMax, ttl: cacheTtlMs }) : undefined;
@@ -32,6 +32,14 @@ export function memberDirectory(client: ServiceClient, cacheTtlMs = 0, cacheMax 
   return {
     /** Find the member (member_id wins over email and phone) or create it when `create` is given. */
     resolve,
+    /** Forget a remembered member (identity's `members-changed` broadcast: it was erased). */
+    forget(tenantId: number, memberId: number): void {
+      known?.delete(`${tenantId}:${memberId}`);
+    },
+    /** Forget every remembered member (the NATS connection dropped: a broadcast may have been missed). */
+    forgetAll(): void {
+      known?.clear();
+    },
     /** Throws member_not_found unless the member exists in the caller's tenant. */
     async mustExist(meta: ServiceMeta, memberId: number): Promise<MemberSummary> {
       const { member } = await resolve(meta, { member_id: memberId });

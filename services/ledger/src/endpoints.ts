@@ -3,6 +3,7 @@ import {
   cashbackOperations,
   ledgerAdminOperations,
   ledgerOperations,
+  memberDataInternalOperations,
   memberPinOperations,
   pointsOperations,
   quoteOperations,
@@ -15,6 +16,7 @@ import { Endpoints } from '@loyalty/runtime';
 import type { CardCatalogue } from './card-catalogue.ts';
 import type { Holds } from './lots/holds.ts';
 import type { MemberPins } from './member-pins.ts';
+import type { LedgerMemberData } from './member-data.ts';
 import type { cashbackProduct } from './products/cashback.ts';
 import type { PointsProduct } from './products/points.ts';
 import type { Quotes } from './products/quotes.ts';
@@ -35,6 +37,7 @@ export function ledgerEndpoints(parts: {
   rules: RuleBook;
   memberEvents: MemberEvents;
   transfers: Transfers;
+  memberData: LedgerMemberData;
 }): Endpoints {
   const { cards, cashback, points, holds, quotes, pins, desk } = parts;
   const s = staffOperations;
@@ -63,6 +66,7 @@ export function ledgerEndpoints(parts: {
       return pins.set(x.meta.tenant_id, x.meta.member_id, d);
     })
     .internal(l.getCard, (d, x) => cards.cardSummary(x.meta.tenant_id, d.card_id))
+    .internal(memberDataInternalOperations.ledgerErase, (d, x) => parts.memberData.erase(d, x.meta))
     .internal(l.getReward, (d, x) => cards.rewardSummary(x.meta.tenant_id, d.card_id, d.reward_id))
     .internal(l.debitPoints, (d, x) => points.move('debit', d, x.meta))
     .internal(l.creditPoints, (d, x) => points.move('credit', d, x.meta))

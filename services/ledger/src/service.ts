@@ -1,4 +1,6 @@
+import { MembersChanged } from '@loyalty/contracts';
 import {
+  BroadcastListener,
   packageDir,
   ReplayStore,
   runService,
@@ -18,6 +20,7 @@ import { ledgerConsumers } from './consumers.ts';
 import { ledgerEndpoints } from './endpoints.ts';
 import { memberCodes, memberDirectory } from './clients.ts';
 import { memberPins } from './member-pins.ts';
+import { ledgerMemberData } from './member-data.ts';
 import { pointsProduct } from './products/points.ts';
 import { holdsOf } from './lots/holds.ts';
 import type { LotSweep } from './lots/sweeper.ts';
@@ -97,12 +100,19 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
     points: subjects.event('ledger', `points_${what}`),
     cashback: subjects.event('ledger', `cashback_${what}`),
   });
+  const members = memberDirectory(client, config.MEMBER_CACHE_TTL_MS);
+  // A member erased is forgotten by every replica at once (identity's broadcast); all of them after
+  // a reconnect, which may have missed one.
+  const erasedMembers = new BroadcastListener(nc, subjects.membersChanged(), (m) => {
+    const change = MembersChanged.safeParse(m);
+    if (change.success) members.forget(change.data.tenant_id, change.data.member_id);
+  });
   const deps = {
     pool,
     clock,
     pins,
     cards,
-    members: memberDirectory(client, config.MEMBER_CACHE_TTL_MS),
+    members,
     outbox,
     replays: new ReplayStore(pool, 'ledger'),
     postings: postingBatcher(rt, config),
@@ -125,10 +135,11 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
       rules: new RuleBook(deps, (cardId) => cards.changed(cardId)),
       memberEvents: new MemberEvents(deps, books),
       transfers: new Transfers(deps, books, memberCodes(client)),
+      memberData: ledgerMemberData(pool, members),
     }),
     consumers: ledgerConsumers(),
     tasks: [lotSweeper],
-    caches: [cards.cache],
+    caches: [cards.cache, erasedMembers],
     hooks: { sweepLots: () => lotSweeper.sweep(), cards },
   };
 }

@@ -14,6 +14,7 @@ import { referralsClients } from './clients.ts';
 import type { ReferralsConfig } from './config.ts';
 import { referralsConsumers } from './consumers.ts';
 import { referralEndpoints } from './endpoints.ts';
+import { referralsMemberData } from './member-data.ts';
 import { staffView } from './staff-view.ts';
 import { referralProgramme } from './referral-programme.ts';
 import { referralsTasks } from './tasks.ts';
@@ -60,7 +61,7 @@ async function setupReferrals(
   });
   const { paymentSweeper } = referralsTasks(payments, config, log);
   return {
-    endpoints: referralEndpoints(programme, staffView(pool, programme)),
+    endpoints: referralEndpoints(programme, staffView(pool, programme), referralsMemberData(pool)),
     consumers: referralsConsumers(rt, payments),
     tasks: [paymentSweeper],
     caches: [],

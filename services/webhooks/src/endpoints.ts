@@ -1,7 +1,8 @@
-import { webhookAdminOperations, webhookOperations, type Meta } from '@loyalty/contracts';
+import { memberDataInternalOperations, webhookAdminOperations, webhookOperations, type Meta } from '@loyalty/contracts';
 import { Endpoints } from '@loyalty/runtime';
 import type { DeliveryLog } from './delivery-log.ts';
 import type { Caller, EndpointRegistry } from './endpoint-registry.ts';
+import type { WebhooksMemberData } from './member-data.ts';
 
 /**
  * Subject -> handler table of the webhooks service: the merchant API (the tenant is the caller's)
@@ -12,6 +13,7 @@ export function webhooksEndpoints(
   deliveries: DeliveryLog,
   /** The operator named this tenant: it must exist (identity answers tenant_not_found otherwise). */
   checkTenant: (tenantId: number, requestId: string) => Promise<void>,
+  memberData: WebhooksMemberData,
 ): Endpoints {
   const o = webhookOperations;
   const a = webhookAdminOperations;
@@ -30,6 +32,7 @@ export function webhooksEndpoints(
     .public(o['webhooks.endpoints.ping'], (d, c) => deliveries.ping(merchant(c.meta), d))
     .public(o['webhooks.deliveries.list'], (d, c) => deliveries.list(merchant(c.meta), d))
     .public(o['webhooks.deliveries.redeliver'], (d, c) => deliveries.redeliver(merchant(c.meta), d))
+    .internal(memberDataInternalOperations.webhooksErase, (d, c) => memberData.erase(d, c.meta))
     .operator(a['admin.webhooks.endpoints.create'], async (d, c) =>
       registry.create(await operator(d, c.requestId), {
         url: d.url,

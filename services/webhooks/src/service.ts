@@ -17,6 +17,7 @@ import { deliveryLog } from './delivery-log.ts';
 import { Dispatcher } from './dispatcher.ts';
 import { endpointRegistry } from './endpoint-registry.ts';
 import { webhooksEndpoints } from './endpoints.ts';
+import { webhooksMemberData } from './member-data.ts';
 import { WebhookMetrics } from './metrics.ts';
 import { OutcomeLog } from './outcome-log.ts';
 import { RouteCache } from './route-cache.ts';
@@ -171,6 +172,7 @@ async function setupWebhooks(rt: ServiceRuntime, config: WebhooksConfig): Promis
       deliveryLog({ pool, clock, replays, dispatcher, leaseMs: config.WEBHOOK_LEASE_MS }),
       async (tenantId, requestId) =>
         void (await identity.call(identityOperations.getTenant, { request_id: requestId, tenant_id: tenantId }, {})),
+      webhooksMemberData(pool),
     ),
     consumers: webhooksConsumers(rt, { dispatcher, routes, leaseMs: config.WEBHOOK_LEASE_MS }),
     tasks: [keeper, retryPoller, healthSweeper],

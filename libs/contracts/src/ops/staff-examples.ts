@@ -47,6 +47,7 @@ const verification = {
   problem: null,
   legacy_rows: 40,
   keyed_from: 41,
+  erased_details: 1,
   anchors_checked: 3,
 };
 
@@ -244,11 +245,12 @@ export const staffOperationExamples: Record<string, OperationExample> = {
           target: { member_id: 42, card_id: 2, transaction_id: 312 },
           amounts: { points: 50 },
           details: { reason: 'Coffee machine broke, apology' },
+          details_erased_at: null,
           request_id: '1f0c9a52-3c55-4c1e-9a8e-3c1f2b6d7e90',
           service: 'ledger',
           prev_hash: '1b4e2c3d4e5f60718293a4b5c6d7e8f9011a2b3c4d5e6f708192a3b4c5d6e7f8',
           hash: '9f2c4e1a7b3d5f60819a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f70',
-          chain_version: 2,
+          chain_version: 3,
         },
       ],
       pagination: { limit: 50, offset: 0, total: 1, has_more: false },

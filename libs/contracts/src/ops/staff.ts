@@ -101,16 +101,28 @@ export const AuditRow = z
     action: z.string(),
     target: z.record(z.string(), z.union([z.number(), z.string()])),
     amounts: z.record(z.string(), z.number()),
-    details: z.record(z.string(), z.unknown()),
+    details: z
+      .record(z.string(), z.unknown())
+      .describe(
+        'free text the actor gave and settings changed; `{}` once erased with a member\'s personal data (details_erased_at)',
+      ),
+    details_erased_at: Timestamp.nullable().describe(
+      "when the details were erased with a member's personal data (chain_version 3 keeps them out of the hash, so the row still verifies); null while kept",
+    ),
     request_id: z.string(),
     service: z.string().describe('the service that made the change'),
     prev_hash: z.string().describe('hash of the previous row of the tenant (64 zeros for the first)'),
     hash: z
       .string()
       .describe(
-        'over this row and prev_hash: HMAC-SHA256 under the platform audit key (chain_version 2), or SHA-256 for rows written before the chain was keyed (1)',
+        'over this row and prev_hash: HMAC-SHA256 under the platform audit key (chain_version 2; 3 covers a keyed digest of the details instead of the details), or SHA-256 for rows written before the chain was keyed (1)',
       ),
-    chain_version: z.number().int().describe('2: keyed (HMAC-SHA256); 1: written before the chain was keyed (SHA-256)'),
+    chain_version: z
+      .number()
+      .int()
+      .describe(
+        '3: keyed, details kept beside the chain (erasable); 2: keyed (HMAC-SHA256); 1: written before the chain was keyed (SHA-256)',
+      ),
   })
   .meta({ id: 'AuditRow' });
 
@@ -128,6 +140,10 @@ export const AuditVerification = z
       .int()
       .describe('rows written before the chain was keyed (SHA-256 only; they come first and verify as they are)'),
     keyed_from: z.number().int().nullable().describe('the first keyed row (HMAC-SHA256); null while there is none'),
+    erased_details: z
+      .number()
+      .int()
+      .describe("rows whose details were erased with a member's personal data: their hash still verifies"),
     anchors_checked: z
       .number()
       .int()

@@ -31,6 +31,11 @@ export interface Operation<
    * the JSON envelope: the owning service answers part after part (`JobResultPart`).
    */
   download?: boolean;
+  /**
+   * The success answer is `202 Accepted` (the work was queued as a job, which the answer shows),
+   * not `200`.
+   */
+  accepted?: boolean;
   operation: string;
   scope: Scope | null;
   /**

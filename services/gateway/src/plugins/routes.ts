@@ -9,6 +9,7 @@ import {
   operations,
   operatorOperations,
   staffApiOperations,
+  successStatus,
   type Operation,
   type Subjects,
 } from '@loyalty/contracts';
@@ -72,7 +73,7 @@ function forwarder(deps: RoutesOptions, op: Operation): Forward {
     if (op.download) return streamDownload(deps, subject, { meta, data: input.data }, req, reply);
     await beforeSend?.();
     const message = await callService(nc, subject, { meta, data: input.data }, req.id, config.REQUEST_TIMEOUT_MS);
-    return sendReply(reply, message);
+    return sendReply(reply, message, successStatus(op));
   };
 }
 

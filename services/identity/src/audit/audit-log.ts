@@ -78,7 +78,10 @@ export function auditLog(deps: AuditDeps) {
         offset: q.offset,
       });
       return {
-        entries: rows.map(({ tenant_id: _t, event_id: _e, key_id: _k, ...row }) => row),
+        entries: rows.map(({ tenant_id: _t, event_id: _e, key_id: _k, details_digest: _d, ...row }) => ({
+          ...row,
+          details: row.details ?? {},
+        })),
         pagination: { limit: q.limit, offset: q.offset, total, has_more: q.offset + rows.length < total },
       };
     },
@@ -107,6 +110,7 @@ export function auditLog(deps: AuditDeps) {
         problem,
         legacy_rows: verifier.legacyRows,
         keyed_from: verifier.keyedFrom,
+        erased_details: verifier.erasedDetails,
         anchors_checked: anchors.size,
       };
     },

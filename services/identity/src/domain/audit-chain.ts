@@ -13,6 +13,13 @@ export const GENESIS_HASH = '0'.repeat(64);
  */
 export const LEGACY_CHAIN = 1;
 export const KEYED_CHAIN = 2;
+/**
+ * - 3: as 2, but the entry's free text (`details`) is not hashed: the row carries a keyed digest of
+ *   it (`details_digest`) and the details are kept beside the chain, so that an erasure can blank
+ *   them (personal data in a staff note) and the chain still verifies. Details that are present
+ *   must match their digest.
+ */
+export const DETAILS_APART_CHAIN = 3;
 
 /** What a row's hash covers: every column but the hash itself and the time identity appended it. */
 export interface ChainedContent {
@@ -36,6 +43,10 @@ export interface ChainRow extends ChainedContent {
   /** Absent: a row of the legacy form (version 1). */
   chain_version?: number;
   key_id?: string | null;
+  /** Version 3: the keyed digest of the details the chain hashes instead of them. */
+  details_digest?: string | null;
+  /** Version 3: when the details were erased (they are null then); absent or null while they are kept. */
+  details_erased_at?: string | null;
 }
 
 const contentOf = (row: ChainedContent): ChainedContent => ({
@@ -69,13 +80,20 @@ export function keyedRowHash(rowKey: Buffer, keyId: string, row: ChainedContent)
   return createHmac('sha256', rowKey).update(stableStringify(content)).digest('hex');
 }
 
+/** Version 3: as version 2, with the details' digest in place of the details. */
+export function detailsApartRowHash(rowKey: Buffer, keyId: string, row: ChainedContent, detailsDigest: string): string {
+  const { details: _details, ...rest } = contentOf(row);
+  const content = { ...rest, details_digest: detailsDigest, chain_version: DETAILS_APART_CHAIN, key_id: keyId };
+  return createHmac('sha256', rowKey).update(stableStringify(content)).digest('hex');
+}
+
 /**
  * The audit keys: `AUDIT_KEY` signs new rows and anchors; retired keys (`AUDIT_PREVIOUS_KEYS`) still
  * verify what they signed. A key is named by its id, a fingerprint that does not reveal it; rows and
  * anchors use keys derived from it, one per purpose, so an anchor's signature is never a row's hash.
  */
 export class AuditKeyring {
-  private readonly keys = new Map<string, { row: Buffer; anchor: Buffer }>();
+  private readonly keys = new Map<string, { row: Buffer; anchor: Buffer; details: Buffer }>();
   readonly currentId: string;
 
   constructor(current: string, previous: readonly string[] = []) {
@@ -90,7 +108,11 @@ export class AuditKeyring {
   private add(key: string): string {
     const id = AuditKeyring.keyId(key);
     const derive = (purpose: string) => createHmac('sha256', key).update(purpose).digest();
-    this.keys.set(id, { row: derive('loyalty-audit-row'), anchor: derive('loyalty-audit-anchor') });
+    this.keys.set(id, {
+      row: derive('loyalty-audit-row'),
+      anchor: derive('loyalty-audit-anchor'),
+      details: derive('loyalty-audit-details'),
+    });
     return id;
   }
 
@@ -98,17 +120,35 @@ export class AuditKeyring {
     return this.keys.has(keyId);
   }
 
-  /** The hash of a new row: keyed with the current key. */
-  seal(row: ChainedContent): { hash: string; chain_version: number; key_id: string } {
+  /**
+   * The hash of a new row (version 3, keyed with the current key) and the digest of its details,
+   * which the hash covers in their place. The digest is keyed too: erased details cannot be
+   * guessed back from it.
+   */
+  seal(row: ChainedContent): { hash: string; chain_version: number; key_id: string; details_digest: string } {
     const key = this.keys.get(this.currentId);
     if (!key) throw new Error('the current audit key is missing from its keyring');
-    return { hash: keyedRowHash(key.row, this.currentId, row), chain_version: KEYED_CHAIN, key_id: this.currentId };
+    const digest = this.detailsDigest(this.currentId, row.details);
+    if (digest === undefined) throw new Error('the current audit key is missing from its keyring');
+    return {
+      hash: detailsApartRowHash(key.row, this.currentId, row, digest),
+      chain_version: DETAILS_APART_CHAIN,
+      key_id: this.currentId,
+      details_digest: digest,
+    };
   }
 
-  /** The keyed hash of a stored row under its key; undefined when that key is not in the ring. */
-  rowHash(keyId: string, row: ChainedContent): string | undefined {
+  /** The keyed digest of an entry's details under `keyId`; undefined for an unknown key. */
+  detailsDigest(keyId: string, details: unknown): string | undefined {
     const key = this.keys.get(keyId);
-    return key ? keyedRowHash(key.row, keyId, row) : undefined;
+    return key ? createHmac('sha256', key.details).update(stableStringify(details)).digest('hex') : undefined;
+  }
+
+  /** The keyed hash of a stored row under its key (version 2 or 3); undefined when that key is not in the ring. */
+  rowHash(keyId: string, row: ChainedContent, detailsDigest?: string | null): string | undefined {
+    const key = this.keys.get(keyId);
+    if (!key) return undefined;
+    return detailsDigest ? detailsApartRowHash(key.row, keyId, row, detailsDigest) : keyedRowHash(key.row, keyId, row);
   }
 
   /** The signature of an anchor under `keyId` (the current key unless told); undefined for an unknown key. */
@@ -188,6 +228,8 @@ export class ChainVerifier {
   legacyRows = 0;
   /** The first keyed row, null while there is none. */
   keyedFrom: number | null = null;
+  /** Rows whose details were erased (an erasure of personal data): their hash still verifies. */
+  erasedDetails = 0;
 
   /** `anchors`: signed anchors by sequence number (those whose signature verified). */
   constructor(
@@ -238,17 +280,36 @@ export class ChainVerifier {
       this.legacyRows += 1;
       return rowHash(row) === row.hash ? null : changed;
     }
-    if (version !== KEYED_CHAIN)
+    if (version !== KEYED_CHAIN && version !== DETAILS_APART_CHAIN)
       return { seq: row.seq, reason: `row ${row.seq} has an unknown chain version ${version}` };
-    const expected = row.key_id ? this.keyring.rowHash(row.key_id, row) : undefined;
+    const apart = version === DETAILS_APART_CHAIN;
+    if (apart && !row.details_digest) return changed;
+    const expected = row.key_id ? this.keyring.rowHash(row.key_id, row, apart ? row.details_digest : null) : undefined;
     if (expected === undefined)
       return {
         seq: row.seq,
         reason: `row ${row.seq} is keyed with a key this service does not hold (key id ${row.key_id ?? 'none'}): set it in AUDIT_PREVIOUS_KEYS, or the row was forged`,
       };
     if (expected !== row.hash) return changed;
+    if (apart && row.key_id) {
+      const problem = this.detailsProblem(row, row.key_id);
+      if (problem) return problem;
+    }
     this.keyedFrom ??= row.seq;
     return null;
+  }
+
+  /** Version 3: details kept must match the digest the chain hashed; erased ones are a known gap. */
+  private detailsProblem(row: ChainRow, keyId: string): ChainProblem | null {
+    if (row.details_erased_at) {
+      this.erasedDetails += 1;
+      return null;
+    }
+    if (row.details === null || row.details === undefined)
+      return { seq: row.seq, reason: `the details of row ${row.seq} are missing (deleted)` };
+    return this.keyring.detailsDigest(keyId, row.details) === row.details_digest
+      ? null
+      : { seq: row.seq, reason: `the details of row ${row.seq} were changed after they were written` };
   }
 
   private anchorProblem(row: ChainRow): ChainProblem | null {

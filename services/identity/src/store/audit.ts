@@ -8,6 +8,8 @@ export interface AuditLogRow extends ChainedContent {
   hash: string;
   chain_version: number;
   key_id: string | null;
+  details_digest: string | null;
+  details_erased_at: string | null;
 }
 
 /** A row as the log lists it: its JSON columns hold the appended entry's parts (contracts' AuditEntry). */
@@ -19,8 +21,14 @@ export interface AuditListRow extends AuditLogRow {
 }
 
 const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-const cols = `tenant_id, seq, event_id, service, ${iso('occurred_at')} AS occurred_at, ${iso('recorded_at')} AS recorded_at,
-  actor, action, target, amounts, details, request_id, prev_hash, hash, chain_version, key_id`;
+/**
+ * A row with its details: a version-3 row's are kept beside the chain (audit_details; null once
+ * erased, with the time they were), older rows' in the row itself.
+ */
+const cols = `l.tenant_id, l.seq, l.event_id, l.service, ${iso('l.occurred_at')} AS occurred_at, ${iso('l.recorded_at')} AS recorded_at,
+  l.actor, l.action, l.target, l.amounts, CASE WHEN l.chain_version = 3 THEN d.details ELSE l.details END AS details,
+  l.request_id, l.prev_hash, l.hash, l.chain_version, l.key_id, l.details_digest, ${iso('d.erased_at')} AS details_erased_at`;
+const from = `identity.audit_log l LEFT JOIN identity.audit_details d ON d.tenant_id = l.tenant_id AND d.seq = l.seq`;
 
 /** The tenant's chain head, locked for an append (created at the genesis hash on first use). */
 export async function lockHead(db: Queryable, tenantId: number): Promise<{ seq: number; hash: string }> {
@@ -47,14 +55,22 @@ export async function isRecorded(db: Queryable, eventId: string): Promise<boolea
   return (await db.query(`SELECT 1 FROM identity.audit_log WHERE event_id = $1`, [eventId])).rows.length > 0;
 }
 
+/** Append a version-3 row: its details go beside the chain (audit_details), the row keeps their digest. */
 export async function appendRow(
   db: Queryable,
-  row: ChainedContent & { actor_key: string; hash: string; chain_version: number; key_id: string; recorded_at: Date },
+  row: ChainedContent & {
+    actor_key: string;
+    hash: string;
+    chain_version: number;
+    key_id: string;
+    details_digest: string;
+    recorded_at: Date;
+  },
 ): Promise<void> {
   await db.query(
     `INSERT INTO identity.audit_log (tenant_id, seq, event_id, service, occurred_at, recorded_at, actor, actor_key, action,
-       target, amounts, details, request_id, prev_hash, hash, chain_version, key_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+       target, amounts, details, request_id, prev_hash, hash, chain_version, key_id, details_digest)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, '{}', $12, $13, $14, $15, $16, $17)`,
     [
       row.tenant_id,
       row.seq,
@@ -67,14 +83,19 @@ export async function appendRow(
       row.action,
       JSON.stringify(row.target),
       JSON.stringify(row.amounts),
-      JSON.stringify(row.details),
       row.request_id,
       row.prev_hash,
       row.hash,
       row.chain_version,
       row.key_id,
+      row.details_digest,
     ],
   );
+  await db.query(`INSERT INTO identity.audit_details (tenant_id, seq, details) VALUES ($1, $2, $3)`, [
+    row.tenant_id,
+    row.seq,
+    JSON.stringify(row.details),
+  ]);
   await db.query(`UPDATE identity.audit_heads SET seq = $2, hash = $3 WHERE tenant_id = $1`, [
     row.tenant_id,
     row.seq,
@@ -90,7 +111,7 @@ export async function chainPage(
   limit: number,
 ): Promise<AuditLogRow[]> {
   const { rows } = await db.query<AuditLogRow>(
-    `SELECT ${cols} FROM identity.audit_log WHERE tenant_id = $1 AND seq > $2 ORDER BY seq LIMIT ${limit}`,
+    `SELECT ${cols} FROM ${from} WHERE l.tenant_id = $1 AND l.seq > $2 ORDER BY l.seq LIMIT ${limit}`,
     [tenantId, afterSeq],
   );
   return rows;
@@ -108,32 +129,34 @@ export interface AuditFilter {
 
 /** A page of the tenant's rows, newest first, with the count of all that match. */
 export async function listRows(db: Queryable, f: AuditFilter): Promise<{ rows: AuditListRow[]; total: number }> {
-  const where = ['tenant_id = $1'];
+  const where = ['l.tenant_id = $1'];
   const args: unknown[] = [f.tenantId];
   if (f.actor !== undefined) {
     args.push(f.actor.toLowerCase());
-    where.push(`lower(actor_key) = $${args.length}`);
+    where.push(`lower(l.actor_key) = $${args.length}`);
   }
   if (f.action !== undefined) {
     // `claim` matches every claim.* action; `claim.approved` exactly that one.
     args.push(f.action);
-    where.push(f.action.includes('.') ? `action = $${args.length}` : `split_part(action, '.', 1) = $${args.length}`);
+    where.push(
+      f.action.includes('.') ? `l.action = $${args.length}` : `split_part(l.action, '.', 1) = $${args.length}`,
+    );
   }
   if (f.from) {
     args.push(f.from);
-    where.push(`occurred_at >= $${args.length}`);
+    where.push(`l.occurred_at >= $${args.length}`);
   }
   if (f.to) {
     args.push(f.to);
-    where.push(`occurred_at < $${args.length}`);
+    where.push(`l.occurred_at < $${args.length}`);
   }
   const w = where.join(' AND ');
   const [page, count] = await Promise.all([
     db.query<AuditListRow>(
-      `SELECT ${cols} FROM identity.audit_log WHERE ${w} ORDER BY seq DESC LIMIT ${f.limit} OFFSET ${f.offset}`,
+      `SELECT ${cols} FROM ${from} WHERE ${w} ORDER BY l.seq DESC LIMIT ${f.limit} OFFSET ${f.offset}`,
       args,
     ),
-    db.query<{ n: number }>(`SELECT count(*)::int AS n FROM identity.audit_log WHERE ${w}`, args),
+    db.query<{ n: number }>(`SELECT count(*)::int AS n FROM identity.audit_log l WHERE ${w}`, args),
   ]);
   return { rows: page.rows, total: count.rows[0]?.n ?? 0 };
 }
@@ -176,4 +199,34 @@ export async function tenantAnchors(db: Queryable, tenantId: number): Promise<Si
     [tenantId],
   );
   return rows;
+}
+
+/** The tenant's rows naming the member as a target, in sequence order (a member's data export). */
+export async function memberRows(db: Queryable, tenantId: number, memberId: number): Promise<AuditLogRow[]> {
+  const { rows } = await db.query<AuditLogRow>(
+    `SELECT ${cols} FROM ${from} WHERE l.tenant_id = $1 AND l.target->>'member_id' = $2::text ORDER BY l.seq`,
+    [tenantId, memberId],
+  );
+  return rows;
+}
+
+/**
+ * An erasure: the details of the tenant's version-3 rows that name the member as a target, or
+ * carry their personal data (`pattern`), are blanked; the chain keeps their digest and verifies.
+ */
+export async function eraseMemberDetails(
+  db: Queryable,
+  tenantId: number,
+  memberId: number,
+  pattern: string | undefined,
+  now: Date,
+): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE identity.audit_details d SET details = NULL, erased_at = $4
+       FROM identity.audit_log l
+      WHERE d.tenant_id = $1 AND l.tenant_id = d.tenant_id AND l.seq = d.seq AND d.details IS NOT NULL
+        AND (l.target->>'member_id' = $2::text OR ($3::text IS NOT NULL AND d.details::text ~* $3))`,
+    [tenantId, memberId, pattern ?? null, now],
+  );
+  return rowCount ?? 0;
 }

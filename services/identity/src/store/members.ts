@@ -13,6 +13,14 @@ export interface Member {
 
 const cols = 'id, tenant_id, name, email, phone, accepts_emails, is_active';
 
+/**
+ * A member that is not a tombstone (erased). Every lookup of a member goes through this condition,
+ * so a tombstone is `member_not_found` everywhere: by id, email or phone, in other services'
+ * look-ups, in the staff console and for its member tokens.
+ */
+export const liveMember = (alias?: string): string => `${alias ? `${alias}.` : ''}erased_at IS NULL`;
+const LIVE_MEMBER = liveMember();
+
 export async function findMemberBy(
   db: Queryable,
   tenantId: number,
@@ -22,7 +30,7 @@ export async function findMemberBy(
   const [col, value] =
     by.id !== undefined ? ['id', by.id] : by.email !== undefined ? ['email', by.email] : ['phone', by.phone];
   const { rows } = await db.query<Member>(
-    `SELECT ${cols} FROM identity.members WHERE tenant_id = $1 AND ${col} = $2${lock ? ' FOR UPDATE' : ''}`,
+    `SELECT ${cols} FROM identity.members WHERE tenant_id = $1 AND ${col} = $2 AND ${LIVE_MEMBER}${lock ? ' FOR UPDATE' : ''}`,
     [tenantId, value],
   );
   return rows[0];
@@ -51,7 +59,7 @@ export async function insertMember(
 export async function membersByIds(db: Queryable, tenantId: number, ids: number[]): Promise<Member[]> {
   if (ids.length === 0) return [];
   const { rows } = await db.query<Member>(
-    `SELECT ${cols} FROM identity.members WHERE tenant_id = $1 AND id = ANY($2::bigint[])`,
+    `SELECT ${cols} FROM identity.members WHERE tenant_id = $1 AND id = ANY($2::bigint[]) AND ${LIVE_MEMBER}`,
     [tenantId, ids],
   );
   return rows;
@@ -75,7 +83,7 @@ export async function findMemberView(
 ): Promise<MemberView | undefined> {
   const { rows } = await db.query<MemberView>(
     `SELECT id, name, email, phone, is_active, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at
-       FROM identity.members WHERE tenant_id = $1 AND ${by.column} = $2`,
+       FROM identity.members WHERE tenant_id = $1 AND ${by.column} = $2 AND ${LIVE_MEMBER}`,
     [tenantId, by.value],
   );
   return rows[0];

@@ -1,5 +1,6 @@
 import { returnedRow } from '@loyalty/runtime';
 import type { Queryable } from '@loyalty/runtime';
+import { liveMember } from './members.ts';
 
 export async function insertSession(
   db: Queryable,
@@ -12,7 +13,7 @@ export async function insertSession(
   return returnedRow(rows, 'insert member session').id;
 }
 
-/** A live session of the tenant for this token hash: not revoked, not expired. */
+/** A live session of the tenant for this token hash: not revoked, not expired, its member not erased. */
 export async function findLiveSession(
   db: Queryable,
   tenantId: number,
@@ -20,8 +21,9 @@ export async function findLiveSession(
   now: Date,
 ): Promise<{ id: number; member_id: number; expires_at: Date } | undefined> {
   const { rows } = await db.query<{ id: number; member_id: number; expires_at: Date }>(
-    `SELECT id, member_id, expires_at FROM identity.member_sessions
-      WHERE token_hash = $1 AND tenant_id = $2 AND revoked_at IS NULL AND expires_at > $3`,
+    `SELECT s.id, s.member_id, s.expires_at FROM identity.member_sessions s
+       JOIN identity.members m ON m.id = s.member_id AND ${liveMember('m')}
+      WHERE s.token_hash = $1 AND s.tenant_id = $2 AND s.revoked_at IS NULL AND s.expires_at > $3`,
     [tokenHash, tenantId, now],
   );
   return rows[0];
@@ -39,4 +41,13 @@ export async function revokeSession(
     [id, tenantId, now],
   );
   return rows[0]?.member_id;
+}
+
+/** Revoke every live session of a member (its erasure): the ids, for the gateways to forget their tokens. */
+export async function revokeMemberSessions(db: Queryable, memberId: number, now: Date): Promise<number[]> {
+  const { rows } = await db.query<{ id: number }>(
+    `UPDATE identity.member_sessions SET revoked_at = $2 WHERE member_id = $1 AND revoked_at IS NULL RETURNING id`,
+    [memberId, now],
+  );
+  return rows.map((r) => Number(r.id));
 }

@@ -214,7 +214,7 @@ export class ProductFlow<T extends ProductTypes> {
   async refund(d: T['refundRequest'], meta: LedgerMeta): Promise<T['refundAnswer']> {
     const { unit } = this;
     const card = await this.card(meta, d.card_id);
-    const memberId = await this.books.refundMember(meta, card.id, d);
+    const memberId = await this.books.refundMember(meta, d);
     const refundCents = toCents(d.refund_amount);
     const explicit = unit.explicitDeduction(d);
     const requested = explicit ?? unit.earned(card, refundCents);

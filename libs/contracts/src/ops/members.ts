@@ -1,0 +1,63 @@
+import { z } from 'zod';
+import { Email, IdParam, Phone, Text } from '../common.ts';
+import { Job } from './jobs.ts';
+import { defineInternalOperations, defineOperations } from './types.ts';
+
+/**
+ * Members' data rights: erasure and export run as jobs of identity (which owns the member) that ask
+ * every service for its part; consents are identity's records. Scope `members_manage`.
+ */
+const base = { service: 'identity', scope: 'members_manage', memberToken: false, tag: 'Member data' } as const;
+const MemberParams = z.object({ member_id: IdParam });
+
+export const memberDataOperations = defineOperations({
+  'members.erase': {
+    ...base,
+    method: 'POST',
+    path: '/api/v1/members/:member_id/erase',
+    operation: 'members.erase',
+    idempotent: false,
+    accepted: true,
+    summary:
+      "Erase a member's personal data in every service (a job): the member becomes a tombstone at once (404 member_not_found), their tokens stop, their email and phone are free again; ids, amounts and the journal stay. A second erase answers the same job",
+    params: MemberParams,
+    response: Job,
+    errors: ['member_not_found'],
+  },
+});
+
+/** What an erasure removes from a service's records beyond the rows keyed by the member's id. */
+export const PersonalData = z.object({
+  name: Text.max(200).nullable(),
+  email: Email.nullable(),
+  phone: Phone.nullable(),
+});
+export type PersonalData = z.infer<typeof PersonalData>;
+
+export const EraseMemberDataRequest = z.object({
+  member_id: z.number().int().positive(),
+  /** The member's name, email and phone as identity held them: free text carrying them is rewritten. */
+  personal: PersonalData,
+});
+/** Rows changed per table (a repeated request changes nothing more and answers zeros). */
+export const EraseMemberDataReply = z.object({ changed: z.record(z.string(), z.number().int()) });
+
+const eraseOf = <S extends 'ledger' | 'claims' | 'referrals' | 'webhooks'>(service: S) =>
+  ({
+    service,
+    operation: 'internal.member_data.erase',
+    request: EraseMemberDataRequest,
+    reply: EraseMemberDataReply,
+  }) as const;
+
+/**
+ * Each service's part of a member's erasure (identity's erasure job calls them in turn, outside
+ * any transaction): anonymise the free text and payloads it holds about the member, keep ids and
+ * amounts. Idempotent: a repeated call finds nothing left to change.
+ */
+export const memberDataInternalOperations = defineInternalOperations({
+  ledgerErase: eraseOf('ledger'),
+  claimsErase: eraseOf('claims'),
+  referralsErase: eraseOf('referrals'),
+  webhooksErase: eraseOf('webhooks'),
+});

@@ -1,0 +1,114 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiClient, startTestSystem, type TestSystem } from '../support/system.ts';
+import { eventually } from '../support/staff.ts';
+import { books, jobDone, leaveTraces, privacyTenant, register, scanFor, type Person, type PrivacyTenant } from './support.ts';
+
+/**
+ * A member's erasure through every service: the member becomes a tombstone at once (404 on every
+ * route naming them, tokens dead, email and phone free), the job asks each service for its part,
+ * and afterwards no text column of any schema holds their name, email or phone, while the books
+ * and the audit chain are as they were.
+ */
+let sys: TestSystem;
+let t: PrivacyTenant;
+let erin: Person;
+let referrer: Person;
+let bystander: Person;
+
+beforeAll(async () => {
+  sys = await startTestSystem({ services: ['identity', 'ledger', 'claims', 'referrals', 'webhooks'] });
+  t = await privacyTenant(sys);
+  referrer = await register(t.api, 'Rita');
+  erin = await register(t.api, 'Erin');
+  bystander = await register(t.api, 'Bo');
+  await leaveTraces(t, erin, referrer);
+  // The adjustment's audit row and the webhook deliveries are written after the responses.
+  await eventually(async () => {
+    const { rows } = await sys.db.query(
+      `SELECT 1 FROM identity.audit_log WHERE tenant_id = $1 AND action = 'balance.adjusted'`,
+      [t.tenantId],
+    );
+    return rows.length > 0 ? true : undefined;
+  });
+  await eventually(async () =>
+    t.receiver.received.some((r) => r.event.type === 'member.registered' && r.event.data.member_id === erin.id)
+      ? true
+      : undefined,
+  );
+}, 180_000);
+afterAll(async () => {
+  await t?.receiver.stop();
+  await sys?.stop();
+});
+
+const runJobs = () => sys.services.identity!.runJobNow();
+
+describe('POST /api/v1/members/{member_id}/erase', () => {
+  it('refuses an app without members_manage and a member of another tenant', async () => {
+    const narrow = await sys.tenant();
+    const res = await apiClient(sys.url, narrow)('POST', `/api/v1/members/${erin.id}/erase`);
+    expect(res.status).toBe(403);
+    const other = await sys.tenant({ scopes: ['members_manage'] });
+    const foreign = await apiClient(sys.url, other)('POST', `/api/v1/members/${erin.id}/erase`);
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error?.code).toBe('member_not_found');
+  });
+
+  it('erases the member everywhere, keeps the books and the audit chain, and answers the same job twice', async () => {
+    const before = await books(sys.db, t.tenantId);
+    const verifiedBefore = await t.staff('GET', '/staff/v1/audit/verify', { token: t.staffToken });
+    expect(verifiedBefore.body.data?.valid).toBe(true);
+    expect(await scanFor(sys.db, [erin.name, erin.email, erin.phone])).not.toEqual([]);
+
+    const first = await t.api('POST', `/api/v1/members/${erin.id}/erase`);
+    expect(first.status, JSON.stringify(first.body)).toBe(202);
+    const job = first.body.data!;
+    expect(job).toMatchObject({ kind: 'member.erase', status: 'queued', progress: { done: 0, total: null } });
+    const again = await t.api('POST', `/api/v1/members/${erin.id}/erase`);
+    expect(again.status).toBe(202);
+    expect(again.body.data!.id).toBe(job.id);
+
+    // A tombstone at once: every route naming the member answers 404, the token is dead.
+    const balance = await t.api('GET', `/api/v1/loyalty/points/balance?card_id=${t.pointsCard}&member_id=${erin.id}`);
+    expect(balance.status).toBe(404);
+    expect(balance.body.error?.code).toBe('member_not_found');
+    const signIn = await t.api('POST', '/api/v1/auth/member/request-otp', { body: { email: erin.email } });
+    expect(signIn.status).toBe(404);
+    const refresh = await t.api('POST', '/api/v1/auth/member/refresh', { token: erin.token });
+    expect(refresh.status).toBe(401);
+    const staffView = await t.staff('GET', `/staff/v1/members/${erin.id}`, { token: t.staffToken });
+    expect(staffView.status).toBe(404);
+
+    const done = await jobDone(t.api, job.id as string, runJobs);
+    expect(done).toMatchObject({ status: 'succeeded', progress: { done: 5, total: 5 }, errors: [] });
+    const third = await t.api('POST', `/api/v1/members/${erin.id}/erase`);
+    expect(third.body.data).toMatchObject({ id: job.id, status: 'succeeded' });
+
+    expect(await scanFor(sys.db, [erin.name, erin.email, erin.phone])).toEqual([]);
+    // Other members' data is untouched.
+    expect(await scanFor(sys.db, [bystander.email])).not.toEqual([]);
+    expect(await books(sys.db, t.tenantId)).toEqual(before);
+    const verified = await t.staff('GET', '/staff/v1/audit/verify', { token: t.staffToken });
+    expect(verified.body.data).toMatchObject({ valid: true, problem: null });
+    expect(verified.body.data!.erased_details).toBeGreaterThanOrEqual(1);
+
+    // member.erased goes out to the tenant's webhooks.
+    await eventually(async () =>
+      t.receiver.received.find((r) => r.event.type === 'member.erased' && r.event.data.member_id === erin.id),
+    );
+  });
+
+  it("lets a new member register with the erased member's email and phone", async () => {
+    const reg = await t.api('POST', '/api/v1/auth/member/register', {
+      body: { name: 'Someone New', email: erin.email, phone: erin.phone },
+    });
+    expect(reg.status, JSON.stringify(reg.body)).toBe(200);
+    expect((reg.body.data!.member as { id: number }).id).not.toBe(erin.id);
+  });
+
+  it('answers 404 member_not_found for an unknown member', async () => {
+    const res = await t.api('POST', '/api/v1/members/999999999/erase');
+    expect(res.status).toBe(404);
+    expect(res.body.error?.code).toBe('member_not_found');
+  });
+});
