@@ -23,6 +23,7 @@ const ALL_SCOPES = [
   'card_read',
   'webhooks_manage',
   'programme_manage',
+  'members_manage',
 ];
 const READ_SCOPES = ['points_read', 'cashback_read', 'card_read'];
 

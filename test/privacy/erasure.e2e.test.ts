@@ -1,7 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, startTestSystem, type TestSystem } from '../support/system.ts';
 import { eventually } from '../support/staff.ts';
-import { books, jobDone, leaveTraces, privacyTenant, register, scanFor, type Person, type PrivacyTenant } from './support.ts';
+import {
+  books,
+  jobDone,
+  leaveTraces,
+  privacyTenant,
+  register,
+  scanFor,
+  type Person,
+  type PrivacyTenant,
+} from './support.ts';
 
 /**
  * A member's erasure through every service: the member becomes a tombstone at once (404 on every

@@ -46,7 +46,11 @@ export async function privacyTenant(sys: TestSystem): Promise<PrivacyTenant> {
     { name: 'Free coffee', points_cost: 30 },
   );
   const manager = `manager.${randomBytes(3).toString('hex')}@shop.example`;
-  await sys.admin('POST', `/admin/v1/tenants/${t.tenantId}/staff`, { email: manager, name: 'Mia Manager', role: 'manager' });
+  await sys.admin('POST', `/admin/v1/tenants/${t.tenantId}/staff`, {
+    email: manager,
+    name: 'Mia Manager',
+    role: 'manager',
+  });
   const staff = staffClient(sys.url);
   const staffToken = await signIn(staff, t.tenantId, manager);
   const receiver = await new WebhookReceiver().start();
@@ -77,7 +81,13 @@ export async function register(api: Api, first = 'Erin'): Promise<Person> {
   expect(reg.status, JSON.stringify(reg.body)).toBe(200);
   const v = await api('POST', '/api/v1/auth/member/verify-otp', { body: { email, code: reg.body.data!.otp_code } });
   expect(v.status, JSON.stringify(v.body)).toBe(200);
-  return { id: (reg.body.data!.member as { id: number }).id, name, email, phone, token: v.body.data!.member_token as string };
+  return {
+    id: (reg.body.data!.member as { id: number }).id,
+    name,
+    email,
+    phone,
+    token: v.body.data!.member_token as string,
+  };
 }
 
 /**

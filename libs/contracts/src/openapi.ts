@@ -443,7 +443,9 @@ function successResponse(op: Operation, audience: Audience, schemas: SchemaColle
       }
     : {};
   return {
-    description: op.accepted ? 'Accepted: the work is queued as a job (follow it at `GET /api/v1/jobs/{job_id}`)' : 'Success',
+    description: op.accepted
+      ? 'Accepted: the work is queued as a job (follow it at `GET /api/v1/jobs/{job_id}`)'
+      : 'Success',
     headers: responseHeaders(audience, successStatus(op), op),
     content: { 'application/json': { schema, ...example } },
   };

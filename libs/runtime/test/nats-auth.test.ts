@@ -37,6 +37,11 @@ describe('natsPermissions', () => {
   it('gives each service its own subjects, the internal operations it calls and the JetStream API it needs', () => {
     expect(natsPermissions('loyalty', 'identity')).toEqual({
       publish: [
+        // A member's erasure asks every service for its part.
+        'loyalty.ledger.internal.member_data.erase',
+        'loyalty.claims.internal.member_data.erase',
+        'loyalty.referrals.internal.member_data.erase',
+        'loyalty.webhooks.internal.member_data.erase',
         '_INBOX_gateway.>',
         '_INBOX_ledger.>',
         '_INBOX_claims.>',
@@ -45,6 +50,7 @@ describe('natsPermissions', () => {
         '_INBOX.>',
         'loyalty.events.identity.>',
         'loyalty.broadcast.credentials-changed',
+        'loyalty.broadcast.members-changed',
         ...js,
         ...consumer,
       ],
@@ -57,6 +63,7 @@ describe('natsPermissions', () => {
         'loyalty.identity.internal.member_otp.issue',
         'loyalty.identity.internal.member_otp.verify',
         '_INBOX_gateway.>',
+        '_INBOX_identity.>',
         '_INBOX_claims.>',
         '_INBOX_referrals.>',
         '_INBOX.>',
@@ -64,7 +71,13 @@ describe('natsPermissions', () => {
         'loyalty.broadcast.cards-changed',
         ...js,
       ],
-      subscribe: ['loyalty.ledger.>', '$SRV.>', '_INBOX_ledger.>', 'loyalty.broadcast.cards-changed'],
+      subscribe: [
+        'loyalty.ledger.>',
+        '$SRV.>',
+        '_INBOX_ledger.>',
+        'loyalty.broadcast.cards-changed',
+        'loyalty.broadcast.members-changed',
+      ],
       allowResponses: false,
     });
     expect(natsPermissions('loyalty', 'claims')).toEqual({
@@ -79,6 +92,7 @@ describe('natsPermissions', () => {
         'loyalty.ledger.internal.points.release_hold',
         'loyalty.ledger.internal.points.balances',
         '_INBOX_gateway.>',
+        '_INBOX_identity.>',
         '_INBOX.>',
         'loyalty.events.claims.>',
         ...js,
@@ -93,6 +107,7 @@ describe('natsPermissions', () => {
         'loyalty.identity.internal.member.resolve',
         'loyalty.identity.internal.member.get_many',
         '_INBOX_gateway.>',
+        '_INBOX_identity.>',
         '_INBOX.>',
         'loyalty.events.referrals.>',
         ...js,
@@ -105,6 +120,7 @@ describe('natsPermissions', () => {
       publish: [
         'loyalty.identity.internal.tenant.get',
         '_INBOX_gateway.>',
+        '_INBOX_identity.>',
         '_INBOX.>',
         'loyalty.events.webhooks.>',
         'loyalty.broadcast.webhook-endpoints-changed',

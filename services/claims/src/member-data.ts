@@ -1,6 +1,12 @@
 import type { z } from 'zod';
 import type { EraseMemberDataRequest, ServiceMeta } from '@loyalty/contracts';
-import { erasePersonalTextInSharedTables, personalPattern, rewritePersonalText, withTransaction, type Pool } from '@loyalty/runtime';
+import {
+  erasePersonalTextInSharedTables,
+  personalPattern,
+  rewritePersonalText,
+  withTransaction,
+  type Pool,
+} from '@loyalty/runtime';
 
 /**
  * The claims service's part of a member's erasure: the notes of the member's claim requests
@@ -22,8 +28,16 @@ export function claimsMemberData(pool: Pool) {
         return {
           claim_notes: notes.rowCount ?? 0,
           other_member_notes:
-            (await rewritePersonalText(db, { table: 'claims.claim_requests', column: 'member_note', ...others }, pattern)) +
-            (await rewritePersonalText(db, { table: 'claims.claim_requests', column: 'staff_note', ...others }, pattern)),
+            (await rewritePersonalText(
+              db,
+              { table: 'claims.claim_requests', column: 'member_note', ...others },
+              pattern,
+            )) +
+            (await rewritePersonalText(
+              db,
+              { table: 'claims.claim_requests', column: 'staff_note', ...others },
+              pattern,
+            )),
           ...(await erasePersonalTextInSharedTables(db, 'claims', pattern)),
         };
       });

@@ -100,6 +100,7 @@ beforeAll(async () => {
     'card_read',
     'webhooks_manage',
     'programme_manage',
+    'members_manage',
   ];
   tenant = await sys.tenant({ scopes });
   const other = await sys.tenant({ scopes });

@@ -65,16 +65,7 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
   // Tell every gateway replica to forget a member token whose session ended, or a rotated or revoked key.
   const credentialsChanged = (change: { tenant_id: number; session_id: number } | { app_id: string }) =>
     nc.publish(subjects.credentialsChanged(), jsonCodec.encode(change));
-  const erasure = memberErasure({
-    pool,
-    clock,
-    outbox,
-    jobs: rt.jobs,
-    client: new ServiceClient(nc, subjects, { timeoutMs: config.MEMBER_DATA_TIMEOUT_MS, log }),
-    sessionEnded: (tenantId, sessionId) => credentialsChanged({ tenant_id: tenantId, session_id: sessionId }),
-    memberErased: (tenantId, memberId) =>
-      nc.publish(subjects.membersChanged(), jsonCodec.encode({ tenant_id: tenantId, member_id: memberId })),
-  });
+  const erasure = erasureOf(rt, config, credentialsChanged);
   const authDeps = {
     pool,
     clock,
@@ -124,6 +115,25 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
     },
     close: async () => mailer.close(),
   };
+}
+
+/** Members' erasures: the job asks the other services; the gateways and ledgers are told at once. */
+function erasureOf(
+  rt: ServiceRuntime,
+  config: IdentityConfig,
+  credentialsChanged: (change: { tenant_id: number; session_id: number }) => void,
+) {
+  const { pool, clock, outbox, nc, subjects, log } = rt;
+  return memberErasure({
+    pool,
+    clock,
+    outbox,
+    jobs: rt.jobs,
+    client: new ServiceClient(nc, subjects, { timeoutMs: config.MEMBER_DATA_TIMEOUT_MS, log }),
+    sessionEnded: (tenantId, sessionId) => credentialsChanged({ tenant_id: tenantId, session_id: sessionId }),
+    memberErased: (tenantId, memberId) =>
+      nc.publish(subjects.membersChanged(), jsonCodec.encode({ tenant_id: tenantId, member_id: memberId })),
+  });
 }
 
 /**

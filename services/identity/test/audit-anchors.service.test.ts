@@ -104,7 +104,9 @@ async function rebuild(tenant: number, edit: number, opts: { asLegacy: boolean; 
       const amounts = row.seq === edit ? { points: 1_000_000 } : row.amounts;
       const hash = rowHash({ ...row, amounts, prev_hash: prev });
       await client.query(
-        `UPDATE identity.audit_log SET amounts = $3, prev_hash = $4, hash = $5, chain_version = $6, key_id = $7
+        // A row rewritten as unkeyed carries its details in itself, as version 1 did, and no digest.
+        `UPDATE identity.audit_log SET amounts = $3, prev_hash = $4, hash = $5, chain_version = $6::smallint, key_id = $7,
+                details = $8, details_digest = CASE WHEN $6::smallint = 3 THEN details_digest END
           WHERE tenant_id = $1 AND seq = $2`,
         [
           tenant,
@@ -114,6 +116,7 @@ async function rebuild(tenant: number, edit: number, opts: { asLegacy: boolean; 
           hash,
           opts.asLegacy ? 1 : row.chain_version,
           opts.asLegacy ? null : row.key_id,
+          JSON.stringify(opts.asLegacy ? row.details : {}),
         ],
       );
       prev = hash;
@@ -156,7 +159,7 @@ describe('keyed audit chain', () => {
       'SELECT chain_version, key_id FROM identity.audit_log WHERE tenant_id = $1',
       [tenant],
     );
-    expect(rows.every((r) => r.chain_version === 2 && /^[0-9a-f]{16}$/.test(r.key_id ?? ''))).toBe(true);
+    expect(rows.every((r) => r.chain_version === 3 && /^[0-9a-f]{16}$/.test(r.key_id ?? ''))).toBe(true);
 
     const anchor = await anchorNow(tenant);
     expect(anchor).toMatchObject({ seq: 5, hash: expect.stringMatching(/^[0-9a-f]{64}$/) });
@@ -332,7 +335,7 @@ describe('keyed audit chain', () => {
       keyed_from: 3,
     });
     const listed = await identity.request(staffOperations['staff.audit.list'], meta, { limit: 5, offset: 0 });
-    expect(listed.entries.map((e) => e.chain_version)).toEqual([2, 1, 1]);
+    expect(listed.entries.map((e) => e.chain_version)).toEqual([3, 1, 1]);
 
     // An unkeyed row made to follow the keyed one (as a rebuild from there would).
     const [keyed] = await chainPage(identity.db, tenant, 2, 1);

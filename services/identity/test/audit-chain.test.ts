@@ -216,3 +216,58 @@ describe('keyed audit chain', () => {
     expect(parseAnchorToken(token.replace('v1.', 'v2.'))).toBeUndefined();
   });
 });
+
+/** A chain of `n` rows of version 3, as identity appends them now: details beside, their digest hashed. */
+function detailsApartChain(n: number): ChainRow[] {
+  const rows: ChainRow[] = [];
+  let prev = GENESIS_HASH;
+  for (const plain of chain(n)) {
+    const { hash: _h, ...content } = plain;
+    const row = { ...content, prev_hash: prev };
+    const sealed = ring.seal(row);
+    rows.push({ ...row, ...sealed, details_erased_at: null });
+    prev = sealed.hash;
+  }
+  return rows;
+}
+
+describe('audit chain version 3 (details beside the chain)', () => {
+  it('verifies, and still verifies once a row’s details are erased (counted)', () => {
+    const rows = detailsApartChain(4);
+    expect(rows.every((r) => r.chain_version === 3 && /^[0-9a-f]{64}$/.test(r.details_digest ?? ''))).toBe(true);
+    expect(verify(rows, headOf(rows)).problem).toBeNull();
+    const erased = rows.map((r) =>
+      r.seq === 2 ? { ...r, details: null, details_erased_at: '2026-11-26T00:00:00.000Z' } : r,
+    );
+    const v = new ChainVerifier(ring);
+    for (const r of erased) v.add(r);
+    expect(v.finish(headOf(erased))).toBeNull();
+    expect(v.erasedDetails).toBe(1);
+  });
+
+  it('finds details changed or deleted, and a digest or any hashed field changed', () => {
+    const rows = detailsApartChain(3);
+    const changed = rows.map((r) => (r.seq === 2 ? { ...r, details: { reason: 'something else' } } : r));
+    expect(verify(changed, headOf(changed)).problem).toEqual({
+      seq: 2,
+      reason: 'the details of row 2 were changed after they were written',
+    });
+    const deleted = rows.map((r) => (r.seq === 2 ? { ...r, details: null } : r));
+    expect(verify(deleted, headOf(deleted)).problem?.reason).toBe('the details of row 2 are missing (deleted)');
+    const digest = rows.map((r) => (r.seq === 2 ? { ...r, details_digest: 'a'.repeat(64) } : r));
+    expect(verify(digest, headOf(digest)).problem?.reason).toMatch(/row 2 was changed/);
+    const amounts = rows.map((r) => (r.seq === 3 ? { ...r, amounts: { points: 1 } } : r));
+    expect(verify(amounts, headOf(amounts)).problem?.reason).toMatch(/row 3 was changed/);
+    // Marking a row as version 2 (as if its details were hashed) does not verify either.
+    const downgraded = rows.map((r) => (r.seq === 1 ? { ...r, chain_version: 2 } : r));
+    expect(verify(downgraded, headOf(downgraded)).problem?.seq).toBe(1);
+  });
+
+  it('hashes a keyed digest of the details, not the details: other details give another digest, and so another hash', () => {
+    const [row] = detailsApartChain(1);
+    const other = ring.seal({ ...row!, details: { reason: 'Goodwill for Erin' } });
+    expect(other.hash).not.toBe(row!.hash);
+    expect(other.details_digest).not.toBe(row!.details_digest);
+    expect(ring.detailsDigest(ring.currentId, row!.details)).toBe(row!.details_digest);
+  });
+});

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
-import { AppError, identityOperations, type MemberSummary, type ServiceMeta } from '@loyalty/contracts';
-import type { ServiceClient } from '@loyalty/runtime';
+import { AppError, identityOperations, MembersChanged, type MemberSummary, type ServiceMeta } from '@loyalty/contracts';
+import { BroadcastListener, type NatsConnection, type ServiceClient } from '@loyalty/runtime';
 
 /**
  * The ledger's view of identity's members, through the service client (a failure reply comes
@@ -36,10 +36,6 @@ export function memberDirectory(client: ServiceClient, cacheTtlMs = 0, cacheMax 
     forget(tenantId: number, memberId: number): void {
       known?.delete(`${tenantId}:${memberId}`);
     },
-    /** Forget every remembered member (the NATS connection dropped: a broadcast may have been missed). */
-    forgetAll(): void {
-      known?.clear();
-    },
     /** Throws member_not_found unless the member exists in the caller's tenant. */
     async mustExist(meta: ServiceMeta, memberId: number): Promise<MemberSummary> {
       const { member } = await resolve(meta, { member_id: memberId });
@@ -60,3 +56,11 @@ export function memberCodes(client: ServiceClient) {
   };
 }
 export type MemberCodes = ReturnType<typeof memberCodes>;
+
+/** A member erased is forgotten by every replica at once: identity's `members-changed` broadcast. */
+export function forgetErasedMembers(nc: NatsConnection, subject: string, members: MemberDirectory): BroadcastListener {
+  return new BroadcastListener(nc, subject, (message) => {
+    const change = MembersChanged.safeParse(message);
+    if (change.success) members.forget(change.data.tenant_id, change.data.member_id);
+  });
+}

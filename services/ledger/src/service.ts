@@ -1,6 +1,4 @@
-import { MembersChanged } from '@loyalty/contracts';
 import {
-  BroadcastListener,
   packageDir,
   ReplayStore,
   runService,
@@ -18,7 +16,7 @@ import { cashbackProduct } from './products/cashback.ts';
 import type { LedgerConfig } from './config.ts';
 import { ledgerConsumers } from './consumers.ts';
 import { ledgerEndpoints } from './endpoints.ts';
-import { memberCodes, memberDirectory } from './clients.ts';
+import { forgetErasedMembers, memberCodes, memberDirectory } from './clients.ts';
 import { memberPins } from './member-pins.ts';
 import { ledgerMemberData } from './member-data.ts';
 import { pointsProduct } from './products/points.ts';
@@ -101,12 +99,7 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
     cashback: subjects.event('ledger', `cashback_${what}`),
   });
   const members = memberDirectory(client, config.MEMBER_CACHE_TTL_MS);
-  // A member erased is forgotten by every replica at once (identity's broadcast); all of them after
-  // a reconnect, which may have missed one.
-  const erasedMembers = new BroadcastListener(nc, subjects.membersChanged(), (m) => {
-    const change = MembersChanged.safeParse(m);
-    if (change.success) members.forget(change.data.tenant_id, change.data.member_id);
-  });
+  const erasedMembers = forgetErasedMembers(nc, subjects.membersChanged(), members);
   const deps = {
     pool,
     clock,

@@ -1,6 +1,12 @@
 import type { z } from 'zod';
 import type { EraseMemberDataRequest, ServiceMeta } from '@loyalty/contracts';
-import { erasePersonalTextInSharedTables, personalPattern, rewritePersonalText, withTransaction, type Pool } from '@loyalty/runtime';
+import {
+  erasePersonalTextInSharedTables,
+  personalPattern,
+  rewritePersonalText,
+  withTransaction,
+  type Pool,
+} from '@loyalty/runtime';
 
 /**
  * The webhooks service's part of a member's erasure: the stored bodies of the tenant's events

@@ -12,6 +12,7 @@ export const ALL_SCOPES = [
   'cashback_write',
   'card_read',
   'webhooks_manage',
+  'members_manage',
 ];
 
 /** A sandbox tenant with an app holding every scope, its API client and a points and a cashback card. */

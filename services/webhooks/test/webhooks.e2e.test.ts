@@ -365,6 +365,14 @@ describe('event types', () => {
     expect((await lots.sweepLots()).warned).toBeGreaterThanOrEqual(2);
     sys.clock.advance(24 * 3600_000);
     expect((await lots.sweepLots()).expired).toBeGreaterThanOrEqual(2);
+    // member.erased: another member erased (identity's job asks every service for its part, then says so)
+    const gone = await ok(
+      m.api('POST', '/api/v1/auth/member/register', {
+        body: { name: 'Zed Gone', email: `zed.${randomUUID()}@example.com`, phone: `+4478${Date.now() % 100_000_000}` },
+      }),
+    );
+    const erasure = await m.api('POST', `/api/v1/members/${(gone.member as { id: number }).id}/erase`);
+    expect(erasure.status, JSON.stringify(erasure.body)).toBe(202);
     // audit.anchored: the tenant's audit chain (its provisioning, the claims decided above) anchored
     // by identity, as its hourly task does; again until the chain's rows are appended.
     const identity = (sys.services.identity as RunningService<{ anchorAuditChains(): Promise<number> }>).hooks;

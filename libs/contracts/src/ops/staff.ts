@@ -104,7 +104,7 @@ export const AuditRow = z
     details: z
       .record(z.string(), z.unknown())
       .describe(
-        'free text the actor gave and settings changed; `{}` once erased with a member\'s personal data (details_erased_at)',
+        "free text the actor gave and settings changed; `{}` once erased with a member's personal data (details_erased_at)",
       ),
     details_erased_at: Timestamp.nullable().describe(
       "when the details were erased with a member's personal data (chain_version 3 keeps them out of the hash, so the row still verifies); null while kept",

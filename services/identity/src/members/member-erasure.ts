@@ -64,56 +64,71 @@ interface ErasureRow {
  * after a crash changes nothing more), and ends with identity's own part and `member_erased`.
  */
 export function memberErasure(deps: MemberErasureDeps) {
+  return {
+    request: (memberId: number, meta: Meta) => requestErasure(deps, memberId, meta),
+    run: erasureJob(deps),
+  };
+}
+
+/** The request: the tombstone, the kept data and the job in one transaction; the broadcasts after it. */
+async function requestErasure(deps: MemberErasureDeps, memberId: number, meta: Meta) {
   const { pool, clock, jobs } = deps;
+  const outcome = await withTransaction(pool, (db) => tombstone(deps, db, meta.tenant_id, memberId, clock.now()));
+  for (const session of outcome.sessions) deps.sessionEnded(meta.tenant_id, session);
+  deps.memberErased(meta.tenant_id, memberId);
+  jobs.wake();
+  const job = await jobs.store.find(meta.tenant_id, outcome.jobId);
+  if (!job) throw new Error(`erasure job ${outcome.jobId} vanished`);
+  return jobView(jobs.store, job, '/api/v1', clock.now());
+}
 
-  async function request(memberId: number, meta: Meta) {
-    const now = clock.now();
-    const outcome = await withTransaction(pool, async (db) => {
-      const { rows } = await db.query<{ name: string; email: string | null; phone: string | null; erased: boolean }>(
-        `SELECT name, email, phone, erased_at IS NOT NULL AS erased FROM identity.members
-          WHERE tenant_id = $1 AND id = $2 FOR UPDATE`,
-        [meta.tenant_id, memberId],
-      );
-      const member = rows[0];
-      if (!member) throw new AppError('member_not_found');
-      const earlier = await db.query<{ job_id: string }>(
-        `SELECT job_id FROM identity.member_erasures WHERE member_id = $1 AND tenant_id = $2`,
-        [memberId, meta.tenant_id],
-      );
-      const existing = earlier.rows[0];
-      if (existing) return { jobId: existing.job_id, sessions: [] };
-      // A tombstone of another kind (merged into another member) has nothing left to erase here.
-      if (member.erased) throw new AppError('member_not_found');
-      const jobId = await jobs.store.create(db, {
-        tenantId: meta.tenant_id,
-        kind: ERASE_JOB,
-        params: { member_id: memberId },
-        now,
-      });
-      await db.query(
-        `INSERT INTO identity.member_erasures (tenant_id, member_id, job_id, requested_at, name, email, phone)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-        [meta.tenant_id, memberId, jobId, now, member.name, member.email, member.phone],
-      );
-      await db.query(
-        `UPDATE identity.members SET erased_at = $2, name = '', email = NULL, phone = NULL,
-                accepts_emails = false, is_active = false
-          WHERE id = $1`,
-        [memberId, now],
-      );
-      await db.query(`DELETE FROM identity.otps WHERE member_id = $1`, [memberId]);
-      return { jobId, sessions: await revokeMemberSessions(db, memberId, now) };
-    });
-    for (const session of outcome.sessions) deps.sessionEnded(meta.tenant_id, session);
-    deps.memberErased(meta.tenant_id, memberId);
-    jobs.wake();
-    const job = await jobs.store.find(meta.tenant_id, outcome.jobId);
-    if (!job) throw new Error(`erasure job ${outcome.jobId} vanished`);
-    return jobView(jobs.store, job, '/api/v1', clock.now());
-  }
+/**
+ * In the request's transaction: the member's erasure job (the one already asked for, if any) and,
+ * the first time, the tombstone: personal data moved to `member_erasures`, sessions revoked (their
+ * ids, for the gateways), codes deleted.
+ */
+async function tombstone(
+  deps: Pick<MemberErasureDeps, 'jobs'>,
+  db: PoolClient,
+  tenantId: number,
+  memberId: number,
+  now: Date,
+): Promise<{ jobId: string; sessions: number[] }> {
+  const { rows } = await db.query<{ name: string; email: string | null; phone: string | null; erased: boolean }>(
+    `SELECT name, email, phone, erased_at IS NOT NULL AS erased FROM identity.members
+      WHERE tenant_id = $1 AND id = $2 FOR UPDATE`,
+    [tenantId, memberId],
+  );
+  const member = rows[0];
+  if (!member) throw new AppError('member_not_found');
+  const earlier = await db.query<{ job_id: string }>(
+    `SELECT job_id FROM identity.member_erasures WHERE member_id = $1 AND tenant_id = $2`,
+    [memberId, tenantId],
+  );
+  const existing = earlier.rows[0];
+  if (existing) return { jobId: existing.job_id, sessions: [] };
+  // A tombstone of another kind (merged into another member) has nothing left to erase here.
+  if (member.erased) throw new AppError('member_not_found');
+  const jobId = await deps.jobs.store.create(db, { tenantId, kind: ERASE_JOB, params: { member_id: memberId }, now });
+  await db.query(
+    `INSERT INTO identity.member_erasures (tenant_id, member_id, job_id, requested_at, name, email, phone)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [tenantId, memberId, jobId, now, member.name, member.email, member.phone],
+  );
+  await db.query(
+    `UPDATE identity.members SET erased_at = $2, name = '', email = NULL, phone = NULL,
+            accepts_emails = false, is_active = false
+      WHERE id = $1`,
+    [memberId, now],
+  );
+  await db.query(`DELETE FROM identity.otps WHERE member_id = $1`, [memberId]);
+  return { jobId, sessions: await revokeMemberSessions(db, memberId, now) };
+}
 
-  async function erasureOf(tenantId: number, memberId: number): Promise<ErasureRow> {
-    const { rows } = await pool.query<ErasureRow>(
+/** The job: one service's part per step, identity's own with the end. */
+function erasureJob(deps: MemberErasureDeps): JobHandler<EraseCheckpoint> {
+  const erasureOf = async (tenantId: number, memberId: number): Promise<ErasureRow> => {
+    const { rows } = await deps.pool.query<ErasureRow>(
       `SELECT tenant_id, member_id, job_id, name, email, phone FROM identity.member_erasures
         WHERE tenant_id = $1 AND member_id = $2`,
       [tenantId, memberId],
@@ -121,10 +136,8 @@ export function memberErasure(deps: MemberErasureDeps) {
     const row = rows[0];
     if (!row) throw new Error(`no erasure recorded for member ${memberId}`);
     return row;
-  }
-
-  /** The job: one service's part per step, identity's own with the end. */
-  const run: JobHandler<EraseCheckpoint> = async (step) => {
+  };
+  return async (step) => {
     const memberId = memberIdOf(step.params);
     const erasure = await erasureOf(step.tenantId, memberId);
     const personal: PersonalData = { name: erasure.name, email: erasure.email, phone: erasure.phone };
@@ -143,8 +156,6 @@ export function memberErasure(deps: MemberErasureDeps) {
     await step.succeed((db) => eraseInIdentity(deps, db, step.tenantId, memberId, personal), { done: total, total });
     return 'finished';
   };
-
-  return { request, run };
 }
 
 function memberIdOf(params: unknown): number {
