@@ -58,6 +58,9 @@ Commands:
   webhook:deliveries --tenant ID --endpoint ID [--status pending|delivered|failed] [--limit N]
                                                    an endpoint's delivery log, newest first
   webhook:redeliver --tenant ID --delivery ID      send a delivery again now
+  reports:rebuild --tenant ID [--card ID]          rebuild the report rollups of a tenant's cards from the journal
+                                                   (a job; see job:get)
+  job:get --job JOB_ID                             a job's status and progress (imports, rebuilds)
   call METHOD PATH [JSON]                          any other operator call, e.g. call GET /admin/v1/tenants
   help, --help, -h                                 this text
 `;
@@ -97,6 +100,7 @@ const options = {
   status: { type: 'string' },
   limit: { type: 'string' },
   anchor: { type: 'string' },
+  job: { type: 'string' },
   enable: { type: 'boolean', default: false },
   disable: { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
@@ -258,6 +262,14 @@ function requestOf(
     }
     case 'webhook:redeliver':
       return { method: 'POST', path: `${tenantPath()}/webhooks/deliveries/${need(v.delivery, 'delivery')}/redeliver` };
+    case 'reports:rebuild':
+      return {
+        method: 'POST',
+        path: `${tenantPath()}/reports/rebuild`,
+        body: v.card ? { card_id: number(v.card, 'card') } : {},
+      };
+    case 'job:get':
+      return { method: 'GET', path: `/admin/v1/jobs/${encodeURIComponent(need(v.job, 'job'))}` };
     case 'call': {
       const [method, path, body] = rest;
       return {

@@ -63,6 +63,7 @@ export {
   memberDataOperations,
   PersonalData,
 } from './ops/members.ts';
+export { ProgrammeReport, reportAdminOperations, reportOperations } from './ops/reports.ts';
 export { referralOperations, ReferralPeriod, referralPeriods } from './ops/referrals.ts';
 export { queryDateRange, staffAdminOperations, staffOperations } from './ops/staff.ts';
 export {

@@ -5,6 +5,7 @@ import { cashbackOperations, ledgerAdminOperations, memberPinOperations, pointsO
 import { jobAdminOperations, jobOperations } from './ops/jobs.ts';
 import { memberDataOperations } from './ops/members.ts';
 import { quoteOperations } from './ops/quotes.ts';
+import { reportAdminOperations, reportOperations } from './ops/reports.ts';
 import { ruleAdminOperations, ruleOperations } from './ops/rules.ts';
 import { referralOperations } from './ops/referrals.ts';
 import { webhookAdminOperations, webhookOperations } from './ops/webhooks.ts';
@@ -45,6 +46,7 @@ export const operations: Record<string, Operation> = withExamples({
   ...ruleOperations,
   ...jobOperations,
   ...memberDataOperations,
+  ...reportOperations,
 });
 
 /** The operator (provisioning) table, served under /admin/v1 behind the operator token. */
@@ -55,6 +57,7 @@ export const operatorOperations: Record<string, Operation> = withExamples({
   ...staffAdminOperations,
   ...webhookAdminOperations,
   ...jobAdminOperations,
+  ...reportAdminOperations,
 });
 
 /** The staff API table, served under /staff/v1 behind staff tokens (the console uses it); its own document. */

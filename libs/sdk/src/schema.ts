@@ -403,6 +403,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/loyalty/cards/{card_id}/report': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A card's programme report per day, week or month of its time zone: issued, redeemed, expired, refunded, active members, outstanding balance and liability, breakage, redemption rate, top rewards
+     * @description Scope: `programme_manage`.
+     */
+    get: operations['cards.report'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/loyalty/cards/{card_id}/rules': {
     parameters: {
       query?: never;
@@ -1733,6 +1753,66 @@ export interface components {
       transfer_id: number;
       /** @description ISO 8601 UTC timestamp */
       transferred_at: string;
+    };
+    ProgrammeReport: {
+      card_id: number;
+      currency: string;
+      from: string;
+      /** @enum {string} */
+      granularity: 'day' | 'week' | 'month';
+      outstanding: {
+        /** @description what members hold at the end of `to` (spendable, pending and held) */
+        balance: number;
+        /** @description its value in the card's currency (points × the card's point_value); null when point_value is not set */
+        liability: number | null;
+        point_value: number | null;
+      };
+      periods: {
+        /** @description members with at least one transaction on the card */
+        active_members: number;
+        /** @description staff adjustments and other movements (signed) */
+        adjusted: number;
+        /** @description in the card's unit: points, or currency units for a cashback card */
+        expired: number;
+        /** @description credited: earns, bonuses, referral bonuses, imported balances */
+        issued: number;
+        /** @description spent: redemptions and reward claims */
+        redeemed: number;
+        /** @description taken back by refunds of purchases */
+        refunded: number;
+        /** @description first day of the period (YYYY-MM-DD) */
+        start: string;
+      }[];
+      /** @enum {string} */
+      reward_system: 'cashback' | 'points';
+      time_zone: string;
+      to: string;
+      /** @description the 10 rewards redeemed most often in the range */
+      top_rewards: {
+        /** @description in the card's unit: points, or currency units for a cashback card */
+        amount: number;
+        name: string;
+        redemptions: number;
+        reward_id: number;
+      }[];
+      totals: {
+        /** @description members with at least one transaction on the card */
+        active_members: number;
+        /** @description staff adjustments and other movements (signed) */
+        adjusted: number;
+        /** @description expired ÷ issued over the range; null when nothing was issued */
+        breakage: number | null;
+        /** @description in the card's unit: points, or currency units for a cashback card */
+        expired: number;
+        /** @description credited: earns, bonuses, referral bonuses, imported balances */
+        issued: number;
+        /** @description spent: redemptions and reward claims */
+        redeemed: number;
+        /** @description redeemed ÷ issued over the range; null when nothing was issued */
+        redemption_rate: number | null;
+        /** @description taken back by refunds of purchases */
+        refunded: number;
+      };
     };
     QuoteWarning: {
       /** @enum {string} */
@@ -7208,6 +7288,275 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'wrong_card_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'cards.report': {
+    parameters: {
+      query?: {
+        from?: string;
+        granularity?: 'day' | 'week' | 'month';
+        to?: string;
+      };
+      header?: never;
+      path: {
+        card_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "card_id": 2,
+           *         "reward_system": "points",
+           *         "currency": "EUR",
+           *         "time_zone": "Europe/Lisbon",
+           *         "from": "2026-11-01",
+           *         "to": "2026-11-30",
+           *         "granularity": "month",
+           *         "periods": [
+           *           {
+           *             "start": "2026-11-01",
+           *             "issued": 1200,
+           *             "redeemed": 300,
+           *             "expired": 50,
+           *             "refunded": 20,
+           *             "adjusted": 0,
+           *             "active_members": 41
+           *           }
+           *         ],
+           *         "totals": {
+           *           "issued": 1200,
+           *           "redeemed": 300,
+           *           "expired": 50,
+           *           "refunded": 20,
+           *           "adjusted": 0,
+           *           "active_members": 41,
+           *           "breakage": 0.041667,
+           *           "redemption_rate": 0.25
+           *         },
+           *         "outstanding": {
+           *           "balance": 830,
+           *           "liability": 8.3,
+           *           "point_value": 0.01
+           *         },
+           *         "top_rewards": [
+           *           {
+           *             "reward_id": 5,
+           *             "name": "Free coffee",
+           *             "redemptions": 3,
+           *             "amount": 300
+           *           }
+           *         ]
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['ProgrammeReport'];
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `card_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'card_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
             };
           };
         };

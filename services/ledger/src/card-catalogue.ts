@@ -64,6 +64,7 @@ function cardRecord(c: Card) {
     transfers_enabled: c.transfers_enabled,
     transfer_monthly_cap: c.transfer_monthly_cap,
     time_zone: c.time_zone,
+    point_value: c.point_value === null ? null : decimalNumber(parseDecimal(c.point_value)),
     created_at: c.created_at.toISOString(),
     updated_at: c.updated_at.toISOString(),
   };
@@ -174,6 +175,7 @@ interface CardSettingsInput {
   transfers_enabled?: boolean;
   transfer_monthly_cap?: number | null;
   time_zone?: string;
+  point_value?: number | null;
 }
 
 function applyCashbackConfig(card: Card, cfg: CashbackConfigInput): void {
@@ -211,6 +213,11 @@ function applySettings(card: Card, d: CardSettingsInput): void {
         fields: [{ field: 'time_zone', message: `${d.time_zone} is not an IANA time zone name` }],
       });
     card.time_zone = d.time_zone;
+  }
+  if (d.point_value !== undefined) {
+    if (d.point_value !== null && card.reward_system !== 'points')
+      throw new AppError('wrong_card_type', 'point_value applies to points cards only.');
+    card.point_value = d.point_value === null ? null : decimalText(decimal(d.point_value, 6));
   }
   if (d.cashback_config) applyCashbackConfig(card, d.cashback_config);
   if (d.points_ratio !== undefined) card.points_ratio = decimalText(decimal(d.points_ratio, 6));
@@ -428,6 +435,7 @@ function newCard(d: NewCardInput): Card {
     transfers_enabled: false,
     transfer_monthly_cap: null,
     time_zone: 'UTC',
+    point_value: null,
     created_at: new Date(),
     updated_at: new Date(),
   };

@@ -24,6 +24,7 @@ import type { MemberEvents } from './products/member-events.ts';
 import type { RuleBook } from './rule-book.ts';
 import type { StaffDesk } from './staff-desk.ts';
 import type { Transfers } from './transfers/transfers.ts';
+import { reportEndpoints, type Reports } from './reports/index.ts';
 
 /** Subject -> handler table of the ledger. Handlers stay thin: validate, delegate. */
 export function ledgerEndpoints(parts: {
@@ -38,6 +39,7 @@ export function ledgerEndpoints(parts: {
   memberEvents: MemberEvents;
   transfers: Transfers;
   memberData: LedgerMemberData;
+  reports: Reports;
 }): Endpoints {
   const { cards, cashback, points, holds, quotes, pins, desk } = parts;
   const s = staffOperations;
@@ -45,7 +47,7 @@ export function ledgerEndpoints(parts: {
   const p = pointsOperations;
   const a = ledgerAdminOperations;
   const l = ledgerOperations;
-  return ruleEndpoints(new Endpoints('ledger'), parts.rules, parts.memberEvents, quotes)
+  return reportEndpoints(ruleEndpoints(new Endpoints('ledger'), parts.rules, parts.memberEvents, quotes), parts.reports)
     .public(c['cashback.earn'], (d, x) => cashback.earn(d, x.meta))
     .public(c['cashback.redeem'], (d, x) => cashback.redeem(d, x.meta))
     .public(c['cashback.refund'], (d, x) => cashback.refund(d, x.meta))

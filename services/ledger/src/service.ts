@@ -30,6 +30,7 @@ import { staffDesk } from './staff-desk.ts';
 import { postMany } from './store/accounts.ts';
 import { ledgerTasks } from './tasks.ts';
 import { Transfers } from './transfers/transfers.ts';
+import { reportsOf } from './reports/index.ts';
 
 export const SERVICE_VERSION = '0.2.0';
 
@@ -38,6 +39,8 @@ export interface LedgerHooks {
   sweepLots(): Promise<LotSweep>;
   /** The card cache (tests look at what it holds). */
   cards: CardCache;
+  /** Fold the report deltas into the rollups now: how many were folded (tests). */
+  foldReports(): Promise<number>;
 }
 
 export type RunningLedger = RunningService<LedgerHooks>;
@@ -116,6 +119,7 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
   const { lotSweeper } = ledgerTasks({ pool, clock, log, metrics, outbox, holds }, config, lotSubjects);
   const cashback = cashbackProduct(deps, books);
   const points = pointsProduct(deps, books, holds);
+  const reports = reportsOf(rt);
   return {
     endpoints: ledgerEndpoints({
       cards: cardCatalogue(pool, outbox, (cardId) => cards.changed(cardId)),
@@ -129,10 +133,12 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
       memberEvents: new MemberEvents(deps, books),
       transfers: new Transfers(deps, books, memberCodes(client)),
       memberData: ledgerMemberData(pool, members),
+      reports,
     }),
     consumers: ledgerConsumers(),
-    tasks: [lotSweeper],
+    tasks: [lotSweeper, reports.folder],
+    jobs: reports.jobs,
     caches: [cards.cache, erasedMembers],
-    hooks: { sweepLots: () => lotSweeper.sweep(), cards },
+    hooks: { sweepLots: () => lotSweeper.sweep(), cards, foldReports: () => reports.folder.runNow() },
   };
 }

@@ -1,4 +1,5 @@
 import type { OperationExample } from './types.ts';
+import { dataOperationExamples } from './data-examples.ts';
 import { ruleOperationExamples } from './rule-examples.ts';
 import { webhookOperationExamples } from './webhook-examples.ts';
 
@@ -75,6 +76,7 @@ const card = {
   transfers_enabled: false,
   transfer_monthly_cap: null,
   time_zone: 'UTC',
+  point_value: null,
   created_at: at,
   updated_at: at,
 };
@@ -453,4 +455,5 @@ export const operationExamples: Record<string, OperationExample> = {
       finished_at: null,
     },
   },
+  ...dataOperationExamples,
 };

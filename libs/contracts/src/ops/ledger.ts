@@ -562,6 +562,10 @@ const cardSettings = {
     .max(1_000_000_000)
     .nullable()
     .describe("points a member may send per calendar month (the card's time zone); null: no cap"),
+  point_value: decimalNumber(6)
+    .pipe(z.number().min(0).max(1_000_000))
+    .nullable()
+    .describe("points cards: what one point is worth in the card's currency (the report's liability); null: not set"),
 };
 
 export const CardRecord = z
@@ -589,6 +593,7 @@ export const CardRecord = z
       .nullable()
       .describe('points a member may send per calendar month; null: no cap'),
     time_zone: z.string().describe('IANA time zone of the earning rules (days, weeks, times of day)'),
+    point_value: z.number().nullable().describe("what one point is worth in the card's currency; null: not set"),
     created_at: Timestamp,
     updated_at: Timestamp,
   })
@@ -643,6 +648,7 @@ export const ledgerAdminOperations = defineOperations({
         transfers_enabled: cardSettings.transfers_enabled.default(false),
         transfer_monthly_cap: cardSettings.transfer_monthly_cap.default(null),
         time_zone: cardSettings.time_zone.default('UTC'),
+        point_value: cardSettings.point_value.default(null),
       })
       .refine((b) => b.reward_system !== 'cashback' || b.cashback_config !== undefined, {
         message: 'is required for a cashback card',
@@ -690,6 +696,7 @@ export const ledgerAdminOperations = defineOperations({
       transfers_enabled: cardSettings.transfers_enabled.optional(),
       transfer_monthly_cap: cardSettings.transfer_monthly_cap.optional(),
       time_zone: cardSettings.time_zone.optional(),
+      point_value: cardSettings.point_value.optional(),
     }),
     response: z.object({ card: CardRecord }),
     errors: ['invalid_operator_token', 'card_not_found', 'wrong_card_type', 'invalid_time_zone'],

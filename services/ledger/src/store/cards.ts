@@ -28,6 +28,8 @@ export interface Card {
   transfer_monthly_cap: number | null;
   /** IANA time zone of the earning rules. */
   time_zone: string;
+  /** What one point is worth in the card's currency (exact numeric text); null: not set. */
+  point_value: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -47,7 +49,7 @@ export interface Reward {
 const CARD_COLUMNS = `id, tenant_id, unique_identifier, name, description, reward_system, currency,
   cashback_percentage::text AS cashback_percentage, cashback_min_cents, cashback_max_cents, allows_pin_redemption,
   points_ratio::text AS points_ratio, referrer_bonus, referee_bonus, referral_bonus_on_first_purchase, claim_lifetime_hours,
-  expiry_days, pending_days, expiry_warning_days, transfers_enabled, transfer_monthly_cap, time_zone, created_at, updated_at`;
+  expiry_days, pending_days, expiry_warning_days, transfers_enabled, transfer_monthly_cap, time_zone, point_value::text AS point_value, created_at, updated_at`;
 const REWARD_COLUMNS = 'id, tenant_id, card_id, name, description, points_cost, active, created_at, updated_at';
 
 export type CardFields = Omit<Card, 'id' | 'created_at' | 'updated_at'>;
@@ -57,8 +59,8 @@ export async function insertCard(db: Queryable, c: CardFields): Promise<Card> {
     `INSERT INTO ledger.cards (tenant_id, unique_identifier, name, description, reward_system, currency, cashback_percentage,
        cashback_min_cents, cashback_max_cents, allows_pin_redemption, points_ratio, referrer_bonus, referee_bonus,
        referral_bonus_on_first_purchase, claim_lifetime_hours, expiry_days, pending_days, expiry_warning_days, time_zone,
-       transfers_enabled, transfer_monthly_cap)
-     VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8, $9, $10, $11::numeric, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
+       transfers_enabled, transfer_monthly_cap, point_value)
+     VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8, $9, $10, $11::numeric, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22::numeric)
      RETURNING ${CARD_COLUMNS}`,
     [
       c.tenant_id,
@@ -82,6 +84,7 @@ export async function insertCard(db: Queryable, c: CardFields): Promise<Card> {
       c.time_zone,
       c.transfers_enabled,
       c.transfer_monthly_cap,
+      c.point_value,
     ],
   );
   return returnedRow(rows, 'insertCard');
@@ -93,7 +96,7 @@ export async function updateCard(db: Queryable, c: Card): Promise<Card> {
     `UPDATE ledger.cards SET name = $3, description = $4, currency = $5, cashback_percentage = $6::numeric, cashback_min_cents = $7,
        cashback_max_cents = $8, allows_pin_redemption = $9, points_ratio = $10::numeric, referrer_bonus = $11, referee_bonus = $12,
        referral_bonus_on_first_purchase = $13, claim_lifetime_hours = $14, expiry_days = $15, pending_days = $16,
-       expiry_warning_days = $17, time_zone = $18, transfers_enabled = $19, transfer_monthly_cap = $20, updated_at = now()
+       expiry_warning_days = $17, time_zone = $18, transfers_enabled = $19, transfer_monthly_cap = $20, point_value = $21::numeric, updated_at = now()
      WHERE tenant_id = $1 AND id = $2 RETURNING ${CARD_COLUMNS}`,
     [
       c.tenant_id,
@@ -116,6 +119,7 @@ export async function updateCard(db: Queryable, c: Card): Promise<Card> {
       c.time_zone,
       c.transfers_enabled,
       c.transfer_monthly_cap,
+      c.point_value,
     ],
   );
   return returnedRow(rows, 'updateCard');

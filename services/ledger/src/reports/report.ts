@@ -1,0 +1,213 @@
+import { AppError, type OperationInput, type OperationOutput } from '@loyalty/contracts';
+import type { reportOperations } from '@loyalty/contracts';
+import type { Clock, Pool } from '@loyalty/runtime';
+import { decimalNumber, fromCents, parseDecimal } from '../domain/money.ts';
+import { findCard } from '../store/cards.ts';
+
+type ReportOp = (typeof reportOperations)['cards.report'];
+type Report = OperationOutput<ReportOp>;
+type Granularity = 'day' | 'week' | 'month';
+
+/** How the report reads each journal label (unknown labels are adjustments, signed). */
+const ISSUED = new Set(['cashback_earned', 'staff_added_points', 'referral_bonus', 'event_bonus', 'balance_imported']);
+const REDEEMED = new Set(['cashback_redeemed', 'staff_redeemed_reward', 'reward_claimed']);
+const EXPIRED = new Set(['points_expired', 'cashback_expired']);
+const REFUNDED = new Set(['points_refunded', 'cashback_refunded']);
+export type Category = 'issued' | 'redeemed' | 'expired' | 'refunded' | 'adjusted';
+export function categoryOf(event: string): Category {
+  if (ISSUED.has(event)) return 'issued';
+  if (REDEEMED.has(event)) return 'redeemed';
+  if (EXPIRED.has(event)) return 'expired';
+  if (REFUNDED.has(event)) return 'refunded';
+  return 'adjusted';
+}
+
+/** At most this many periods in one report (three years of days). */
+const MAX_PERIODS = 1100;
+
+/** The sums of a category, in the card's unit (cents or points); `net` is signed. */
+interface Sums {
+  issued: bigint;
+  redeemed: bigint;
+  expired: bigint;
+  refunded: bigint;
+  adjusted: bigint;
+}
+const zero = (): Sums => ({ issued: 0n, redeemed: 0n, expired: 0n, refunded: 0n, adjusted: 0n });
+
+function addTo(s: Sums, event: string, net: bigint): void {
+  const c = categoryOf(event);
+  // Issued and adjusted keep their sign; the others are debits, shown as positive amounts.
+  s[c] += c === 'issued' || c === 'adjusted' ? net : -net;
+}
+
+const DAY = /^(\d{4})-(\d{2})-(\d{2})$/;
+function parseDay(text: string, field: string): Date {
+  const m = DAY.exec(text);
+  const d = m ? new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]))) : undefined;
+  if (!d || Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== text)
+    throw new AppError('validation_error', `Invalid request: ${field}.`, {
+      fields: [{ field, message: 'must be a real date YYYY-MM-DD' }],
+    });
+  return d;
+}
+const dayText = (d: Date) => d.toISOString().slice(0, 10);
+const addDays = (d: Date, n: number) => new Date(d.getTime() + n * 86_400_000);
+
+/** The first day of the period holding `d` (weeks start on Monday). */
+export function periodStart(d: Date, g: Granularity): Date {
+  if (g === 'day') return d;
+  if (g === 'week') return addDays(d, -((d.getUTCDay() + 6) % 7));
+  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1));
+}
+function nextPeriod(d: Date, g: Granularity): Date {
+  if (g === 'day') return addDays(d, 1);
+  if (g === 'week') return addDays(d, 7);
+  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1));
+}
+
+/** Today in a time zone, as YYYY-MM-DD. */
+function todayIn(timeZone: string, now: Date): string {
+  return new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(now);
+}
+
+const ratio = (a: bigint, b: bigint) => (b === 0n ? null : Math.round((Number(a) / Number(b)) * 1e6) / 1e6);
+
+/** The days and periods a report covers, checked. */
+function rangeOf(input: OperationInput<ReportOp>, timeZone: string, now: Date) {
+  const g = input.granularity;
+  const to = parseDay(input.to ?? todayIn(timeZone, now), 'to');
+  const from = input.from === undefined ? addDays(to, -29) : parseDay(input.from, 'from');
+  const refuse = (message: string) =>
+    new AppError('validation_error', 'Invalid request: from.', { fields: [{ field: 'from', message }] });
+  if (from > to) throw refuse('must not be after to');
+  const starts: Date[] = [];
+  for (let p = periodStart(from, g); p <= to; p = nextPeriod(p, g)) {
+    starts.push(p);
+    if (starts.length > MAX_PERIODS) throw refuse(`at most ${MAX_PERIODS} periods in one report`);
+  }
+  return { g, from, to, starts };
+}
+
+/** The rollups of a range plus the deltas not folded yet (`rows` is the rollups' or the deltas' own). */
+const both = (rollup: string, delta: string) => `(${rollup} UNION ALL ${delta})`;
+
+/** The sums a report needs, read from the rollups and the unfolded deltas. */
+async function readSums(pool: Pool, cardId: number, range: { g: Granularity; from: Date; to: Date }) {
+  const args = [cardId, dayText(range.from), dayText(range.to)];
+  const inRange = 'card_id = $1 AND day BETWEEN $2 AND $3';
+  const period = `date_trunc('${range.g}', day)::date`;
+  const active = both(
+    `SELECT day, member_id FROM ledger.report_active WHERE ${inRange}`,
+    `SELECT day, member_id FROM ledger.report_deltas WHERE ${inRange}`,
+  );
+  const redeemed = 'reward_id <> 0 AND event = ANY($4)';
+  return Promise.all([
+    pool.query<{ period: Date; event: string; net: string }>(
+      `SELECT ${period} AS period, event, sum(net)::text AS net FROM ${both(
+        `SELECT day, event, credits + debits AS net FROM ledger.report_days WHERE ${inRange}`,
+        `SELECT day, event, amount FROM ledger.report_deltas WHERE ${inRange}`,
+      )} x GROUP BY 1, 2`,
+      args,
+    ),
+    pool.query<{ period: Date; n: string }>(
+      `SELECT ${period} AS period, count(DISTINCT member_id)::text AS n FROM ${active} x GROUP BY 1`,
+      args,
+    ),
+    pool.query<{ n: string }>(`SELECT count(DISTINCT member_id)::text AS n FROM ${active} x`, args),
+    pool.query<{ balance: string | null }>(
+      `SELECT (coalesce((SELECT sum(credits + debits) FROM ledger.report_days WHERE card_id = $1 AND day <= $2), 0)
+             + coalesce((SELECT sum(amount) FROM ledger.report_deltas WHERE card_id = $1 AND day <= $2), 0))::text AS balance`,
+      [cardId, dayText(range.to)],
+    ),
+    pool.query<{ reward_id: string; name: string | null; redemptions: string; amount: string }>(
+      `SELECT x.reward_id::text, r.name, sum(x.n)::text AS redemptions, (-sum(x.net))::text AS amount FROM ${both(
+        `SELECT reward_id, entries AS n, credits + debits AS net FROM ledger.report_days WHERE ${inRange} AND ${redeemed}`,
+        `SELECT reward_id, 1, amount FROM ledger.report_deltas WHERE ${inRange} AND ${redeemed}`,
+      )} x LEFT JOIN ledger.rewards r ON r.id = x.reward_id
+       GROUP BY x.reward_id, r.name ORDER BY sum(x.n) DESC, x.reward_id LIMIT 10`,
+      [...args, [...REDEEMED]],
+    ),
+  ]);
+}
+
+/** The sums of each period and of the whole range, by category. */
+function sumsByPeriod(rows: { period: Date; event: string; net: string }[]) {
+  const byPeriod = new Map<string, Sums>();
+  const totals = zero();
+  for (const row of rows) {
+    const s = byPeriod.get(dayText(row.period)) ?? zero();
+    byPeriod.set(dayText(row.period), s);
+    addTo(s, row.event, BigInt(row.net));
+    addTo(totals, row.event, BigInt(row.net));
+  }
+  return { byPeriod, totals };
+}
+
+/** The programme report of a card (contract `cards.report`), from the rollups and the unfolded deltas. */
+export async function programmeReport(
+  pool: Pool,
+  clock: Clock,
+  tenantId: number,
+  input: OperationInput<ReportOp>,
+): Promise<Report> {
+  const card = await findCard(pool, tenantId, input.card_id);
+  if (!card) throw new AppError('card_not_found');
+  const range = rangeOf(input, card.time_zone, clock.now());
+  const [sums, active, activeTotal, outstanding, rewards] = await readSums(pool, card.id, range);
+  const { byPeriod, totals } = sumsByPeriod(sums.rows);
+  const activeBy = new Map(active.rows.map((r) => [dayText(r.period), Number(r.n)]));
+  const unit = (v: bigint) => (card.reward_system === 'cashback' ? fromCents(Number(v)) : Number(v));
+  const figures = (s: Sums) => ({
+    issued: unit(s.issued),
+    redeemed: unit(s.redeemed),
+    expired: unit(s.expired),
+    refunded: unit(s.refunded),
+    adjusted: unit(s.adjusted),
+  });
+  const balance = BigInt(outstanding.rows[0]?.balance ?? '0'),
+    points = card.reward_system === 'points';
+  return {
+    card_id: card.id,
+    reward_system: card.reward_system,
+    currency: card.currency,
+    time_zone: card.time_zone,
+    from: dayText(range.from),
+    to: dayText(range.to),
+    granularity: range.g,
+    periods: range.starts.map((p) => ({
+      start: dayText(p),
+      ...figures(byPeriod.get(dayText(p)) ?? zero()),
+      active_members: activeBy.get(dayText(p)) ?? 0,
+    })),
+    totals: {
+      ...figures(totals),
+      active_members: Number(activeTotal.rows[0]?.n ?? 0),
+      breakage: ratio(totals.expired, totals.issued),
+      redemption_rate: ratio(totals.redeemed, totals.issued),
+    },
+    outstanding: {
+      balance: unit(balance),
+      liability: points ? liability(balance, card.point_value) : unit(balance),
+      point_value: points && card.point_value !== null ? decimalNumber(parseDecimal(card.point_value)) : null,
+    },
+    top_rewards: rewards.rows.map((r) => ({
+      reward_id: Number(r.reward_id),
+      name: r.name ?? '',
+      redemptions: Number(r.redemptions),
+      amount: unit(BigInt(r.amount)),
+    })),
+  };
+}
+
+/** points × point_value, rounded half-up to the cent; null without a point value. */
+function liability(points: bigint, pointValue: string | null): number | null {
+  if (pointValue === null) return null;
+  const v = parseDecimal(pointValue);
+  const scaled = points * v.units; // scale v.scale
+  const cents =
+    v.scale >= 2
+      ? (scaled * 2n + 10n ** BigInt(v.scale - 2)) / (2n * 10n ** BigInt(v.scale - 2))
+      : scaled * 10n ** BigInt(2 - v.scale);
+  return fromCents(Number(cents));
+}

@@ -1,0 +1,235 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningService } from '@loyalty/runtime';
+import type { LedgerHooks } from '../src/service.ts';
+import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
+import { email, pointsCard, reward, signedIn, type Api } from './support.ts';
+
+/**
+ * Programme reports end to end: random earns, refunds, redemptions, adjustments and expiries over
+ * weeks of a card in a non-UTC time zone; every figure of the report (per day, week and month, and
+ * the totals, outstanding balance, liability, active members and top rewards) equals what the
+ * journal gives when summed directly; the rollups survive a rebuild unchanged.
+ */
+let sys: TestSystem;
+let api: Api;
+let tenantId: number;
+const ALL = ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read', 'programme_manage'];
+const ISSUED = ['cashback_earned', 'staff_added_points', 'referral_bonus', 'event_bonus'];
+const REDEEMED = ['cashback_redeemed', 'staff_redeemed_reward', 'reward_claimed'];
+// Staff adjustments (adjusted) have the staff API; this test writes through the merchant API only.
+
+beforeAll(async () => {
+  sys = await startTestSystem({ services: ['identity', 'ledger'] });
+  const t = await sys.tenant({ scopes: ALL });
+  tenantId = t.tenantId;
+  api = apiClient(sys.url, t);
+});
+afterAll(async () => {
+  await sys?.stop();
+});
+
+/** A small deterministic generator (the seed is printed when a figure differs). */
+function random(seed: number) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+const ledgerHooks = () => (sys.services.ledger as RunningService<LedgerHooks>).hooks;
+
+/** The journal summed directly, by the card's local day. */
+async function fromJournal(cardId: number, from: string, to: string, trunc: string) {
+  const { rows } = await sys.db.query<{
+    period: string;
+    issued: string;
+    redeemed: string;
+    expired: string;
+    refunded: string;
+    adjusted: string;
+    active: string;
+  }>(
+    `SELECT to_char(date_trunc($4, (j.created_at AT TIME ZONE c.time_zone)::date), 'YYYY-MM-DD') AS period,
+            coalesce(sum(j.amount) FILTER (WHERE j.event = ANY($5)), 0)::text AS issued,
+            coalesce(-sum(j.amount) FILTER (WHERE j.event = ANY($6)), 0)::text AS redeemed,
+            coalesce(-sum(j.amount) FILTER (WHERE j.event IN ('points_expired', 'cashback_expired')), 0)::text AS expired,
+            coalesce(-sum(j.amount) FILTER (WHERE j.event IN ('points_refunded', 'cashback_refunded')), 0)::text AS refunded,
+            coalesce(sum(j.amount) FILTER (WHERE j.event = 'staff_adjustment'), 0)::text AS adjusted,
+            count(DISTINCT j.member_id)::text AS active
+       FROM ledger.journal j JOIN ledger.cards c ON c.id = j.card_id
+      WHERE j.card_id = $1 AND (j.created_at AT TIME ZONE c.time_zone)::date BETWEEN $2 AND $3
+      GROUP BY 1`,
+    [cardId, from, to, trunc, ISSUED, REDEEMED],
+  );
+  return new Map(rows.map((r) => [r.period, r]));
+}
+
+type Figures = {
+  start: string;
+  issued: number;
+  redeemed: number;
+  expired: number;
+  refunded: number;
+  adjusted: number;
+  active_members: number;
+};
+
+describe('programme report', () => {
+  it('equals the sums of the journal on random activity, at every granularity', async () => {
+    const seed = Date.now() % 100_000;
+    const rnd = random(seed);
+    sys.clock.advance(Date.parse('2031-03-02T12:00:00Z') - sys.clock.now().getTime());
+    const card = await pointsCard(sys, tenantId, { time_zone: 'America/New_York', expiry_days: 5, point_value: 0.015 });
+    const cheap = await reward(sys, tenantId, card, 10);
+    const dear = await reward(sys, tenantId, card, 25);
+    const members = await Promise.all([signedIn(api), signedIn(api), signedIn(api)]);
+    const walkIns = [email('r1'), email('r2')];
+    let ref = 0;
+    for (let day = 0; day < 20; day++) {
+      for (let k = 0; k < 4; k++) {
+        const m = members[Math.floor(rnd() * members.length)]!;
+        const roll = rnd();
+        if (roll < 0.5) {
+          ref += 1;
+          const who = rnd() < 0.7 ? { member_id: m.id } : { email: walkIns[Math.floor(rnd() * 2)] };
+          const r = await api('POST', '/api/v1/loyalty/points/earn', {
+            body: { card_id: card, ...who, purchase_amount: 5 + Math.floor(rnd() * 60), reference: `r${seed}-${ref}` },
+          });
+          expect(r.status, JSON.stringify(r.body)).toBe(200);
+          if (rnd() < 0.3) {
+            const back = await api('POST', '/api/v1/loyalty/points/refund', {
+              body: { card_id: card, ...who, refund_amount: 3, reference: `r${seed}-${ref}` },
+            });
+            expect(back.status, JSON.stringify(back.body)).toBe(200);
+          }
+        } else if (roll < 0.8) {
+          const redeem = () =>
+            api('POST', '/api/v1/loyalty/points/redeem', {
+              token: m.token,
+              body: { card_id: card, reward_id: rnd() < 0.6 ? cheap : dear },
+            });
+          let r = await redeem();
+          if (r.status === 401) {
+            // The member's session ran out as the clock moved on: a new code, a new token.
+            const otp = await api('POST', '/api/v1/auth/member/request-otp', { body: { email: m.email } });
+            const v = await api('POST', '/api/v1/auth/member/verify-otp', {
+              body: { email: m.email, code: otp.body.data!.otp_code },
+            });
+            m.token = v.body.data!.member_token as string;
+            r = await redeem();
+          }
+          expect([200, 422]).toContain(r.status);
+        }
+        // Hours apart, so that local days and UTC days differ for some rows.
+        sys.clock.advance(Math.floor(rnd() * 6 * 3600_000));
+      }
+      await ledgerHooks().sweepLots();
+    }
+    // Some deltas folded, some not: the report adds both.
+    await ledgerHooks().foldReports();
+    await api('POST', '/api/v1/loyalty/points/earn', {
+      body: { card_id: card, member_id: members[0]!.id, purchase_amount: 11, reference: `r${seed}-last` },
+    });
+
+    const from = '2031-03-01';
+    const to = '2031-04-15';
+    for (const g of ['day', 'week', 'month'] as const) {
+      const r = await api('GET', `/api/v1/loyalty/cards/${card}/report?from=${from}&to=${to}&granularity=${g}`);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      const report = r.body.data as {
+        periods: Figures[];
+        totals: Record<string, number | null>;
+        outstanding: Record<string, number | null>;
+        top_rewards: { reward_id: number; redemptions: number; amount: number }[];
+      };
+      const expected = await fromJournal(card, from, to, g);
+      let nonEmpty = 0;
+      for (const p of report.periods) {
+        const e = expected.get(p.start);
+        const want = e
+          ? {
+              issued: Number(e.issued),
+              redeemed: Number(e.redeemed),
+              expired: Number(e.expired),
+              refunded: Number(e.refunded),
+              adjusted: Number(e.adjusted),
+              active_members: Number(e.active),
+            }
+          : { issued: 0, redeemed: 0, expired: 0, refunded: 0, adjusted: 0, active_members: 0 };
+        if (e) nonEmpty += 1;
+        expect({ ...p, start: undefined }, `seed ${seed}, ${g} ${p.start}`).toEqual({ ...want, start: undefined });
+      }
+      expect(nonEmpty).toBe(expected.size);
+      const { rows: t } = await sys.db.query<{
+        issued: string;
+        redeemed: string;
+        expired: string;
+        active: string;
+        balance: string;
+      }>(
+        `SELECT coalesce(sum(j.amount) FILTER (WHERE j.event = ANY($2) AND (j.created_at AT TIME ZONE c.time_zone)::date BETWEEN $3 AND $4), 0)::text AS issued,
+                coalesce(-sum(j.amount) FILTER (WHERE j.event = ANY($5) AND (j.created_at AT TIME ZONE c.time_zone)::date BETWEEN $3 AND $4), 0)::text AS redeemed,
+                coalesce(-sum(j.amount) FILTER (WHERE j.event LIKE '%expired' AND (j.created_at AT TIME ZONE c.time_zone)::date BETWEEN $3 AND $4), 0)::text AS expired,
+                count(DISTINCT j.member_id) FILTER (WHERE (j.created_at AT TIME ZONE c.time_zone)::date BETWEEN $3 AND $4)::text AS active,
+                coalesce(sum(j.amount) FILTER (WHERE (j.created_at AT TIME ZONE c.time_zone)::date <= $4), 0)::text AS balance
+           FROM ledger.journal j JOIN ledger.cards c ON c.id = j.card_id WHERE j.card_id = $1`,
+        [card, ISSUED, from, to, REDEEMED],
+      );
+      const s = t[0]!;
+      expect(report.totals.issued).toBe(Number(s.issued));
+      expect(report.totals.active_members).toBe(Number(s.active));
+      expect(report.totals.breakage).toBeCloseTo(Number(s.expired) / Number(s.issued), 5);
+      expect(report.totals.redemption_rate).toBeCloseTo(Number(s.redeemed) / Number(s.issued), 5);
+      expect(report.outstanding.balance).toBe(Number(s.balance));
+      expect(report.outstanding.liability).toBeCloseTo(Math.round(Number(s.balance) * 1.5) / 100, 2);
+      const { rows: accounts } = await sys.db.query<{ total: string }>(
+        'SELECT coalesce(sum(balance + pending + held), 0)::text AS total FROM ledger.accounts WHERE card_id = $1',
+        [card],
+      );
+      expect(report.outstanding.balance).toBe(Number(accounts[0]!.total));
+      const redeemedTop = report.top_rewards.reduce((n, x) => n + x.amount, 0);
+      expect(redeemedTop).toBe(Number(s.redeemed));
+    }
+    expect(Number((await fromJournal(card, from, to, 'month')).size)).toBeGreaterThan(0);
+  });
+
+  it('rebuilds to the same figures, and refuses bad input', async () => {
+    const card = await pointsCard(sys, tenantId, { time_zone: 'Asia/Kolkata' });
+    for (let i = 0; i < 5; i++) {
+      await api('POST', '/api/v1/loyalty/points/earn', {
+        body: { card_id: card, email: email('rb'), purchase_amount: 10 + i },
+      });
+      sys.clock.advance(7 * 3600_000);
+    }
+    const path = `/api/v1/loyalty/cards/${card}/report?from=2031-01-01&to=2032-12-31&granularity=month`;
+    const before = (await api('GET', path)).body.data;
+    const { job } = await sys.admin<{ job: { id: string } }>('POST', `/admin/v1/tenants/${tenantId}/reports/rebuild`, {
+      card_id: card,
+    });
+    let status = '';
+    for (let i = 0; i < 100 && status !== 'succeeded'; i++) {
+      status = (await sys.admin<{ status: string }>('GET', `/admin/v1/jobs/${job.id}`)).status;
+      if (status !== 'succeeded') await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(status).toBe('succeeded');
+    expect((await api('GET', path)).body.data).toEqual(before);
+    expect((before as { totals: { issued: number } }).totals.issued).toBe(10 + 11 + 12 + 13 + 14);
+
+    const bad = async (q: string, status: number, code: string) => {
+      const r = await api('GET', `/api/v1/loyalty/cards/${card}/report?${q}`);
+      expect(r.status, q).toBe(status);
+      expect(r.body.error?.code, q).toBe(code);
+    };
+    await bad('from=2031-02-30', 400, 'validation_error');
+    await bad('from=2031-05-01&to=2031-04-01', 400, 'validation_error');
+    await bad('granularity=year', 400, 'validation_error');
+    await bad('from=1990-01-01&to=2031-01-01', 400, 'validation_error');
+    const missing = await api('GET', `/api/v1/loyalty/cards/999999/report`);
+    expect(missing.status).toBe(404);
+    const other = apiClient(sys.url, await sys.tenant({ scopes: ALL }));
+    expect((await other('GET', `/api/v1/loyalty/cards/${card}/report`)).status).toBe(404);
+    const noScope = apiClient(sys.url, await sys.tenant({ scopes: ['points_read'] }));
+    expect((await noScope('GET', `/api/v1/loyalty/cards/${card}/report`)).status).toBe(403);
+  });
+});
