@@ -78,6 +78,19 @@ function postingBatcher(rt: ServiceRuntime, config: LedgerConfig): PostingBatche
   });
 }
 
+/** Members' redemption PINs with the card's wrong-PIN lock policy. */
+function pinsOf({ pool, clock }: ServiceRuntime, config: LedgerConfig) {
+  return memberPins({
+    pool,
+    clock,
+    policy: {
+      maxAttempts: config.PIN_MAX_ATTEMPTS,
+      lockMs: config.PIN_LOCK_MINUTES * 60_000,
+      maxLockMs: config.PIN_MAX_LOCK_MINUTES * 60_000,
+    },
+  });
+}
+
 async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<ServiceDeclaration<LedgerHooks>> {
   const { pool, nc, subjects, log, metrics, outbox, clock } = rt;
   // Cards are cached per replica; a replica that changes a card tells every other one.
@@ -87,15 +100,7 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
     subject: subjects.cardsChanged(),
     metrics,
   });
-  const pins = memberPins({
-    pool,
-    clock,
-    policy: {
-      maxAttempts: config.PIN_MAX_ATTEMPTS,
-      lockMs: config.PIN_LOCK_MINUTES * 60_000,
-      maxLockMs: config.PIN_MAX_LOCK_MINUTES * 60_000,
-    },
-  });
+  const pins = pinsOf(rt, config);
   const client = new ServiceClient(nc, subjects, { timeoutMs: config.REQUEST_TIMEOUT_MS, log });
   const lotSubjects = (what: 'expired' | 'expiring') => ({
     points: subjects.event('ledger', `points_${what}`),
