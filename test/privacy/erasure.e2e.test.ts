@@ -52,6 +52,72 @@ afterAll(async () => {
 
 const runJobs = () => sys.services.identity!.runJobNow();
 
+/** The export's document, downloaded from the job's result_url. */
+async function exported(memberId: number): Promise<Record<string, Record<string, unknown>>> {
+  const res = await t.api('POST', `/api/v1/members/${memberId}/export`);
+  expect(res.status, JSON.stringify(res.body)).toBe(202);
+  expect(res.body.data).toMatchObject({ kind: 'member.export', status: 'queued' });
+  const done = await jobDone(t.api, res.body.data!.id as string, runJobs);
+  expect(done).toMatchObject({ status: 'succeeded', progress: { done: 5, total: 5 }, errors: [] });
+  const download = await fetch(`${sys.url}${done.result_url as string}`, {
+    headers: { 'x-app-id': t.appId, 'x-api-key': t.apiKey },
+  });
+  expect(download.status).toBe(200);
+  expect(download.headers.get('content-type')).toBe('application/json');
+  return (await download.json()) as Record<string, Record<string, unknown>>;
+}
+
+describe('POST /api/v1/members/{member_id}/export', () => {
+  it("gathers every service's part into one JSON document", async () => {
+    const doc = await exported(erin.id);
+    expect(doc).toMatchObject({ format: 'loyalty-member-export/1', member_id: erin.id, tenant_id: t.tenantId });
+    const identity = doc.identity!;
+    expect(identity.profile).toMatchObject({ id: erin.id, name: erin.name, email: erin.email, phone: erin.phone });
+    expect((identity.sessions as unknown[]).length).toBeGreaterThanOrEqual(1);
+    expect(JSON.stringify(identity.sessions)).not.toMatch(/token/);
+    expect(identity.audit_entries).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          action: 'balance.adjusted',
+          details: { reason: `Goodwill for ${erin.name}`, direction: 'add' },
+        }),
+      ]),
+    );
+    const ledger = doc.ledger as Record<string, Record<string, unknown>[]>;
+    expect(ledger.accounts).toEqual([expect.objectContaining({ card_id: t.pointsCard, member_id: erin.id })]);
+    expect(ledger.journal!.map((j) => j.event)).toEqual(expect.arrayContaining(['staff_adjustment']));
+    expect(ledger.journal!.some((j) => JSON.stringify(j.metadata).includes(erin.email))).toBe(true);
+    expect(ledger.lots!.length).toBeGreaterThanOrEqual(2);
+    expect(ledger.holds).toEqual([expect.objectContaining({ status: 'held', amount: 30 })]);
+    const claims = doc.claims as Record<string, Record<string, unknown>[]>;
+    expect(claims.claim_requests).toEqual([
+      expect.objectContaining({ member_id: erin.id, member_note: `Please call ${erin.name} on ${erin.phone}` }),
+    ]);
+    expect(claims.claim_requests![0]).not.toHaveProperty('decided_by');
+    const referrals = doc.referrals as Record<string, Record<string, unknown>[]>;
+    expect(referrals.referrals).toEqual([expect.objectContaining({ referee_id: erin.id, referrer_id: referrer.id })]);
+    const webhooks = doc.webhooks as Record<string, Record<string, unknown>[]>;
+    const types = webhooks.deliveries!.map((d) => (d.event as { type: string }).type);
+    expect(types).toEqual(expect.arrayContaining(['member.registered', 'points.earned', 'claim.requested']));
+    // Nothing of another member.
+    expect(JSON.stringify(doc)).not.toContain(bystander.email);
+  });
+
+  it('pages through a part larger than one page', async () => {
+    const many = await register(t.api, 'Max');
+    for (let i = 0; i < 230; i++) {
+      const earn = await t.api('POST', '/api/v1/loyalty/points/earn', {
+        body: { card_id: t.pointsCard, member_id: many.id, purchase_amount: 1, reference: `bulk-${many.id}-${i}` },
+      });
+      expect(earn.status).toBe(200);
+    }
+    const doc = await exported(many.id);
+    const journal = (doc.ledger as Record<string, { id: number }[]>).journal!;
+    expect(journal).toHaveLength(230);
+    expect(new Set(journal.map((j) => j.id)).size).toBe(230);
+  });
+});
+
 describe('POST /api/v1/members/{member_id}/erase', () => {
   it('refuses an app without members_manage and a member of another tenant', async () => {
     const narrow = await sys.tenant();
@@ -105,6 +171,18 @@ describe('POST /api/v1/members/{member_id}/erase', () => {
     await eventually(async () =>
       t.receiver.received.find((r) => r.event.type === 'member.erased' && r.event.data.member_id === erin.id),
     );
+  });
+
+  it('exports an erased member no more, and their earlier exports are gone', async () => {
+    const res = await t.api('POST', `/api/v1/members/${erin.id}/export`);
+    expect(res.status).toBe(404);
+    expect(res.body.error?.code).toBe('member_not_found');
+    const { rows } = await sys.db.query(
+      `SELECT count(*)::int AS n FROM identity.job_results r JOIN identity.jobs j ON j.id = r.job_id
+        WHERE j.kind = 'member.export' AND j.params->>'member_id' = $1::text`,
+      [erin.id],
+    );
+    expect(rows[0].n).toBe(0);
   });
 
   it("lets a new member register with the erased member's email and phone", async () => {

@@ -21,6 +21,8 @@ export const ALL_SCOPES = [
 
 export interface PrivacyTenant {
   tenantId: number;
+  appId: string;
+  apiKey: string;
   api: Api;
   pointsCard: number;
   reward: number;
@@ -58,7 +60,17 @@ export async function privacyTenant(sys: TestSystem): Promise<PrivacyTenant> {
     body: { url: `http://127.0.0.1:${receiver.port}/hook`, event_types: ['*'] },
   });
   expect(hook.status, JSON.stringify(hook.body)).toBe(200);
-  return { tenantId: t.tenantId, api, pointsCard: card.id, reward: reward.id, staffToken, staff, receiver };
+  return {
+    tenantId: t.tenantId,
+    appId: t.appId,
+    apiKey: t.apiKey,
+    api,
+    pointsCard: card.id,
+    reward: reward.id,
+    staffToken,
+    staff,
+    receiver,
+  };
 }
 
 export interface Person {

@@ -59,6 +59,8 @@ export {
 export {
   EraseMemberDataReply,
   EraseMemberDataRequest,
+  ExportMemberDataReply,
+  ExportMemberDataRequest,
   memberDataInternalOperations,
   memberDataOperations,
   PersonalData,

@@ -84,6 +84,7 @@ export { ensureEventStream, Outbox, OutboxRelay, type NewEvent, type OutboxEvent
 export { EventConsumer } from './consumer.ts';
 export { auditActor, recordAudit } from './audit.ts';
 export { EventBatchConsumer } from './batch-consumer.ts';
+export { EXPORT_PAGE_ROWS, exportPage, type ExportPage, type ExportSection } from './member-export.ts';
 export {
   ERASED,
   erasePersonalTextInSharedTables,

@@ -40,6 +40,10 @@ const calls: Record<ServiceName, { service: ServiceName; operation: string }[]> 
     memberDataInternalOperations.claimsErase,
     memberDataInternalOperations.referralsErase,
     memberDataInternalOperations.webhooksErase,
+    memberDataInternalOperations.ledgerExport,
+    memberDataInternalOperations.claimsExport,
+    memberDataInternalOperations.referralsExport,
+    memberDataInternalOperations.webhooksExport,
   ],
   ledger: [identityOperations.resolveMember, identityOperations.issueMemberOtp, identityOperations.verifyMemberOtp],
   claims: [

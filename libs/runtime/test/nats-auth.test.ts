@@ -37,11 +37,15 @@ describe('natsPermissions', () => {
   it('gives each service its own subjects, the internal operations it calls and the JetStream API it needs', () => {
     expect(natsPermissions('loyalty', 'identity')).toEqual({
       publish: [
-        // A member's erasure asks every service for its part.
+        // A member's erasure and export ask every service for its part.
         'loyalty.ledger.internal.member_data.erase',
         'loyalty.claims.internal.member_data.erase',
         'loyalty.referrals.internal.member_data.erase',
         'loyalty.webhooks.internal.member_data.erase',
+        'loyalty.ledger.internal.member_data.export',
+        'loyalty.claims.internal.member_data.export',
+        'loyalty.referrals.internal.member_data.export',
+        'loyalty.webhooks.internal.member_data.export',
         '_INBOX_gateway.>',
         '_INBOX_ledger.>',
         '_INBOX_claims.>',

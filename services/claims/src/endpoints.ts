@@ -24,5 +24,6 @@ export function claimsEndpoints(
     .staff(s['staff.claims.list'], (d, c) => queue.list(d, c.meta))
     .staff(s['staff.claims.approve'], (d, c) => queue.approve(d, c.meta))
     .staff(s['staff.claims.reject'], (d, c) => queue.reject(d, c.meta))
-    .internal(memberDataInternalOperations.claimsErase, (d, c) => memberData.erase(d, c.meta));
+    .internal(memberDataInternalOperations.claimsErase, (d, c) => memberData.erase(d, c.meta))
+    .internal(memberDataInternalOperations.claimsExport, (d, c) => memberData.export(d, c.meta));
 }

@@ -1,8 +1,10 @@
 import type { z } from 'zod';
-import type { EraseMemberDataRequest, ServiceMeta } from '@loyalty/contracts';
+import type { EraseMemberDataRequest, ExportMemberDataRequest, ServiceMeta } from '@loyalty/contracts';
 import {
   erasePersonalTextInSharedTables,
+  exportPage,
   personalPattern,
+  type ExportSection,
   rewritePersonalText,
   withTransaction,
   type Pool,
@@ -14,8 +16,21 @@ import {
  * another member's request that names them is rewritten, as are event payloads and stored
  * responses carrying their name, email or phone. Idempotent.
  */
+/** The member's claim requests, for their export (who on the staff decided is not theirs to read). */
+const sections: ExportSection[] = [
+  {
+    name: 'claim_requests',
+    query: `SELECT id AS key, to_jsonb(c) - 'decided_by' - 'approval_attempt' AS row FROM claims.claim_requests c
+             WHERE tenant_id = $1 AND member_id = $2 AND id > $3 ORDER BY id LIMIT $4`,
+  },
+];
+
 export function claimsMemberData(pool: Pool) {
   return {
+    /** One page of the member's export. */
+    export: (d: z.output<typeof ExportMemberDataRequest>, meta: ServiceMeta) =>
+      exportPage(pool, sections, { tenantId: meta.tenant_id, memberId: d.member_id, cursor: d.cursor }),
+
     async erase(d: z.output<typeof EraseMemberDataRequest>, meta: ServiceMeta) {
       const pattern = personalPattern(d.personal);
       const changed = await withTransaction(pool, async (db) => {

@@ -14,6 +14,7 @@ import type { memberCodes } from './members/member-codes.ts';
 import type { memberAuth } from './members/member-auth.ts';
 import type { memberDirectory } from './members/member-directory.ts';
 import type { memberErasure } from './members/member-erasure.ts';
+import type { memberExport } from './members/member-export.ts';
 import type { provisioning } from './tenants/provisioning.ts';
 import type { staffAuth } from './staff/staff-auth.ts';
 import type { staffMembers } from './staff/staff-members.ts';
@@ -30,11 +31,12 @@ export interface IdentityParts {
   members: ReturnType<typeof staffMembers>;
   audit: ReturnType<typeof auditLog>;
   erasure: ReturnType<typeof memberErasure>;
+  exports: ReturnType<typeof memberExport>;
 }
 
 /** Subject -> handler table of the identity service. Handlers stay thin: validate, delegate. */
 export function identityEndpoints(parts: IdentityParts): Endpoints {
-  const { auth, admin, directory, claims, codes, staff, team, members, audit, erasure } = parts;
+  const { auth, admin, directory, claims, codes, staff, team, members, audit, erasure, exports } = parts;
   const a = authOperations;
   const i = identityOperations;
   const p = adminOperations;
@@ -48,6 +50,7 @@ export function identityEndpoints(parts: IdentityParts): Endpoints {
     .public(a['member.refresh'], (_d, c) => auth.refresh(c.meta))
     .public(a['member.logout'], (_d, c) => auth.logout(c.meta))
     .public(memberDataOperations['members.erase'], (d, c) => erasure.request(d.member_id, c.meta))
+    .public(memberDataOperations['members.export'], (d, c) => exports.request(d.member_id, c.meta))
     .gatewayInternal(internalOperations.authenticate, (d) => auth.authenticate(d))
     .gatewayInternal(internalOperations.authenticateStaff, (d) => staff.authenticate(d))
     .internal(i.resolveMember, (d, c) => directory.resolve(d, c.meta))

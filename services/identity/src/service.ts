@@ -19,6 +19,7 @@ import { claimCodes } from './members/claim-codes.ts';
 import { memberCodes } from './members/member-codes.ts';
 import { memberDirectory } from './members/member-directory.ts';
 import { ERASE_JOB, memberErasure } from './members/member-erasure.ts';
+import { EXPORT_JOB, memberExport } from './members/member-export.ts';
 import { notificationPace } from './mail/notifications.ts';
 import type { IdentityConfig } from './config.ts';
 import { identityConsumers } from './consumers.ts';
@@ -66,6 +67,12 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
   const credentialsChanged = (change: { tenant_id: number; session_id: number } | { app_id: string }) =>
     nc.publish(subjects.credentialsChanged(), jsonCodec.encode(change));
   const erasure = erasureOf(rt, config, credentialsChanged);
+  const exports = memberExport({
+    pool,
+    clock,
+    jobs: rt.jobs,
+    client: new ServiceClient(nc, subjects, { timeoutMs: config.MEMBER_DATA_TIMEOUT_MS, log }),
+  });
   const authDeps = {
     pool,
     clock,
@@ -102,8 +109,9 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
       members: staffMembers(pool),
       audit,
       erasure,
+      exports,
     }),
-    jobs: { [ERASE_JOB]: erasure.run },
+    jobs: { [ERASE_JOB]: erasure.run, [EXPORT_JOB]: exports.run },
     consumers: identityConsumers(rt, config, { mails, audit }),
     tasks: [earnMailSender, outgoingMailSender, anchors],
     caches: [],
@@ -141,6 +149,8 @@ function erasureOf(
  * hourly cap only reads the last hour's codes.
  */
 const identityPurgeRules = [
+  // Pages an export gathered, left by one that failed (a finished one deletes its own).
+  { table: 'member_export_parts', expired: `created_at < $1::timestamptz - interval '1 day'` },
   { table: 'otps', expired: `expires_at < $1::timestamptz - interval '1 day'` },
   {
     table: 'member_sessions',

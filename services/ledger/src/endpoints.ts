@@ -69,6 +69,7 @@ export function ledgerEndpoints(parts: {
     })
     .internal(l.getCard, (d, x) => cards.cardSummary(x.meta.tenant_id, d.card_id))
     .internal(memberDataInternalOperations.ledgerErase, (d, x) => parts.memberData.erase(d, x.meta))
+    .internal(memberDataInternalOperations.ledgerExport, (d, x) => parts.memberData.export(d, x.meta))
     .internal(l.getReward, (d, x) => cards.rewardSummary(x.meta.tenant_id, d.card_id, d.reward_id))
     .internal(l.debitPoints, (d, x) => points.move('debit', d, x.meta))
     .internal(l.creditPoints, (d, x) => points.move('credit', d, x.meta))

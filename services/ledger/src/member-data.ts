@@ -1,7 +1,9 @@
 import type { z } from 'zod';
-import type { EraseMemberDataRequest, ServiceMeta } from '@loyalty/contracts';
+import type { EraseMemberDataRequest, ExportMemberDataRequest, ServiceMeta } from '@loyalty/contracts';
 import {
   erasePersonalTextInSharedTables,
+  exportPage,
+  type ExportSection,
   personalPattern,
   rewritePersonalText,
   withTransaction,
@@ -16,8 +18,26 @@ import type { MemberDirectory } from './clients.ts';
  * stored answer, event payload or stored response carrying the member's name, email or phone.
  * Idempotent: a repeated request finds nothing left to change.
  */
+/** What the ledger holds about a member, for their export: their accounts and the books' rows. */
+const sections: ExportSection[] = [
+  {
+    name: 'accounts',
+    query: `SELECT card_id AS key, to_jsonb(a) AS row FROM ledger.accounts a
+             WHERE tenant_id = $1 AND member_id = $2 AND card_id > $3 ORDER BY card_id LIMIT $4`,
+  },
+  ...['journal', 'lots', 'holds'].map((table) => ({
+    name: table,
+    query: `SELECT id AS key, to_jsonb(t) AS row FROM ledger.${table} t
+             WHERE tenant_id = $1 AND member_id = $2 AND id > $3 ORDER BY id LIMIT $4`,
+  })),
+];
+
 export function ledgerMemberData(pool: Pool, members: MemberDirectory) {
   return {
+    /** One page of the member's export (identity's export job asks page after page). */
+    export: (d: z.output<typeof ExportMemberDataRequest>, meta: ServiceMeta) =>
+      exportPage(pool, sections, { tenantId: meta.tenant_id, memberId: d.member_id, cursor: d.cursor }),
+
     async erase(d: z.output<typeof EraseMemberDataRequest>, meta: ServiceMeta) {
       const pattern = personalPattern(d.personal);
       const tenantMember = [meta.tenant_id, d.member_id];

@@ -21,5 +21,6 @@ export function referralEndpoints(
     .public(r['referrals.apply'], (d, c) => p.apply(d, c.meta))
     .staff(s['staff.members.referrals'], (d, c) => staff.memberReferrals(d, c.meta))
     .staff(s['staff.referrals.dashboard'], (d, c) => staff.dashboard(d, c.meta))
-    .internal(memberDataInternalOperations.referralsErase, (d, c) => memberData.erase(d, c.meta));
+    .internal(memberDataInternalOperations.referralsErase, (d, c) => memberData.erase(d, c.meta))
+    .internal(memberDataInternalOperations.referralsExport, (d, c) => memberData.export(d, c.meta));
 }

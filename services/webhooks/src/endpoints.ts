@@ -33,6 +33,7 @@ export function webhooksEndpoints(
     .public(o['webhooks.deliveries.list'], (d, c) => deliveries.list(merchant(c.meta), d))
     .public(o['webhooks.deliveries.redeliver'], (d, c) => deliveries.redeliver(merchant(c.meta), d))
     .internal(memberDataInternalOperations.webhooksErase, (d, c) => memberData.erase(d, c.meta))
+    .internal(memberDataInternalOperations.webhooksExport, (d, c) => memberData.export(d, c.meta))
     .operator(a['admin.webhooks.endpoints.create'], async (d, c) =>
       registry.create(await operator(d, c.requestId), {
         url: d.url,

@@ -444,6 +444,17 @@ export const operationExamples: Record<string, OperationExample> = {
   'jobs.result': { response: '{"member":{"id":42}}' },
   'admin.jobs.get': { response: { ...exampleJob, result_url: `/admin/v1/jobs/${exampleJob.id}/result`, tenant_id: 1 } },
   'admin.jobs.result': { response: '{"member":{"id":42}}' },
+  'members.export': {
+    response: {
+      id: 'job_identity_8c2d4e6f-1a3b-4c5d-9e7f-0a1b2c3d4e5f',
+      kind: 'member.export',
+      status: 'queued' as const,
+      progress: { done: 0, total: null },
+      errors: [],
+      created_at: '2026-11-25T10:00:00.000Z',
+      finished_at: null,
+    },
+  },
   'members.erase': {
     response: {
       id: 'job_identity_5b0e3c2a-91f4-4d6b-8a1e-2f7c9d3e4a10',

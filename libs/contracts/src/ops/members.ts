@@ -24,6 +24,19 @@ export const memberDataOperations = defineOperations({
     response: Job,
     errors: ['member_not_found'],
   },
+  'members.export': {
+    ...base,
+    method: 'POST',
+    path: '/api/v1/members/:member_id/export',
+    operation: 'members.export',
+    idempotent: false,
+    accepted: true,
+    summary:
+      "Export everything every service holds about a member (a job): its result, downloaded at the job's result_url for 7 days, is one JSON document (profile, consents, sessions, accounts, journal, lots, holds, claims, referrals, audit entries, webhook deliveries)",
+    params: MemberParams,
+    response: Job,
+    errors: ['member_not_found'],
+  },
 });
 
 /** What an erasure removes from a service's records beyond the rows keyed by the member's id. */
@@ -42,6 +55,26 @@ export const EraseMemberDataRequest = z.object({
 /** Rows changed per table (a repeated request changes nothing more and answers zeros). */
 export const EraseMemberDataReply = z.object({ changed: z.record(z.string(), z.number().int()) });
 
+export const ExportMemberDataRequest = z.object({
+  member_id: z.number().int().positive(),
+  /** Where the page starts (the last page's `next_cursor`); null for the first. */
+  cursor: z.string().max(64).nullable(),
+});
+/** One page of one section of a service's part (rows as the service stores them, secrets left out). */
+export const ExportMemberDataReply = z.object({
+  section: z.string(),
+  rows: z.array(z.record(z.string(), z.unknown())),
+  next_cursor: z.string().nullable(),
+});
+
+const exportOf = <S extends 'ledger' | 'claims' | 'referrals' | 'webhooks'>(service: S) =>
+  ({
+    service,
+    operation: 'internal.member_data.export',
+    request: ExportMemberDataRequest,
+    reply: ExportMemberDataReply,
+  }) as const;
+
 const eraseOf = <S extends 'ledger' | 'claims' | 'referrals' | 'webhooks'>(service: S) =>
   ({
     service,
@@ -51,13 +84,18 @@ const eraseOf = <S extends 'ledger' | 'claims' | 'referrals' | 'webhooks'>(servi
   }) as const;
 
 /**
- * Each service's part of a member's erasure (identity's erasure job calls them in turn, outside
- * any transaction): anonymise the free text and payloads it holds about the member, keep ids and
- * amounts. Idempotent: a repeated call finds nothing left to change.
+ * Each service's part of a member's erasure and export (identity's jobs call them in turn,
+ * outside any transaction). Erase: anonymise the free text and payloads it holds about the member,
+ * keep ids and amounts; idempotent, a repeated call finds nothing left to change. Export: one page
+ * of what it holds about the member, from a cursor; it changes nothing.
  */
 export const memberDataInternalOperations = defineInternalOperations({
   ledgerErase: eraseOf('ledger'),
   claimsErase: eraseOf('claims'),
   referralsErase: eraseOf('referrals'),
   webhooksErase: eraseOf('webhooks'),
+  ledgerExport: exportOf('ledger'),
+  claimsExport: exportOf('claims'),
+  referralsExport: exportOf('referrals'),
+  webhooksExport: exportOf('webhooks'),
 });

@@ -14,6 +14,7 @@ import {
   type ServiceClient,
 } from '@loyalty/runtime';
 import { eraseMemberDetails } from '../store/audit.ts';
+import { EXPORT_JOB } from './member-export.ts';
 import { revokeMemberSessions } from '../store/sessions.ts';
 
 export const ERASE_JOB = 'member.erase';
@@ -194,12 +195,13 @@ async function eraseInIdentity(
     memberId,
   ]);
   await eraseMemberDetails(db, tenantId, memberId, pattern, now);
-  // The member's exports: their results hold everything this erasure removed.
-  await db.query(
-    `DELETE FROM identity.job_results WHERE job_id IN (
-       SELECT id FROM identity.jobs WHERE tenant_id = $1 AND kind = 'member.export' AND params->>'member_id' = $2::text)`,
-    [tenantId, memberId],
-  );
+  // The member's exports: their results and gathered pages hold everything this erasure removed.
+  for (const table of ['identity.job_results', 'identity.member_export_parts'])
+    await db.query(
+      `DELETE FROM ${table} WHERE job_id IN (
+         SELECT id FROM identity.jobs WHERE tenant_id = $1 AND kind = $3 AND params->>'member_id' = $2::text)`,
+      [tenantId, memberId, EXPORT_JOB],
+    );
   await erasePersonalTextInSharedTables(db, 'identity', pattern);
   await db.query(
     `UPDATE identity.member_erasures SET completed_at = $3, name = NULL, email = NULL, phone = NULL
