@@ -66,13 +66,7 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
   // Tell every gateway replica to forget a member token whose session ended, or a rotated or revoked key.
   const credentialsChanged = (change: { tenant_id: number; session_id: number } | { app_id: string }) =>
     nc.publish(subjects.credentialsChanged(), jsonCodec.encode(change));
-  const erasure = erasureOf(rt, config, credentialsChanged);
-  const exports = memberExport({
-    pool,
-    clock,
-    jobs: rt.jobs,
-    client: new ServiceClient(nc, subjects, { timeoutMs: config.MEMBER_DATA_TIMEOUT_MS, log }),
-  });
+  const { erasure, exports } = memberData(rt, config, credentialsChanged);
   const authDeps = {
     pool,
     clock,
@@ -125,23 +119,28 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
   };
 }
 
-/** Members' erasures: the job asks the other services; the gateways and ledgers are told at once. */
-function erasureOf(
+/**
+ * Members' erasures and exports: their jobs ask the other services; an erasure tells the gateways
+ * and the ledger replicas at once.
+ */
+function memberData(
   rt: ServiceRuntime,
   config: IdentityConfig,
   credentialsChanged: (change: { tenant_id: number; session_id: number }) => void,
 ) {
   const { pool, clock, outbox, nc, subjects, log } = rt;
-  return memberErasure({
+  const client = new ServiceClient(nc, subjects, { timeoutMs: config.MEMBER_DATA_TIMEOUT_MS, log });
+  const erasure = memberErasure({
     pool,
     clock,
     outbox,
     jobs: rt.jobs,
-    client: new ServiceClient(nc, subjects, { timeoutMs: config.MEMBER_DATA_TIMEOUT_MS, log }),
+    client,
     sessionEnded: (tenantId, sessionId) => credentialsChanged({ tenant_id: tenantId, session_id: sessionId }),
     memberErased: (tenantId, memberId) =>
       nc.publish(subjects.membersChanged(), jsonCodec.encode({ tenant_id: tenantId, member_id: memberId })),
   });
+  return { erasure, exports: memberExport({ pool, clock, jobs: rt.jobs, client }) };
 }
 
 /**
