@@ -47,7 +47,8 @@ export function ledgerEndpoints(parts: {
   const p = pointsOperations;
   const a = ledgerAdminOperations;
   const l = ledgerOperations;
-  return reportEndpoints(ruleEndpoints(new Endpoints('ledger'), parts.rules, parts.memberEvents, quotes), parts.reports)
+  const base = ruleEndpoints(new Endpoints('ledger'), parts.rules, parts.memberEvents, quotes);
+  return memberDataEndpoints(reportEndpoints(base, parts.reports), parts.memberData)
     .public(c['cashback.earn'], (d, x) => cashback.earn(d, x.meta))
     .public(c['cashback.redeem'], (d, x) => cashback.redeem(d, x.meta))
     .public(c['cashback.refund'], (d, x) => cashback.refund(d, x.meta))
@@ -68,8 +69,6 @@ export function ledgerEndpoints(parts: {
       return pins.set(x.meta.tenant_id, x.meta.member_id, d);
     })
     .internal(l.getCard, (d, x) => cards.cardSummary(x.meta.tenant_id, d.card_id))
-    .internal(memberDataInternalOperations.ledgerErase, (d, x) => parts.memberData.erase(d, x.meta))
-    .internal(memberDataInternalOperations.ledgerExport, (d, x) => parts.memberData.export(d, x.meta))
     .internal(l.getReward, (d, x) => cards.rewardSummary(x.meta.tenant_id, d.card_id, d.reward_id))
     .internal(l.debitPoints, (d, x) => points.move('debit', d, x.meta))
     .internal(l.creditPoints, (d, x) => points.move('credit', d, x.meta))
@@ -87,6 +86,13 @@ export function ledgerEndpoints(parts: {
     .operator(a['admin.reward.create'], (d, x) => cards.createReward(d, x.meta))
     .operator(a['admin.reward.update'], (d, x) => cards.updateReward(d, x.meta))
     .operator(a['admin.reward.list'], (d) => cards.listRewards(d));
+}
+
+/** The ledger's part of members' erasures and exports (identity's jobs ask for it). */
+function memberDataEndpoints(endpoints: Endpoints, memberData: LedgerMemberData): Endpoints {
+  return endpoints
+    .internal(memberDataInternalOperations.ledgerErase, (d, x) => memberData.erase(d, x.meta))
+    .internal(memberDataInternalOperations.ledgerExport, (d, x) => memberData.export(d, x.meta));
 }
 
 /** The earning rules (merchant API and operator API) and member events. */
