@@ -46,7 +46,7 @@ async function post(
   const posted = await postings.post(direction, {
     account: k,
     movement: { ...m, at },
-    event: { id, subject: `bench_tuned.events.ledger.${e.type}`, envelope, unit: e.unit },
+    event: { id, subject: `bench_tuned.events.ledger.${e.type}`, envelope, unit: e.unit, trace: null },
   });
   return posted !== undefined;
 }

@@ -367,7 +367,8 @@ try {
   const model = composeModel();
   const nodeImage = nodeImageOfDockerfile();
   const infrastructure = Object.entries(model.services)
-    .filter(([, s]) => !s.build)
+    // Services of an optional profile (the trace pipeline) are not started here, nor their images needed.
+    .filter(([, s]) => !s.build && !s.profiles)
     .map(([, s]) => s.image);
   summary.bases = await phase('base images', () => ensureImages([nodeImage, ...infrastructure], { nodeImage, log }));
   summary.build = await phase('build the images of deploy/Dockerfile', buildImages);

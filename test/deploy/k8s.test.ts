@@ -265,7 +265,7 @@ describe.each([
     expect(serviceNames.flatMap((s) => deploymentProblems(s, ms, secretKeys))).toEqual([]);
     expect(
       ms
-        .filter((m) => m.kind === 'Deployment' && m.metadata.name !== 'pgbouncer')
+        .filter((m) => m.kind === 'Deployment' && !addOns.includes(m.metadata.name))
         .map((m) => m.metadata.name)
         .sort(),
     ).toEqual(serviceNames);
@@ -293,7 +293,7 @@ describe.each([
     expect(
       pdbs
         .map((m) => m.metadata.name)
-        .filter((n) => n !== 'pgbouncer')
+        .filter((n) => !addOns.includes(n))
         .sort(),
     ).toEqual(serviceNames);
     for (const pdb of pdbs) {
@@ -389,7 +389,7 @@ describe('production overlay', () => {
 
   it('pins released images from a registry', () => {
     const images = production
-      .filter((m) => m.metadata.name !== 'pgbouncer')
+      .filter((m) => !addOns.includes(m.metadata.name))
       .flatMap((m) => containersOf(m).map((c) => c.image));
     expect(images.length).toBe(serviceNames.length + 1);
     for (const image of images) expect(image).toMatch(/^[a-z0-9.-]+\.[a-z]+\/loyalty\/[a-z]+:\d+\.\d+\.\d+$/);
@@ -604,6 +604,8 @@ const egressAllowed: Record<string, number[]> = {
   webhooks: [53, 4222, 5432, 80, 443],
   migrate: [53, 5432],
   pgbouncer: [53, 5432],
+  // Every workload of the production overlay may send spans to the collector; it sends them on.
+  'otel-collector': [53, 4317],
 };
 const egressRequired: Record<string, number[]> = {
   gateway: [53, 4222, 6379],
@@ -614,7 +616,10 @@ const egressRequired: Record<string, number[]> = {
   webhooks: [4222, 5432, 80, 443],
   migrate: [5432],
   pgbouncer: [5432],
+  'otel-collector': [4317],
 };
+/** Infrastructure the production overlay adds beside the services (not built from this repository). */
+const addOns = ['pgbouncer', 'otel-collector'];
 
 function networkProblems(ms: Manifest[]): string[] {
   const problems: string[] = [];
@@ -630,7 +635,7 @@ function networkProblems(ms: Manifest[]): string[] {
       // Only the gateway takes traffic from anywhere, and only on its HTTP port.
       if (open && (w.name !== 'gateway' || !ports.every((p) => p === w.ports.http)))
         problems.push(`${w.name}: ${policy} admits any source on ${ports.join(',')}`);
-      if (!open && w.name !== 'pgbouncer' && !ports.every((p) => p === w.ports.ops))
+      if (!open && !addOns.includes(w.name) && !ports.every((p) => p === w.ports.ops))
         problems.push(`${w.name}: ${policy} admits ${ports.join(',')} (only the ops port, from monitoring)`);
     }
     const opened = new Set<number>();
@@ -641,7 +646,9 @@ function networkProblems(ms: Manifest[]): string[] {
     }
     const allowed = egressAllowed[w.name];
     if (!allowed) problems.push(`${w.name}: no egress expectations in the test`);
-    for (const p of opened) if (allowed && !allowed.includes(p)) problems.push(`${w.name}: may connect to port ${p}`);
+    const spans = find(ms, 'Deployment', 'otel-collector') && serviceNames.includes(w.name) ? [4318] : [];
+    for (const p of opened)
+      if (allowed && !allowed.includes(p) && !spans.includes(p)) problems.push(`${w.name}: may connect to port ${p}`);
     for (const p of egressRequired[w.name] ?? [])
       if (!opened.has(p)) problems.push(`${w.name}: cannot reach port ${p} it needs`);
   }

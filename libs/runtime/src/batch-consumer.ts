@@ -2,6 +2,7 @@ import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg, type NatsC
 import type { DomainEvent, Subjects } from '@loyalty/contracts';
 import { errorMessage, type Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
+import { contextOf, inSpan, linkTo, SpanKind, TRACEPARENT, tracingOn } from './tracing.ts';
 
 /**
  * A durable JetStream consumer that hands events to its handler in batches: what arrived in one
@@ -159,7 +160,7 @@ export class EventBatchConsumer {
     }
     if (events.length === 0) return;
     try {
-      await this.opts.handle(events);
+      await this.traced(decoded, events, () => this.opts.handle(events));
       for (const msg of decoded) msg.ack();
     } catch (err) {
       this.opts.log.warn(
@@ -168,6 +169,34 @@ export class EventBatchConsumer {
       );
       for (const msg of decoded) msg.nak(2_000);
     }
+  }
+
+  /**
+   * With tracing on, a batch is handled in one span: a child of the first event's publishing span,
+   * linked to every event's; each event's `traceparent` stays readable (`eventTrace`) for handlers
+   * that carry it further (a webhook delivery).
+   */
+  private traced(msgs: JsMsg[], events: DomainEvent[], fn: () => Promise<void>): Promise<void> {
+    if (!tracingOn()) return fn();
+    const parents = msgs.map((m) => m.headers?.get(TRACEPARENT) || undefined);
+    parents.forEach((t, i) => {
+      const e = events[i];
+      if (t && e) traces.set(e, t);
+    });
+    return inSpan(
+      `consume ${this.opts.durable}`,
+      {
+        kind: SpanKind.CONSUMER,
+        parent: contextOf(parents.find(Boolean)),
+        links: parents.flatMap((t) => linkTo(t)),
+        attributes: {
+          'messaging.system': 'nats',
+          'messaging.consumer.group.name': this.opts.durable,
+          'messaging.batch.message_count': msgs.length,
+        },
+      },
+      fn,
+    );
   }
 
   async stop(): Promise<void> {
@@ -179,4 +208,11 @@ export class EventBatchConsumer {
     await Promise.all(this.running);
     for (const msg of this.pending.splice(0)) msg.nak();
   }
+}
+
+const traces = new WeakMap<DomainEvent, string>();
+
+/** The `traceparent` an event arrived with in a batch (tracing on), if any. */
+export function eventTrace(event: DomainEvent): string | undefined {
+  return traces.get(event);
 }

@@ -38,6 +38,16 @@ export const commonEnv = {
   OPS_HOST: z.string().default('0.0.0.0'),
   /** Upper bound for graceful shutdown, after which the process exits anyway. */
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+  /**
+   * OpenTelemetry (tracing.ts; read at start, before the rest of the configuration): spans are
+   * exported over OTLP/HTTP to `<endpoint>/v1/traces` when set (empty: tracing off).
+   */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.union([z.literal(''), z.url()]).optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.union([z.literal(''), z.url()]).optional(),
+  /** Share of new traces kept (parent-based: a sampled caller's trace is always continued). */
+  OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).optional(),
+  /** The name spans are exported under (default `loyalty-<service>`). */
+  OTEL_SERVICE_NAME: z.string().min(1).optional(),
 };
 
 /** Variables of services that own a Postgres schema. */

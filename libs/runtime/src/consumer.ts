@@ -5,6 +5,7 @@ import type { DomainEvent, Subjects } from '@loyalty/contracts';
 import { withTransaction, type Pool, type PoolClient } from './db.ts';
 import { errorMessage, type Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
+import { contextOf, inSpan, linkTo, SpanKind, TRACEPARENT, tracingOn } from './tracing.ts';
 
 /**
  * A durable JetStream consumer whose effect happens at most once per event: the event id is
@@ -132,7 +133,7 @@ export class EventConsumer {
       }
       await handling(async () => {
         await this.opts.admit?.();
-        await this.handleOnce(event);
+        await consumeSpan(this.opts.durable, msg, () => this.handleOnce(event));
       });
       msg.ack();
     } catch (err) {
@@ -175,5 +176,28 @@ function relevanceBatcher(relevant: (events: DomainEvent[]) => Promise<boolean[]
       return answers;
     },
     { cache: false, batchScheduleFn: (run) => setImmediate(run), maxBatchSize: 256 },
+  );
+}
+
+/**
+ * Run a consumer's handling of one message in a span of the trace that published it (the
+ * `traceparent` header the outbox relay set), linked to the publishing span as well.
+ */
+export function consumeSpan<T>(durable: string, msg: JsMsg, fn: () => Promise<T>): Promise<T> {
+  if (!tracingOn()) return fn();
+  const traceparent = msg.headers?.get(TRACEPARENT);
+  return inSpan(
+    `consume ${msg.subject}`,
+    {
+      kind: SpanKind.CONSUMER,
+      parent: contextOf(traceparent),
+      links: linkTo(traceparent),
+      attributes: {
+        'messaging.system': 'nats',
+        'messaging.destination.name': msg.subject,
+        'messaging.consumer.group.name': durable,
+      },
+    },
+    fn,
   );
 }

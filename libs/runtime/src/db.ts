@@ -2,6 +2,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { Logger } from './logger.ts';
+import { failSpan, inSpan, SpanKind, tracingOn } from './tracing.ts';
+import { context, trace } from '@opentelemetry/api';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -41,8 +43,52 @@ export function createPool(url: string, max: number, log: Logger, applicationNam
   // Its next query fails, and the client is destroyed when released with that error.
   pool.on('connect', (client) => {
     client.on('error', (err) => log.warn({ err: err.message }, 'postgres connection lost'));
+    if (tracingOn()) traceQueries(client);
   });
   return pool;
+}
+
+/**
+ * With tracing on, every statement a client runs inside a traced operation is a span (a child of
+ * the operation's span) naming the statement, as the OpenTelemetry database conventions do. The
+ * pg instrumentation package patches `pg` through a require hook that an ES module's import of it
+ * does not pass through, so the client is wrapped here instead, where every pool is made.
+ * Statements outside any traced operation (pollers, relays between batches) make no span.
+ */
+function traceQueries(client: pg.PoolClient): void {
+  const original = client.query;
+  const run = (args: unknown[]): unknown => Reflect.apply(original, client, args);
+  const traced = (...args: unknown[]): unknown => {
+    const text = statementText(args[0]);
+    if (text === undefined || !trace.getSpan(context.active())) return run(args);
+    const statement = text.trim().slice(0, 1_000);
+    const name = `pg ${statement.split(/\s+/, 1)[0]?.toUpperCase() ?? 'QUERY'}`;
+    const attributes = { 'db.system.name': 'postgresql', 'db.query.text': statement };
+    const at = args.findIndex((a) => typeof a === 'function');
+    const done = args[at];
+    if (typeof done !== 'function')
+      return inSpan(name, { kind: SpanKind.CLIENT, attributes }, () => Promise.resolve(run(args)));
+    // pg-pool's pool.query calls client.query with a callback.
+    return inSpan(name, { kind: SpanKind.CLIENT, attributes }, (span) => {
+      return new Promise<void>((resolve) => {
+        args[at] = (err: unknown, res: unknown) => {
+          if (err) failSpan(span, err instanceof Error ? err.message : String(err));
+          resolve();
+          Reflect.apply(done, undefined, [err, res]);
+        };
+        run(args);
+      });
+    });
+  };
+  Object.defineProperty(client, 'query', { value: traced, configurable: true, writable: true });
+}
+
+/** The SQL of a query's first argument; undefined for a submittable (a cursor, a COPY stream), left untraced. */
+function statementText(first: unknown): string | undefined {
+  if (typeof first === 'string') return first;
+  if (typeof first !== 'object' || first === null) return undefined;
+  if ('submit' in first && typeof first.submit === 'function') return undefined;
+  return 'text' in first && typeof first.text === 'string' ? first.text : undefined;
 }
 
 /** Callbacks to run once the transaction of a client commits (see `afterCommit`). */

@@ -1,4 +1,5 @@
 import { headers as natsHeaders, type Msg, type NatsConnection, type Service } from 'nats';
+import { contextOf, inSpan, SpanKind, TRACEPARENT, tracingOn } from './tracing.ts';
 import type { z } from 'zod';
 import {
   AdminMeta,
@@ -276,7 +277,17 @@ async function handle(
   };
   let reply: ReplyMessage;
   try {
-    const out = await ep.run(decodeRequest(msg), ctx);
+    const out = tracingOn()
+      ? await inSpan(
+          `handle ${operation}`,
+          {
+            kind: SpanKind.SERVER,
+            parent: contextOf(msg.headers?.get(TRACEPARENT)),
+            attributes: { 'messaging.system': 'nats', 'messaging.destination.name': msg.subject },
+          },
+          () => ep.run(decodeRequest(msg), ctx),
+        )
+      : await ep.run(decodeRequest(msg), ctx);
     reply =
       out instanceof WithMessage
         ? { ok: true, data: out.data, message: out.message, ...(out.replayed ? { replayed: true } : {}) }

@@ -83,7 +83,26 @@ export {
 export { ensureEventStream, Outbox, OutboxRelay, type NewEvent, type OutboxEvent } from './outbox.ts';
 export { EventConsumer } from './consumer.ts';
 export { auditActor, recordAudit } from './audit.ts';
-export { EventBatchConsumer } from './batch-consumer.ts';
+export { EventBatchConsumer, eventTrace } from './batch-consumer.ts';
+export {
+  activeSpan,
+  contextOf,
+  failSpan,
+  flushTraces,
+  inSpan,
+  linkTo,
+  samplingRatio,
+  SpanKind,
+  startSpan,
+  startTracing,
+  traceIds,
+  traceparentOf,
+  traceparentOfSpan,
+  tracingOn,
+  TRACEPARENT,
+  withSpan,
+  type Span,
+} from './tracing.ts';
 export { EXPORT_PAGE_ROWS, exportPage, type ExportPage, type ExportSection } from './member-export.ts';
 export {
   ERASED,

@@ -1,3 +1,4 @@
+import { flushTraces } from './tracing.ts';
 import type { Logger } from './logger.ts';
 
 export interface Stoppable {
@@ -21,7 +22,8 @@ export function runUntilSignal(service: Stoppable, log: Logger, timeoutMs: numbe
     }, timeoutMs);
     timer.unref();
     service.stop().then(
-      () => {
+      async () => {
+        await flushTraces();
         log.info('stopped');
         process.exit(0);
       },

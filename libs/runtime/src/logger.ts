@@ -1,4 +1,5 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { traceIds } from './tracing.ts';
 
 export type { Logger };
 
@@ -13,6 +14,8 @@ export function createLogger(service: string, level = 'info', destination?: Dest
       base: { service },
       formatters: { level: (label) => ({ level: label }) },
       timestamp: pino.stdTimeFunctions.isoTime,
+      // With tracing on, a line logged inside a traced request names its trace and span.
+      mixin: () => traceIds() ?? {},
       redact: {
         paths: [
           '*.api_key',

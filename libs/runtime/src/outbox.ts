@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { type JetStreamClient, type NatsConnection, RetentionPolicy, StorageType } from 'nats';
+import { headers as natsHeaders, type JetStreamClient, type NatsConnection, RetentionPolicy, StorageType } from 'nats';
 import type { DomainEvent, ServiceName, Subjects } from '@loyalty/contracts';
 import { afterCommit, isConnectionLost, type Pool, type Queryable } from './db.ts';
 import { errorMessage, type Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';
+import { contextOf, inSpan, SpanKind, TRACEPARENT, traceparentOf, tracingOn } from './tracing.ts';
 
 /**
  * Create (or keep) the JetStream stream holding every domain event of this subject root.
@@ -38,6 +39,8 @@ export interface OutboxEvent {
   id: string;
   subject: string;
   envelope: DomainEvent;
+  /** The `traceparent` of the operation that wrote it (tracing on), so its consumers join that trace. */
+  trace: string | null;
 }
 
 /** What a service says happened: `<service>.<type>` for a tenant, with its data. */
@@ -95,6 +98,7 @@ export class Outbox {
         occurred_at: (e.occurredAt ?? new Date()).toISOString(),
         data: e.data,
       },
+      trace: traceparentOf() ?? null,
     };
   }
 
@@ -102,8 +106,8 @@ export class Outbox {
   async record(db: Queryable, e: NewEvent): Promise<string> {
     const event = this.event(e);
     await db.query(
-      `INSERT INTO ${this.opts.schema ?? this.opts.service}.outbox (id, subject, payload) VALUES ($1, $2, $3)`,
-      [event.id, event.subject, JSON.stringify(event.envelope)],
+      `INSERT INTO ${this.opts.schema ?? this.opts.service}.outbox (id, subject, payload, trace) VALUES ($1, $2, $3, $4)`,
+      [event.id, event.subject, JSON.stringify(event.envelope), event.trace],
     );
     this.written(db);
     return event.id;
@@ -236,12 +240,10 @@ export class OutboxRelay {
       // eslint-disable-next-line @typescript-eslint/consistent-type-assertions -- pg answers a multi-statement query with one result per statement; its types know one
       const claimed = (await client.query(
         `BEGIN; SET LOCAL synchronous_commit = off;
-         SELECT id, subject, payload::text AS payload FROM ${table} WHERE published_at IS NULL ORDER BY created_at LIMIT ${this.batchSize} FOR UPDATE SKIP LOCKED`,
-      )) as unknown as pg.QueryResult<{ id: string; subject: string; payload: string }>[];
+         SELECT id, subject, payload::text AS payload, trace FROM ${table} WHERE published_at IS NULL ORDER BY created_at LIMIT ${this.batchSize} FOR UPDATE SKIP LOCKED`,
+      )) as unknown as pg.QueryResult<{ id: string; subject: string; payload: string; trace: string | null }>[];
       const rows = claimed[2]?.rows ?? [];
-      await Promise.all(
-        rows.map((row) => this.js.publish(row.subject, row.payload, { msgID: row.id, timeout: 5_000 })),
-      );
+      await Promise.all(rows.map((row) => this.publish(row)));
       const cleanup = Date.now() - this.lastCleanup > 60_000;
       // Keep published rows a day for inspection, then let them go.
       if (cleanup) this.lastCleanup = Date.now();
@@ -265,6 +267,32 @@ export class OutboxRelay {
     } finally {
       client.release(failure instanceof Error && isConnectionLost(failure) ? failure : undefined);
     }
+  }
+
+  /**
+   * One row to JetStream. A row written inside a traced operation is published in a span of that
+   * trace, whose context goes with the message (`traceparent` header) to every consumer.
+   */
+  private publish(row: { id: string; subject: string; payload: string; trace: string | null }) {
+    if (!row.trace || !tracingOn()) return this.js.publish(row.subject, row.payload, { msgID: row.id, timeout: 5_000 });
+    return inSpan(
+      `outbox publish ${row.subject}`,
+      {
+        kind: SpanKind.PRODUCER,
+        parent: contextOf(row.trace),
+        attributes: {
+          'messaging.system': 'nats',
+          'messaging.destination.name': row.subject,
+          'messaging.message.id': row.id,
+        },
+      },
+      () => {
+        const h = natsHeaders();
+        const traceparent = traceparentOf();
+        if (traceparent) h.set(TRACEPARENT, traceparent);
+        return this.js.publish(row.subject, row.payload, { msgID: row.id, timeout: 5_000, headers: h });
+      },
+    );
   }
 
   async stop(): Promise<void> {

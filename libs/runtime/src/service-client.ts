@@ -1,4 +1,5 @@
 import { headers as natsHeaders, type NatsConnection } from 'nats';
+import { activeSpan, inSpan, SpanKind, TRACEPARENT, traceparentOf, tracingOn } from './tracing.ts';
 import type { z } from 'zod';
 import {
   AppError,
@@ -49,12 +50,24 @@ async function request<T>(
 ): Promise<ReplyMessage<T>> {
   const h = natsHeaders();
   h.set(REQUEST_ID_HEADER, requestId);
-  let raw: Uint8Array;
-  try {
-    raw = (await nc.request(subject, jsonCodec.encode(message), { timeout: timeoutMs, headers: h })).data;
-  } catch {
-    throw new ServiceUnavailableError(subject);
-  }
+  const send = async (): Promise<Uint8Array> => {
+    const traceparent = traceparentOf();
+    if (traceparent) h.set(TRACEPARENT, traceparent);
+    try {
+      return (await nc.request(subject, jsonCodec.encode(message), { timeout: timeoutMs, headers: h })).data;
+    } catch {
+      throw new ServiceUnavailableError(subject);
+    }
+  };
+  // A span only inside a traced operation (a request's own look-ups made outside one are not traced).
+  const raw =
+    tracingOn() && activeSpan()
+      ? await inSpan(
+          `nats request ${subject}`,
+          { kind: SpanKind.CLIENT, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject } },
+          send,
+        )
+      : await send();
   let reply: unknown;
   try {
     reply = jsonCodec.decode(raw);

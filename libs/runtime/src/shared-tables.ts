@@ -95,4 +95,12 @@ CREATE INDEX IF NOT EXISTS job_results_expires_at ON job_results (expires_at);
 CREATE INDEX IF NOT EXISTS jobs_finished_at ON jobs (finished_at) WHERE finished_at IS NOT NULL;
 `,
   },
+  {
+    name: '1600000000004_outbox_trace',
+    sql: `
+-- The W3C traceparent of the operation that wrote an event (null unless tracing is on): the relay
+-- publishes the event in that trace. A nullable column without a default: no table rewrite.
+ALTER TABLE outbox ADD COLUMN IF NOT EXISTS trace text;
+`,
+  },
 ];

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import { AppError, type Operation } from '@loyalty/contracts';
+import { activeSpan, inSpan, SpanKind } from '@loyalty/runtime';
 import { header } from './headers.ts';
 
 /** The longest Idempotency-Key accepted (the services' meta schemas take no more). */
@@ -39,7 +40,13 @@ export async function claimIdempotencyKey(
   const redisKey = `${prefix}idem:${claim.tenantId}:${claim.key}`;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const previous = await Promise.race([
-    redis.set(redisKey, claim.operation, 'PX', IDEMPOTENCY_KEY_TTL_MS, 'NX', 'GET'),
+    activeSpan()
+      ? inSpan(
+          'redis SET',
+          { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'db.operation.name': 'SET' } },
+          () => redis.set(redisKey, claim.operation, 'PX', IDEMPOTENCY_KEY_TTL_MS, 'NX', 'GET'),
+        )
+      : redis.set(redisKey, claim.operation, 'PX', IDEMPOTENCY_KEY_TTL_MS, 'NX', 'GET'),
     new Promise<never>((_resolve, reject) => {
       timer = setTimeout(() => reject(new Error('redis timeout')), timeoutMs);
     }),

@@ -1,4 +1,4 @@
-import { returnedRow } from '@loyalty/runtime';
+import { returnedRow, traceparentOf } from '@loyalty/runtime';
 import { randomUUID } from 'node:crypto';
 import { AppError, type WebhookDelivery } from '@loyalty/contracts';
 import type { Clock, Pool, PoolClient, ReplayStore } from '@loyalty/runtime';
@@ -91,9 +91,11 @@ async function insertPing(
     endpoint_id: endpoint.id,
     message: 'A test event from the loyalty platform.',
   });
+  // The ping's attempt is a span of the request's trace (tracing on).
+  const trace = traceparentOf() ?? null;
   const inserted = await insertDeliveries(
     db,
-    [{ event, endpointId: endpoint.id, nextAttemptAt: leaseUntil }],
+    [{ event: { ...event, trace }, endpointId: endpoint.id, nextAttemptAt: leaseUntil }],
     now,
     RETRY_WINDOW_MS,
   );
@@ -113,6 +115,7 @@ async function insertPing(
       expiresAt: new Date(now.getTime() + RETRY_WINDOW_MS),
       eventCreatedAt: now,
       leaseUntil,
+      trace,
     },
   };
 }

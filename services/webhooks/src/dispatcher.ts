@@ -1,8 +1,8 @@
-import type { Clock, Logger } from '@loyalty/runtime';
+import { contextOf, failSpan, inSpan, linkTo, SpanKind, tracingOn, type Clock, type Logger } from '@loyalty/runtime';
 import { nextAttemptAt } from './domain/retry-schedule.ts';
 import type { WebhookMetrics } from './metrics.ts';
 import type { OutcomeLog } from './outcome-log.ts';
-import type { Sender } from './sender.ts';
+import type { AttemptResult, Sender } from './sender.ts';
 import type { Job } from './store/deliveries.ts';
 import { signingSecrets, type Target } from './store/endpoints.ts';
 
@@ -345,8 +345,14 @@ export class Dispatcher {
     lane.inFlight++;
     tenant.inFlight++;
     this.inFlight++;
-    void this.deps.sender
-      .send(target.url, signingSecrets(target, now), { id: job.eventId, type: job.type, body: job.body }, now)
+    void attemptSpan(job, target.url, () =>
+      this.deps.sender.send(
+        target.url,
+        signingSecrets(target, now),
+        { id: job.eventId, type: job.type, body: job.body },
+        now,
+      ),
+    )
       .then((result) => {
         const done = this.deps.clock.now();
         lane.latencyMs = lane.latencyMs * 0.8 + Math.max(1, result.durationMs) * 0.2;
@@ -419,4 +425,32 @@ export class Dispatcher {
       error: reason,
     });
   }
+}
+
+/**
+ * An attempt is a span of the trace behind its event (tracing on), linked to that trace's
+ * publishing span; a retry hours later joins the same trace.
+ */
+function attemptSpan(job: Job, url: string, send: () => Promise<AttemptResult>): Promise<AttemptResult> {
+  if (!tracingOn() || !job.trace) return send();
+  return inSpan(
+    `webhook delivery ${job.type}`,
+    {
+      kind: SpanKind.CLIENT,
+      parent: contextOf(job.trace),
+      links: linkTo(job.trace),
+      attributes: {
+        'loyalty.webhook.delivery_id': job.deliveryId,
+        'loyalty.webhook.endpoint_id': job.endpointId,
+        'loyalty.webhook.attempt': job.attempts + 1,
+        'server.address': new URL(url).host,
+      },
+    },
+    async (span) => {
+      const result = await send();
+      span?.setAttribute('loyalty.webhook.outcome', result.outcome);
+      if (result.outcome !== 'delivered') failSpan(span, result.outcome);
+      return result;
+    },
+  );
 }

@@ -1,5 +1,5 @@
 import { webhookTypeOfDomainEvent, type DomainEvent } from '@loyalty/contracts';
-import type { Clock, Logger, Pool } from '@loyalty/runtime';
+import { eventTrace, type Clock, type Logger, type Pool } from '@loyalty/runtime';
 import type { Dispatcher } from './dispatcher.ts';
 import { receives, wantsType } from './domain/endpoint.ts';
 import { publicEvent, type WebhookEvent } from './domain/payload.ts';
@@ -70,7 +70,7 @@ function publicEvents(mapped: DomainEvent[], byTenant: Map<number, Route[]>, log
       log.error({ event: e.id, type: e.type, problem: made.problem }, 'domain event does not fit its webhook payload');
       continue;
     }
-    events.push(made.event);
+    events.push({ ...made.event, trace: eventTrace(e) ?? null });
   }
   return events;
 }
@@ -117,6 +117,7 @@ function leasedJobs(created: CreatedDelivery[], deliveries: NewDelivery[], now: 
       expiresAt: new Date(now.getTime() + RETRY_WINDOW_MS),
       eventCreatedAt: d.event.created_at,
       leaseUntil,
+      trace: d.event.trace ?? null,
     });
   }
   return jobs;

@@ -11,7 +11,25 @@ import {
   type Operation,
   tooDeepIssue,
 } from '@loyalty/contracts';
-import type { Metrics } from '@loyalty/runtime';
+import {
+  contextOf,
+  failSpan,
+  SpanKind,
+  startSpan,
+  traceIds,
+  traceparentOfSpan,
+  tracingOn,
+  withSpan,
+  type Metrics,
+  type Span,
+} from '@loyalty/runtime';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The request's span, when tracing is on (ended when the answer has gone). */
+    span?: Span;
+  }
+}
 import { sendFailure } from '../envelope.ts';
 
 export interface EnvelopeOptions {
@@ -36,6 +54,7 @@ export const envelope = fp<EnvelopeOptions>(
   async (app, { metrics, routes, drainLimitBytes }) => {
     app.addHook('onRequest', async (req, reply) => {
       reply.header('X-Request-Id', req.id);
+      if (tracingOn()) traceRequest(req, reply);
     });
     app.addHook('onResponse', async (req, reply) => {
       const route = req.routeOptions.url ?? 'unmatched';
@@ -43,6 +62,12 @@ export const envelope = fp<EnvelopeOptions>(
         { method: req.method, route, status: String(reply.statusCode) },
         reply.elapsedTime / 1000,
       );
+      if (req.span) {
+        req.span.updateName(`${req.method} ${route}`);
+        req.span.setAttributes({ 'http.route': route, 'http.response.status_code': reply.statusCode });
+        if (reply.statusCode >= 500) failSpan(req.span, `HTTP ${reply.statusCode}`);
+        req.span.end();
+      }
     });
     app.addHook('onSend', async (req, reply, payload) => {
       // Member data, balances, one-time codes and tokens: no cache (browser, proxy) may keep an
@@ -60,6 +85,26 @@ export const envelope = fp<EnvelopeOptions>(
   },
   { name: 'gateway-envelope', fastify: '5.x' },
 );
+
+/**
+ * The request's span (a child of the caller's `traceparent`, if it sent one); the answer says which
+ * trace it is in (`traceparent` response header), and the request's log lines name it.
+ */
+function traceRequest(req: FastifyRequest, reply: FastifyReply): void {
+  const incoming = req.headers.traceparent;
+  const span = startSpan(`${req.method}`, {
+    kind: SpanKind.SERVER,
+    parent: contextOf(typeof incoming === 'string' ? incoming : undefined),
+    attributes: { 'http.request.method': req.method, 'url.path': req.url.split('?', 1)[0] ?? '/' },
+  });
+  if (!span) return;
+  req.span = span;
+  reply.header('traceparent', traceparentOfSpan(span));
+  withSpan(span, () => {
+    const ids = traceIds();
+    if (ids) req.log = req.log.child(ids);
+  });
+}
 
 /**
  * An empty body on a POST is an empty object, not a parse error. A body nesting deeper than any

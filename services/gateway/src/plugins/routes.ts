@@ -13,7 +13,7 @@ import {
   type Operation,
   type Subjects,
 } from '@loyalty/contracts';
-import { callService, type NatsConnection } from '@loyalty/runtime';
+import { callService, withSpan, type NatsConnection } from '@loyalty/runtime';
 import type { Redis } from 'ioredis';
 import type { GatewayConfig } from '../config.ts';
 import { sendFailure, sendReply } from '../envelope.ts';
@@ -71,8 +71,10 @@ function forwarder(deps: RoutesOptions, op: Operation): Forward {
     // A routed operation's owner is named by its parameters (a job id names its service).
     const subject = fixed ?? subjects.op(op.route?.(input.data) ?? op.service, op.operation);
     if (op.download) return streamDownload(deps, subject, { meta, data: input.data }, req, reply);
-    await beforeSend?.();
-    const message = await callService(nc, subject, { meta, data: input.data }, req.id, config.REQUEST_TIMEOUT_MS);
+    if (beforeSend) await withSpan(req.span, beforeSend);
+    const message = await withSpan(req.span, () =>
+      callService(nc, subject, { meta, data: input.data }, req.id, config.REQUEST_TIMEOUT_MS),
+    );
     return sendReply(reply, message, successStatus(op));
   };
 }
@@ -91,12 +93,8 @@ async function streamDownload(
 ): Promise<FastifyReply> {
   const data = typeof message.data === 'object' && message.data !== null ? message.data : {};
   const part = async (n: number) => {
-    const answer = await callService(
-      nc,
-      subject,
-      { ...message, data: { ...data, part: n } },
-      req.id,
-      config.REQUEST_TIMEOUT_MS,
+    const answer = await withSpan(req.span, () =>
+      callService(nc, subject, { ...message, data: { ...data, part: n } }, req.id, config.REQUEST_TIMEOUT_MS),
     );
     if (!answer.ok) return answer;
     const parsed = JobResultPart.safeParse(answer.data);

@@ -2,7 +2,7 @@ import net from 'node:net';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { parseConnectionUrl } from 'nodemailer/lib/shared/index.js';
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
-import { inTransaction, type Logger } from '@loyalty/runtime';
+import { inSpan, inTransaction, SpanKind, type Logger } from '@loyalty/runtime';
 import { MAIL_SUBJECT_MAX, mailText } from '../domain/mail-text.ts';
 
 export interface Mail {
@@ -97,7 +97,13 @@ export class Mailer {
     // A subject is one header line: no CR/LF that would start another (the templates keep
     // member-supplied text out of subjects; this holds for any future one).
     const subject = mailText(mail.subject, MAIL_SUBJECT_MAX);
-    const info = await this.transport(url, kind).sendMail({ from: this.from, ...mail, subject });
+    const transport = this.transport(url, kind);
+    // A span of the operation or event that asked for the mail (with tracing on); no addresses in it.
+    const info = await inSpan(
+      `smtp send ${kind}`,
+      { kind: SpanKind.CLIENT, attributes: { 'loyalty.mail.kind': kind, 'loyalty.mail.sandbox': sandbox } },
+      () => transport.sendMail({ from: this.from, ...mail, subject }),
+    );
     log.info({ messageId: info.messageId, sandbox }, 'mail sent');
   }
 

@@ -66,9 +66,9 @@ export interface Posting {
 // change a row twice): callers split batches (see posting-batcher.ts).
 const INPUT = `input AS (
   SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::text[], $7::bigint[], $8::text[], $9::bigint[],
-                       $10::jsonb[], $11::uuid[], $12::text[], $13::jsonb[], $14::boolean[], $15::boolean[], $16::timestamptz[], $17::timestamptz[], $18::timestamptz[], $19::jsonb[])
+                       $10::jsonb[], $11::uuid[], $12::text[], $13::jsonb[], $14::boolean[], $15::boolean[], $16::timestamptz[], $17::timestamptz[], $18::timestamptz[], $19::jsonb[], $20::text[])
     WITH ORDINALITY AS i(card_id, member_id, tenant_id, amount, at, event, purchase_cents, reference, reward_id, metadata, event_id, subject, envelope, cents,
-                         pending, available_at, expires_at, warn_at, rules, n)
+                         pending, available_at, expires_at, warn_at, rules, trace, n)
 )`;
 
 // A credit opens the account on first use and adds to its spendable balance, or to `pending` while
@@ -121,11 +121,11 @@ const ENTRY_AND_EVENT = (direction: 'credit' | 'debit', outboxTable: string) => 
   SELECT e.id, i.card_id, i.member_id, i.rules -> 'rules', i.rules -> 'allocation'
     FROM entry e JOIN input i USING (card_id, member_id) WHERE i.rules IS NOT NULL
 ), event AS (
-  INSERT INTO ${outboxTable} (id, subject, payload)
+  INSERT INTO ${outboxTable} (id, subject, payload, trace)
   SELECT i.event_id, i.subject, jsonb_set(i.envelope, '{data}', (i.envelope -> 'data') || jsonb_build_object(
       'transaction_id', e.id,
       'previous_balance', CASE WHEN i.cents THEN to_jsonb(round((e.balance_after - p.change) / 100.0, 2)) ELSE to_jsonb(e.balance_after - p.change) END,
-      'new_balance', CASE WHEN i.cents THEN to_jsonb(round(e.balance_after / 100.0, 2)) ELSE to_jsonb(e.balance_after) END))
+      'new_balance', CASE WHEN i.cents THEN to_jsonb(round(e.balance_after / 100.0, 2)) ELSE to_jsonb(e.balance_after) END)), i.trace
     FROM entry e JOIN input i USING (card_id, member_id)
     -- What the posting changed of the spendable balance: nothing for a credit that is pending.
     CROSS JOIN LATERAL (SELECT CASE WHEN i.pending THEN 0 ELSE e.amount END AS change) p
@@ -165,6 +165,7 @@ function postingValues(postings: Posting[]): unknown[][] {
     postings.map((p) => p.movement.lot?.expiresAt ?? null),
     postings.map((p) => p.movement.lot?.warnAt ?? null),
     postings.map((p) => (p.movement.rules ? JSON.stringify(p.movement.rules) : null)),
+    postings.map((p) => p.event.trace ?? null),
   ];
 }
 

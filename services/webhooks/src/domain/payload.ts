@@ -12,6 +12,8 @@ export interface WebhookEvent {
   type: WebhookEventName;
   created_at: Date;
   body: string;
+  /** The `traceparent` the domain event arrived with (tracing on), kept with the event for its deliveries. */
+  trace?: string | null;
 }
 
 /**

@@ -20,6 +20,8 @@ export interface Job {
   eventCreatedAt: Date;
   /** This replica owns it until then (next_attempt_at in the row). */
   leaseUntil: Date;
+  /** The trace of the operation behind the event (tracing on): every attempt is a span of it. */
+  trace: string | null;
 }
 
 /** One new delivery: an event to an endpoint, due (or leased) at `nextAttemptAt`. */
@@ -45,9 +47,9 @@ export async function insertDeliveries(
   const expiresAt = new Date(now.getTime() + windowMs);
   const { rows } = await db.query<{ id: number; endpoint_id: number; event_id: string }>(
     `WITH ev AS (
-       INSERT INTO webhooks.events (id, tenant_id, type, body, created_at, received_at)
-       SELECT id, tenant_id, type, body, created_at, $6 FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[])
-         AS e(id, tenant_id, type, body, created_at)
+       INSERT INTO webhooks.events (id, tenant_id, type, body, created_at, received_at, trace)
+       SELECT id, tenant_id, type, body, created_at, $6, trace FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $12::text[])
+         AS e(id, tenant_id, type, body, created_at, trace)
        ON CONFLICT (id) DO NOTHING
      )
      INSERT INTO webhooks.deliveries (tenant_id, endpoint_id, event_id, next_attempt_at, expires_at, created_at)
@@ -67,6 +69,7 @@ export async function insertDeliveries(
       deliveries.map((d) => iso(d.nextAttemptAt)),
       expiresAt,
       deliveries.map((d) => d.event.tenant_id),
+      events.map((e) => e.trace ?? null),
     ],
   );
   return rows;
@@ -83,6 +86,7 @@ interface JobRow {
   type: string;
   body: string;
   event_created_at: Date;
+  trace: string | null;
 }
 
 const jobOf = (r: JobRow): Job => ({
@@ -96,6 +100,7 @@ const jobOf = (r: JobRow): Job => ({
   expiresAt: r.expires_at,
   eventCreatedAt: r.event_created_at,
   leaseUntil: r.next_attempt_at,
+  trace: r.trace,
 });
 
 /**
@@ -142,7 +147,7 @@ export async function claimDue(
        UPDATE webhooks.deliveries d SET next_attempt_at = $2 FROM due WHERE d.id = due.id
        RETURNING d.id, d.tenant_id, d.endpoint_id, d.event_id, d.attempt_count, d.expires_at, d.next_attempt_at
      )
-     SELECT c.*, c.event_id::text AS event_id, e.type, e.body, e.created_at AS event_created_at
+     SELECT c.*, c.event_id::text AS event_id, e.type, e.body, e.created_at AS event_created_at, e.trace
        FROM claimed c JOIN webhooks.events e ON e.id = c.event_id
       ORDER BY c.id`,
     [now, leaseUntil, quotas.map((q) => q.endpointId), quotas.map((q) => q.limit)],
@@ -165,7 +170,7 @@ export async function leaseDelivery(
         WHERE tenant_id = $1 AND id = $2
        RETURNING id, tenant_id, endpoint_id, event_id, attempt_count, expires_at, next_attempt_at
      )
-     SELECT d.*, d.event_id::text AS event_id, e.type, e.body, e.created_at AS event_created_at
+     SELECT d.*, d.event_id::text AS event_id, e.type, e.body, e.created_at AS event_created_at, e.trace
        FROM d JOIN webhooks.events e ON e.id = d.event_id`,
     [tenantId, deliveryId, leaseUntil, expiresAt],
   );
