@@ -112,6 +112,20 @@ export class Metrics {
     series.set(value, collect);
   }
 
+  /**
+   * The database pool's use, read when Prometheus scrapes: `loyalty_db_pool_connections{state}`
+   * (busy: checked out by a query or a transaction; idle), `loyalty_db_pool_waiting` (queries waiting
+   * for a connection) and `loyalty_db_pool_max` (the pool's size, `DATABASE_POOL_SIZE`). Busy at
+   * max with queries waiting is an exhausted pool.
+   */
+  databasePool(pool: { totalCount: number; idleCount: number; waitingCount: number }, max: number): void {
+    const help = 'Connections of the database pool, by state (busy: checked out; idle)';
+    this.gaugeSeries('loyalty_db_pool_connections', help, 'state', 'busy', () => pool.totalCount - pool.idleCount);
+    this.gaugeSeries('loyalty_db_pool_connections', help, 'state', 'idle', () => pool.idleCount);
+    this.gauge('loyalty_db_pool_waiting', 'Queries waiting for a connection of the database pool', () => pool.waitingCount);
+    this.gauge('loyalty_db_pool_max', 'Most connections the database pool opens (DATABASE_POOL_SIZE)', () => max);
+  }
+
   /** A gauge whose value is read when Prometheus scrapes (outbox backlog...). */
   gauge(name: string, help: string, collect: () => Promise<number> | number): void {
     new Gauge({

@@ -119,6 +119,7 @@ async function connect(definition: ServiceDefinition<unknown>, opts: RunOptions)
     throw err;
   });
   const metrics = new Metrics(name);
+  metrics.databasePool(pool, config.DATABASE_POOL_SIZE);
   const outbox = new Outbox({ pool, nc, subjects, service: name, log, metrics });
   let stopping = false;
   const clock = opts.clock ?? systemClock;

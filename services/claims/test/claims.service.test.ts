@@ -517,6 +517,21 @@ describe('approve', () => {
 });
 
 describe('holds', () => {
+  it('counts the pending requests of all tenants in loyalty_claims_pending', async () => {
+    const pending = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${claims.service.opsPort}/metrics`)).text();
+      return Number(/^loyalty_claims_pending\{[^}]*\} (\d+)$/m.exec(text)?.[1]);
+    };
+    const { rows } = await claims.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM claims.claim_requests WHERE status = 'pending'`,
+    );
+    expect(await pending()).toBe(rows[0]!.n);
+    const id = await claim(member(300));
+    expect(await pending()).toBe(rows[0]!.n + 1);
+    expect(await reject(id)).toMatchObject({ ok: true });
+    expect(await pending()).toBe(rows[0]!.n);
+  });
+
   it('gives the hold back when the request is rejected', async () => {
     const m = member(300);
     const id = await claim(m);

@@ -1,4 +1,13 @@
-import { PeriodicTask, withTransaction, type Clock, type Logger, type Outbox, type Pool } from '@loyalty/runtime';
+import type { Counter } from 'prom-client';
+import {
+  PeriodicTask,
+  withTransaction,
+  type Clock,
+  type Logger,
+  type Metrics,
+  type Outbox,
+  type Pool,
+} from '@loyalty/runtime';
 import { RETRY_WINDOW_MS } from './domain/retry-schedule.ts';
 import { failPending } from './store/deliveries.ts';
 import { disableFailing } from './store/endpoints.ts';
@@ -10,10 +19,12 @@ const BATCH = 100;
  * is cleared by any success). In one transaction per batch: the endpoint disabled, its pending
  * deliveries given up (they can be redelivered once it works again), and an `endpoint_disabled`
  * event in the outbox, on which identity mails the tenant's contact (or the operator). Safe in
- * every replica: endpoints another replica's pass holds are skipped.
+ * every replica: endpoints another replica's pass holds are skipped. Each endpoint it disables counts
+ * in `loyalty_webhook_endpoints_disabled_total` (the alert WebhookEndpointDisabled).
  */
 export class EndpointHealth {
   private readonly task: PeriodicTask<number>;
+  private readonly disabledTotal?: Counter;
 
   constructor(
     private readonly deps: {
@@ -23,8 +34,13 @@ export class EndpointHealth {
       log: Logger;
       intervalMs: number;
       announce: (tenantId: number, endpointId: number) => void;
+      metrics?: Metrics;
     },
   ) {
+    this.disabledTotal = deps.metrics?.counter(
+      'loyalty_webhook_endpoints_disabled_total',
+      'Webhook endpoints disabled after failing every attempt for three days',
+    );
     this.task = new PeriodicTask({
       name: 'webhook-endpoint-health',
       intervalMs: deps.intervalMs,
@@ -73,6 +89,7 @@ export class EndpointHealth {
         );
       }
       total += disabled.length;
+      if (disabled.length > 0) this.disabledTotal?.inc(disabled.length);
       if (disabled.length < BATCH) return total;
     }
   }

@@ -155,7 +155,11 @@ async function setupWebhooks(rt: ServiceRuntime, config: WebhooksConfig): Promis
     dispatcher.invalidate(endpointId); // this replica at once, the others through the broadcast
     routes.cache.announce({ tenant_id: tenantId, endpoint_id: endpointId });
   };
-  const { retryPoller, healthSweeper } = webhooksTasks({ pool, clock, log, outbox, dispatcher }, config, announce);
+  const { retryPoller, healthSweeper } = webhooksTasks(
+    { pool, clock, log, outbox, dispatcher, metrics },
+    config,
+    announce,
+  );
   const identity = new ServiceClient(nc, subjects, { timeoutMs: config.REQUEST_TIMEOUT_MS, log });
   const replays = new ReplayStore(pool, 'webhooks');
   return {

@@ -1,4 +1,4 @@
-import type { Clock, Logger, Outbox, Pool } from '@loyalty/runtime';
+import type { Clock, Logger, Metrics, Outbox, Pool } from '@loyalty/runtime';
 import type { WebhooksConfig } from './config.ts';
 import type { Dispatcher } from './dispatcher.ts';
 import { EndpointHealth } from './endpoint-health.ts';
@@ -10,11 +10,11 @@ import { RetryPoller } from './retry-poller.ts';
  * dispatcher; the endpoint health sweeper disables endpoints failing for three days.
  */
 export function webhooksTasks(
-  deps: { pool: Pool; clock: Clock; log: Logger; outbox: Outbox; dispatcher: Dispatcher },
+  deps: { pool: Pool; clock: Clock; log: Logger; outbox: Outbox; dispatcher: Dispatcher; metrics?: Metrics },
   config: Pick<WebhooksConfig, 'WEBHOOK_POLL_INTERVAL_MS' | 'WEBHOOK_LEASE_MS' | 'WEBHOOK_SWEEP_INTERVAL_MS'>,
   announce: (tenantId: number, endpointId: number) => void,
 ): { retryPoller: RetryPoller; healthSweeper: EndpointHealth } {
-  const { pool, clock, log, outbox, dispatcher } = deps;
+  const { pool, clock, log, outbox, dispatcher, metrics } = deps;
   return {
     retryPoller: new RetryPoller({
       pool,
@@ -31,6 +31,7 @@ export function webhooksTasks(
       log,
       intervalMs: config.WEBHOOK_SWEEP_INTERVAL_MS,
       announce,
+      metrics,
     }),
   };
 }

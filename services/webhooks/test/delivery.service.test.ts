@@ -297,9 +297,16 @@ describe('delivery engine', () => {
     hooks.clock.advance(RETRY_WINDOW_MS - 60_000);
     await hooks.service.hooks.sweep();
     expect(await enabled()).toBe(true);
+    const disabledTotal = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${hooks.service.opsPort}/metrics`)).text();
+      return Number(/^loyalty_webhook_endpoints_disabled_total\{[^}]*\} (\d+)$/m.exec(text)?.[1]);
+    };
+    const disabledBefore = await disabledTotal();
     hooks.clock.advance(120_000);
-    expect(await hooks.service.hooks.sweep()).toBeGreaterThanOrEqual(1);
+    const swept = await hooks.service.hooks.sweep();
+    expect(swept).toBeGreaterThanOrEqual(1);
     expect(await enabled()).toBe(false);
+    expect(await disabledTotal()).toBe(disabledBefore + swept);
     const { endpoint } = await hooks.request(webhookOperations['webhooks.endpoints.get'], publicMeta(tenant), {
       endpoint_id: ep.id,
     });
