@@ -122,7 +122,11 @@ export class Metrics {
     const help = 'Connections of the database pool, by state (busy: checked out; idle)';
     this.gaugeSeries('loyalty_db_pool_connections', help, 'state', 'busy', () => pool.totalCount - pool.idleCount);
     this.gaugeSeries('loyalty_db_pool_connections', help, 'state', 'idle', () => pool.idleCount);
-    this.gauge('loyalty_db_pool_waiting', 'Queries waiting for a connection of the database pool', () => pool.waitingCount);
+    this.gauge(
+      'loyalty_db_pool_waiting',
+      'Queries waiting for a connection of the database pool',
+      () => pool.waitingCount,
+    );
     this.gauge('loyalty_db_pool_max', 'Most connections the database pool opens (DATABASE_POOL_SIZE)', () => max);
   }
 

@@ -361,7 +361,11 @@ export class Dispatcher {
         const next = delivered ? null : nextAttemptAt(job.attempts + 1, done, job.expiresAt);
         const status = delivered ? 'delivered' : next ? 'pending' : 'failed';
         if (status !== 'pending')
-          this.deps.metrics.final(status, delivered ? done.getTime() - job.eventCreatedAt.getTime() : undefined);
+          this.deps.metrics.final(
+            status,
+            delivered ? done.getTime() - job.eventCreatedAt.getTime() : undefined,
+            job.attempts + 1,
+          );
         this.deps.outcomes.record({
           deliveryId: job.deliveryId,
           endpointId: job.endpointId,

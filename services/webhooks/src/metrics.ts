@@ -8,7 +8,9 @@ import { backlogByTenant } from './store/deliveries.ts';
  * - `loyalty_webhook_attempts_total{outcome}`: delivered, http_error, timeout, connection_error, refused;
  * - `loyalty_webhook_deliveries_total{outcome}`: final states, delivered or failed (given up);
  * - `loyalty_webhook_attempt_duration_seconds`: from sending to the answer's status line;
- * - `loyalty_webhook_event_to_delivery_seconds`: from the event to its 2xx (retries included);
+ * - `loyalty_webhook_event_to_delivery_seconds{attempt}`: from the event to its 2xx, by whether the
+ *   first attempt delivered it (`first`: the endpoint was healthy; the service level of 60 s is on
+ *   these) or a retry did (`retry`: the endpoint had failed meanwhile);
  * - `loyalty_webhook_backlog{tenant}` and `loyalty_webhook_oldest_pending_age_seconds{tenant}`:
  *   pending deliveries and the age of the oldest, read from the database at scrape time (every
  *   replica reports the same figures: aggregate them with max, not sum), for the `topTenants`
@@ -23,7 +25,7 @@ export class WebhookMetrics {
   private readonly attempts: Counter<'outcome'>;
   private readonly deliveries: Counter<'outcome'>;
   private readonly duration: Histogram;
-  private readonly latency: Histogram;
+  private readonly latency: Histogram<'attempt'>;
 
   constructor(metrics: Metrics, pool: Pool, clock: Clock, topTenants: number) {
     const registers = [metrics.registry];
@@ -47,7 +49,8 @@ export class WebhookMetrics {
     });
     this.latency = new Histogram({
       name: 'loyalty_webhook_event_to_delivery_seconds',
-      help: 'Time from an event to the 2xx of its delivery',
+      help: 'Time from an event to the 2xx of its delivery, by the attempt that delivered it (first or retry)',
+      labelNames: ['attempt'],
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60, 600, 3600],
       registers,
     });
@@ -91,8 +94,10 @@ export class WebhookMetrics {
     this.duration.observe(durationMs / 1000);
   }
 
-  final(outcome: 'delivered' | 'failed', eventToDeliveryMs?: number): void {
+  /** A delivery reached its final state; a delivered one took `eventToDeliveryMs` over `attempts` attempts. */
+  final(outcome: 'delivered' | 'failed', eventToDeliveryMs?: number, attempts = 1): void {
     this.deliveries.inc({ outcome });
-    if (eventToDeliveryMs !== undefined) this.latency.observe(Math.max(0, eventToDeliveryMs) / 1000);
+    if (eventToDeliveryMs !== undefined)
+      this.latency.observe({ attempt: attempts <= 1 ? 'first' : 'retry' }, Math.max(0, eventToDeliveryMs) / 1000);
   }
 }

@@ -439,7 +439,7 @@ describe('delivery engine', () => {
     expect(text).toMatch(/loyalty_webhook_attempts_total\{outcome="http_error",service="webhooks"\} [1-9]/);
     expect(text).toMatch(/loyalty_webhook_attempt_duration_seconds_count\{service="webhooks"\} [1-9]/);
     expect(text).toMatch(/loyalty_webhook_deliveries_total\{outcome="failed",service="webhooks"\} [1-9]/);
-    expect(text).toMatch(/loyalty_webhook_event_to_delivery_seconds_count\{service="webhooks"\} [1-9]/);
+    expect(text).toMatch(/loyalty_webhook_event_to_delivery_seconds_count\{[^}]*attempt="first"[^}]*\} [1-9]/);
     expect(text).toContain(`loyalty_webhook_backlog{tenant="${tenant}",service="webhooks"} 1`);
     expect(text).toMatch(
       new RegExp(`loyalty_webhook_oldest_pending_age_seconds\\{tenant="${tenant}",service="webhooks"\\} \\d`),

@@ -230,3 +230,26 @@ describe('routing', () => {
     expect(receives({ event_types: ['*'], created_at }, 'points.earned', new Date('2025-12-31'))).toBe(false);
   });
 });
+
+describe('webhook metrics', () => {
+  it('puts a delivery in the event-to-delivery histogram by the attempt that delivered it', async () => {
+    const { Metrics, systemClock } = await import('@loyalty/runtime');
+    const { WebhookMetrics } = await import('../src/metrics.ts');
+    const metrics = new Metrics('webhooks');
+    const pool = { query: () => Promise.reject(new Error('no database here')) } as never;
+    const m = new WebhookMetrics(metrics, pool, systemClock, 10);
+    m.final('delivered', 1_500, 1);
+    m.final('delivered', 90_000, 3);
+    m.final('failed');
+    const text = await metrics.registry.metrics();
+    const count = (attempt: string, le: string) =>
+      Number(
+        new RegExp(
+          `^loyalty_webhook_event_to_delivery_seconds_bucket\\{le="${le}",[^}]*attempt="${attempt}"[^}]*\\} (\\d+)$`,
+          'm',
+        ).exec(text)?.[1],
+      );
+    expect([count('first', '60'), count('retry', '60'), count('retry', '600')]).toEqual([1, 0, 1]);
+    expect(text).toMatch(/^loyalty_webhook_deliveries_total\{[^}]*outcome="failed"[^}]*\} 1$/m);
+  });
+});
