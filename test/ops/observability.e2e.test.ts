@@ -55,6 +55,12 @@ it('counts HTTP routes, NATS operations, error codes, outbox backlog and consume
     /loyalty_http_request_duration_seconds_count\{[^}]*route="\/api\/v1\/auth\/member\/check"[^}]*\} [1-9]/,
   );
   expect(gateway).toMatch(/loyalty_http_errors_total\{[^}]*code="member_not_found"[^}]*\} 1/);
+  expect(gateway).toMatch(
+    /loyalty_nats_client_request_duration_seconds_count\{[^}]*to="identity",operation="member.check",outcome="ok"[^}]*\} [1-9]/,
+  );
+  expect(gateway).toMatch(
+    /loyalty_nats_client_request_duration_seconds_count\{[^}]*operation="member.request_otp",outcome="error"[^}]*\} 1/,
+  );
   const identity = await (await ops(sys.services.identity!.opsPort, '/metrics')).text();
   expect(identity).toMatch(/loyalty_nats_request_duration_seconds_count\{[^}]*operation="member.check"[^}]*\} [1-9]/);
   expect(identity).toMatch(

@@ -7,6 +7,7 @@ export class Metrics {
   readonly registry = new Registry();
   private readonly natsDuration: Histogram<'operation' | 'outcome'>;
   private readonly natsErrors: Counter<'operation' | 'code'>;
+  private natsClientDuration?: Histogram<'to' | 'operation' | 'outcome'>;
   readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
   readonly httpErrors: Counter<'route' | 'code'>;
   private readonly purgedRows: Counter<'table'>;
@@ -68,6 +69,23 @@ export class Metrics {
   observeNats(operation: string, outcome: string, seconds: number): void {
     this.natsDuration.observe({ operation, outcome: outcome === 'ok' ? 'ok' : 'error' }, seconds);
     if (outcome !== 'ok') this.natsErrors.inc({ operation, code: outcome });
+  }
+
+  /**
+   * A NATS request/reply round trip as the caller saw it (the gateway's forwarded requests): `to`
+   * is the owning service, `outcome` ok, error (a failure reply) or unavailable (timeout or no
+   * responders). Registered on first use, so only callers carry it.
+   */
+  observeNatsClient(to: string, operation: string, outcome: string, seconds: number): void {
+    this.natsClientDuration ??= new Histogram({
+      name: 'loyalty_nats_client_request_duration_seconds',
+      help: 'NATS request/reply round trip seen by the caller, by owning service, operation and outcome (ok, error, unavailable)',
+      labelNames: ['to', 'operation', 'outcome'],
+      buckets,
+      registers: [this.registry],
+    });
+    const o = outcome === 'ok' ? 'ok' : outcome === 'service_unavailable' ? 'unavailable' : 'error';
+    this.natsClientDuration.observe({ to, operation, outcome: o }, seconds);
   }
 
   /** A histogram of this process's registry (no labels). */

@@ -79,6 +79,6 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   await app.register(docs, { publicBaseUrl: config.PUBLIC_BASE_URL });
   await app.register(opsEndpoints, { metrics, publicMetrics: config.PUBLIC_METRICS });
   await app.register(staffConsole, { dir: config.CONSOLE_DIR });
-  await app.register(contractRoutes, { config, nc: deps.nc, subjects: deps.subjects, redis: deps.redis });
+  await app.register(contractRoutes, { config, nc: deps.nc, subjects: deps.subjects, redis: deps.redis, metrics });
   return app;
 }

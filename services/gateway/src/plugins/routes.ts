@@ -13,7 +13,7 @@ import {
   type Operation,
   type Subjects,
 } from '@loyalty/contracts';
-import { callService, withSpan, type NatsConnection } from '@loyalty/runtime';
+import { callService, withSpan, type Metrics, type NatsConnection } from '@loyalty/runtime';
 import type { Redis } from 'ioredis';
 import type { GatewayConfig } from '../config.ts';
 import { sendFailure, sendReply } from '../envelope.ts';
@@ -26,6 +26,8 @@ export interface RoutesOptions {
   subjects: Subjects;
   /** Where a tenant's Idempotency-Keys are bound to the operation they were first used on. */
   redis: Redis;
+  /** The NATS round trip of every forwarded request, by owning service and operation. */
+  metrics?: Metrics;
 }
 
 type Forward = (
@@ -69,11 +71,19 @@ function forwarder(deps: RoutesOptions, op: Operation): Forward {
       );
     }
     // A routed operation's owner is named by its parameters (a job id names its service).
-    const subject = fixed ?? subjects.op(op.route?.(input.data) ?? op.service, op.operation);
+    const owner = op.route?.(input.data) ?? op.service;
+    const subject = fixed ?? subjects.op(owner, op.operation);
     if (op.download) return streamDownload(deps, subject, { meta, data: input.data }, req, reply);
     if (beforeSend) await withSpan(req.span, beforeSend);
+    const started = performance.now();
     const message = await withSpan(req.span, () =>
       callService(nc, subject, { meta, data: input.data }, req.id, config.REQUEST_TIMEOUT_MS),
+    );
+    deps.metrics?.observeNatsClient(
+      owner,
+      op.operation,
+      message.ok ? 'ok' : message.error.code,
+      (performance.now() - started) / 1000,
     );
     return sendReply(reply, message, successStatus(op));
   };
