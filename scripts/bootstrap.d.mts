@@ -44,3 +44,5 @@ export declare function installDependencies(): void;
 export declare function pnpmEnv(env?: Record<string, string | undefined>): Record<string, string | undefined>;
 export declare function pnpmCommand(args: string): string;
 export declare function runPnpm(args: string, opts?: { env?: Record<string, string | undefined> }): void;
+export declare function promtoolPath(env?: Record<string, string | undefined>): string | undefined;
+export declare function ensurePromtool(): string | undefined;

@@ -682,3 +682,54 @@ export function ensureChromium() {
   if (!chromiumPath())
     console.warn('\x1b[33mnote:\x1b[0m installing Chromium failed: the staff console browser tests will be skipped.');
 }
+
+// --- promtool for the alert rules' tests ----------------------------------------------------
+// test/observability runs `promtool check rules` and `promtool test rules` on
+// deploy/observability. promtool ships in Debian's `prometheus` package; rather than install that
+// package (its post-install starts a Prometheus server where systemd runs), `npm test` downloads
+// it with apt and unpacks only its files into var/tools/prometheus (no root needed when apt's
+// package lists are there; as root it runs `apt-get update` first when they are not).
+
+const PROMTOOL_UNPACKED = path.join(root, 'var', 'tools', 'prometheus', 'usr', 'bin', 'promtool');
+
+/** The promtool to run: $PROMTOOL_PATH, the one on PATH, else the unpacked one; undefined when none. */
+export function promtoolPath(env = process.env) {
+  if (env.PROMTOOL_PATH) return existsSync(env.PROMTOOL_PATH) ? env.PROMTOOL_PATH : undefined;
+  const onPath = spawnSync('sh', ['-c', 'command -v promtool'], { encoding: 'utf8' });
+  if (onPath.status === 0 && onPath.stdout.trim()) return onPath.stdout.trim();
+  return existsSync(PROMTOOL_UNPACKED) ? PROMTOOL_UNPACKED : undefined;
+}
+
+/** Make promtool available (see above); returns its path, or undefined with the reason printed. */
+export function ensurePromtool() {
+  const found = promtoolPath();
+  if (found) return found;
+  if (!has('apt-get') || !has('dpkg-deb')) {
+    console.warn(
+      '\x1b[33mnote:\x1b[0m no promtool and no apt-get/dpkg-deb to fetch it: install Prometheus\u2019s promtool (Debian/Ubuntu: `sudo apt-get install prometheus`) or set PROMTOOL_PATH; the alert rule tests fail without it.',
+    );
+    return undefined;
+  }
+  step('fetching promtool for the alert rule tests (Debian package prometheus, unpacked into var/tools/prometheus)');
+  const dir = path.join(root, 'var', 'tools', 'prometheus-deb');
+  mkdirSync(dir, { recursive: true });
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const download = () => spawnSync('apt-get', ['download', 'prometheus'], { cwd: dir, stdio: 'inherit', env });
+  let r = download();
+  if (r.status !== 0 && typeof process.getuid === 'function' && process.getuid() === 0) {
+    spawnSync('apt-get', ['update'], { stdio: 'inherit', env });
+    r = download();
+  }
+  const deb =
+    r.status === 0 ? readdirSync(dir).find((f) => f.startsWith('prometheus_') && f.endsWith('.deb')) : undefined;
+  if (deb)
+    spawnSync('dpkg-deb', ['-x', path.join(dir, deb), path.join(root, 'var', 'tools', 'prometheus')], {
+      stdio: 'inherit',
+    });
+  const now = promtoolPath();
+  if (!now)
+    console.warn(
+      '\x1b[33mnote:\x1b[0m fetching promtool failed: install it (Debian/Ubuntu: `sudo apt-get install prometheus`) or set PROMTOOL_PATH; the alert rule tests fail without it.',
+    );
+  return now;
+}

@@ -1,6 +1,6 @@
 // `npm test`: the whole suite on a fresh machine. Installs what is missing, starts the installed
 // PostgreSQL, NATS and Redis that are stopped, installs Chromium for the console's browser tests
-// where it can, type-checks and lints everything, then runs vitest;
+// where it can, fetches promtool for the alert rule tests, type-checks and lints everything, then runs vitest;
 // its global set-up (test/support/global-setup.ts) runs the servers that are still missing as
 // containers when a Docker engine answers, or says what to install.
 import { readFileSync, existsSync } from 'node:fs';
@@ -9,6 +9,7 @@ import { spawnSync } from 'node:child_process';
 import {
   checkNode,
   ensureChromium,
+  ensurePromtool,
   ensurePnpm,
   installDependencies,
   pnpmCommand,
@@ -24,6 +25,7 @@ ensurePnpm();
 installDependencies();
 await startLocalServers();
 ensureChromium();
+ensurePromtool();
 step('type-checking and linting (npm run check)');
 runPnpm('run --silent check');
 step('running the test suite (vitest)');
