@@ -15,6 +15,9 @@ import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Namespace } from 'kubernetes-models/v1/Namespace';
 import { Secret } from 'kubernetes-models/v1/Secret';
 import { Service } from 'kubernetes-models/v1/Service';
+import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject';
+import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
+import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
 import { idOf, type Manifest } from './kustomize.ts';
 
 interface Kind {
@@ -63,6 +66,22 @@ const kinds: Record<string, Kind> = {
     validate: (d) => new Secret(d as never).validate(),
     module: 'kubernetes-models/v1/Secret',
     type: 'ISecret',
+  },
+  // Custom resources of the production overlay: KEDA and the Prometheus Operator (their CRDs' schemas).
+  'keda.sh/v1alpha1/ScaledObject': {
+    validate: (d) => new ScaledObject(d as never).validate(),
+    module: '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject',
+    type: 'IScaledObject',
+  },
+  'monitoring.coreos.com/v1/ServiceMonitor': {
+    validate: (d) => new ServiceMonitor(d as never).validate(),
+    module: '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor',
+    type: 'IServiceMonitor',
+  },
+  'monitoring.coreos.com/v1/PrometheusRule': {
+    validate: (d) => new PrometheusRule(d as never).validate(),
+    module: '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule',
+    type: 'IPrometheusRule',
   },
   'v1/Service': {
     validate: (d) => new Service(d as never).validate(),

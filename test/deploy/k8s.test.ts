@@ -3,11 +3,12 @@
 // resources, non-root, graceful stop, autoscaling, disruption budgets, migration Job).
 // Offline: schemas come from the kubernetes-models package, rendering from ./kustomize.ts.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isDeepStrictEqual } from 'node:util';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { Subjects } from '@loyalty/contracts';
 import { containersOf, idOf, kustomize, parseManifests, podSpecOf, type Manifest } from './kustomize.ts';
 import { schemaProblems, unknownFieldProblems } from './k8s-schema.ts';
 import {
@@ -55,6 +56,13 @@ interface PodSpec {
   terminationGracePeriodSeconds?: number;
   restartPolicy?: string;
 }
+
+/** The TypeScript sources under a folder, concatenated (to find the names a service declares). */
+const readSources = (dir: string): string =>
+  readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.ts'))
+    .map((e) => readFileSync(path.join(e.parentPath, e.name), 'utf8'))
+    .join('\n');
 
 const find = (ms: Manifest[], kind: string, name: string) =>
   ms.find((m) => m.kind === kind && m.metadata.name === name);
@@ -234,10 +242,55 @@ function hpaOf(ms: Manifest[], service: string) {
   ) as (Manifest & { spec: { minReplicas: number; maxReplicas: number; metrics: unknown[] } }) | undefined;
 }
 
+interface ScaledObjectSpec {
+  scaleTargetRef: { apiVersion?: string; kind?: string; name: string };
+  minReplicaCount?: number;
+  maxReplicaCount?: number;
+  triggers: { type: string; metricType?: string; metadata: Record<string, string> }[];
+}
+const scaledObjectsOf = (ms: Manifest[], service: string) =>
+  ms.filter(
+    (m) =>
+      m.kind === 'ScaledObject' &&
+      (m.spec as ScaledObjectSpec).scaleTargetRef.name === service &&
+      ((m.spec as ScaledObjectSpec).scaleTargetRef.kind ?? 'Deployment') === 'Deployment',
+  ) as (Manifest & { spec: ScaledObjectSpec })[];
+
+/**
+ * The autoscaler of a Deployment: its HorizontalPodAutoscaler, or its KEDA ScaledObject (which
+ * makes an HPA of its own); min and max replicas, and its CPU utilization target if it has one.
+ */
+function autoscalerOf(ms: Manifest[], service: string) {
+  const hpa = hpaOf(ms, service);
+  if (hpa) {
+    const cpu = (
+      hpa.spec.metrics as { type: string; resource?: { name: string; target: { averageUtilization?: number } } }[]
+    ).find((m) => m.type === 'Resource' && m.resource?.name === 'cpu')?.resource?.target.averageUtilization;
+    return { kind: 'HorizontalPodAutoscaler', min: hpa.spec.minReplicas, max: hpa.spec.maxReplicas, cpu };
+  }
+  const [so] = scaledObjectsOf(ms, service);
+  if (!so) return undefined;
+  const cpu = so.spec.triggers.find((t) => t.type === 'cpu' && t.metricType === 'Utilization')?.metadata.value;
+  return {
+    kind: 'ScaledObject',
+    min: so.spec.minReplicaCount ?? 0,
+    max: so.spec.maxReplicaCount ?? 100,
+    cpu: cpu === undefined ? undefined : Number(cpu),
+  };
+}
+
+/** Deployments more than one autoscaler targets (an HPA and a ScaledObject would fight over the count). */
+function doublyScaled(ms: Manifest[]): string[] {
+  return ms
+    .filter((m) => m.kind === 'Deployment')
+    .map((d) => d.metadata.name)
+    .filter((name) => (hpaOf(ms, name) ? 1 : 0) + scaledObjectsOf(ms, name).length > 1);
+}
+
 /** Pods a service runs with at least: its replicas, or its autoscaler's minimum. */
 function minimumPods(ms: Manifest[], service: string): number {
-  const hpa = hpaOf(ms, service);
-  if (hpa) return hpa.spec.minReplicas;
+  const scaler = autoscalerOf(ms, service);
+  if (scaler) return scaler.min;
   return (find(ms, 'Deployment', service)?.spec as { replicas?: number }).replicas ?? 1;
 }
 
@@ -271,21 +324,24 @@ describe.each([
     ).toEqual(serviceNames);
   });
 
-  it('autoscales gateway and ledger on CPU with autoscaling/v2, and the HPA alone sets their replicas', () => {
+  it('autoscales gateway and ledger on CPU (an HPA, or a ScaledObject in production), and the autoscaler alone sets their replicas', () => {
     for (const service of autoscaled) {
+      const scaler = autoscalerOf(ms, service);
+      expect(scaler, `autoscaler for ${service}`).toBeDefined();
       const hpa = hpaOf(ms, service);
-      expect(hpa, `HPA for ${service}`).toBeDefined();
-      expect(hpa!.apiVersion).toBe('autoscaling/v2');
-      expect(hpa!.spec.minReplicas).toBeGreaterThanOrEqual(2);
-      expect(hpa!.spec.maxReplicas).toBeGreaterThan(hpa!.spec.minReplicas);
-      expect(hpa!.spec.metrics).toContainEqual({
-        type: 'Resource',
-        resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: expect.any(Number) } },
-      });
-      // A replicas field would reset the autoscaler's count on every apply.
-      expect((find(ms, 'Deployment', service)!.spec as { replicas?: number }).replicas).toBeUndefined();
+      if (hpa) expect(hpa.apiVersion).toBe('autoscaling/v2');
+      expect(scaler!.min).toBeGreaterThanOrEqual(2);
+      expect(scaler!.max).toBeGreaterThan(scaler!.min);
+      expect(scaler!.cpu, service).toBeGreaterThan(0);
+      expect(scaler!.cpu, service).toBeLessThanOrEqual(80);
     }
+    // A replicas field would reset the autoscaler's count on every apply.
+    for (const service of serviceNames)
+      if (autoscalerOf(ms, service))
+        expect((find(ms, 'Deployment', service)!.spec as { replicas?: number }).replicas, service).toBeUndefined();
     for (const service of serviceNames) expect(minimumPods(ms, service), service).toBeGreaterThanOrEqual(2);
+    // KEDA makes an HPA for each ScaledObject: never a second autoscaler on one Deployment.
+    expect(doublyScaled(ms)).toEqual([]);
   });
 
   it('uses policy/v1 disruption budgets that never block a drain of a healthy service', () => {
@@ -411,7 +467,70 @@ describe('production overlay', () => {
         );
     }
     for (const service of autoscaled)
-      expect(hpaOf(production, service)!.spec.maxReplicas).toBeGreaterThan(hpaOf(base, service)!.spec.maxReplicas);
+      expect(autoscalerOf(production, service)!.max).toBeGreaterThan(autoscalerOf(base, service)!.max);
+  });
+
+  it('scales the event consumers (identity, referrals, webhooks) on the lag of their real JetStream consumers', () => {
+    const common = find(production, 'ConfigMap', 'loyalty-common') as Manifest & { data: Record<string, string> };
+    const subjects = new Subjects(common.data.SUBJECT_ROOT!);
+    for (const service of ['identity', 'referrals', 'webhooks']) {
+      const [so, ...more] = scaledObjectsOf(production, service);
+      expect(so, service).toBeDefined();
+      expect(more).toEqual([]);
+      expect(so!.spec.minReplicaCount, service).toBeGreaterThanOrEqual(2);
+      const source = readSources(path.join(root, 'services', service, 'src'));
+      const lag = so!.spec.triggers.filter((t) => t.type === 'nats-jetstream');
+      expect(lag.length, service).toBeGreaterThan(0);
+      for (const t of lag) {
+        expect(t.metadata.stream).toBe(subjects.streamName());
+        expect(t.metadata.account).toBe('$G');
+        expect(Number(t.metadata.lagThreshold)).toBeGreaterThan(0);
+        expect(t.metadata.natsServerMonitoringEndpoint).toMatch(/^nats\.nats\.svc:8222$/);
+        // The durable is `<root>-<name>`, a name the service's code declares.
+        const prefix = `${subjects.root}-`;
+        expect(t.metadata.consumer!.startsWith(prefix), t.metadata.consumer).toBe(true);
+        expect(source, `${service} declares no consumer ${t.metadata.consumer}`).toContain(
+          `'${t.metadata.consumer!.slice(prefix.length)}'`,
+        );
+      }
+    }
+  });
+
+  it('scales gateway and ledger on CPU and on their request rate from Prometheus', () => {
+    for (const service of autoscaled) {
+      const [so] = scaledObjectsOf(production, service);
+      const rate = so!.spec.triggers.find((t) => t.type === 'prometheus');
+      expect(rate?.metadata.query, service).toMatch(
+        new RegExp(`^sum\\(rate\\(loyalty_[a-z_]+_count\\{service="${service}"`),
+      );
+      expect(Number(rate?.metadata.threshold)).toBeGreaterThan(100);
+      expect(rate?.metadata.serverAddress).toMatch(/^http:\/\/[a-z0-9.-]+:9090$/);
+    }
+  });
+
+  it("has a ServiceMonitor for each service that scrapes its Service on the port ops, keeping the metrics' own labels", () => {
+    for (const service of serviceNames) {
+      const svc = find(production, 'Service', service) as Manifest & {
+        spec: { ports: { name?: string }[] };
+      };
+      const monitors = production.filter(
+        (m) =>
+          m.kind === 'ServiceMonitor' &&
+          selects(
+            (m.spec as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels,
+            svc.metadata.labels ?? {},
+          ),
+      ) as (Manifest & { spec: { endpoints: { port: string; path: string; honorLabels?: boolean }[] } })[];
+      expect(
+        monitors.map((m) => m.metadata.name),
+        service,
+      ).toEqual([service]);
+      expect(monitors[0]!.spec.endpoints).toEqual([
+        expect.objectContaining({ port: 'ops', path: '/metrics', honorLabels: true }),
+      ]);
+      expect(svc.spec.ports.map((p) => p.name)).toContain('ops');
+    }
+    expect(production.filter((m) => m.kind === 'PrometheusRule').map((m) => m.metadata.name)).toEqual(['loyalty']);
   });
 });
 
@@ -442,6 +561,32 @@ describe('the validators reject what is broken', () => {
 
   it('rejects an unknown kind instead of skipping it', () => {
     expect(schemaProblems({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' } })).not.toEqual([]);
+  });
+
+  it('rejects a ScaledObject or a ServiceMonitor that breaks its CRD schema, and a misspelt field of one', () => {
+    const so = structuredClone(find(production, 'ScaledObject', 'webhooks')!) as Manifest & {
+      spec: Record<string, unknown>;
+    };
+    expect(schemaProblems(so)).toEqual([]);
+    so.spec.maxReplicaCount = 'ten';
+    expect(schemaProblems(so)).not.toEqual([]);
+    const sm = structuredClone(find(production, 'ServiceMonitor', 'ledger')!) as Manifest & {
+      spec: { endpoints: Record<string, unknown>[] };
+    };
+    expect(schemaProblems(sm)).toEqual([]);
+    sm.spec.endpoints[0]!.honorLabels = 'yes';
+    expect(schemaProblems(sm)).not.toEqual([]);
+    const typo = structuredClone(find(production, 'ScaledObject', 'ledger')!) as Manifest & {
+      spec: Record<string, unknown>;
+    };
+    typo.spec.maxReplicas = 12;
+    expect(unknownFieldProblems([typo]).join('\n')).toMatch(/maxReplicas/);
+  });
+
+  it('finds an HPA and a ScaledObject on the same Deployment', () => {
+    expect(doublyScaled(production)).toEqual([]);
+    const both = [...production, structuredClone(hpaOf(base, 'gateway')!)];
+    expect(doublyScaled(both)).toEqual(['gateway']);
   });
 
   it('finds a misspelt field', () => {
@@ -809,7 +954,7 @@ function ini(text: string): Record<string, string> {
 function maximumPods(ms: Manifest[], name: string): number {
   const d = find(ms, 'Deployment', name)!;
   const spec = d.spec as { replicas?: number; strategy?: { rollingUpdate?: { maxSurge?: number | string } } };
-  const steady = hpaOf(ms, name)?.spec.maxReplicas ?? spec.replicas ?? 1;
+  const steady = autoscalerOf(ms, name)?.max ?? spec.replicas ?? 1;
   const surge = spec.strategy?.rollingUpdate?.maxSurge ?? '25%';
   return steady + (typeof surge === 'number' ? surge : Math.ceil((steady * parseInt(surge, 10)) / 100));
 }
@@ -829,7 +974,8 @@ function connectionBudget(ms: Manifest[]) {
     const config = ini(
       (find(ms, 'ConfigMap', 'pgbouncer') as Manifest & { data: Record<string, string> }).data['pgbouncer.ini']!,
     );
-    if (hpaOf(ms, 'pgbouncer')) problems.push('PgBouncer must not autoscale: its pod count is part of the budget');
+    if (autoscalerOf(ms, 'pgbouncer'))
+      problems.push('PgBouncer must not autoscale: its pod count is part of the budget');
     const poolers = maximumPods(ms, 'pgbouncer');
     server = poolers * Number(config.max_db_connections) + MIGRATION_CONNECTIONS;
     if (!(Number(config.max_db_connections) > 0)) problems.push('PgBouncer needs max_db_connections');

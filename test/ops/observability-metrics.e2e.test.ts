@@ -2,11 +2,13 @@
 // with the labels and label values their selectors name: the system runs, takes earns, a
 // redemption and a webhook delivery, and every process's /metrics is read.
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { errorCatalogue } from '@loyalty/contracts';
 import { dashboardJson, dashboardSpecs } from '../../scripts/observability/dashboards.ts';
 import { metricNames, parseExposition, selectors } from '../../scripts/observability/promql.ts';
 import { externalMetrics, ruleGroups } from '../../scripts/observability/rules.ts';
+import { kustomize } from '../deploy/kustomize.ts';
 import { apiClient, startTestSystem, type TestSystem } from '../support/system.ts';
 import { WebhookReceiver } from '../support/webhook-receiver.ts';
 
@@ -24,7 +26,10 @@ afterAll(async () => {
   await sys?.stop();
 });
 
-/** Every PromQL expression of the rules and the dashboards (panels and variables). */
+/** Labels Prometheus adds when it scrapes a target (not the process's own). */
+const targetLabels = new Set(['namespace', 'pod', 'instance', 'job', 'container', 'endpoint']);
+
+/** Every PromQL expression of the rules, the dashboards (panels and variables) and the autoscalers. */
 function expressions(): { where: string; expr: string }[] {
   const out: { where: string; expr: string }[] = [];
   for (const g of ruleGroups)
@@ -42,6 +47,10 @@ function expressions(): { where: string; expr: string }[] {
         out.push({ where: `${spec.uid}: variable ${v.name}`, expr: m ? m[1]! : v.definition });
       }
   }
+  const overlay = kustomize(path.join(import.meta.dirname, '..', '..', 'deploy', 'k8s', 'overlays', 'production'));
+  for (const m of overlay.filter((m) => m.kind === 'ScaledObject'))
+    for (const t of (m.spec as { triggers: { type: string; metadata: { query?: string } }[] }).triggers)
+      if (t.type === 'prometheus') out.push({ where: `ScaledObject ${m.metadata.name}`, expr: t.metadata.query! });
   return out;
 }
 
@@ -122,6 +131,7 @@ it('exposes every metric, label and label value the rules and dashboards use', a
     for (const { metric, equals } of selectors(expr)) {
       if (metric in externalMetrics || recorded.has(metric)) continue;
       const series = samples.filter((s) => s.name === metric);
+      for (const label of targetLabels) delete equals[label];
       for (const [label, value] of Object.entries(equals)) {
         if (!series.some((s) => label in s.labels)) problems.push(`${where}: ${metric} has no label ${label}`);
         // An error code shows only once that error happened: it must be one of the catalogue.

@@ -103,7 +103,7 @@ describe('generated files', () => {
   });
 
   it('the PrometheusRule of the production overlay holds exactly the groups of the rule file', () => {
-    const docs = parseAllDocuments(read(monitoringFile)).map((d) => d.toJS() as Record<string, never>);
+    const docs = parseAllDocuments(read(monitoringFile)).map((d) => d.toJS() as Record<string, unknown>);
     const rules = docs.filter((d) => d.kind === 'PrometheusRule');
     expect(rules).toHaveLength(1);
     expect((rules[0]!.spec as { groups: unknown }).groups).toEqual(groups);

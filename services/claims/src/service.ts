@@ -73,13 +73,13 @@ async function setupClaims(
     expireIfDue: async (tenantId, id) => void (await claimSweeper.expire({ tenantId, id })),
   };
   const approval = approvals(deps, faults);
-  // The staff's queue, for the business dashboard and its alert (the partial index claim_requests_due
-  // holds exactly these rows, so the count reads the index, not the table).
+  // The staff's queue, for the business dashboard (the partial index claim_requests_due holds exactly
+  // these rows, so the count reads the index, not the table).
   rt.metrics.gauge('loyalty_claims_pending', 'Claim requests waiting for a decision, all tenants', async () => {
     const { rows } = await pool.query<{ n: number }>(
       `SELECT count(*) AS n FROM claims.claim_requests WHERE status = 'pending'`,
     );
-    return rows[0]!.n;
+    return rows[0]?.n ?? 0;
   });
   const requests = claimRequests(deps);
   return {
