@@ -39,6 +39,14 @@ Commands:
   rule:update --tenant ID --card ID --rule ID JSON change a rule (an active or paused one gets a new version)
   rule:activate|rule:pause|rule:delete --tenant ID --card ID --rule ID
                                                    activate, pause, or end a rule (delete removes a draft)
+  tier:get --tenant ID --card ID                   a card's tier ladder, its qualification settings, members per tier
+  tier:set --tenant ID --card ID JSON              replace the ladder and settings, e.g. '{"tiers":[{"name":"Bronze","rank":0,
+                                                   "entry_threshold":0,"retain_threshold":0},{"name":"Gold","rank":1,
+                                                   "entry_threshold":500,"retain_threshold":400}],"window":"calendar_year"}'
+                                                   ('{"tiers":[]}' turns tiers off); prints the recompute job's id
+  tier:member --tenant ID --card ID --member ID    a member's tier and progress
+  tier:assign --tenant ID --card ID --member ID --tier NAME --until ISO --reason TEXT
+                                                   set a member's tier by hand until a time (audited)
   staff:create --tenant ID --email EMAIL --role manager|staff [--name NAME]
                                                    create a staff user (the first manager); they sign in at /console
   staff:list --tenant ID                           list a tenant's staff users
@@ -77,6 +85,10 @@ const options = {
   card: { type: 'string' },
   reward: { type: 'string' },
   rule: { type: 'string' },
+  member: { type: 'string' },
+  tier: { type: 'string' },
+  until: { type: 'string' },
+  reason: { type: 'string' },
   currency: { type: 'string' },
   cashback: { type: 'string' },
   min: { type: 'string' },
@@ -207,6 +219,25 @@ function requestOf(
     case 'rule:pause':
     case 'rule:delete':
       return ruleRequest(command, `${tenantPath()}/cards/${need(v.card, 'card')}/rules`, rest, v);
+    case 'tier:get':
+      return { method: 'GET', path: `${tenantPath()}/cards/${need(v.card, 'card')}/tiers` };
+    case 'tier:set':
+      return {
+        method: 'PUT',
+        path: `${tenantPath()}/cards/${need(v.card, 'card')}/tiers`,
+        body: json(need(rest[0], 'JSON'), 'JSON'),
+      };
+    case 'tier:member':
+      return {
+        method: 'GET',
+        path: `${tenantPath()}/cards/${need(v.card, 'card')}/members/${need(v.member, 'member')}/tier`,
+      };
+    case 'tier:assign':
+      return {
+        method: 'PUT',
+        path: `${tenantPath()}/cards/${need(v.card, 'card')}/members/${need(v.member, 'member')}/tier`,
+        body: { tier: need(v.tier, 'tier'), valid_until: need(v.until, 'until'), reason: need(v.reason, 'reason') },
+      };
     case 'staff:create':
       return {
         method: 'POST',

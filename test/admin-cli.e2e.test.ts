@@ -248,4 +248,55 @@ describe('loyalty-admin', () => {
     expect((await cli(['rule:delete', ...where, '--rule', id])).out).toContain('status: ended');
     expect((await cli(['rule:get', ...where])).code).toBe(2);
   });
+
+  it("sets a card's tiers, reads a member's tier and assigns one by hand", async () => {
+    const t = await sys.tenant({ scopes: ['points_write'] });
+    const tenant = String(t.tenantId);
+    const card = /^id: (\d+)$/m.exec(
+      (await cli(['card:create', '--tenant', tenant, '--name', 'P', '--points-ratio', '1'])).out,
+    )![1]!;
+    const where = ['--tenant', tenant, '--card', card];
+    const ladder = {
+      tiers: [
+        { name: 'Bronze', rank: 0, entry_threshold: 0, retain_threshold: 0 },
+        { name: 'Gold', rank: 1, entry_threshold: 500, retain_threshold: 400 },
+      ],
+      window: 'calendar_year',
+    };
+    const set = await cli(['tier:set', ...where, JSON.stringify(ladder), '--json']);
+    expect(set.code, set.err).toBe(0);
+    expect(JSON.parse(set.out)).toMatchObject({ enabled: true, window: 'calendar_year', version: 1 });
+    expect((await cli(['tier:get', ...where])).out).toMatch(/^Gold\s+1\s+500\s+400/m);
+    const bad = await cli([
+      'tier:set',
+      ...where,
+      '{"tiers":[{"name":"A","rank":0,"entry_threshold":5,"retain_threshold":0}]}',
+    ]);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/^error 422 invalid_tiers: .*entry_threshold/);
+    const res = await fetch(`${sys.url}/api/v1/loyalty/points/earn`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-app-id': t.appId, 'x-api-key': t.apiKey },
+      body: JSON.stringify({ card_id: Number(card), email: 'tiers-cli@example.com', purchase_amount: 10 }),
+    });
+    const member = String(((await res.json()) as { data: { member_id: number } }).data.member_id);
+    expect((await cli(['tier:member', ...where, '--member', member, '--json'])).out).toContain('"Bronze"');
+    const until = new Date(sys.clock.now().getTime() + 30 * 86_400_000).toISOString();
+    const assigned = await cli([
+      'tier:assign',
+      ...where,
+      '--member',
+      member,
+      '--tier',
+      'Gold',
+      '--until',
+      until,
+      '--reason',
+      'VIP',
+      '--json',
+    ]);
+    expect(assigned.code, assigned.err).toBe(0);
+    expect(JSON.parse(assigned.out)).toMatchObject({ tier: { name: 'Gold' }, manual: { reason: 'VIP' } });
+    expect((await cli(['tier:assign', ...where, '--member', member, '--tier', 'Gold'])).code).toBe(2);
+  });
 });

@@ -247,10 +247,10 @@ function queryOf(op: Operation, fields: Field[], replace?: { name: string; raw: 
 
 /**
  * A refusal of the hostile value: a 4xx failure envelope, `validation_error` naming the field. The
- * operations whose values are judged by their owner (earning rules: 422 `invalid_rule` with the
- * fields; the contract's shapes stay loose on purpose) are held to the envelope and the 4xx only:
- * the base body built here is not a valid rule, and their field-by-field answers are checked in
- * the ledger's rules tests.
+ * operations whose values are judged by their owner (earning rules: 422 `invalid_rule`, tier
+ * ladders: 422 `invalid_tiers`, with the fields; the contract's shapes stay loose on purpose) are
+ * held to the envelope and the 4xx only: the base body built here is not a valid rule or ladder,
+ * and their field-by-field answers are checked in the ledger's rules and tiers tests.
  */
 function expectRefused(r: Result, field: string, label: string, strict = true, op?: Operation): void {
   expect(r.status, label).toBeGreaterThanOrEqual(400);
@@ -259,7 +259,7 @@ function expectRefused(r: Result, field: string, label: string, strict = true, o
     success: false,
     error: { code: expect.any(String), message: expect.any(String) },
   });
-  if (!strict || op?.errors.includes('invalid_rule')) return;
+  if (!strict || op?.errors.includes('invalid_rule') || op?.errors.includes('invalid_tiers')) return;
   expect(r.status, label).toBe(400);
   expect(r.json?.error?.code, label).toBe('validation_error');
   const named = (r.json?.error?.fields as { field: string }[] | undefined)?.map((x) => x.field) ?? [];

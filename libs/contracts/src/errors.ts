@@ -42,6 +42,8 @@ export const errorCatalogue = {
   webhook_endpoint_not_found: { status: 404, message: 'Webhook endpoint not found.' },
   webhook_delivery_not_found: { status: 404, message: 'Webhook delivery not found.' },
   rule_not_found: { status: 404, message: 'Rule not found.' },
+  tiers_not_configured: { status: 404, message: 'This card has no tiers.' },
+  tier_not_found: { status: 404, message: 'The card has no tier of this name.' },
   job_not_found: { status: 404, message: 'Job not found.' },
   job_result_not_found: {
     status: 404,
@@ -96,6 +98,7 @@ export const errorCatalogue = {
     message: 'The line items do not add up to purchase_amount (or do not match the purchase being refunded).',
   },
   invalid_rule: { status: 422, message: 'The rule is not valid; fields says which fields and why.' },
+  invalid_tiers: { status: 422, message: 'The tier settings are not valid; fields says which fields and why.' },
   active_rule_limit: { status: 422, message: 'A card may have at most 100 active rules.' },
   transfers_disabled: { status: 422, message: 'Points transfers are not enabled on this card.' },
   transfer_limit_exceeded: {

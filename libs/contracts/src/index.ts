@@ -66,6 +66,17 @@ export {
   PersonalData,
 } from './ops/members.ts';
 export { ProgrammeReport, reportAdminOperations, reportOperations } from './ops/reports.ts';
+export {
+  EarnTier,
+  ManualTierInput,
+  MemberTier,
+  TierBadge,
+  TierInput,
+  tierAdminOperations,
+  tierOperations,
+  TierSettings,
+  TierSettingsInput,
+} from './ops/tiers.ts';
 export { referralOperations, ReferralPeriod, referralPeriods } from './ops/referrals.ts';
 export { queryDateRange, staffAdminOperations, staffOperations } from './ops/staff.ts';
 export {

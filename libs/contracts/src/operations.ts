@@ -7,6 +7,7 @@ import { memberDataOperations } from './ops/members.ts';
 import { quoteOperations } from './ops/quotes.ts';
 import { reportAdminOperations, reportOperations } from './ops/reports.ts';
 import { ruleAdminOperations, ruleOperations } from './ops/rules.ts';
+import { tierAdminOperations, tierOperations } from './ops/tiers.ts';
 import { referralOperations } from './ops/referrals.ts';
 import { webhookAdminOperations, webhookOperations } from './ops/webhooks.ts';
 import { operationExamples } from './ops/examples.ts';
@@ -44,6 +45,7 @@ export const operations: Record<string, Operation> = withExamples({
   ...memberPinOperations,
   ...webhookOperations,
   ...ruleOperations,
+  ...tierOperations,
   ...jobOperations,
   ...memberDataOperations,
   ...reportOperations,
@@ -54,6 +56,7 @@ export const operatorOperations: Record<string, Operation> = withExamples({
   ...adminOperations,
   ...ledgerAdminOperations,
   ...ruleAdminOperations,
+  ...tierAdminOperations,
   ...staffAdminOperations,
   ...webhookAdminOperations,
   ...jobAdminOperations,

@@ -343,6 +343,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/loyalty/cards/{card_id}/members/{member_id}/tier': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A member's tier on a card and the progress to the next one
+     * @description Scope: `card_read`.
+     */
+    get: operations['tiers.member'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/loyalty/cards/{card_id}/referral-stats': {
     parameters: {
       query?: never;
@@ -509,6 +529,30 @@ export interface paths {
      * @description Scope: `programme_manage`.
      */
     post: operations['rules.pause'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/loyalty/cards/{card_id}/tiers': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A card's tier ladder and qualification settings, with the members in each tier
+     * @description Scope: `programme_manage`.
+     */
+    get: operations['tiers.get'];
+    /**
+     * Set a card's tier ladder and qualification settings (the whole of them); a change recomputes every member in a job
+     * @description Scope: `programme_manage`.
+     */
+    put: operations['tiers.put'];
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -1565,6 +1609,13 @@ export interface components {
       /** @enum {string} */
       status: 'pending' | 'approved' | 'rejected' | 'expired';
     };
+    EarnTier: {
+      name: string;
+      rank: number;
+      /** @description this earn crossed an entry threshold and moved the member up */
+      upgraded: boolean;
+      valid_until: string | null;
+    };
     Failure: {
       error: {
         /** @enum {string} */
@@ -1601,6 +1652,8 @@ export interface components {
           | 'webhook_endpoint_not_found'
           | 'webhook_delivery_not_found'
           | 'rule_not_found'
+          | 'tiers_not_configured'
+          | 'tier_not_found'
           | 'job_not_found'
           | 'job_result_not_found'
           | 'method_not_allowed'
@@ -1635,6 +1688,7 @@ export interface components {
           | 'audit_anchor_invalid'
           | 'line_items_mismatch'
           | 'invalid_rule'
+          | 'invalid_tiers'
           | 'active_rule_limit'
           | 'transfers_disabled'
           | 'transfer_limit_exceeded'
@@ -1697,6 +1751,38 @@ export interface components {
       name: string;
       /** @description masked; null when the member has no phone */
       phone: string | null;
+    };
+    MemberTier: {
+      card_id: number;
+      /** @description set by hand (staff or the operator) until valid_until */
+      manual: {
+        reason: string;
+      } | null;
+      member_id: number;
+      metric: string;
+      /** @description what the current window still needs to reach next_tier */
+      needed_for_next: number | null;
+      /** @description what the window judged at valid_until still needs to keep the tier; null: nothing to keep (lowest tier, no end) */
+      needed_to_retain: number | null;
+      /** @description null: the member holds the highest tier */
+      next_tier: {
+        entry_threshold: number;
+        name: string;
+        rank: number;
+      } | null;
+      /** @description points, or currency units, in the current window */
+      qualifying_total: number;
+      tier: {
+        description: string | null;
+        name: string;
+        rank: number;
+      };
+      /** @description when the tier is reviewed; null: no end */
+      valid_until: string | null;
+      /** @description day after its last day; null: lifetime */
+      window_end: string | null;
+      /** @description first day of the current window (card time zone); null: lifetime */
+      window_start: string | null;
     };
     MemberToken: {
       /** @description ISO 8601 UTC timestamp */
@@ -2111,6 +2197,82 @@ export interface components {
       rule_id: number;
       status: string;
       version: number;
+    };
+    Tier: {
+      description: string | null;
+      entry_threshold: number;
+      /** @description members holding the tier now */
+      members: number;
+      name: string;
+      rank: number;
+      retain_threshold: number;
+    };
+    TierBadge: {
+      name: string;
+      rank: number;
+      /** @description when the tier is reviewed (downgrade or renewal); null: no end */
+      valid_until: string | null;
+    };
+    TierInput: {
+      description?: string;
+      /** @description qualifying total that reaches the tier (points, or currency units); 0 for the lowest tier */
+      entry_threshold: number;
+      name: string;
+      /** @description a whole number, unique in the ladder; higher is better */
+      rank: number;
+      /** @description qualifying total over the window that keeps the tier at its review; at most entry_threshold */
+      retain_threshold: number;
+    };
+    TierSettings: {
+      card_id: number;
+      count_bonuses: boolean;
+      /** @description false: the card has no tiers */
+      enabled: boolean;
+      metric: string;
+      /** @description lowest rank first */
+      tiers: components['schemas']['Tier'][];
+      time_zone: string;
+      updated_at: string | null;
+      validity_days: number | null;
+      /** @description 0: never set */
+      version: number;
+      warning_days: number;
+      window: string;
+      window_days: number;
+    };
+    TierSettingsInput: {
+      /**
+       * @description points_earned: whether bonuses (earning rules beyond the base, referrals, adjustments) count
+       * @default true
+       */
+      count_bonuses: boolean;
+      /**
+       * @description points_earned (earned minus refunded; cashback earned on a cashback card) or amount_spent (purchases minus refunds)
+       * @default points_earned
+       */
+      metric: string;
+      /** @description at most 10; an empty list turns tiers off for the card (members keep nothing) */
+      tiers: components['schemas']['TierInput'][];
+      /**
+       * @description an upgrade holds this many days; null: until the end of the next full window
+       * @default null
+       */
+      validity_days: number | null;
+      /**
+       * @description days before a downgrade the member is warned (0 to 365)
+       * @default 30
+       */
+      warning_days: number;
+      /**
+       * @description rolling (window_days), calendar_year, anniversary (the member's join date) or lifetime
+       * @default rolling
+       */
+      window: string;
+      /**
+       * @description rolling windows: their length in days (1 to 3660)
+       * @default 365
+       */
+      window_days: number;
     };
     TopReferrer: {
       /** @description masked; null when the member has no email */
@@ -4147,6 +4309,8 @@ export interface operations {
               queried_at: string;
               /** @constant */
               reward_system: 'cashback';
+              /** @description cards with tiers only: the member's tier */
+              tier?: components['schemas']['TierBadge'];
             };
             /** @constant */
             success: true;
@@ -4454,6 +4618,8 @@ export interface operations {
               reference: string | null;
               /** @description the earning rules beyond the base earn that gave something; absent when none did */
               rules_applied?: components['schemas']['RuleApplied'][];
+              /** @description cards with tiers only: the member's tier after this earn */
+              tier?: components['schemas']['EarnTier'];
               transaction_id: number;
             };
             /** @constant */
@@ -6528,6 +6694,251 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'wrong_card_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'tiers.member': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        card_id: number;
+        member_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "card_id": 2,
+           *         "member_id": 42,
+           *         "tier": {
+           *           "name": "Silver",
+           *           "rank": 1,
+           *           "description": "1.5x points on coffee"
+           *         },
+           *         "valid_until": "2027-03-15T00:00:00.000Z",
+           *         "manual": null,
+           *         "metric": "points_earned",
+           *         "qualifying_total": 1380,
+           *         "window_start": "2025-03-15",
+           *         "window_end": "2026-03-15",
+           *         "next_tier": {
+           *           "name": "Gold",
+           *           "rank": 2,
+           *           "entry_threshold": 5000
+           *         },
+           *         "needed_for_next": 3620,
+           *         "needed_to_retain": 800
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['MemberTier'];
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `card_not_found`, `member_not_found`, `tiers_not_configured` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'card_not_found' | 'member_not_found' | 'tiers_not_configured';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
             };
           };
         };
@@ -9622,6 +10033,603 @@ export interface operations {
       };
     };
   };
+  'tiers.get': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        card_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "card_id": 2,
+           *         "time_zone": "Europe/Lisbon",
+           *         "enabled": true,
+           *         "tiers": [
+           *           {
+           *             "name": "Bronze",
+           *             "rank": 0,
+           *             "entry_threshold": 0,
+           *             "retain_threshold": 0,
+           *             "description": null,
+           *             "members": 1840
+           *           },
+           *           {
+           *             "name": "Silver",
+           *             "rank": 1,
+           *             "entry_threshold": 1000,
+           *             "retain_threshold": 800,
+           *             "description": "1.5x points on coffee",
+           *             "members": 212
+           *           },
+           *           {
+           *             "name": "Gold",
+           *             "rank": 2,
+           *             "entry_threshold": 5000,
+           *             "retain_threshold": 4000,
+           *             "description": "Double points",
+           *             "members": 31
+           *           }
+           *         ],
+           *         "metric": "points_earned",
+           *         "count_bonuses": true,
+           *         "window": "rolling",
+           *         "window_days": 365,
+           *         "validity_days": null,
+           *         "warning_days": 30,
+           *         "version": 3,
+           *         "updated_at": "2026-03-14T09:26:53.000Z"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['TierSettings'];
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `card_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'card_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'tiers.put': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        card_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "tiers": [
+         *         {
+         *           "name": "Bronze",
+         *           "rank": 0,
+         *           "entry_threshold": 0,
+         *           "retain_threshold": 0
+         *         },
+         *         {
+         *           "name": "Silver",
+         *           "rank": 1,
+         *           "entry_threshold": 1000,
+         *           "retain_threshold": 800,
+         *           "description": "1.5x points on coffee"
+         *         },
+         *         {
+         *           "name": "Gold",
+         *           "rank": 2,
+         *           "entry_threshold": 5000,
+         *           "retain_threshold": 4000,
+         *           "description": "Double points"
+         *         }
+         *       ],
+         *       "metric": "points_earned",
+         *       "count_bonuses": true,
+         *       "window": "rolling",
+         *       "window_days": 365,
+         *       "validity_days": null,
+         *       "warning_days": 30
+         *     }
+         */
+        'application/json': components['schemas']['TierSettingsInput'];
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "card_id": 2,
+           *         "time_zone": "Europe/Lisbon",
+           *         "enabled": true,
+           *         "tiers": [
+           *           {
+           *             "name": "Bronze",
+           *             "rank": 0,
+           *             "entry_threshold": 0,
+           *             "retain_threshold": 0,
+           *             "description": null,
+           *             "members": 1840
+           *           },
+           *           {
+           *             "name": "Silver",
+           *             "rank": 1,
+           *             "entry_threshold": 1000,
+           *             "retain_threshold": 800,
+           *             "description": "1.5x points on coffee",
+           *             "members": 212
+           *           },
+           *           {
+           *             "name": "Gold",
+           *             "rank": 2,
+           *             "entry_threshold": 5000,
+           *             "retain_threshold": 4000,
+           *             "description": "Double points",
+           *             "members": 31
+           *           }
+           *         ],
+           *         "metric": "points_earned",
+           *         "count_bonuses": true,
+           *         "window": "rolling",
+           *         "window_days": 365,
+           *         "validity_days": null,
+           *         "warning_days": 30,
+           *         "version": 3,
+           *         "updated_at": "2026-03-14T09:26:53.000Z",
+           *         "recompute_job_id": "job_ledger_3f1c9a52-8d0e-4b7a-9c61-2a5e7d4b8f10"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: {
+              card_id: number;
+              count_bonuses: boolean;
+              /** @description false: the card has no tiers */
+              enabled: boolean;
+              metric: string;
+              /** @description the job recomputing every member of the card (GET /api/v1/jobs/{job_id}); null when nothing changed */
+              recompute_job_id: string | null;
+              /** @description lowest rank first */
+              tiers: components['schemas']['Tier'][];
+              time_zone: string;
+              updated_at: string | null;
+              validity_days: number | null;
+              /** @description 0: never set */
+              version: number;
+              warning_days: number;
+              window: string;
+              window_days: number;
+            };
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `card_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'card_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `invalid_tiers` */
+      422: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'invalid_tiers';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
   'claims.list': {
     parameters: {
       query: {
@@ -11326,6 +12334,8 @@ export interface operations {
               queried_at: string;
               /** @constant */
               reward_system: 'points';
+              /** @description cards with tiers only: the member's tier */
+              tier?: components['schemas']['TierBadge'];
             };
             /** @constant */
             success: true;
@@ -11636,6 +12646,8 @@ export interface operations {
               reference: string | null;
               /** @description the earning rules beyond the base earn that gave something; absent when none did */
               rules_applied?: components['schemas']['RuleApplied'][];
+              /** @description cards with tiers only: the member's tier after this earn */
+              tier?: components['schemas']['EarnTier'];
               transaction_id: number;
             };
             /** @constant */

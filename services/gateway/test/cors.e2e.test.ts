@@ -63,6 +63,7 @@ describe('CORS on, allowed origin', () => {
         'GET',
         'PATCH',
         'POST',
+        'PUT',
       ]);
       expect(res.headers.get('access-control-allow-headers')).toBe(
         'X-App-Id, X-Api-Key, X-Member-Token, Idempotency-Key, Content-Type, X-Request-Id',

@@ -31,6 +31,9 @@ const validBodies: Record<string, Record<string, unknown>> = {
   'admin.rules.create': { name: 'another rule', kind: 'fixed', points: 1 },
   'rules.update': { name: 'renamed rule' },
   'admin.rules.update': { name: 'renamed rule' },
+  'tiers.put': { tiers: [{ name: 'Base', rank: 0, entry_threshold: 0, retain_threshold: 0 }] },
+  'admin.tiers.put': { tiers: [{ name: 'Base', rank: 0, entry_threshold: 0, retain_threshold: 0 }] },
+  'admin.tiers.set': { tier: 'Base', valid_until: '2099-01-01T00:00:00Z', reason: 'test' },
 };
 
 /** The tables the operations with path parameters write. */
@@ -41,6 +44,9 @@ const TABLES = [
   'ledger.rewards',
   'ledger.rules',
   'ledger.rule_versions',
+  'ledger.tier_ladders',
+  'ledger.tiers',
+  'ledger.member_tiers',
   'claims.claim_requests',
   'referrals.referral_codes',
   'webhooks.endpoints',
@@ -218,7 +224,7 @@ describe('path parameters cannot be overridden', () => {
         expect(await snapshot()).toEqual(before);
       });
 
-      if (op.method === 'POST' || op.method === 'PATCH') {
+      if (op.method === 'POST' || op.method === 'PUT' || op.method === 'PATCH') {
         it(`${name} (${op.method} ${op.path}): ${param} in the body is refused`, async () => {
           const before = await snapshot();
           const r = await call(operator, op.method, pathOf(op), {
@@ -252,7 +258,7 @@ describe('path parameters cannot be overridden', () => {
 });
 
 function bodyFor(op: Operation, name: string): Record<string, unknown> | undefined {
-  return op.method === 'POST' || op.method === 'PATCH' ? (validBodies[name] ?? {}) : undefined;
+  return op.method === 'POST' || op.method === 'PUT' || op.method === 'PATCH' ? (validBodies[name] ?? {}) : undefined;
 }
 
 function expectRefused(r: Awaited<ReturnType<typeof call>>, param: string, where: 'query' | 'body') {

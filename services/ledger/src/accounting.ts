@@ -28,6 +28,7 @@ import {
   type AccountKey,
   type JournalEntry,
   type PostedEntry,
+  type PostedTier,
   type Posting,
 } from './store/accounts.ts';
 import {
@@ -61,6 +62,8 @@ export type LedgerMeta = ServiceMeta & { member_id?: number };
 
 export interface BalanceChange {
   entry: JournalEntry;
+  /** The member's tier after a credit on a card with tiers (the posting statement decided it). */
+  tier?: PostedTier;
   /** Spendable balance before and after (a pending credit leaves it as it was). */
   previous: number;
   balance: number;
@@ -126,7 +129,12 @@ function replayKey(meta: LedgerMeta, opts: OperationKey) {
 
 function change(p: Posting, entry: PostedEntry): BalanceChange {
   const moved = p.movement.lot?.pending ? 0 : entry.amount;
-  return { entry, previous: entry.balance_after - moved, balance: entry.balance_after };
+  return {
+    entry,
+    previous: entry.balance_after - moved,
+    balance: entry.balance_after,
+    ...(entry.tier ? { tier: entry.tier } : {}),
+  };
 }
 
 const isDue = (a: { next_change_at: Date | null } | undefined, now: Date) =>

@@ -2,18 +2,27 @@ import { ReplicaCache, type Metrics, type NatsConnection, type Queryable } from 
 import { compileRule, type CompiledRule } from './domain/rules/index.ts';
 import { findCard, type Card } from './store/cards.ts';
 import { listRules } from './store/rules.ts';
+import { findLadder } from './store/tiers.ts';
+import type { TierLadder } from './domain/tiers.ts';
 
-/** A card with its active earning rules, compiled for its unit (rules ride in the card cache). */
+/** A card with its active earning rules, compiled for its unit, and its tiers (both ride in the card cache). */
 export interface RuledCard extends Card {
   rules: CompiledRule[];
+  /** The card's tier ladder; null: the card has no tiers. */
+  tiers: TierLadder | null;
 }
 
-/** The card and its active rules (two reads, on a cache miss only). */
+/** The card, its active rules and its tiers (three reads, on a cache miss only). */
 async function loadCard(db: Queryable, tenantId: number, cardId: number): Promise<RuledCard | undefined> {
   const card = await findCard(db, tenantId, cardId);
   if (!card) return undefined;
   const rows = await listRules(db, card.tenant_id, card.id, ['active']);
-  return { ...card, rules: rows.map((r) => compileRule(r, r.definition, card.reward_system)) };
+  const ladder = await findLadder(db, card.id);
+  return {
+    ...card,
+    rules: rows.map((r) => compileRule(r, r.definition, card.reward_system)),
+    tiers: ladder && ladder.steps.length > 0 ? ladder : null,
+  };
 }
 
 /** The card a card-changed broadcast (`{ card_id }`) names; a malformed one names none. */

@@ -11,6 +11,8 @@ import {
   ruleOperations,
   staffOperations,
   transferOperations,
+  tierAdminOperations,
+  tierOperations,
 } from '@loyalty/contracts';
 import { Endpoints } from '@loyalty/runtime';
 import type { CardCatalogue } from './card-catalogue.ts';
@@ -25,6 +27,7 @@ import type { RuleBook } from './rule-book.ts';
 import type { StaffDesk } from './staff-desk.ts';
 import type { Transfers } from './transfers/transfers.ts';
 import { reportEndpoints, type Reports } from './reports/index.ts';
+import type { TierBook } from './tier-book.ts';
 
 /** Subject -> handler table of the ledger. Handlers stay thin: validate, delegate. */
 export function ledgerEndpoints(parts: {
@@ -40,6 +43,7 @@ export function ledgerEndpoints(parts: {
   transfers: Transfers;
   memberData: LedgerMemberData;
   reports: Reports;
+  tiers: TierBook;
 }): Endpoints {
   const { cards, cashback, points, holds, quotes, pins, desk } = parts;
   const s = staffOperations;
@@ -48,7 +52,8 @@ export function ledgerEndpoints(parts: {
   const a = ledgerAdminOperations;
   const l = ledgerOperations;
   const base = ruleEndpoints(new Endpoints('ledger'), parts.rules, parts.memberEvents, quotes);
-  return memberDataEndpoints(reportEndpoints(base, parts.reports), parts.memberData)
+  return memberDataEndpoints(reportEndpoints(base, parts.reports), parts.memberData);
+  return tierEndpoints(ruleEndpoints(new Endpoints('ledger'), parts.rules, parts.memberEvents, quotes), parts.tiers)
     .public(c['cashback.earn'], (d, x) => cashback.earn(d, x.meta))
     .public(c['cashback.redeem'], (d, x) => cashback.redeem(d, x.meta))
     .public(c['cashback.refund'], (d, x) => cashback.refund(d, x.meta))
@@ -121,4 +126,20 @@ function ruleEndpoints(endpoints: Endpoints, book: RuleBook, events: MemberEvent
     .operator(a['admin.rules.delete'], (d, x) => book.remove(d.tenant_id, d.card_id, d.rule_id, x.meta))
     .operator(a['admin.rules.activate'], (d, x) => book.activate(d.tenant_id, d.card_id, d.rule_id, x.meta))
     .operator(a['admin.rules.pause'], (d, x) => book.pause(d.tenant_id, d.card_id, d.rule_id, x.meta));
+}
+
+/** Tiers: the ladder of a card and each member's tier (merchant API and operator API). */
+function tierEndpoints(endpoints: Endpoints, book: TierBook): Endpoints {
+  const t = tierOperations;
+  const a = tierAdminOperations;
+  return endpoints
+    .public(t['tiers.get'], (d, x) => book.settings(x.meta.tenant_id, d.card_id))
+    .public(t['tiers.put'], (d, x) => book.put(x.meta.tenant_id, d.card_id, d, x.meta))
+    .public(t['tiers.member'], (d, x) => book.member(x.meta, d.card_id, d.member_id))
+    .operator(a['admin.tiers.get'], (d) => book.settings(d.tenant_id, d.card_id))
+    .operator(a['admin.tiers.put'], (d, x) => book.put(d.tenant_id, d.card_id, d, x.meta))
+    .operator(a['admin.tiers.member'], (d, x) =>
+      book.member({ request_id: x.meta.request_id, tenant_id: d.tenant_id }, d.card_id, d.member_id),
+    )
+    .operator(a['admin.tiers.set'], (d, x) => book.setManually(x.meta, d.tenant_id, d.card_id, d.member_id, d));
 }

@@ -27,6 +27,7 @@ import { quotes } from './products/quotes.ts';
 import { MemberEvents } from './products/member-events.ts';
 import { RuleBook } from './rule-book.ts';
 import { staffDesk } from './staff-desk.ts';
+import { TierBook } from './tier-book.ts';
 import { postMany } from './store/accounts.ts';
 import { ledgerTasks } from './tasks.ts';
 import { Transfers } from './transfers/transfers.ts';
@@ -139,6 +140,7 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
       transfers: new Transfers(deps, books, memberCodes(client)),
       memberData: ledgerMemberData(pool, members),
       reports,
+      tiers: new TierBook(deps, (cardId) => cards.changed(cardId)),
     }),
     consumers: ledgerConsumers(),
     tasks: [lotSweeper, reports.folder],

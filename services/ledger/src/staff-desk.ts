@@ -1,5 +1,7 @@
 import { AppError, type StaffMeta } from '@loyalty/contracts';
 import { auditActor, recordAudit, type Queryable } from '@loyalty/runtime';
+import { bonusTierMove } from './tiers/moves.ts';
+import type { RuledCard } from './card-cache.ts';
 import type { Accounting, BalanceChange, LedgerDeps, LedgerMeta, PostingOptions } from './accounting.ts';
 import { balanceFields } from './domain/balance-view.ts';
 import { fromCents, toCents } from './domain/money.ts';
@@ -9,7 +11,7 @@ import { lotEventFields } from './lots/views.ts';
 import type { cashbackProduct } from './products/cashback.ts';
 import type { PointsProduct } from './products/points.ts';
 import { findBalance, type Posting } from './store/accounts.ts';
-import { listCards, type Card } from './store/cards.ts';
+import { listCards } from './store/cards.ts';
 
 interface Products {
   points: PointsProduct;
@@ -29,7 +31,7 @@ interface AdjustRequest {
 /** An adjustment decided: the card, its amount in the card's unit and the amounts the audit and event show. */
 interface Adjustment {
   d: AdjustRequest;
-  card: Card;
+  card: RuledCard;
   points: boolean;
   units: number;
   moved: { points: number } | { amount: number };
@@ -156,7 +158,7 @@ export class StaffDesk {
     };
   }
 
-  private async cardOf(meta: LedgerMeta, cardId: number): Promise<Card> {
+  private async cardOf(meta: LedgerMeta, cardId: number): Promise<RuledCard> {
     const card = await this.deps.cards.get(meta.tenant_id, cardId);
     if (!card) throw new AppError('card_not_found');
     return card;
@@ -177,6 +179,7 @@ export class StaffDesk {
         metadata: { reason: d.reason, staff_id: meta.staff.id },
         at,
         lot,
+        tier: d.direction === 'add' ? bonusTierMove(this.deps.outbox, card, d.member_id, at, a.units) : undefined,
       },
       event: this.events.posting(a.points ? 'points' : 'cents', {
         tenantId: meta.tenant_id,
@@ -199,7 +202,7 @@ export function staffDesk(deps: LedgerDeps, books: Accounting, products: Product
 }
 
 /** The adjustment in the card's unit: `points` on a points card, `amount` on a cashback card. */
-function adjustment(d: AdjustRequest, card: Card): Adjustment {
+function adjustment(d: AdjustRequest, card: RuledCard): Adjustment {
   const points = card.reward_system === 'points';
   const given = points ? d.points : d.amount;
   if (given === undefined) {

@@ -1,6 +1,7 @@
 import type { OperationExample } from './types.ts';
 import { dataOperationExamples } from './data-examples.ts';
 import { ruleOperationExamples } from './rule-examples.ts';
+import { tierOperationExamples } from './tier-examples.ts';
 import { webhookOperationExamples } from './webhook-examples.ts';
 
 /**
@@ -440,6 +441,7 @@ export const operationExamples: Record<string, OperationExample> = {
   'admin.reward.update': { request: { active: false }, response: { reward: { ...reward, active: false } } },
   ...webhookOperationExamples,
   ...ruleOperationExamples,
+  ...tierOperationExamples,
   'jobs.get': { response: exampleJob },
   'jobs.result': { response: '{"member":{"id":42}}' },
   'admin.jobs.get': { response: { ...exampleJob, result_url: `/admin/v1/jobs/${exampleJob.id}/result`, tenant_id: 1 } },

@@ -13,6 +13,7 @@ import {
 } from '../common.ts';
 import { memberFields, memberRequired, memberRule, needsMember, Reference } from './member-ref.ts';
 import { earnRuleFields, RefundLineItems, RuleApplied } from './rules.ts';
+import { EarnTier, TierBadge } from './tiers.ts';
 import { defineOperations } from './types.ts';
 
 /**
@@ -134,6 +135,7 @@ export const cashbackOperations = defineOperations({
         .array(RuleApplied)
         .optional()
         .describe('the earning rules beyond the base earn that gave something; absent when none did'),
+      tier: EarnTier.optional().describe("cards with tiers only: the member's tier after this earn"),
     }),
     errors: [
       'card_not_found',
@@ -203,6 +205,7 @@ export const cashbackOperations = defineOperations({
       currency: z.string(),
       reward_system: z.literal('cashback'),
       queried_at: Timestamp,
+      tier: TierBadge.optional().describe("cards with tiers only: the member's tier"),
     }),
     errors: ['card_not_found', 'member_not_found', 'wrong_card_type'],
   },
@@ -335,6 +338,7 @@ export const pointsOperations = defineOperations({
         .array(RuleApplied)
         .optional()
         .describe('the earning rules beyond the base earn that gave something; absent when none did'),
+      tier: EarnTier.optional().describe("cards with tiers only: the member's tier after this earn"),
     }),
     errors: [
       'card_not_found',
@@ -448,6 +452,7 @@ export const pointsOperations = defineOperations({
       next_expiries: z.array(PointsExpiry).describe('the next (at most three) expiries of spendable points'),
       reward_system: z.literal('points'),
       queried_at: Timestamp,
+      tier: TierBadge.optional().describe("cards with tiers only: the member's tier"),
     }),
     errors: ['card_not_found', 'member_not_found', 'wrong_card_type'],
   },

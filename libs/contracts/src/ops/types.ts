@@ -16,7 +16,7 @@ export interface Operation<
   B extends z.ZodType | undefined = z.ZodType | undefined,
   R extends z.ZodType = z.ZodType,
 > {
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** Fastify-style path, e.g. `/api/v1/loyalty/claims/:request_id`. */
   path: string;
   service: ServiceName;

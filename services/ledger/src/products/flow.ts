@@ -1,6 +1,10 @@
 import { AppError, type MemberSummary } from '@loyalty/contracts';
 import type { PoolClient } from '@loyalty/runtime';
-import type { Accounting, LedgerDeps, LedgerMeta, RefundChange } from '../accounting.ts';
+import type { Accounting, BalanceChange, LedgerDeps, LedgerMeta, RefundChange } from '../accounting.ts';
+import { qualifyingOfEarn } from '../domain/tiers.ts';
+import { findMemberTier, lowerQualifying } from '../store/tiers.ts';
+import { periodKey } from '../domain/rules/index.ts';
+import { earnTierView, tierBadge, tierForRules, tierMove } from '../tiers/moves.ts';
 import { memberBy } from '../accounting.ts';
 import { cardOfKind } from '../card-catalogue.ts';
 import { toCents } from '../domain/money.ts';
@@ -9,7 +13,6 @@ import { lotTerms } from '../lots/terms.ts';
 import { findBalance, type AccountKey } from '../store/accounts.ts';
 import { insertJournalRules } from '../store/rules.ts';
 import { ruleRefund, type RuleRefund } from './rule-refund.ts';
-import type { Card } from '../store/cards.ts';
 import type { RuledCard } from '../card-cache.ts';
 import type { AppliedRule, CompiledRule, Evaluation } from '../domain/rules/index.ts';
 import {
@@ -28,6 +31,8 @@ import type { BalanceWarning, EarnRequest, Earned, ProductTypes, ProductUnit, Re
 /** What an earn credits: the amount, the rules beyond the base that gave, and what the journal row records of them. */
 interface EarnFigures {
   amount: number;
+  /** The base earn (rule zero) within `amount`: what qualifies for a tier when bonuses do not count. */
+  base: number;
   purchaseCents: number;
   applied: AppliedRule[];
   rules?: { rules: unknown[]; allocation: unknown };
@@ -39,6 +44,7 @@ const NO_USAGE: RuleUsageState = { member: new Map(), budgets: new Map() };
 function ruledFigures(evaluation: Evaluation, facts: PurchaseFacts): EarnFigures {
   return {
     amount: evaluation.total,
+    base: evaluation.base,
     purchaseCents: facts.cents,
     applied: evaluation.applied,
     rules: journalRulesOf(evaluation),
@@ -76,6 +82,8 @@ export class ProductFlow<T extends ProductTypes> {
     const rules = card.rules.filter((r) => r.kind !== 'event');
     // Rules that keep state (caps, budgets, purchase counts) are decided inside a transaction.
     if (!stateless(rules)) return this.earnWithRules(meta, d, card, rules, buyer, facts);
+    // A rule with a tier condition reads the member's tier before the earn (that earn's own upgrade counts from the next one).
+    const tier = await tierForRules(this.deps.pool, card, rules, member.id);
     return this.books.posting(
       meta,
       { operation: unit.operations.earn, data: d, source: 'http', direction: 'credit', earnReference },
@@ -84,13 +92,20 @@ export class ProductFlow<T extends ProductTypes> {
         // evaluation, whose versions (and lines, for refunds by line) the posting statement records.
         if (rules.length === 0 && facts.lines === null) {
           const amount = unit.earned(card, facts.cents);
-          return this.earnPosting(meta, d, card, buyer, { amount, purchaseCents: facts.cents, applied: [] }, at);
+          const figures = { amount, base: amount, purchaseCents: facts.cents, applied: [] };
+          return this.earnPosting(meta, d, card, buyer, figures, at);
         }
-        const evaluation = evaluatePurchase(card, rules, facts, NO_USAGE, at, 0);
+        const evaluation = evaluatePurchase(card, rules, facts, NO_USAGE, at, 0, tier);
         return this.earnPosting(meta, d, card, buyer, ruledFigures(evaluation, facts), at);
       },
-      (change, posting) => unit.earnAnswer(posting.earned, change),
+      (change, posting) => this.withTier(card, unit.earnAnswer(posting.earned, change), change),
     );
+  }
+
+  /** An earn's answer on a card with tiers carries the member's tier after it (absent otherwise). */
+  private withTier(card: RuledCard, answer: T['earnAnswer'], change: BalanceChange): T['earnAnswer'] {
+    if (card.tiers === null || change.tier === undefined) return answer;
+    return { ...answer, tier: earnTierView(card.tiers, change.tier) };
   }
 
   /** An earn on a card with rules: account locked, caps and budgets read, evaluated, posted, counted. */
@@ -111,7 +126,8 @@ export class ProductFlow<T extends ProductTypes> {
       await this.books.settleLocked(db, k, at, true);
       const number = await purchaseNumber(db, rules, k, unit.labels.earn);
       const state = await usageState(db, rules, k.memberId, at, card.time_zone, true);
-      const evaluation = evaluatePurchase(card, rules, facts, state, at, number);
+      const tier = await tierForRules(db, card, rules, k.memberId);
+      const evaluation = evaluatePurchase(card, rules, facts, state, at, number, tier);
       const p = this.earnPosting(meta, d, card, buyer, ruledFigures(evaluation, facts), at);
       const change = await this.books.credit(db, p);
       await recordRuleEffects(db, this.deps.outbox, {
@@ -122,7 +138,7 @@ export class ProductFlow<T extends ProductTypes> {
         rules,
         at,
       });
-      return unit.earnAnswer(p.earned, change);
+      return this.withTier(card, unit.earnAnswer(p.earned, change), change);
     });
   }
 
@@ -130,12 +146,13 @@ export class ProductFlow<T extends ProductTypes> {
   private earnPosting(
     meta: LedgerMeta,
     d: EarnRequest,
-    card: Card,
+    card: RuledCard,
     buyer: { member: MemberSummary; created: boolean },
     figures: EarnFigures,
     at: Date,
   ) {
     const { unit, events } = this;
+    const qualifies = card.tiers && qualifyingOfEarn(card.tiers, figures);
     const lot = lotTerms(card, at, 'purchase');
     const earned: Earned = {
       card,
@@ -158,6 +175,7 @@ export class ProductFlow<T extends ProductTypes> {
         at,
         lot,
         rules: figures.rules,
+        tier: tierMove(this.deps.outbox, card, buyer.member.id, at, qualifies || 0),
       },
       // Identity mails the member on a points earn (once, even if it is delivered again).
       event: events.posting(unit.eventUnit, {
@@ -236,6 +254,7 @@ export class ProductFlow<T extends ProductTypes> {
           at,
         });
         if (byRules) await insertJournalRules(db, { ...byRules.record, journalId: change.entry.id });
+        await this.lowerTierQualifying(db, card, k, refundCents, change.plan.deducted, at);
         const refunded: Refunded = {
           card,
           memberId,
@@ -259,7 +278,10 @@ export class ProductFlow<T extends ProductTypes> {
   async balance(d: { card_id: number; member_id: number }, meta: LedgerMeta): Promise<T['balanceAnswer']> {
     const card = await this.card(meta, d.card_id);
     const account = await this.books.accountOf(meta, card.id, d.member_id);
-    return this.unit.balanceAnswer(card, d.member_id, account, this.deps.clock.now());
+    const answer = this.unit.balanceAnswer(card, d.member_id, account, this.deps.clock.now());
+    if (card.tiers === null) return answer;
+    const row = await findMemberTier(this.deps.pool, card.id, d.member_id);
+    return { ...answer, tier: tierBadge(card.tiers, row) };
   }
 
   async history(d: { card_id: number; member_id: number; limit: number; offset: number }, meta: LedgerMeta) {
@@ -284,6 +306,37 @@ export class ProductFlow<T extends ProductTypes> {
     if (d.reference === undefined) return undefined;
     await this.books.settleLocked(db, k, at, true);
     return ruleRefund(db, k, d, refundCents);
+  }
+
+  /**
+   * A refund on a card with tiers lowers the member's qualifying total by the purchase refunded
+   * (amount_spent) or what it took back (points_earned; at most the card's base earn on the
+   * refund when bonuses do not count). It never moves the tier: that waits for the review.
+   */
+  private async lowerTierQualifying(
+    db: PoolClient,
+    card: RuledCard,
+    k: AccountKey,
+    refundCents: number,
+    deducted: number,
+    at: Date,
+  ): Promise<void> {
+    const ladder = card.tiers;
+    if (ladder === null) return;
+    const amount =
+      ladder.metric === 'amount_spent'
+        ? refundCents
+        : ladder.countBonuses
+          ? deducted
+          : Math.min(deducted, this.unit.earned(card, refundCents));
+    if (amount <= 0) return;
+    await lowerQualifying(db, k, {
+      day: periodKey('day', at, card.time_zone),
+      window: ladder.window,
+      windowDays: ladder.windowDays,
+      amount,
+      at,
+    });
   }
 
   /** The tenant's card of this product. */

@@ -1,5 +1,6 @@
 import { AppError, ruleOperations, type OperationOutput } from '@loyalty/contracts';
 import type { PoolClient } from '@loyalty/runtime';
+import { bonusTierMove, tierForRules } from '../tiers/moves.ts';
 import type { Accounting, LedgerDeps, LedgerMeta } from '../accounting.ts';
 import { memberBy } from '../accounting.ts';
 import type { RuledCard } from '../card-cache.ts';
@@ -80,13 +81,14 @@ export class MemberEvents {
   private async evaluate(db: PoolClient, card: RuledCard, memberId: number, event: string, at: Date) {
     const rules = card.rules.filter((r) => r.kind === 'event' && r.event === event);
     const state = await usageState(db, rules, memberId, at, card.time_zone, true);
+    const tier = await tierForRules(db, card, rules, memberId);
     return {
       rules,
       evaluation: evaluateRules(rules, {
         unit: 'points',
         at,
         timeZone: card.time_zone,
-        tier: null,
+        tier,
         occasion: { kind: 'event', name: event },
         base: 0,
         baseOf: () => 0,
@@ -126,6 +128,7 @@ export class MemberEvents {
         at,
         lot,
         rules: journalRulesOf(e.evaluation),
+        tier: bonusTierMove(this.deps.outbox, card, k.memberId, at, total),
       },
       event: this.events.posting('points', { tenantId: k.tenantId, event: EVENT_BONUS, at, data }),
     };

@@ -10,6 +10,7 @@ import { creditTerms, lotEventFields } from '../lots/views.ts';
 import { findBalance } from '../store/accounts.ts';
 import { findReward, type Reward } from '../store/cards.ts';
 import { ProductFlow } from './flow.ts';
+import { bonusTierMove } from '../tiers/moves.ts';
 import { appliedEventView, appliedView } from './rule-earn.ts';
 import type { ProductUnit, RefundRequest } from './unit.ts';
 
@@ -193,7 +194,15 @@ export class PointsProduct extends ProductFlow<PointsTypes> {
         const lot = direction === 'credit' ? lotTerms(card, at, 'other') : undefined;
         return {
           account: k,
-          movement: { event: d.event, amount: d.points, reference: d.reference, metadata: d.metadata, at, lot },
+          movement: {
+            event: d.event,
+            amount: d.points,
+            reference: d.reference,
+            metadata: d.metadata,
+            at,
+            lot,
+            tier: lot ? bonusTierMove(this.deps.outbox, card, d.member_id, at, d.points) : undefined,
+          },
           event: this.events.posting('points', {
             tenantId: meta.tenant_id,
             event: d.event,

@@ -12,6 +12,7 @@ import { cardOfKind, cashbackPercentage } from '../card-catalogue.ts';
 import { fromCents, MAX_BALANCE, toCents } from '../domain/money.ts';
 import { lotTerms } from '../lots/terms.ts';
 import { earnByReference, type AccountKey } from '../store/accounts.ts';
+import { tierForRules } from '../tiers/moves.ts';
 import type { RuledCard } from '../card-cache.ts';
 import {
   evaluatePurchase,
@@ -225,7 +226,8 @@ export class Quotes {
       card.reward_system === 'points' ? 'staff_added_points' : 'cashback_earned',
     );
     const state = await usageState(this.deps.pool, compiled, k?.memberId, at, card.time_zone, false);
-    const evaluation = evaluatePurchase(card, compiled, facts, state, at, number);
+    const tier = k === undefined ? null : await tierForRules(this.deps.pool, card, compiled, k.memberId);
+    const evaluation = evaluatePurchase(card, compiled, facts, state, at, number, tier);
     const statuses = new Map(rules.map((r) => [r.rule.id, r.status]));
     return { evaluation, statuses };
   }

@@ -138,6 +138,7 @@ export function evaluatePurchase(
   state: RuleUsageState,
   at: Date,
   number: number,
+  tier: string | null = null,
 ): Evaluation {
   const earned = baseOf(card, facts.cents);
   const base =
@@ -148,7 +149,7 @@ export function evaluatePurchase(
     unit: card.reward_system,
     at,
     timeZone: card.time_zone,
-    tier: null,
+    tier,
     occasion: { kind: 'purchase', cents: facts.cents, lines: facts.lines, tags: facts.tags, purchaseNumber: number },
     base,
     baseOf: earned,

@@ -38,6 +38,36 @@ export interface Movement {
    * earned, written to journal_rules by the same statement (store/rules.ts reads them).
    */
   rules?: { rules: unknown[]; allocation: unknown };
+  /** A credit on a card with tiers: what the member qualifies with, decided by the same statement. */
+  tier?: TierMove;
+}
+
+/**
+ * What a credit on a card with tiers does to the member's tier, in its posting statement: add
+ * `delta` to the member's qualifying day and total, and upgrade the member at once when the total
+ * of the current window reaches a higher entry threshold (with its `tier_upgraded` event).
+ */
+export interface TierMove {
+  /** Points or cents the member qualifies with (0: none, the tier is only read). */
+  delta: number;
+  /** The local date of the movement in the card's time zone (YYYY-MM-DD). */
+  day: string;
+  window: string;
+  windowDays: number;
+  validityDays: number | null;
+  warningDays: number;
+  timeZone: string;
+  /** The lowest rank of the ladder (every member starts there). */
+  lowest: number;
+  /** The `tier_upgraded` event, written only if the statement upgrades (its data gets from, to, valid_until). */
+  event: OutboxEvent;
+}
+
+/** What the posting statement answers of a member's tier (credits on cards with tiers). */
+export interface PostedTier {
+  rank: number;
+  prevRank: number;
+  validUntil: Date | null;
 }
 
 /** The event of a posting; the statement adds `transaction_id`, `previous_balance` and `new_balance` to its data. */
@@ -49,6 +79,8 @@ export interface PostingEvent extends OutboxEvent {
 export interface PostedEntry extends JournalEntry {
   /** The spendable balance after the posting. */
   balance_after: number;
+  /** The member's tier after the posting (credits that carried a TierMove). */
+  tier?: PostedTier;
 }
 
 /** One posting of a statement: the account, the movement and its event. */
@@ -66,9 +98,9 @@ export interface Posting {
 // change a row twice): callers split batches (see posting-batcher.ts).
 const INPUT = `input AS (
   SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::text[], $7::bigint[], $8::text[], $9::bigint[],
-                       $10::jsonb[], $11::uuid[], $12::text[], $13::jsonb[], $14::boolean[], $15::boolean[], $16::timestamptz[], $17::timestamptz[], $18::timestamptz[], $19::jsonb[], $20::text[])
+                       $10::jsonb[], $11::uuid[], $12::text[], $13::jsonb[], $14::boolean[], $15::boolean[], $16::timestamptz[], $17::timestamptz[], $18::timestamptz[], $19::jsonb[], $20::text[], $21::jsonb[])
     WITH ORDINALITY AS i(card_id, member_id, tenant_id, amount, at, event, purchase_cents, reference, reward_id, metadata, event_id, subject, envelope, cents,
-                         pending, available_at, expires_at, warn_at, rules, trace, n)
+                         pending, available_at, expires_at, warn_at, rules, trace, tier, n)
 )`;
 
 // A credit opens the account on first use and adds to its spendable balance, or to `pending` while
@@ -84,7 +116,57 @@ const CREDIT = `account AS (
   ON CONFLICT (card_id, member_id) DO UPDATE SET balance = a.balance + EXCLUDED.balance, pending = a.pending + EXCLUDED.pending,
      entries = a.entries + 1, updated_at = EXCLUDED.updated_at, next_change_at = LEAST(a.next_change_at, EXCLUDED.next_change_at)
    WHERE a.balance + a.pending + a.held + EXCLUDED.balance + EXCLUDED.pending <= ${MAX_BALANCE}
-  RETURNING card_id, member_id, balance
+  RETURNING card_id, member_id, balance, created_at
+)`;
+
+// A credit carrying a tier move (a card with tiers): the member's qualifying day and window total
+// grow and, when the total reaches a higher entry threshold, the member is upgraded at once, all
+// under the account row lock the credit took (concurrent credits of a member serialize on it, and
+// ON CONFLICT DO UPDATE reads the latest member_tiers row, so two crossings upgrade once). The
+// window total is a counter kept from the window start of the member's last movement; moving it to
+// today's window reads only days before today (tier_rolled, migration 30). Lowest rank first.
+const TIER = (outboxTable: string) => `tq AS (
+  SELECT i.n, i.card_id, i.member_id, i.tenant_id, i.at, i.tier AS t, (i.tier ->> 'd')::bigint AS delta, (i.tier ->> 'day')::date AS day,
+         (a.created_at AT TIME ZONE (i.tier ->> 'tz'))::date AS joined
+    FROM input i JOIN account a USING (card_id, member_id) WHERE i.tier IS NOT NULL
+), tw AS (
+  SELECT tq.*, ledger.tier_window_start(t ->> 'k', (t ->> 'n')::integer, day, joined) AS ws,
+         ledger.tier_upgrade_until(t ->> 'k', (t ->> 'n')::integer, (t ->> 'v')::integer, day, joined)::timestamp AT TIME ZONE (t ->> 'tz') AS vu,
+         (t ->> 'w')::integer AS warn_days, (t ->> 'low')::integer AS low
+    FROM tq
+), tday AS (
+  INSERT INTO ledger.tier_days AS d (card_id, member_id, day, amount)
+  SELECT card_id, member_id, day, delta FROM tw WHERE delta <> 0 ORDER BY n
+  ON CONFLICT (card_id, member_id, day) DO UPDATE SET amount = d.amount + EXCLUDED.amount
+), tier AS (
+  INSERT INTO ledger.member_tiers AS m (card_id, member_id, tenant_id, rank, prev_rank, valid_until, warn_at, joined_on, qualifying, counted_from, updated_at)
+  SELECT w.card_id, w.member_id, w.tenant_id, r.rank, w.low, CASE WHEN r.rank > w.low THEN w.vu END,
+         CASE WHEN r.rank > w.low THEN w.vu - make_interval(days => w.warn_days) END, w.joined, w.delta, w.ws, w.at
+    FROM tw w CROSS JOIN LATERAL (SELECT GREATEST(w.low, COALESCE(ledger.tier_rank_for(w.card_id, w.delta), w.low)) AS rank) r
+   ORDER BY w.n
+  ON CONFLICT (card_id, member_id) DO UPDATE SET
+    (qualifying, counted_from, prev_rank, rank, valid_until, warn_at, manual_reason, updated_at) = (
+      SELECT q.total, EXCLUDED.counted_from, m.rank, GREATEST(m.rank, q.reach),
+             CASE WHEN q.reach > m.rank THEN w.vu ELSE m.valid_until END,
+             CASE WHEN q.reach > m.rank THEN w.vu - make_interval(days => w.warn_days) ELSE m.warn_at END,
+             CASE WHEN q.reach > m.rank THEN NULL ELSE m.manual_reason END,
+             EXCLUDED.updated_at
+        FROM tw w
+        CROSS JOIN LATERAL (SELECT ledger.tier_rolled(m.card_id, m.member_id, m.qualifying, m.counted_from, EXCLUDED.counted_from)
+                                   + EXCLUDED.qualifying AS total) t
+        CROSS JOIN LATERAL (SELECT t.total, COALESCE(ledger.tier_rank_for(m.card_id, t.total), m.rank) AS reach) q
+       WHERE w.card_id = m.card_id AND w.member_id = m.member_id)
+  RETURNING card_id, member_id, rank, prev_rank, valid_until
+), tier_event AS (
+  INSERT INTO ${outboxTable} (id, subject, payload)
+  SELECT (w.t -> 'ev' ->> 'id')::uuid, w.t -> 'ev' ->> 'subject',
+         jsonb_set(w.t -> 'ev' -> 'envelope', '{data}', (w.t -> 'ev' -> 'envelope' -> 'data') || jsonb_build_object(
+           'from', f.name, 'to', g.name, 'from_rank', x.prev_rank, 'to_rank', x.rank,
+           'valid_until', to_char(x.valid_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'transaction_id', e.id))
+    FROM tier x JOIN tw w USING (card_id, member_id) JOIN entry e USING (card_id, member_id)
+    LEFT JOIN ledger.tiers f ON f.card_id = x.card_id AND f.rank = x.prev_rank
+    LEFT JOIN ledger.tiers g ON g.card_id = x.card_id AND g.rank = x.rank
+   WHERE x.rank > x.prev_rank
 )`;
 
 // Check and debit are one condition on the row: concurrent debits serialize on it and none can
@@ -129,8 +211,16 @@ const ENTRY_AND_EVENT = (direction: 'credit' | 'debit', outboxTable: string) => 
     FROM entry e JOIN input i USING (card_id, member_id)
     -- What the posting changed of the spendable balance: nothing for a credit that is pending.
     CROSS JOIN LATERAL (SELECT CASE WHEN i.pending THEN 0 ELSE e.amount END AS change) p
-)
-SELECT i.n, e.id, e.event, e.amount, e.balance_after, e.created_at FROM entry e JOIN input i USING (card_id, member_id)`;
+)${
+  direction === 'credit'
+    ? `, ${TIER(outboxTable)}
+SELECT i.n, e.id, e.event, e.amount, e.balance_after, e.created_at, x.rank AS tier_rank, x.prev_rank AS tier_prev_rank, x.valid_until AS tier_valid_until
+  FROM entry e JOIN input i USING (card_id, member_id) LEFT JOIN tier x USING (card_id, member_id)`
+    : `
+SELECT i.n, e.id, e.event, e.amount, e.balance_after, e.created_at, NULL::integer AS tier_rank, NULL::integer AS tier_prev_rank,
+       NULL::timestamptz AS tier_valid_until
+  FROM entry e JOIN input i USING (card_id, member_id)`
+}`;
 
 /**
  * The posting statement of a direction. Its events go to `outboxTable` (the ledger's outbox; a
@@ -166,7 +256,23 @@ function postingValues(postings: Posting[]): unknown[][] {
     postings.map((p) => p.movement.lot?.warnAt ?? null),
     postings.map((p) => (p.movement.rules ? JSON.stringify(p.movement.rules) : null)),
     postings.map((p) => p.event.trace ?? null),
+    postings.map((p) => (p.movement.tier ? JSON.stringify(tierParameter(p.movement.tier)) : null)),
   ];
+}
+
+/** A tier move as the posting statement reads it (short keys: it rides in every earn on a card with tiers). */
+function tierParameter(t: TierMove) {
+  return {
+    d: t.delta,
+    day: t.day,
+    k: t.window,
+    n: t.windowDays,
+    v: t.validityDays,
+    w: t.warningDays,
+    tz: t.timeZone,
+    low: t.lowest,
+    ev: { id: t.event.id, subject: t.event.subject, envelope: t.event.envelope },
+  };
 }
 
 /**
@@ -183,13 +289,23 @@ export async function postMany(
   postings: Posting[],
   statement: { name: string; text: string } = { name: `ledger.post_${direction}`, text: STATEMENTS[direction] },
 ): Promise<(PostedEntry | undefined)[]> {
-  const { rows } = await db.query<PostedEntry & { n: number }>({ ...statement, values: postingValues(postings) });
+  const { rows } = await db.query<
+    PostedEntry & { n: number; tier_rank: number | null; tier_prev_rank: number | null; tier_valid_until: Date | null }
+  >({ ...statement, values: postingValues(postings) });
   const byPosition = new Map(rows.map((r) => [Number(r.n), r]));
   return postings.map((_, i) => {
     const r = byPosition.get(i + 1);
-    return (
-      r && { id: r.id, event: r.event, amount: r.amount, balance_after: r.balance_after, created_at: r.created_at }
-    );
+    if (r === undefined) return undefined;
+    const entry: PostedEntry = {
+      id: r.id,
+      event: r.event,
+      amount: r.amount,
+      balance_after: r.balance_after,
+      created_at: r.created_at,
+    };
+    if (r.tier_rank !== null && r.tier_prev_rank !== null)
+      entry.tier = { rank: r.tier_rank, prevRank: r.tier_prev_rank, validUntil: r.tier_valid_until };
+    return entry;
   });
 }
 

@@ -1,0 +1,82 @@
+import type { Outbox, Queryable } from '@loyalty/runtime';
+import type { RuledCard } from '../card-cache.ts';
+import { periodKey } from '../domain/rules/index.ts';
+import { lowestRank, qualifyingOfBonus, stepOfRank, type TierLadder } from '../domain/tiers.ts';
+import type { PostedTier, TierMove } from '../store/accounts.ts';
+import { memberRank } from '../store/tiers.ts';
+
+/** The tier move a credit of `delta` carries on a card with tiers (undefined: the card has none). */
+export function tierMove(
+  outbox: Outbox,
+  card: RuledCard,
+  memberId: number,
+  at: Date,
+  delta: number,
+): TierMove | undefined {
+  const ladder = card.tiers;
+  if (ladder === null) return undefined;
+  return {
+    delta,
+    day: periodKey('day', at, card.time_zone),
+    window: ladder.window,
+    windowDays: ladder.windowDays,
+    validityDays: ladder.validityDays,
+    warningDays: ladder.warningDays,
+    timeZone: card.time_zone,
+    lowest: lowestRank(ladder),
+    event: outbox.event({
+      type: 'tier_upgraded',
+      tenantId: card.tenant_id,
+      occurredAt: at,
+      data: { member_id: memberId, card_id: card.id, reason: 'qualified' },
+    }),
+  };
+}
+
+/** The `tier` of an earn's answer: the member's tier after the posting. */
+export function earnTierView(ladder: TierLadder, t: PostedTier) {
+  const step = stepOfRank(ladder, t.rank);
+  return {
+    name: step.name,
+    rank: step.rank,
+    valid_until: t.validUntil ? t.validUntil.toISOString() : null,
+    upgraded: t.rank > t.prevRank,
+  };
+}
+
+/** The `tier` of a balance answer. */
+export function tierBadge(ladder: TierLadder, row: { rank: number; valid_until: Date | null } | undefined) {
+  const step = stepOfRank(ladder, row?.rank);
+  return {
+    name: step.name,
+    rank: step.rank,
+    valid_until: row?.valid_until ? row.valid_until.toISOString() : null,
+  };
+}
+
+/**
+ * The member's tier name for earning rules with a tier condition (one read, only on a card with
+ * tiers whose rules ask for it); null: the card has no tiers or no rule asks.
+ */
+export async function tierForRules(
+  db: Queryable,
+  card: RuledCard,
+  rules: readonly { when: { tiers: string[] | null } }[],
+  memberId: number,
+): Promise<string | null> {
+  if (card.tiers === null || !rules.some((r) => r.when.tiers !== null)) return null;
+  return stepOfRank(card.tiers, await memberRank(db, card.id, memberId)).name;
+}
+
+/** The tier move of a bonus credit (referral, adjustment, member event): only when bonuses qualify. */
+export function bonusTierMove(
+  outbox: Outbox,
+  card: RuledCard,
+  memberId: number,
+  at: Date,
+  amount: number,
+): TierMove | undefined {
+  if (card.tiers === null) return undefined;
+  const delta = qualifyingOfBonus(card.tiers, amount);
+  return delta > 0 ? tierMove(outbox, card, memberId, at, delta) : undefined;
+}
