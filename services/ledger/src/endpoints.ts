@@ -51,9 +51,9 @@ export function ledgerEndpoints(parts: {
   const p = pointsOperations;
   const a = ledgerAdminOperations;
   const l = ledgerOperations;
-  const base = ruleEndpoints(new Endpoints('ledger'), parts.rules, parts.memberEvents, quotes);
-  return memberDataEndpoints(reportEndpoints(base, parts.reports), parts.memberData);
-  return tierEndpoints(ruleEndpoints(new Endpoints('ledger'), parts.rules, parts.memberEvents, quotes), parts.tiers)
+  const rules = ruleEndpoints(new Endpoints('ledger'), parts.rules, parts.memberEvents, quotes);
+  const base = transferEndpoints(tierEndpoints(rules, parts.tiers), parts.transfers);
+  return memberDataEndpoints(reportEndpoints(base, parts.reports), parts.memberData)
     .public(c['cashback.earn'], (d, x) => cashback.earn(d, x.meta))
     .public(c['cashback.redeem'], (d, x) => cashback.redeem(d, x.meta))
     .public(c['cashback.refund'], (d, x) => cashback.refund(d, x.meta))
@@ -65,8 +65,6 @@ export function ledgerEndpoints(parts: {
     .public(p['points.refund'], (d, x) => points.refund(d, x.meta))
     .public(p['points.balance'], (d, x) => points.balance(d, x.meta))
     .public(p['points.history'], (d, x) => points.history(d, x.meta))
-    .public(transferOperations['points.transfer'], (d, x) => parts.transfers.transfer(d, x.meta))
-    .public(transferOperations['points.transfer.request_otp'], (d, x) => parts.transfers.requestOtp(d, x.meta))
     .public(quoteOperations['points.quote'], (d, x) => quotes.points(d, x.meta))
     .public(quoteOperations['cashback.quote'], (d, x) => quotes.cashback(d, x.meta))
     .public(memberPinOperations['member.pin.set'], async (d, x) => {
@@ -142,4 +140,11 @@ function tierEndpoints(endpoints: Endpoints, book: TierBook): Endpoints {
       book.member({ request_id: x.meta.request_id, tenant_id: d.tenant_id }, d.card_id, d.member_id),
     )
     .operator(a['admin.tiers.set'], (d, x) => book.setManually(x.meta, d.tenant_id, d.card_id, d.member_id, d));
+}
+
+/** Points transfers between members. */
+function transferEndpoints(endpoints: Endpoints, transfers: Transfers): Endpoints {
+  return endpoints
+    .public(transferOperations['points.transfer'], (d, x) => transfers.transfer(d, x.meta))
+    .public(transferOperations['points.transfer.request_otp'], (d, x) => transfers.requestOtp(d, x.meta));
 }
