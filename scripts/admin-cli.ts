@@ -69,6 +69,13 @@ Commands:
   reports:rebuild --tenant ID [--card ID]          rebuild the report rollups of a tenant's cards from the journal
                                                    (a job; see job:get)
   job:get --job JOB_ID                             a job's status and progress (imports, rebuilds)
+  tenant:deactivate --tenant ID [--reason TEXT]    deactivate a tenant: its apps get 403 tenant_inactive, its staff
+                                                   cannot use the console, its webhooks pause (nothing is deleted)
+  tenant:reactivate --tenant ID                    reactivate it (held webhook deliveries go out)
+  tenant:export --tenant ID                        export all its data: one job per service (JSON Lines results)
+  tenant:purge --tenant ID                         hard-delete it in every schema (one job per service); only once
+                                                   it has been inactive for TENANT_PURGE_RETENTION_DAYS
+  job:result --job ID                              print a succeeded job's result (e.g. an export's JSON Lines)
   call METHOD PATH [JSON]                          any other operator call, e.g. call GET /admin/v1/tenants
   help, --help, -h                                 this text
 `;
@@ -166,6 +173,14 @@ function requestOf(
       };
     case 'tenant:list':
       return { method: 'GET', path: '/admin/v1/tenants' };
+    case 'tenant:deactivate':
+      return { method: 'POST', path: `${tenantPath()}/deactivate`, body: v.reason ? { reason: v.reason } : {} };
+    case 'tenant:reactivate':
+    case 'tenant:export':
+    case 'tenant:purge':
+      return { method: 'POST', path: `${tenantPath()}/${command.slice('tenant:'.length)}` };
+    case 'job:result':
+      return { method: 'GET', path: `/admin/v1/jobs/${encodeURIComponent(need(v.job, 'job'))}/result` };
     case 'tenant:update': {
       const email = need(v['contact-email'], 'contact-email');
       return { method: 'PATCH', path: tenantPath(), body: { contact_email: email === 'none' ? null : email } };
@@ -457,6 +472,11 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       },
       body: request.body === undefined ? undefined : JSON.stringify(request.body),
     });
+    // A job's result is the stored bytes (an export's JSON Lines), not the envelope.
+    if (command === 'job:result' && res.ok) {
+      io.out((await res.text()).replace(/\n$/, ''));
+      return 0;
+    }
     const answer = (await res.json()) as {
       success: boolean;
       data?: unknown;

@@ -23,6 +23,10 @@ export const errorCatalogue = {
   invalid_staff_token: { status: 401, message: 'The staff token is not valid or has expired; sign in again.' },
   // 403: scope
   insufficient_scope: { status: 403, message: 'The application lacks the scope this operation needs.' },
+  tenant_inactive: {
+    status: 403,
+    message: 'This tenant is deactivated: its apps, staff and webhooks do not work until the operator reactivates it.',
+  },
   member_token_mismatch: {
     status: 403,
     message: 'The member token belongs to another member than the one this acts for.',
@@ -68,6 +72,11 @@ export const errorCatalogue = {
   staff_email_taken: { status: 409, message: 'A staff user with this email already exists for the tenant.' },
   last_manager: { status: 409, message: 'The tenant must keep at least one active manager.' },
   webhook_endpoint_disabled: { status: 409, message: 'The webhook endpoint is disabled; enable it first.' },
+  tenant_active: { status: 409, message: 'The tenant is active: deactivate it before purging it.' },
+  tenant_retention_pending: {
+    status: 409,
+    message: 'The tenant has not been inactive for the retention period yet; purge_after says when it may be purged.',
+  },
   rule_state_conflict: { status: 409, message: 'The rule cannot do this in its current status.' },
   // 431: headers
   headers_too_large: { status: 431, message: 'The request headers are too large.' },
@@ -100,6 +109,7 @@ export const errorCatalogue = {
   invalid_rule: { status: 422, message: 'The rule is not valid; fields says which fields and why.' },
   invalid_tiers: { status: 422, message: 'The tier settings are not valid; fields says which fields and why.' },
   active_rule_limit: { status: 422, message: 'A card may have at most 100 active rules.' },
+  merge_into_itself: { status: 422, message: 'A member cannot be merged into itself.' },
   transfers_disabled: { status: 422, message: 'Points transfers are not enabled on this card.' },
   transfer_limit_exceeded: {
     status: 422,

@@ -43,6 +43,21 @@ export { authOperations } from './ops/auth.ts';
 export { ClaimRequestRecord, claimsOperations, ClaimStatus } from './ops/claims.ts';
 export { cashbackOperations, ledgerAdminOperations, memberPinOperations, pointsOperations } from './ops/ledger.ts';
 export { TransferRecord, transferOperations } from './ops/transfers.ts';
+export {
+  StartTenantDataReply,
+  StartTenantDataRequest,
+  TenantDataKind,
+  tenantDataInternalOperations,
+  TenantLifecycle,
+  tenantOffboardingOperations,
+} from './ops/tenant-offboarding.ts';
+export {
+  MergeMemberDataReply,
+  MergeMemberDataRequest,
+  memberMergeInternalOperations,
+  memberMergeOperations,
+  memberMergeStaffOperations,
+} from './ops/member-merge.ts';
 export { CashbackQuoteBody, PointsQuoteBody, quoteOperations, QuoteWarning } from './ops/quotes.ts';
 export {
   earnRuleFields,

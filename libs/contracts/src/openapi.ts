@@ -105,11 +105,13 @@ export function errorCodesOf(op: Operation, audience: Audience = 'merchant'): Er
     if (op.staffRole) {
       codes.add('staff_token_required');
       codes.add('invalid_staff_token');
+      codes.add('tenant_inactive');
     }
     if (op.staffRole === 'manager') codes.add('insufficient_role');
   } else {
     codes.add('missing_credentials');
     codes.add('invalid_credentials');
+    codes.add('tenant_inactive');
   }
   if (op.scope) codes.add('insufficient_scope');
   if (op.memberToken) {

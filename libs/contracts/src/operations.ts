@@ -14,10 +14,16 @@ import { operationExamples } from './ops/examples.ts';
 import { staffAdminOperations, staffOperations } from './ops/staff.ts';
 import { staffOperationExamples } from './ops/staff-examples.ts';
 import { transferOperationExamples, transferOperations } from './ops/transfers.ts';
+import { tenantOffboardingExamples, tenantOffboardingOperations } from './ops/tenant-offboarding.ts';
+import { memberMergeExamples, memberMergeOperations, memberMergeStaffOperations } from './ops/member-merge.ts';
 import type { Operation, OperationExample } from './ops/types.ts';
 
 /** Examples kept beside their operations (ops/transfers.ts, ...). */
-const moreExamples: Record<string, OperationExample> = { ...transferOperationExamples };
+const moreExamples: Record<string, OperationExample> = {
+  ...transferOperationExamples,
+  ...tenantOffboardingExamples,
+  ...memberMergeExamples,
+};
 
 /** The table with each operation's example (ops/examples.ts) attached. */
 function withExamples(ops: Record<string, Operation>): Record<string, Operation> {
@@ -49,6 +55,7 @@ export const operations: Record<string, Operation> = withExamples({
   ...jobOperations,
   ...memberDataOperations,
   ...reportOperations,
+  ...memberMergeOperations,
 });
 
 /** The operator (provisioning) table, served under /admin/v1 behind the operator token. */
@@ -61,7 +68,11 @@ export const operatorOperations: Record<string, Operation> = withExamples({
   ...webhookAdminOperations,
   ...jobAdminOperations,
   ...reportAdminOperations,
+  ...tenantOffboardingOperations,
 });
 
 /** The staff API table, served under /staff/v1 behind staff tokens (the console uses it); its own document. */
-export const staffApiOperations: Record<string, Operation> = withExamples({ ...staffOperations });
+export const staffApiOperations: Record<string, Operation> = withExamples({
+  ...staffOperations,
+  ...memberMergeStaffOperations,
+});

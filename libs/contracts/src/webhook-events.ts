@@ -104,6 +104,12 @@ export const webhookEventTypes = {
       "A member's personal data was erased in every service (POST /api/v1/members/{member_id}/erase): erase what your own systems hold about them. Ids, amounts and the journal stay.",
     data: z.object({ member_id: Id, erased_at: Timestamp }),
   },
+  'member.merged': {
+    source: 'identity.member_merged',
+    summary:
+      'A duplicate member (source_member_id) was merged into another (target_member_id): its balances, holds, pending claims and referrals are the target’s now, and the source is gone (404). Point your records of the source at the target.',
+    data: z.object({ source_member_id: Id, target_member_id: Id, merged_at: Timestamp }),
+  },
   'points.earned': {
     source: 'ledger.points_earned',
     summary: 'Points were earned for a purchase.',

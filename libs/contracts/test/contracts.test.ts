@@ -72,7 +72,10 @@ describe('staff document', () => {
       if (op.staffRole) {
         expect(documented.security).toEqual([{ StaffToken: [] }]);
         expect(codesOf(documented, '401')).toEqual(['staff_token_required', 'invalid_staff_token']);
-        expect(codesOf(documented, '403') ?? []).toEqual(op.staffRole === 'manager' ? ['insufficient_role'] : []);
+        // A deactivated tenant's staff are refused on every route (tenant offboarding).
+        expect(codesOf(documented, '403') ?? []).toEqual(
+          op.staffRole === 'manager' ? ['tenant_inactive', 'insufficient_role'] : ['tenant_inactive'],
+        );
       } else expect(documented.security).toEqual([]);
     }
     expect(staffApiOperations['staff.adjustments.create']!.staffRole).toBe('manager');

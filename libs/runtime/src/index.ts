@@ -53,6 +53,14 @@ export {
 } from './jobs.ts';
 export { addJobEndpoints, jobView } from './job-endpoints.ts';
 export {
+  startTenantDataJob,
+  TENANT_EXPORT_JOB,
+  TENANT_PURGE_JOB,
+  tenantExportJob,
+  tenantPurgeJob,
+  type TenantTable,
+} from './tenant-data.ts';
+export {
   isReplay,
   ReplayStore,
   requestHash,

@@ -56,10 +56,12 @@ export interface JobProgress<C> {
   total?: number | null;
 }
 
-export interface JobResult {
-  contentType: string;
-  data: Buffer;
-}
+/**
+ * A job's result: the whole of it (`data`, stored in parts at the end), or parts the handler
+ * already stored step by step with `appendResult` (`size` bytes in all), for results streamed
+ * out of the database instead of held in memory.
+ */
+export type JobResult = { contentType: string; data: Buffer } | { contentType: string; stored: true; size: number };
 
 /** What a handler sees of the job it runs, and how it moves it on. */
 export interface JobStep<C> {
@@ -80,6 +82,12 @@ export interface JobStep<C> {
   ): Promise<void>;
   /** End the job as failed with these errors (nothing more will run). */
   fail(errors: JobError[]): Promise<void>;
+  /**
+   * Inside a `commit`'s effects: append `data` to part `part` of the result, so a long result is
+   * written as the job goes, with its checkpoint. Every part but the last must end up exactly
+   * RESULT_PART_BYTES long (the download reads parts until one reaches the result's size).
+   */
+  appendResult(db: PoolClient, part: number, data: Buffer): Promise<void>;
 }
 
 /** A kind of job: called again while it answers 'more', with the step's state after each commit. */
@@ -216,8 +224,11 @@ export class JobStore {
     },
     now: Date,
   ): Promise<void> {
-    const data = outcome.result?.data;
+    const data = outcome.result && 'data' in outcome.result ? outcome.result.data : undefined;
+    const size = outcome.result && 'stored' in outcome.result ? outcome.result.size : data?.length;
     const expiresAt = new Date(now.getTime() + RESULT_TTL_MS);
+    // Parts stored step by step expire with the result.
+    await db.query(`UPDATE ${this.results} SET expires_at = $2 WHERE job_id = $1`, [id, expiresAt]);
     for (let part = 0; data && part * RESULT_PART_BYTES < data.length; part++)
       await db.query(`INSERT INTO ${this.results} (job_id, part, data, expires_at) VALUES ($1, $2, $3, $4)`, [
         id,
@@ -237,11 +248,23 @@ export class JobStore {
         outcome.total ?? null,
         JSON.stringify(outcome.errors),
         outcome.result?.contentType ?? null,
-        data?.length ?? null,
+        size ?? null,
         now,
         expiresAt,
       ],
     );
+  }
+
+  /** Append to a part of a result a job writes as it goes (kept until the job's result expires). */
+  async appendPart(db: PoolClient, id: string, part: number, data: Buffer, now: Date): Promise<void> {
+    const { rows } = await db.query<{ size: number }>(
+      `INSERT INTO ${this.results} (job_id, part, data, expires_at) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (job_id, part) DO UPDATE SET data = ${this.results}.data || EXCLUDED.data
+       RETURNING length(data) AS size`,
+      [id, part, data, new Date(now.getTime() + RESULT_TTL_MS)],
+    );
+    if ((rows[0]?.size ?? 0) > RESULT_PART_BYTES)
+      throw new Error(`a result part is at most ${RESULT_PART_BYTES} bytes`);
   }
 
   /** Give the lease back at once (a replica stopping gracefully): another replica resumes the job now. */
@@ -411,6 +434,7 @@ export class JobRunner {
         await inLease((db) => store.finish(db, job.id, { status: 'failed', errors }, now()));
         state.ended = true;
       },
+      appendResult: (db, part, data) => store.appendPart(db, job.id, part, data, now()),
     };
   }
 }

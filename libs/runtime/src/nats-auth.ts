@@ -4,7 +4,9 @@ import {
   internalOperations,
   ledgerOperations,
   memberDataInternalOperations,
+  memberMergeInternalOperations,
   operations,
+  tenantDataInternalOperations,
   operatorOperations,
   services,
   staffApiOperations,
@@ -34,7 +36,7 @@ export interface NatsPermissions {
 
 /** Which internal operations each service calls (read from its code: clients.ts). */
 const calls: Record<ServiceName, { service: ServiceName; operation: string }[]> = {
-  // A member's erasure asks every service for its part.
+  // A member's erasure and merge ask every service for its part.
   identity: [
     memberDataInternalOperations.ledgerErase,
     memberDataInternalOperations.claimsErase,
@@ -44,6 +46,13 @@ const calls: Record<ServiceName, { service: ServiceName; operation: string }[]> 
     memberDataInternalOperations.claimsExport,
     memberDataInternalOperations.referralsExport,
     memberDataInternalOperations.webhooksExport,
+    memberMergeInternalOperations.ledgerMerge,
+    memberMergeInternalOperations.claimsMerge,
+    memberMergeInternalOperations.referralsMerge,
+    tenantDataInternalOperations.ledger,
+    tenantDataInternalOperations.claims,
+    tenantDataInternalOperations.referrals,
+    tenantDataInternalOperations.webhooks,
   ],
   ledger: [identityOperations.resolveMember, identityOperations.issueMemberOtp, identityOperations.verifyMemberOtp],
   claims: [

@@ -28,6 +28,14 @@ import { ensureEventStream, Outbox } from './outbox.ts';
 import { addJobEndpoints } from './job-endpoints.ts';
 import { JobRunner, JobStore, type JobHandler } from './jobs.ts';
 import { PeriodicTask } from './periodic-task.ts';
+import {
+  addTenantDataEndpoint,
+  TENANT_EXPORT_JOB,
+  TENANT_PURGE_JOB,
+  tenantExportJob,
+  tenantPurgeJob,
+  type TenantTable,
+} from './tenant-data.ts';
 import { purge, sharedPurgeRules, type PurgeRule } from './purge.ts';
 
 type BaseConfig = z.infer<z.ZodObject<typeof commonEnv & typeof databaseEnv>>;
@@ -63,6 +71,11 @@ export interface ServiceDeclaration<Hooks> {
   caches: ServicePart[];
   /** Handlers by job kind; a service without long work declares none. */
   jobs?: Record<string, JobHandler<never>>;
+  /**
+   * Its tables holding tenants' data, children first (tenant-data.ts): the runtime adds the
+   * operator's export and purge of a tenant (`internal.tenant_data.start` and their jobs).
+   */
+  tenantData?: TenantTable[];
   purge?: PurgeRule[];
   hooks: Hooks;
   close?: () => Promise<void>;
@@ -187,6 +200,18 @@ function purgeTask(rt: ServiceRuntime, intervalMs: number, rules: PurgeRule[]): 
   });
 }
 
+/** The kinds of jobs a service declares, with the tenant export and purge when it lists its tenants' tables. */
+function declaredJobs(rt: ServiceRuntime, declared: ServiceDeclaration<unknown>): Record<string, JobHandler<never>> {
+  const tables = declared.tenantData;
+  if (!tables) return { ...declared.jobs };
+  addTenantDataEndpoint(declared.endpoints, rt);
+  return {
+    ...declared.jobs,
+    [TENANT_EXPORT_JOB]: tenantExportJob(rt.name, tables),
+    [TENANT_PURGE_JOB]: tenantPurgeJob(rt.name, tables),
+  };
+}
+
 /** The runner of the service's declared kinds of jobs (none without handlers). */
 function jobRunner(rt: ServiceRuntime, handlers: Record<string, JobHandler<never>> | undefined): JobRunner | undefined {
   if (!handlers || Object.keys(handlers).length === 0) return undefined;
@@ -221,7 +246,7 @@ export async function runService<Hooks>(
     const declared = await definition.setup(rt);
     close = declared.close;
     const purging = purgeTask(rt, config.PURGE_INTERVAL_MS, declared.purge ?? []);
-    const jobs = jobRunner(rt, declared.jobs);
+    const jobs = jobRunner(rt, declaredJobs(rt, declared));
     if (jobs) infra.onJobWake(() => jobs.wake());
     rt.outbox.start();
     stopParts = await startInOrder([

@@ -923,6 +923,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/members/{member_id}/merge': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Merge a duplicate member (source_member_id) into this one (a job): the source's balances move as lots keeping their expiry and pending dates, its holds, pending claims and referrals follow, both histories show member_merged, the source becomes a tombstone (404 member_not_found) pointing at this member. Same tenant only; into itself is 422; a repeated request answers the same job
+     * @description Scope: `members_manage`.
+     */
+    post: operations['members.merge'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/webhooks/deliveries/{delivery_id}/redeliver': {
     parameters: {
       query?: never;
@@ -1271,6 +1291,26 @@ export interface webhooks {
      * @description Delivered at least once: answer 2xx within 10 s, or the delivery is retried with exponential backoff and jitter for up to three days. De-duplicate on the event `id`.
      */
     post: operations['webhook.member.erased'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'member.merged': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A duplicate member (source_member_id) was merged into another (target_member_id): its balances, holds, pending claims and referrals are the target’s now, and the source is gone (404). Point your records of the source at the target.
+     * @description Delivered at least once: answer 2xx within 10 s, or the delivery is retried with exponential backoff and jitter for up to three days. De-duplicate on the event `id`.
+     */
+    post: operations['webhook.member.merged'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1637,6 +1677,7 @@ export interface components {
           | 'staff_token_required'
           | 'invalid_staff_token'
           | 'insufficient_scope'
+          | 'tenant_inactive'
           | 'member_token_mismatch'
           | 'insufficient_role'
           | 'invalid_operator_token'
@@ -1672,6 +1713,8 @@ export interface components {
           | 'staff_email_taken'
           | 'last_manager'
           | 'webhook_endpoint_disabled'
+          | 'tenant_active'
+          | 'tenant_retention_pending'
           | 'rule_state_conflict'
           | 'headers_too_large'
           | 'insufficient_balance'
@@ -1690,6 +1733,7 @@ export interface components {
           | 'invalid_rule'
           | 'invalid_tiers'
           | 'active_rule_limit'
+          | 'merge_into_itself'
           | 'transfers_disabled'
           | 'transfer_limit_exceeded'
           | 'invalid_time_zone'
@@ -2586,6 +2630,26 @@ export interface operations {
           };
         };
       };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
+            };
+          };
+        };
+      };
       404: components['responses']['RouteNotFound'];
       405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
@@ -2767,6 +2831,26 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials' | 'member_token_required' | 'invalid_member_token';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
             };
           };
         };
@@ -2979,6 +3063,26 @@ export interface operations {
           };
         };
       };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
+            };
+          };
+        };
+      };
       404: components['responses']['RouteNotFound'];
       405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
@@ -3180,6 +3284,26 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials' | 'member_token_required' | 'invalid_member_token';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
             };
           };
         };
@@ -3398,6 +3522,26 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
             };
           };
         };
@@ -3643,6 +3787,26 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
             };
           };
         };
@@ -3897,6 +4061,26 @@ export interface operations {
           };
         };
       };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
+            };
+          };
+        };
+      };
       /** @description `route_not_found`, `member_not_found` */
       404: {
         headers: {
@@ -4118,7 +4302,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4133,7 +4317,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -4357,7 +4541,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4372,7 +4556,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -4667,7 +4851,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4682,7 +4866,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -4956,7 +5140,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4971,7 +5155,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -5293,7 +5477,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -5308,7 +5492,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -5577,7 +5761,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -5592,7 +5776,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -5916,7 +6100,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -5931,7 +6115,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -6190,6 +6374,26 @@ export interface operations {
           };
         };
       };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
+            };
+          };
+        };
+      };
       /** @description `route_not_found`, `job_not_found` */
       404: {
         headers: {
@@ -6380,6 +6584,26 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
             };
           };
         };
@@ -6596,7 +6820,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -6611,7 +6835,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -6861,7 +7085,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -6876,7 +7100,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -7098,7 +7322,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -7113,7 +7337,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -7359,7 +7583,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -7374,7 +7598,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -7621,7 +7845,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -7636,7 +7860,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -7910,7 +8134,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -7925,7 +8149,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -8174,7 +8398,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -8189,7 +8413,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -8461,7 +8685,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -8476,7 +8700,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -8773,7 +8997,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -8788,7 +9012,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -9006,7 +9230,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9021,7 +9245,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -9272,7 +9496,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9287,7 +9511,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -9569,7 +9793,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9584,7 +9808,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -9866,7 +10090,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9881,7 +10105,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -10147,7 +10371,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -10162,7 +10386,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -10463,7 +10687,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -10478,7 +10702,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -10745,7 +10969,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -10760,7 +10984,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -11002,7 +11226,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -11017,7 +11241,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -11289,7 +11513,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -11304,7 +11528,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -11543,7 +11767,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -11558,7 +11782,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -11835,7 +12059,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -11850,7 +12074,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -12103,7 +12327,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -12118,7 +12342,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -12382,7 +12606,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -12397,7 +12621,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -12695,7 +12919,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -12710,7 +12934,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -13008,7 +13232,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -13023,7 +13247,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -13295,7 +13519,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -13310,7 +13534,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -13624,7 +13848,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -13639,7 +13863,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -13904,7 +14128,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -13919,7 +14143,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -14220,7 +14444,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -14235,7 +14459,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -14528,7 +14752,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope`, `member_token_mismatch` */
+      /** @description `tenant_inactive`, `insufficient_scope`, `member_token_mismatch` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -14543,7 +14767,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope' | 'member_token_mismatch';
+              code?: 'tenant_inactive' | 'insufficient_scope' | 'member_token_mismatch';
             };
           };
         };
@@ -14819,7 +15043,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -14834,7 +15058,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -15092,7 +15316,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -15107,7 +15331,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -15386,7 +15610,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -15401,7 +15625,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -15600,7 +15824,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -15615,7 +15839,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -15834,7 +16058,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -15849,7 +16073,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -15912,6 +16136,272 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'members.merge': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        member_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "source_member_id": 57
+         *     }
+         */
+        'application/json': {
+          /** @description the duplicate: its balances, holds, claims and referrals move to member_id */
+          source_member_id: number;
+        };
+      };
+    };
+    responses: {
+      /** @description Accepted: the work is queued as a job (follow it at `GET /api/v1/jobs/{job_id}`) */
+      202: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "id": "job_identity_5d0c7a1e-8f2b-4c3d-9e4f-0a1b2c3d4e5f",
+           *         "kind": "member.merge",
+           *         "status": "queued",
+           *         "progress": {
+           *           "done": 0,
+           *           "total": null
+           *         },
+           *         "errors": [],
+           *         "created_at": "2026-03-14T09:26:53.000Z",
+           *         "finished_at": null
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['Job'];
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive`, `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive' | 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `member_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'member_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `merge_into_itself` */
+      422: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'merge_into_itself';
             };
           };
         };
@@ -16102,7 +16592,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -16117,7 +16607,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -16364,7 +16854,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -16379,7 +16869,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -16520,6 +17010,7 @@ export interface operations {
             | '*'
             | 'member.registered'
             | 'member.erased'
+            | 'member.merged'
             | 'points.earned'
             | 'points.redeemed'
             | 'points.refunded'
@@ -16632,7 +17123,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -16647,7 +17138,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -16894,7 +17385,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -16909,7 +17400,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -17124,7 +17615,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -17139,7 +17630,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -17295,6 +17786,7 @@ export interface operations {
             | '*'
             | 'member.registered'
             | 'member.erased'
+            | 'member.merged'
             | 'points.earned'
             | 'points.redeemed'
             | 'points.refunded'
@@ -17405,7 +17897,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -17420,7 +17912,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -17702,7 +18194,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -17717,7 +18209,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -17951,7 +18443,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -17966,7 +18458,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -18221,7 +18713,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -18236,7 +18728,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -19068,6 +19560,65 @@ export interface operations {
           tenant_id: number;
           /** @constant */
           type: 'member.erased';
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx). The body is not read beyond a few KB. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Any other answer (or none within 10 s) fails the attempt; it is retried. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook.member.merged': {
+    parameters: {
+      query?: never;
+      header: {
+        /**
+         * @description The event id (as `id` in the body): the same on every attempt.
+         * @example b3c1f0d2-9a4e-4e0b-8f57-2f3c9d1e7a10
+         */
+        'Loyalty-Event-Id': string;
+        /**
+         * @description The event type (as `type` in the body).
+         * @example points.earned
+         */
+        'Loyalty-Event-Type': string;
+        /**
+         * @description `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" under the endpoint secret>`; during a secret rotation a second `v1` (the old secret). Check one `v1` with a timestamp tolerance (the SDK: `verifyWebhookSignature`).
+         * @example t=1773480413,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+         */
+        'Loyalty-Signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description when it happened */
+          created_at: string;
+          data: {
+            /** @description ISO 8601 UTC timestamp */
+            merged_at: string;
+            source_member_id: number;
+            target_member_id: number;
+          };
+          /** @description the event id: the same on every attempt and redelivery; de-duplicate on it */
+          id: string;
+          tenant_id: number;
+          /** @constant */
+          type: 'member.merged';
         };
       };
     };

@@ -1,3 +1,5 @@
+import { memberMergeInternalOperations } from '@loyalty/contracts';
+import { mergeClaims } from './member-merge.ts';
 import {
   packageDir,
   ReplayStore,
@@ -83,7 +85,13 @@ async function setupClaims(
   });
   const requests = claimRequests(deps);
   return {
-    endpoints: claimsEndpoints(requests, approval, staffQueue(deps, requests, approval), claimsMemberData(pool)),
+    endpoints: claimsEndpoints(
+      requests,
+      approval,
+      staffQueue(deps, requests, approval),
+      claimsMemberData(pool),
+    ).internal(memberMergeInternalOperations.claimsMerge, (d, x) => mergeClaims(pool, d, x.meta)),
+    tenantData: [{ table: 'claim_requests' }],
     consumers: claimsConsumers(),
     tasks: [claimSweeper],
     caches: [],

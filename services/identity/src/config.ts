@@ -60,9 +60,14 @@ export const IdentityConfig = z.object({
   OTP_MAX_ATTEMPTS: z.coerce.number().int().positive().default(5),
   OTP_RESEND_COOLDOWN_SECONDS: z.coerce.number().int().min(0).default(60),
   OTP_HOURLY_LIMIT: z.coerce.number().int().positive().default(5),
-  /** How long a member's erasure waits for another service's part of it before trying again. */
+  /**
+   * How long a member's erasure or merge waits for another service's part of it before trying again
+   * (also the operator's export and purge of a tenant asking each service to start its job).
+   */
   MEMBER_DATA_TIMEOUT_MS: z.coerce.number().int().positive().default(20_000),
   MEMBER_TOKEN_TTL_MINUTES: z.coerce.number().int().positive().default(60),
+  /** How long a deactivated tenant is kept before the operator may purge it. */
+  TENANT_PURGE_RETENTION_DAYS: z.coerce.number().int().min(0).default(30),
   /** Staff token (console session) validity: a working day. */
   STAFF_TOKEN_TTL_MINUTES: z.coerce.number().int().positive().default(720),
 });

@@ -4,8 +4,11 @@ import {
   identityOperations,
   internalOperations,
   memberDataOperations,
+  memberMergeOperations,
+  memberMergeStaffOperations,
   staffAdminOperations,
   staffOperations,
+  tenantOffboardingOperations,
 } from '@loyalty/contracts';
 import { Endpoints } from '@loyalty/runtime';
 import type { auditLog } from './audit/audit-log.ts';
@@ -16,6 +19,8 @@ import type { memberDirectory } from './members/member-directory.ts';
 import type { memberErasure } from './members/member-erasure.ts';
 import type { memberExport } from './members/member-export.ts';
 import type { provisioning } from './tenants/provisioning.ts';
+import type { tenantOffboarding } from './tenants/offboarding.ts';
+import type { memberMerges } from './members/member-merge.ts';
 import type { staffAuth } from './staff/staff-auth.ts';
 import type { staffMembers } from './staff/staff-members.ts';
 import type { staffTeam } from './staff/staff-team.ts';
@@ -32,6 +37,8 @@ export interface IdentityParts {
   audit: ReturnType<typeof auditLog>;
   erasure: ReturnType<typeof memberErasure>;
   exports: ReturnType<typeof memberExport>;
+  offboarding: ReturnType<typeof tenantOffboarding>;
+  merges: ReturnType<typeof memberMerges>;
 }
 
 /** Subject -> handler table of the identity service. Handlers stay thin: validate, delegate. */
@@ -42,7 +49,7 @@ export function identityEndpoints(parts: IdentityParts): Endpoints {
   const p = adminOperations;
   const s = staffOperations;
   const sa = staffAdminOperations;
-  return new Endpoints('identity')
+  return mergesAndOffboarding(new Endpoints('identity'), parts)
     .public(a['member.check'], (d, c) => auth.check(d, c.meta))
     .public(a['member.register'], (d, c) => auth.register(d, c.meta, c.log))
     .public(a['member.request_otp'], (d, c) => auth.requestOtp(d, c.meta, c.log))
@@ -84,4 +91,20 @@ export function identityEndpoints(parts: IdentityParts): Endpoints {
       await admin.requireTenant(d.tenant_id);
       return audit.verify(d.tenant_id, d.anchor);
     });
+}
+
+/** Members' merges (merchant API and the console) and the operator's offboarding of a tenant. */
+function mergesAndOffboarding(endpoints: Endpoints, parts: Pick<IdentityParts, 'merges' | 'offboarding'>): Endpoints {
+  const o = tenantOffboardingOperations;
+  return endpoints
+    .public(memberMergeOperations['members.merge'], (d, c) =>
+      parts.merges.request(d.member_id, d.source_member_id, c.meta),
+    )
+    .staff(memberMergeStaffOperations['staff.members.merge'], (d, c) =>
+      parts.merges.request(d.member_id, d.source_member_id, c.meta),
+    )
+    .operator(o['admin.tenant.deactivate'], (d, c) => parts.offboarding.deactivate(d, c.meta))
+    .operator(o['admin.tenant.reactivate'], (d, c) => parts.offboarding.reactivate(d, c.meta))
+    .operator(o['admin.tenant.export'], (d, c) => parts.offboarding.export(d, c.meta))
+    .operator(o['admin.tenant.purge'], (d, c) => parts.offboarding.purge(d, c.meta));
 }

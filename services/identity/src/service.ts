@@ -17,9 +17,11 @@ import { staffMembers } from './staff/staff-members.ts';
 import { staffTeam } from './staff/staff-team.ts';
 import { claimCodes } from './members/claim-codes.ts';
 import { memberCodes } from './members/member-codes.ts';
+import { identityTenantTables, tenantOffboarding } from './tenants/offboarding.ts';
 import { memberDirectory } from './members/member-directory.ts';
 import { ERASE_JOB, memberErasure } from './members/member-erasure.ts';
 import { EXPORT_JOB, memberExport } from './members/member-export.ts';
+import { MERGE_JOB, memberMerges } from './members/member-merge.ts';
 import { notificationPace } from './mail/notifications.ts';
 import type { IdentityConfig } from './config.ts';
 import { identityConsumers } from './consumers.ts';
@@ -66,7 +68,7 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
   // Tell every gateway replica to forget a member token whose session ended, or a rotated or revoked key.
   const credentialsChanged = (change: { tenant_id: number; session_id: number } | { app_id: string }) =>
     nc.publish(subjects.credentialsChanged(), jsonCodec.encode(change));
-  const { erasure, exports } = memberData(rt, config, credentialsChanged);
+  const rights = { ...memberData(rt, config, credentialsChanged), ...dataRightsOf(rt, config, credentialsChanged) };
   const authDeps = {
     pool,
     clock,
@@ -102,10 +104,10 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
       team: staffTeam({ pool, clock, outbox, replays: authDeps.replays }),
       members: staffMembers(pool),
       audit,
-      erasure,
-      exports,
+      ...rights,
     }),
-    jobs: { [ERASE_JOB]: erasure.run, [EXPORT_JOB]: exports.run },
+    jobs: { [ERASE_JOB]: rights.erasure.run, [EXPORT_JOB]: rights.exports.run, [MERGE_JOB]: rights.merges.run },
+    tenantData: identityTenantTables,
     consumers: identityConsumers(rt, config, { mails, audit }),
     tasks: [earnMailSender, outgoingMailSender, anchors],
     caches: [],
@@ -117,6 +119,36 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
     },
     close: async () => mailer.close(),
   };
+}
+
+/** Members' merges and tenants' offboarding: jobs that ask the other services for their parts. */
+function dataRightsOf(
+  rt: ServiceRuntime,
+  config: IdentityConfig,
+  credentialsChanged: (change: { tenant_id: number; session_id: number } | { app_id: string }) => void,
+) {
+  const { pool, clock, outbox, nc, subjects, log } = rt;
+  const client = new ServiceClient(nc, subjects, { timeoutMs: config.MEMBER_DATA_TIMEOUT_MS, log });
+  const merges = memberMerges({
+    pool,
+    clock,
+    outbox,
+    jobs: rt.jobs,
+    client,
+    sessionEnded: (tenantId, sessionId) => credentialsChanged({ tenant_id: tenantId, session_id: sessionId }),
+    memberErased: (tenantId, memberId) =>
+      nc.publish(subjects.membersChanged(), jsonCodec.encode({ tenant_id: tenantId, member_id: memberId })),
+  });
+  const offboarding = tenantOffboarding({
+    pool,
+    clock,
+    outbox,
+    client,
+    jobs: rt.jobs,
+    retentionDays: config.TENANT_PURGE_RETENTION_DAYS,
+    appsChanged: (appIds) => appIds.forEach((appId) => credentialsChanged({ app_id: appId })),
+  });
+  return { merges, offboarding };
 }
 
 /**

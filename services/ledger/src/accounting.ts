@@ -10,6 +10,7 @@ import {
   type ReplayStore,
 } from '@loyalty/runtime';
 import { planRefund, type RefundPlan } from './lots/terms.ts';
+import { mergedInto } from './merges/member-merge.ts';
 import type { JournalEvent } from './domain/journal.ts';
 import { fromCents, MAX_BALANCE } from './domain/money.ts';
 import type { CardCache } from './card-cache.ts';
@@ -419,7 +420,9 @@ async function refundTerms(
   if (reference === undefined) return { cap: null, lot: undefined };
   const purchase = await earnByReference(db, k.cardId, reference);
   if (purchase) {
-    if (purchase.member_id !== k.memberId) throw new AppError('refund_reference_mismatch');
+    // A purchase of a member merged into this one since is this member's purchase now.
+    if (purchase.member_id !== k.memberId && (await mergedInto(db, k.tenantId, purchase.member_id)) !== k.memberId)
+      throw new AppError('refund_reference_mismatch');
     return {
       cap: purchase.amount - (await refundedOnReference(db, k, reference)),
       lot: await lotOfCredit(db, purchase.id),

@@ -4,6 +4,7 @@ import {
   ledgerAdminOperations,
   ledgerOperations,
   memberDataInternalOperations,
+  memberMergeInternalOperations,
   memberPinOperations,
   pointsOperations,
   quoteOperations,
@@ -28,9 +29,10 @@ import type { StaffDesk } from './staff-desk.ts';
 import type { Transfers } from './transfers/transfers.ts';
 import { reportEndpoints, type Reports } from './reports/index.ts';
 import type { TierBook } from './tier-book.ts';
+import type { MemberMerges } from './merges/member-merge.ts';
 
-/** Subject -> handler table of the ledger. Handlers stay thin: validate, delegate. */
-export function ledgerEndpoints(parts: {
+/** What the ledger's endpoints are made of (service.ts builds them). */
+export interface LedgerParts {
   cards: CardCatalogue;
   cashback: ReturnType<typeof cashbackProduct>;
   points: PointsProduct;
@@ -44,7 +46,11 @@ export function ledgerEndpoints(parts: {
   memberData: LedgerMemberData;
   reports: Reports;
   tiers: TierBook;
-}): Endpoints {
+  merges: MemberMerges;
+}
+
+/** Subject -> handler table of the ledger. Handlers stay thin: validate, delegate. */
+export function ledgerEndpoints(parts: LedgerParts): Endpoints {
   const { cards, cashback, points, holds, quotes, pins, desk } = parts;
   const s = staffOperations;
   const c = cashbackOperations;
@@ -53,7 +59,7 @@ export function ledgerEndpoints(parts: {
   const l = ledgerOperations;
   const rules = ruleEndpoints(new Endpoints('ledger'), parts.rules, parts.memberEvents, quotes);
   const base = transferEndpoints(tierEndpoints(rules, parts.tiers), parts.transfers);
-  return memberDataEndpoints(reportEndpoints(base, parts.reports), parts.memberData)
+  return memberDataEndpoints(reportEndpoints(base, parts.reports), parts.memberData, parts.merges)
     .public(c['cashback.earn'], (d, x) => cashback.earn(d, x.meta))
     .public(c['cashback.redeem'], (d, x) => cashback.redeem(d, x.meta))
     .public(c['cashback.refund'], (d, x) => cashback.refund(d, x.meta))
@@ -91,9 +97,10 @@ export function ledgerEndpoints(parts: {
     .operator(a['admin.reward.list'], (d) => cards.listRewards(d));
 }
 
-/** The ledger's part of members' erasures and exports (identity's jobs ask for it). */
-function memberDataEndpoints(endpoints: Endpoints, memberData: LedgerMemberData): Endpoints {
+/** The ledger's part of members' erasures, exports and merges (identity's jobs ask for it). */
+function memberDataEndpoints(endpoints: Endpoints, memberData: LedgerMemberData, merges: MemberMerges): Endpoints {
   return endpoints
+    .internal(memberMergeInternalOperations.ledgerMerge, (d, x) => merges.merge(d, x.meta))
     .internal(memberDataInternalOperations.ledgerErase, (d, x) => memberData.erase(d, x.meta))
     .internal(memberDataInternalOperations.ledgerExport, (d, x) => memberData.export(d, x.meta));
 }

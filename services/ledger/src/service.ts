@@ -1,3 +1,4 @@
+import { ledgerTenantTables } from './tenant-tables.ts';
 import {
   packageDir,
   ReplayStore,
@@ -32,6 +33,7 @@ import { postMany } from './store/accounts.ts';
 import { ledgerTasks } from './tasks.ts';
 import { Transfers } from './transfers/transfers.ts';
 import { reportsOf } from './reports/index.ts';
+import { MemberMerges } from './merges/member-merge.ts';
 
 export const SERVICE_VERSION = '0.2.0';
 
@@ -92,6 +94,14 @@ function pinsOf({ pool, clock }: ServiceRuntime, config: LedgerConfig) {
   });
 }
 
+/** The subjects of the expiry events (expired, expiring) by the card's unit. */
+function lotEventSubjects(subjects: ServiceRuntime['subjects']) {
+  return (what: 'expired' | 'expiring') => ({
+    points: subjects.event('ledger', `points_${what}`),
+    cashback: subjects.event('ledger', `cashback_${what}`),
+  });
+}
+
 async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<ServiceDeclaration<LedgerHooks>> {
   const { pool, nc, subjects, log, metrics, outbox, clock } = rt;
   // Cards are cached per replica; a replica that changes a card tells every other one.
@@ -103,10 +113,7 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
   });
   const pins = pinsOf(rt, config);
   const client = new ServiceClient(nc, subjects, { timeoutMs: config.REQUEST_TIMEOUT_MS, log });
-  const lotSubjects = (what: 'expired' | 'expiring') => ({
-    points: subjects.event('ledger', `points_${what}`),
-    cashback: subjects.event('ledger', `cashback_${what}`),
-  });
+  const lotSubjects = lotEventSubjects(subjects);
   const members = memberDirectory(client, config.MEMBER_CACHE_TTL_MS);
   const erasedMembers = forgetErasedMembers(nc, subjects.membersChanged(), members);
   const deps = {
@@ -141,7 +148,9 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
       memberData: ledgerMemberData(pool, members),
       reports,
       tiers: new TierBook(deps, (cardId) => cards.changed(cardId)),
+      merges: new MemberMerges(deps, books),
     }),
+    tenantData: ledgerTenantTables,
     consumers: ledgerConsumers(),
     tasks: [lotSweeper, reports.folder],
     jobs: reports.jobs,

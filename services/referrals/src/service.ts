@@ -1,3 +1,5 @@
+import { memberMergeInternalOperations } from '@loyalty/contracts';
+import { mergeReferrals } from './member-merge.ts';
 import {
   packageDir,
   ReplayStore,
@@ -61,7 +63,11 @@ async function setupReferrals(
   });
   const { paymentSweeper } = referralsTasks(payments, config, log);
   return {
-    endpoints: referralEndpoints(programme, staffView(pool, programme), referralsMemberData(pool)),
+    endpoints: referralEndpoints(programme, staffView(pool, programme), referralsMemberData(pool)).internal(
+      memberMergeInternalOperations.referralsMerge,
+      (d, x) => mergeReferrals(pool, d, x.meta),
+    ),
+    tenantData: [{ table: 'referrals' }, { table: 'referral_codes', key: 'card_id, member_id' }],
     consumers: referralsConsumers(rt, payments),
     tasks: [paymentSweeper],
     caches: [],

@@ -1,3 +1,4 @@
+import { webhooksTenantTables } from './tenant-tables.ts';
 import { identityOperations } from '@loyalty/contracts';
 import {
   packageDir,
@@ -178,15 +179,12 @@ async function setupWebhooks(rt: ServiceRuntime, config: WebhooksConfig): Promis
         void (await identity.call(identityOperations.getTenant, { request_id: requestId, tenant_id: tenantId }, {})),
       webhooksMemberData(pool),
     ),
+    tenantData: webhooksTenantTables,
     consumers: webhooksConsumers(rt, { dispatcher, routes, leaseMs: config.WEBHOOK_LEASE_MS }),
     tasks: [keeper, retryPoller, healthSweeper],
     caches: [routes.cache],
     purge: purgeRules(config.WEBHOOK_RETENTION_DAYS),
-    hooks: {
-      sweep: () => healthSweeper.sweep(),
-      poll: () => retryPoller.poll(),
-      keepSecrets: () => keeper.runNow(),
-    },
+    hooks: { sweep: () => healthSweeper.sweep(), poll: () => retryPoller.poll(), keepSecrets: () => keeper.runNow() },
     // What is held is handed back and what is in flight finishes (consumers and tasks have stopped).
     close: async () => {
       await dispatcher.stop();

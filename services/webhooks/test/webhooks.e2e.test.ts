@@ -373,6 +373,36 @@ describe('event types', () => {
     );
     const erasure = await m.api('POST', `/api/v1/members/${(gone.member as { id: number }).id}/erase`);
     expect(erasure.status, JSON.stringify(erasure.body)).toBe(202);
+    // points.transferred: Ana gives Bo a point, with a code of purpose transfer.
+    await sys.admin('POST', `/admin/v1/tenants/${m.tenantId}/cards/${m.pointsCard}`, { transfers_enabled: true });
+    const boId = (bo.member as { id: number }).id;
+    const transferCode = await ok(
+      m.api('POST', '/api/v1/loyalty/points/transfer/request-otp', {
+        body: { card_id: m.pointsCard, from_member_id: anaId },
+      }),
+    );
+    await ok(
+      m.api('POST', '/api/v1/loyalty/points/transfer', {
+        body: {
+          card_id: m.pointsCard,
+          from_member_id: anaId,
+          to_member_id: boId,
+          points: 1,
+          reference: `gift-${randomUUID()}`,
+          verification_code: transferCode.otp_code,
+        },
+      }),
+    );
+    // member.merged: a duplicate of Bo merged into Bo (identity's job asks the services, then says so)
+    const dup = await ok(
+      m.api('POST', '/api/v1/auth/member/register', {
+        body: { name: 'Bo Twice', email: `bo2.${randomUUID()}@example.com`, phone: `+4479${Date.now() % 100_000_000}` },
+      }),
+    );
+    const merge = await m.api('POST', `/api/v1/members/${boId}/merge`, {
+      body: { source_member_id: (dup.member as { id: number }).id },
+    });
+    expect(merge.status, JSON.stringify(merge.body)).toBe(202);
     // audit.anchored: the tenant's audit chain (its provisioning, the claims decided above) anchored
     // by identity, as its hourly task does; again until the chain's rows are appended.
     const identity = (sys.services.identity as RunningService<{ anchorAuditChains(): Promise<number> }>).hooks;

@@ -18,6 +18,9 @@ const Tenant = z
       .string()
       .nullable()
       .describe("where the platform writes about the tenant's integration (a webhook endpoint it disabled)"),
+    status: z
+      .enum(['active', 'inactive'])
+      .describe('inactive: deactivated by the operator (apps 403 tenant_inactive, staff refused, webhooks paused)'),
     created_at: Timestamp,
   })
   .meta({ id: 'Tenant' });

@@ -46,6 +46,7 @@ const tenant = {
   name: 'Corner Coffee',
   sandbox: true,
   contact_email: 'it@corner-coffee.example',
+  status: 'active',
   created_at: at,
 };
 const app = {

@@ -206,7 +206,7 @@ export const staffOperations = defineOperations({
       expires_in_minutes: z.number().int(),
       staff: StaffUser,
     }),
-    errors: ['invalid_otp', 'otp_expired', 'otp_attempts_exceeded'],
+    errors: ['invalid_otp', 'otp_expired', 'otp_attempts_exceeded', 'tenant_inactive'],
   },
   'staff.auth.logout': {
     ...staffOp('Staff sign-in'),

@@ -256,6 +256,7 @@ async function authenticate(
   // Hash even for an unknown app so the answer takes the same time either way.
   const ok = creds ? matchesHash(data.api_key, creds.key_hash) : matchesHash(data.api_key, Buffer.alloc(32)) && false;
   if (!creds || !ok || creds.revoked) throw new AppError('invalid_credentials');
+  if (creds.tenant_inactive) throw new AppError('tenant_inactive');
   const reply: AuthenticateReply = {
     tenant_id: creds.tenant_id,
     app_id: data.app_id,

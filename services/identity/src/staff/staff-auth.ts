@@ -1,5 +1,5 @@
 import { AppError, type StaffMeta } from '@loyalty/contracts';
-import { withTransaction, type Logger, type PoolClient } from '@loyalty/runtime';
+import { withTransaction, type Logger, type PoolClient, type Queryable } from '@loyalty/runtime';
 import { mailError } from '../mail/mailer.ts';
 import { MAIL_NAME_MAX, mailText } from '../domain/mail-text.ts';
 import { newStaffToken, sha256 } from '../domain/secrets.ts';
@@ -40,7 +40,7 @@ export function staffAuth(deps: StaffAuthDeps) {
       const answer = generic(deps.otp.ttlMinutes);
       const issued = await withTransaction(deps.pool, async (db) => {
         const tenant = await findTenant(db, d.tenant_id);
-        if (!tenant) return undefined;
+        if (!tenant || tenant.status === 'inactive') return undefined;
         // The row lock makes the cooldown and the hourly cap race-free for this staff user.
         const staff = await findStaff(db, tenant.id, { email: d.email }, true);
         if (!staff || !staff.active) return undefined;
@@ -60,6 +60,7 @@ export function staffAuth(deps: StaffAuthDeps) {
     async verifyCode(d: { tenant_id: number; email: string; code: string }) {
       // A wrong try is committed before the failure is answered.
       const outcome = await withTransaction(deps.pool, async (db) => {
+        if (await tenantInactive(db, d.tenant_id)) return { error: new AppError('tenant_inactive') };
         const staff = await findStaff(db, d.tenant_id, { email: d.email });
         if (!staff || !staff.active) return { error: new AppError('invalid_otp') };
         const check = await checkOtp(db, deps.otp, deps.clock, { staffId: staff.id }, PURPOSE, d.code);
@@ -87,8 +88,7 @@ export function staffAuth(deps: StaffAuthDeps) {
 
     /** gateway -> identity: the staff user and tenant of a live token of an active staff user. */
     async authenticate(d: { staff_token: string }) {
-      const s = await findLiveStaffSession(deps.pool, sha256(d.staff_token), deps.clock.now());
-      if (!s) throw new AppError('invalid_staff_token');
+      const s = liveSession(await findLiveStaffSession(deps.pool, sha256(d.staff_token), deps.clock.now()));
       return {
         tenant_id: s.tenant_id,
         staff: { id: s.staff_id, role: s.role, email: s.email },
@@ -102,6 +102,18 @@ export function staffAuth(deps: StaffAuthDeps) {
  * Mail a staff sign-in code, outside any transaction; the code was committed before, so when the
  * mail fails it is withdrawn (it counts for neither the cooldown nor the hourly cap).
  */
+/** A staff token's live session; the console refuses a deactivated tenant's staff until it is reactivated. */
+function liveSession<S extends { tenant_inactive: boolean }>(s: S | undefined): S {
+  if (!s) throw new AppError('invalid_staff_token');
+  if (s.tenant_inactive) throw new AppError('tenant_inactive');
+  return s;
+}
+
+/** Whether the operator deactivated the tenant (its staff cannot sign in). */
+async function tenantInactive(db: Queryable, tenantId: number): Promise<boolean> {
+  return (await findTenant(db, tenantId))?.status === 'inactive';
+}
+
 async function mailStaffCode(
   deps: StaffAuthDeps,
   log: Logger,

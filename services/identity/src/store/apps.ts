@@ -17,6 +17,8 @@ export interface AppCredentials {
   scopes: Scope[];
   key_hash: Buffer;
   revoked: boolean;
+  /** The operator deactivated the tenant: its apps are refused (403 tenant_inactive). */
+  tenant_inactive: boolean;
 }
 
 const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
@@ -58,7 +60,8 @@ export async function revokeApp(db: Queryable, id: string): Promise<App | undefi
 
 export async function findCredentials(db: Queryable, appId: string): Promise<AppCredentials | undefined> {
   const { rows } = await db.query<AppCredentials>(
-    `SELECT a.tenant_id, t.sandbox, a.scopes, a.key_hash, a.revoked_at IS NOT NULL AS revoked
+    `SELECT a.tenant_id, t.sandbox, a.scopes, a.key_hash, a.revoked_at IS NOT NULL AS revoked,
+            t.deactivated_at IS NOT NULL AS tenant_inactive
        FROM identity.apps a JOIN identity.tenants t ON t.id = a.tenant_id WHERE a.id = $1`,
     [appId],
   );

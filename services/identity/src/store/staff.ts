@@ -99,16 +99,29 @@ export async function findLiveStaffSession(
   db: Queryable,
   tokenHash: Buffer,
   now: Date,
-): Promise<{ session_id: number; tenant_id: number; staff_id: number; role: StaffRole; email: string } | undefined> {
+): Promise<
+  | {
+      session_id: number;
+      tenant_id: number;
+      staff_id: number;
+      role: StaffRole;
+      email: string;
+      tenant_inactive: boolean;
+    }
+  | undefined
+> {
   const { rows } = await db.query<{
     session_id: number;
     tenant_id: number;
     staff_id: number;
     role: StaffRole;
     email: string;
+    tenant_inactive: boolean;
   }>(
-    `SELECT s.id AS session_id, s.tenant_id, u.id AS staff_id, u.role, u.email
+    `SELECT s.id AS session_id, s.tenant_id, u.id AS staff_id, u.role, u.email,
+            t.deactivated_at IS NOT NULL AS tenant_inactive
        FROM identity.staff_sessions s JOIN identity.staff_users u ON u.id = s.staff_id
+       JOIN identity.tenants t ON t.id = s.tenant_id
       WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > $2 AND u.active`,
     [tokenHash, now],
   );

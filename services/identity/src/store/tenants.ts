@@ -7,9 +7,12 @@ export interface Tenant {
   sandbox: boolean;
   contact_email: string | null;
   created_at: string;
+  /** `inactive`: deactivated by the operator (offboarding). */
+  status: 'active' | 'inactive';
 }
 
-const cols = `id, name, sandbox, contact_email, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at`;
+const cols = `id, name, sandbox, contact_email, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
+  CASE WHEN deactivated_at IS NULL THEN 'active' ELSE 'inactive' END AS status`;
 
 export async function createTenant(
   db: Queryable,

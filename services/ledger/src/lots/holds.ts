@@ -7,6 +7,7 @@ import { journalEvents, type JournalEvents } from '../events.ts';
 import { appendJournal, type AccountKey } from '../store/accounts.ts';
 import { findHold, insertHold, markCaptured, markReleased, overdueHolds, type Hold } from './hold-store.ts';
 import { returnToLots, takeFromLots } from './store.ts';
+import { mergedInto } from '../merges/member-merge.ts';
 
 /** The movement a claim's approval asks for (internal.points.debit under the claim's key). */
 interface Capture {
@@ -47,7 +48,9 @@ export class Holds {
   async place(d: { card_id: number; member_id: number; points: number; expires_at: string }, meta: LedgerMeta) {
     const key = keyOf(meta);
     const card = await cardOfKind(this.deps.cards, meta.tenant_id, d.card_id, 'points');
-    const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: d.member_id };
+    // A claim made for a member merged into another since: the target's points are held.
+    const memberId = await mergedInto(this.deps.pool, meta.tenant_id, d.member_id);
+    const k = { tenantId: meta.tenant_id, cardId: card.id, memberId };
     return withTransaction(this.deps.pool, async (db) => {
       const at = this.deps.clock.now();
       const balance = (await this.books.settleLocked(db, k, at))?.balance ?? 0;
@@ -68,7 +71,8 @@ export class Holds {
   /** internal.points.release_hold: give a held hold's points back; anything else is left as it is. */
   async release(d: { card_id: number; member_id: number }, meta: LedgerMeta) {
     const key = keyOf(meta);
-    const k = { tenantId: meta.tenant_id, cardId: d.card_id, memberId: d.member_id };
+    const memberId = await mergedInto(this.deps.pool, meta.tenant_id, d.member_id);
+    const k = { tenantId: meta.tenant_id, cardId: d.card_id, memberId };
     return withTransaction(this.deps.pool, async (db) => {
       const at = this.deps.clock.now();
       await this.books.settleLocked(db, k, at);

@@ -6,6 +6,7 @@ import type { JournalEvent } from '../domain/journal.ts';
 import { fromCents } from '../domain/money.ts';
 import type { Holds } from '../lots/holds.ts';
 import { lotTerms } from '../lots/terms.ts';
+import { mergedInto } from '../merges/member-merge.ts';
 import { creditTerms, lotEventFields } from '../lots/views.ts';
 import { findBalance } from '../store/accounts.ts';
 import { findReward, type Reward } from '../store/cards.ts';
@@ -171,7 +172,10 @@ export class PointsProduct extends ProductFlow<PointsTypes> {
       });
     }
     const card = await this.card(meta, d.card_id);
-    const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: d.member_id };
+    // A member merged into another since the saga began: its points move on the target's account
+    // (the key's record keeps the request as it was asked, so a retry still replays).
+    const memberId = await mergedInto(this.deps.pool, meta.tenant_id, d.member_id);
+    const k = { tenantId: meta.tenant_id, cardId: card.id, memberId };
     const operation = `internal.points.${direction}`;
     const opts: PostingOptions<MoveAnswer> =
       direction === 'credit'
@@ -181,8 +185,7 @@ export class PointsProduct extends ProductFlow<PointsTypes> {
             data: d,
             source: 'service',
             direction,
-            uncovered: async (db) =>
-              pointsUnit.insufficient((await findBalance(db, card.id, d.member_id)) ?? 0, d.points),
+            uncovered: async (db) => pointsUnit.insufficient((await findBalance(db, card.id, memberId)) ?? 0, d.points),
             // A debit under the key of a hold (a claim's) captures the hold instead (lots/holds.ts).
             instead: (db, at) => this.holds.captureIfHeld(db, meta, k, d, at),
           };
@@ -208,7 +211,7 @@ export class PointsProduct extends ProductFlow<PointsTypes> {
             event: d.event,
             at,
             data: {
-              member_id: d.member_id,
+              member_id: memberId,
               card_id: card.id,
               points: direction === 'credit' ? d.points : -d.points,
               reference: d.reference ?? null,

@@ -118,7 +118,11 @@ export async function dueEndpoints(db: Queryable, now: Date, limit: number): Pro
          SELECT endpoint_id, next_attempt_at FROM webhooks.deliveries
           WHERE status = 'pending' AND endpoint_id > e.endpoint_id ORDER BY endpoint_id, next_attempt_at LIMIT 1) n
      )
-     SELECT endpoint_id FROM e WHERE next_attempt_at <= $1 ORDER BY next_attempt_at LIMIT $2`,
+     SELECT endpoint_id FROM e WHERE next_attempt_at <= $1
+        -- A paused tenant's deliveries wait (tenant_states).
+        AND NOT EXISTS (SELECT 1 FROM webhooks.endpoints x JOIN webhooks.tenant_states p ON p.tenant_id = x.tenant_id
+                         WHERE x.id = e.endpoint_id AND p.paused)
+      ORDER BY next_attempt_at LIMIT $2`,
     [now, limit],
   );
   return rows.map((r) => r.endpoint_id);

@@ -139,7 +139,8 @@ export interface Route {
 export async function routesOf(db: Queryable, tenantIds: number[]): Promise<Route[]> {
   const { rows } = await db.query<Route>(
     `SELECT id, tenant_id, event_types, created_at FROM ${T}
-      WHERE tenant_id = ANY($1::bigint[]) AND enabled AND deleted_at IS NULL`,
+      WHERE tenant_id = ANY($1::bigint[]) AND enabled AND deleted_at IS NULL
+        AND tenant_id NOT IN (SELECT tenant_id FROM webhooks.tenant_states WHERE paused)`,
     [tenantIds],
   );
   return rows;

@@ -1,0 +1,37 @@
+import type { TenantTable } from '@loyalty/runtime';
+
+/** The ledger's tables holding a tenant's data, children first (the operator's export and purge of a tenant). */
+export const ledgerTenantTables: TenantTable[] = [
+  {
+    table: 'hold_lots',
+    where: 'hold_id IN (SELECT id FROM ledger.holds WHERE tenant_id = $1)',
+    key: 'hold_id, lot_id',
+  },
+  {
+    table: 'journal_rules',
+    where: 'journal_id IN (SELECT id FROM ledger.journal WHERE tenant_id = $1)',
+    key: 'journal_id',
+  },
+  { table: 'holds' },
+  { table: 'lots' },
+  { table: 'transfers' },
+  { table: 'journal' },
+  { table: 'merged_members', key: 'source_member_id' },
+  { table: 'member_events', key: 'card_id, reference' },
+  {
+    table: 'rule_member_usage',
+    where: 'rule_id IN (SELECT id FROM ledger.rules WHERE tenant_id = $1)',
+    key: 'rule_id, member_id, period_key',
+  },
+  {
+    table: 'rule_versions',
+    where: 'rule_id IN (SELECT id FROM ledger.rules WHERE tenant_id = $1)',
+    key: 'rule_id, version',
+  },
+  { table: 'rules' },
+  // A PIN's hash is a secret: exported without it.
+  { table: 'member_pins', key: 'tenant_id, member_id', omit: ['pin_hash'] },
+  { table: 'accounts', key: 'card_id, member_id' },
+  { table: 'rewards' },
+  { table: 'cards' },
+];
