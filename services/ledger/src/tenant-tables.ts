@@ -1,5 +1,8 @@
 import type { TenantTable } from '@loyalty/runtime';
 
+/** Rows of the tenant's cards, for tables that name the card only. */
+const CARDS = 'card_id IN (SELECT id FROM ledger.cards WHERE tenant_id = $1)';
+
 /** The ledger's tables holding a tenant's data, children first (the operator's export and purge of a tenant). */
 export const ledgerTenantTables: TenantTable[] = [
   {
@@ -31,6 +34,13 @@ export const ledgerTenantTables: TenantTable[] = [
   { table: 'rules' },
   // A PIN's hash is a secret: exported without it.
   { table: 'member_pins', key: 'tenant_id, member_id', omit: ['pin_hash'] },
+  { table: 'tier_days', where: CARDS, key: 'card_id, member_id, day' },
+  { table: 'member_tiers', key: 'card_id, member_id' },
+  { table: 'tiers', where: CARDS, key: 'card_id, rank' },
+  { table: 'tier_ladders', key: 'card_id' },
+  { table: 'report_active', where: CARDS, key: 'card_id, day, member_id' },
+  { table: 'report_days', key: 'card_id, day, event, reward_id' },
+  { table: 'report_deltas' },
   { table: 'accounts', key: 'card_id, member_id' },
   { table: 'rewards' },
   { table: 'cards' },
