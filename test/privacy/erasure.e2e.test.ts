@@ -74,6 +74,10 @@ describe('POST /api/v1/members/{member_id}/export', () => {
     const identity = doc.identity!;
     expect(identity.profile).toMatchObject({ id: erin.id, name: erin.name, email: erin.email, phone: erin.phone });
     expect((identity.sessions as unknown[]).length).toBeGreaterThanOrEqual(1);
+    expect((identity.consents as { purpose: string }[]).map((c) => c.purpose)).toEqual([
+      'marketing_email',
+      'marketing_sms',
+    ]);
     expect(JSON.stringify(identity.sessions)).not.toMatch(/token/);
     expect(identity.audit_entries).toEqual(
       expect.arrayContaining([

@@ -67,7 +67,10 @@ export async function signedIn(api: Api): Promise<{ id: number; email: string; t
   const address = email('signin');
   n += 1;
   const phone = `+1777${String(1_000_000 + ((n * 7919 + process.pid * 31 + Date.now()) % 9_000_000)).slice(-7)}`;
-  const reg = await api('POST', '/api/v1/auth/member/register', { body: { name: 'Signed In', email: address, phone } });
+  // They agree to marketing mail (points-earned digests and expiry warnings are sent with consent only).
+  const reg = await api('POST', '/api/v1/auth/member/register', {
+    body: { name: 'Signed In', email: address, phone, accepts_emails: true },
+  });
   expect(reg.status, JSON.stringify(reg.body)).toBe(200);
   const v = await api('POST', '/api/v1/auth/member/verify-otp', {
     body: { email: address, code: reg.body.data!.otp_code },

@@ -8,6 +8,8 @@ export interface CapturedMail {
   text: string;
   /** When it arrived (ms since the epoch). */
   at: number;
+  /** Its header lines by lower-case name (the value as written, after the colon). */
+  headers: Record<string, string>;
 }
 
 /** A real SMTP server inside the test: the services send to it over TCP and the test reads what arrived. */
@@ -41,7 +43,16 @@ export class MailSink {
             callback(Object.assign(new Error('Mailbox unavailable'), { responseCode: 550 }));
             return;
           }
-          this.messages.push({ to: to ?? '', subject: mail.subject ?? '', text: mail.text ?? '', at: Date.now() });
+          const headers = Object.fromEntries(
+            mail.headerLines.map((h) => [h.key.toLowerCase(), h.line.slice(h.line.indexOf(':') + 1).trim()]),
+          );
+          this.messages.push({
+            to: to ?? '',
+            subject: mail.subject ?? '',
+            text: mail.text ?? '',
+            at: Date.now(),
+            headers,
+          });
           this.waiters.splice(0).forEach((w) => w());
           callback();
         })

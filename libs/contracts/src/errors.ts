@@ -22,6 +22,7 @@ export const errorCatalogue = {
   staff_token_required: { status: 401, message: 'An Authorization: Bearer <staff token> header is required.' },
   invalid_staff_token: { status: 401, message: 'The staff token is not valid or has expired; sign in again.' },
   // 403: scope
+  invalid_unsubscribe_token: { status: 400, message: 'The unsubscribe link is not valid.' },
   insufficient_scope: { status: 403, message: 'The application lacks the scope this operation needs.' },
   tenant_inactive: {
     status: 403,

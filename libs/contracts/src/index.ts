@@ -73,6 +73,8 @@ export {
 } from './ops/rules.ts';
 export {
   EraseMemberDataReply,
+  Consent,
+  ConsentPurpose,
   EraseMemberDataRequest,
   ExportMemberDataReply,
   ExportMemberDataRequest,

@@ -35,6 +35,17 @@ export const internalOperations = defineInternalOperations({
     reply: AuthenticateReply,
     meta: z.object({ request_id: Text.min(1).max(128) }),
   },
+  /**
+   * Gateway -> identity: a one-click unsubscribe (RFC 8058) from a marketing mail's link; the
+   * token names the tenant, member and purpose, signed by identity. No app credentials.
+   */
+  unsubscribe: {
+    service: 'identity',
+    operation: 'internal.consent.unsubscribe',
+    request: z.object({ token: Text.max(512) }),
+    reply: z.object({ purpose: z.string() }),
+    meta: z.object({ request_id: Text.min(1).max(128) }),
+  },
   /** Gateway -> identity: resolve a staff token (checked on every call, so a logout acts at once everywhere). */
   authenticateStaff: {
     service: 'identity',

@@ -119,12 +119,13 @@ export function natsPermissions(root: string, user: NatsUser): NatsPermissions {
       // An operation routed by a parameter (a job id) may go to any service.
       op.route ? services.map((owner) => s.op(owner, op.operation)) : [s.op(op.service, op.operation)],
     );
-    const { authenticate, authenticateStaff } = internalOperations;
+    const { authenticate, authenticateStaff, unsubscribe } = internalOperations;
     return {
       publish: unique([
         ...publicOps,
         s.op(authenticate.service, authenticate.operation),
         s.op(authenticateStaff.service, authenticateStaff.operation),
+        s.op(unsubscribe.service, unsubscribe.operation),
       ]),
       subscribe: unique([inbox, ...b.subscribe]),
       allowResponses: false,

@@ -26,7 +26,12 @@ describe('natsPermissions', () => {
         (service) => `loyalty.${service}.${op.operation}`,
       ),
     );
-    const authenticate = ['loyalty.identity.internal.authenticate', 'loyalty.identity.internal.staff.authenticate'];
+    // The gateway's own calls: credentials, staff tokens, and a mail's one-click unsubscribe.
+    const authenticate = [
+      'loyalty.identity.internal.authenticate',
+      'loyalty.identity.internal.staff.authenticate',
+      'loyalty.identity.internal.consent.unsubscribe',
+    ];
     expect(p.publish.sort()).toEqual([...new Set(expected), ...authenticate].sort());
     expect(p.publish.filter((s) => s.includes('.internal.'))).toEqual(authenticate);
     expect(p.publish.some((s) => s.startsWith('$JS'))).toBe(false);

@@ -343,26 +343,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v1/loyalty/cards/{card_id}/members/{member_id}/tier': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * A member's tier on a card and the progress to the next one
-     * @description Scope: `card_read`.
-     */
-    get: operations['tiers.member'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/v1/loyalty/cards/{card_id}/referral-stats': {
     parameters: {
       query?: never;
@@ -529,30 +509,6 @@ export interface paths {
      * @description Scope: `programme_manage`.
      */
     post: operations['rules.pause'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v1/loyalty/cards/{card_id}/tiers': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * A card's tier ladder and qualification settings, with the members in each tier
-     * @description Scope: `programme_manage`.
-     */
-    get: operations['tiers.get'];
-    /**
-     * Set a card's tier ladder and qualification settings (the whole of them); a change recomputes every member in a job
-     * @description Scope: `programme_manage`.
-     */
-    put: operations['tiers.put'];
-    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -883,6 +839,30 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/members/{member_id}/consents': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A member's consents: marketing email and marketing SMS, with when and where each was granted or withdrawn
+     * @description Scope: `members_manage`.
+     */
+    get: operations['members.consents.get'];
+    /**
+     * Grant or withdraw consents (the purposes named; the others stay as they are). Setting a consent to what it is changes nothing
+     * @description Scope: `members_manage`.
+     */
+    put: operations['members.consents.update'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/members/{member_id}/erase': {
     parameters: {
       query?: never;
@@ -917,26 +897,6 @@ export interface paths {
      * @description Scope: `members_manage`.
      */
     post: operations['members.export'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v1/members/{member_id}/merge': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Merge a duplicate member (source_member_id) into this one (a job): the source's balances move as lots keeping their expiry and pending dates, its holds, pending claims and referrals follow, both histories show member_merged, the source becomes a tombstone (404 member_not_found) pointing at this member. Same tenant only; into itself is 422; a repeated request answers the same job
-     * @description Scope: `members_manage`.
-     */
-    post: operations['members.merge'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1297,26 +1257,6 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
-  'member.merged': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * A duplicate member (source_member_id) was merged into another (target_member_id): its balances, holds, pending claims and referrals are the target’s now, and the source is gone (404). Point your records of the source at the target.
-     * @description Delivered at least once: answer 2xx within 10 s, or the delivery is retried with exponential backoff and jitter for up to three days. De-duplicate on the event `id`.
-     */
-    post: operations['webhook.member.merged'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   'member.registered': {
     parameters: {
       query?: never;
@@ -1649,12 +1589,17 @@ export interface components {
       /** @enum {string} */
       status: 'pending' | 'approved' | 'rejected' | 'expired';
     };
-    EarnTier: {
-      name: string;
-      rank: number;
-      /** @description this earn crossed an entry threshold and moved the member up */
-      upgraded: boolean;
-      valid_until: string | null;
+    Consent: {
+      granted: boolean;
+      /** @description the last time it was granted; null: never */
+      granted_at: string | null;
+      /** @enum {string} */
+      purpose: 'marketing_email' | 'marketing_sms';
+      /** @description where the last change came from: `registration`, `unsubscribe_link`, or what the app said (`api` by default); null: never asked */
+      source: string | null;
+      updated_at: string | null;
+      /** @description the last time it was withdrawn; null: never */
+      withdrawn_at: string | null;
     };
     Failure: {
       error: {
@@ -1676,8 +1621,8 @@ export interface components {
           | 'pin_required'
           | 'staff_token_required'
           | 'invalid_staff_token'
+          | 'invalid_unsubscribe_token'
           | 'insufficient_scope'
-          | 'tenant_inactive'
           | 'member_token_mismatch'
           | 'insufficient_role'
           | 'invalid_operator_token'
@@ -1693,8 +1638,6 @@ export interface components {
           | 'webhook_endpoint_not_found'
           | 'webhook_delivery_not_found'
           | 'rule_not_found'
-          | 'tiers_not_configured'
-          | 'tier_not_found'
           | 'job_not_found'
           | 'job_result_not_found'
           | 'method_not_allowed'
@@ -1713,8 +1656,6 @@ export interface components {
           | 'staff_email_taken'
           | 'last_manager'
           | 'webhook_endpoint_disabled'
-          | 'tenant_active'
-          | 'tenant_retention_pending'
           | 'rule_state_conflict'
           | 'headers_too_large'
           | 'insufficient_balance'
@@ -1731,9 +1672,7 @@ export interface components {
           | 'audit_anchor_invalid'
           | 'line_items_mismatch'
           | 'invalid_rule'
-          | 'invalid_tiers'
           | 'active_rule_limit'
-          | 'merge_into_itself'
           | 'transfers_disabled'
           | 'transfer_limit_exceeded'
           | 'invalid_time_zone'
@@ -1795,38 +1734,6 @@ export interface components {
       name: string;
       /** @description masked; null when the member has no phone */
       phone: string | null;
-    };
-    MemberTier: {
-      card_id: number;
-      /** @description set by hand (staff or the operator) until valid_until */
-      manual: {
-        reason: string;
-      } | null;
-      member_id: number;
-      metric: string;
-      /** @description what the current window still needs to reach next_tier */
-      needed_for_next: number | null;
-      /** @description what the window judged at valid_until still needs to keep the tier; null: nothing to keep (lowest tier, no end) */
-      needed_to_retain: number | null;
-      /** @description null: the member holds the highest tier */
-      next_tier: {
-        entry_threshold: number;
-        name: string;
-        rank: number;
-      } | null;
-      /** @description points, or currency units, in the current window */
-      qualifying_total: number;
-      tier: {
-        description: string | null;
-        name: string;
-        rank: number;
-      };
-      /** @description when the tier is reviewed; null: no end */
-      valid_until: string | null;
-      /** @description day after its last day; null: lifetime */
-      window_end: string | null;
-      /** @description first day of the current window (card time zone); null: lifetime */
-      window_start: string | null;
     };
     MemberToken: {
       /** @description ISO 8601 UTC timestamp */
@@ -2242,82 +2149,6 @@ export interface components {
       status: string;
       version: number;
     };
-    Tier: {
-      description: string | null;
-      entry_threshold: number;
-      /** @description members holding the tier now */
-      members: number;
-      name: string;
-      rank: number;
-      retain_threshold: number;
-    };
-    TierBadge: {
-      name: string;
-      rank: number;
-      /** @description when the tier is reviewed (downgrade or renewal); null: no end */
-      valid_until: string | null;
-    };
-    TierInput: {
-      description?: string;
-      /** @description qualifying total that reaches the tier (points, or currency units); 0 for the lowest tier */
-      entry_threshold: number;
-      name: string;
-      /** @description a whole number, unique in the ladder; higher is better */
-      rank: number;
-      /** @description qualifying total over the window that keeps the tier at its review; at most entry_threshold */
-      retain_threshold: number;
-    };
-    TierSettings: {
-      card_id: number;
-      count_bonuses: boolean;
-      /** @description false: the card has no tiers */
-      enabled: boolean;
-      metric: string;
-      /** @description lowest rank first */
-      tiers: components['schemas']['Tier'][];
-      time_zone: string;
-      updated_at: string | null;
-      validity_days: number | null;
-      /** @description 0: never set */
-      version: number;
-      warning_days: number;
-      window: string;
-      window_days: number;
-    };
-    TierSettingsInput: {
-      /**
-       * @description points_earned: whether bonuses (earning rules beyond the base, referrals, adjustments) count
-       * @default true
-       */
-      count_bonuses: boolean;
-      /**
-       * @description points_earned (earned minus refunded; cashback earned on a cashback card) or amount_spent (purchases minus refunds)
-       * @default points_earned
-       */
-      metric: string;
-      /** @description at most 10; an empty list turns tiers off for the card (members keep nothing) */
-      tiers: components['schemas']['TierInput'][];
-      /**
-       * @description an upgrade holds this many days; null: until the end of the next full window
-       * @default null
-       */
-      validity_days: number | null;
-      /**
-       * @description days before a downgrade the member is warned (0 to 365)
-       * @default 30
-       */
-      warning_days: number;
-      /**
-       * @description rolling (window_days), calendar_year, anniversary (the member's join date) or lifetime
-       * @default rolling
-       */
-      window: string;
-      /**
-       * @description rolling windows: their length in days (1 to 3660)
-       * @default 365
-       */
-      window_days: number;
-    };
     TopReferrer: {
       /** @description masked; null when the member has no email */
       email: string | null;
@@ -2630,26 +2461,6 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive` */
-      403: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'tenant_inactive';
-            };
-          };
-        };
-      };
       404: components['responses']['RouteNotFound'];
       405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
@@ -2831,26 +2642,6 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials' | 'member_token_required' | 'invalid_member_token';
-            };
-          };
-        };
-      };
-      /** @description `tenant_inactive` */
-      403: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'tenant_inactive';
             };
           };
         };
@@ -3063,26 +2854,6 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive` */
-      403: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'tenant_inactive';
-            };
-          };
-        };
-      };
       404: components['responses']['RouteNotFound'];
       405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
@@ -3284,26 +3055,6 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials' | 'member_token_required' | 'invalid_member_token';
-            };
-          };
-        };
-      };
-      /** @description `tenant_inactive` */
-      403: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'tenant_inactive';
             };
           };
         };
@@ -3522,26 +3273,6 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials';
-            };
-          };
-        };
-      };
-      /** @description `tenant_inactive` */
-      403: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'tenant_inactive';
             };
           };
         };
@@ -3787,26 +3518,6 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials';
-            };
-          };
-        };
-      };
-      /** @description `tenant_inactive` */
-      403: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'tenant_inactive';
             };
           };
         };
@@ -4061,26 +3772,6 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive` */
-      403: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'tenant_inactive';
-            };
-          };
-        };
-      };
       /** @description `route_not_found`, `member_not_found` */
       404: {
         headers: {
@@ -4302,7 +3993,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4317,7 +4008,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -4493,8 +4184,6 @@ export interface operations {
               queried_at: string;
               /** @constant */
               reward_system: 'cashback';
-              /** @description cards with tiers only: the member's tier */
-              tier?: components['schemas']['TierBadge'];
             };
             /** @constant */
             success: true;
@@ -4541,7 +4230,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4556,7 +4245,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -4802,8 +4491,6 @@ export interface operations {
               reference: string | null;
               /** @description the earning rules beyond the base earn that gave something; absent when none did */
               rules_applied?: components['schemas']['RuleApplied'][];
-              /** @description cards with tiers only: the member's tier after this earn */
-              tier?: components['schemas']['EarnTier'];
               transaction_id: number;
             };
             /** @constant */
@@ -4851,7 +4538,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4866,7 +4553,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -5140,7 +4827,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -5155,7 +4842,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -5477,7 +5164,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -5492,7 +5179,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -5761,7 +5448,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -5776,7 +5463,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -6100,7 +5787,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -6115,7 +5802,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -6374,26 +6061,6 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive` */
-      403: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'tenant_inactive';
-            };
-          };
-        };
-      };
       /** @description `route_not_found`, `job_not_found` */
       404: {
         headers: {
@@ -6584,26 +6251,6 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials';
-            };
-          };
-        };
-      };
-      /** @description `tenant_inactive` */
-      403: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'tenant_inactive';
             };
           };
         };
@@ -6820,7 +6467,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -6835,7 +6482,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -6918,251 +6565,6 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'wrong_card_type';
-            };
-          };
-        };
-      };
-      /** @description `rate_limited` */
-      429: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'Retry-After': components['headers']['RetryAfter'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'rate_limited';
-            };
-          };
-        };
-      };
-      431: components['responses']['HeadersTooLarge'];
-      /** @description `internal_error` */
-      500: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'internal_error';
-            };
-          };
-        };
-      };
-      /** @description `service_unavailable` */
-      503: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'Retry-After': components['headers']['RetryAfter'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'service_unavailable';
-            };
-          };
-        };
-      };
-    };
-  };
-  'tiers.member': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        card_id: number;
-        member_id: number;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "success": true,
-           *       "data": {
-           *         "card_id": 2,
-           *         "member_id": 42,
-           *         "tier": {
-           *           "name": "Silver",
-           *           "rank": 1,
-           *           "description": "1.5x points on coffee"
-           *         },
-           *         "valid_until": "2027-03-15T00:00:00.000Z",
-           *         "manual": null,
-           *         "metric": "points_earned",
-           *         "qualifying_total": 1380,
-           *         "window_start": "2025-03-15",
-           *         "window_end": "2026-03-15",
-           *         "next_tier": {
-           *           "name": "Gold",
-           *           "rank": 2,
-           *           "entry_threshold": 5000
-           *         },
-           *         "needed_for_next": 3620,
-           *         "needed_to_retain": 800
-           *       }
-           *     }
-           */
-          'application/json': {
-            data: components['schemas']['MemberTier'];
-            /** @constant */
-            success: true;
-          };
-        };
-      };
-      /** @description `validation_error`, `invalid_json`, `invalid_header` */
-      400: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
-            };
-          };
-        };
-      };
-      /** @description `missing_credentials`, `invalid_credentials` */
-      401: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'missing_credentials' | 'invalid_credentials';
-            };
-          };
-        };
-      };
-      /** @description `tenant_inactive`, `insufficient_scope` */
-      403: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
-            };
-          };
-        };
-      };
-      /** @description `route_not_found`, `card_not_found`, `member_not_found`, `tiers_not_configured` */
-      404: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'route_not_found' | 'card_not_found' | 'member_not_found' | 'tiers_not_configured';
-            };
-          };
-        };
-      };
-      405: components['responses']['MethodNotAllowed'];
-      /** @description `payload_too_large` */
-      413: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'payload_too_large';
-            };
-          };
-        };
-      };
-      414: components['responses']['UriTooLong'];
-      /** @description `unsupported_media_type` */
-      415: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'unsupported_media_type';
             };
           };
         };
@@ -7322,7 +6724,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -7337,7 +6739,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -7583,7 +6985,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -7598,7 +7000,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -7845,7 +7247,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -7860,7 +7262,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -8134,7 +7536,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -8149,7 +7551,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -8398,7 +7800,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -8413,7 +7815,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -8685,7 +8087,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -8700,7 +8102,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -8997,7 +8399,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9012,7 +8414,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -9230,7 +8632,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9245,7 +8647,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -9496,7 +8898,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9511,7 +8913,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -9793,7 +9195,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9808,7 +9210,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -10090,7 +9492,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -10105,7 +9507,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -10188,603 +9590,6 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'unsupported_media_type';
-            };
-          };
-        };
-      };
-      /** @description `rate_limited` */
-      429: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'Retry-After': components['headers']['RetryAfter'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'rate_limited';
-            };
-          };
-        };
-      };
-      431: components['responses']['HeadersTooLarge'];
-      /** @description `internal_error` */
-      500: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'internal_error';
-            };
-          };
-        };
-      };
-      /** @description `service_unavailable` */
-      503: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'Retry-After': components['headers']['RetryAfter'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'service_unavailable';
-            };
-          };
-        };
-      };
-    };
-  };
-  'tiers.get': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        card_id: number;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "success": true,
-           *       "data": {
-           *         "card_id": 2,
-           *         "time_zone": "Europe/Lisbon",
-           *         "enabled": true,
-           *         "tiers": [
-           *           {
-           *             "name": "Bronze",
-           *             "rank": 0,
-           *             "entry_threshold": 0,
-           *             "retain_threshold": 0,
-           *             "description": null,
-           *             "members": 1840
-           *           },
-           *           {
-           *             "name": "Silver",
-           *             "rank": 1,
-           *             "entry_threshold": 1000,
-           *             "retain_threshold": 800,
-           *             "description": "1.5x points on coffee",
-           *             "members": 212
-           *           },
-           *           {
-           *             "name": "Gold",
-           *             "rank": 2,
-           *             "entry_threshold": 5000,
-           *             "retain_threshold": 4000,
-           *             "description": "Double points",
-           *             "members": 31
-           *           }
-           *         ],
-           *         "metric": "points_earned",
-           *         "count_bonuses": true,
-           *         "window": "rolling",
-           *         "window_days": 365,
-           *         "validity_days": null,
-           *         "warning_days": 30,
-           *         "version": 3,
-           *         "updated_at": "2026-03-14T09:26:53.000Z"
-           *       }
-           *     }
-           */
-          'application/json': {
-            data: components['schemas']['TierSettings'];
-            /** @constant */
-            success: true;
-          };
-        };
-      };
-      /** @description `validation_error`, `invalid_json`, `invalid_header` */
-      400: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
-            };
-          };
-        };
-      };
-      /** @description `missing_credentials`, `invalid_credentials` */
-      401: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'missing_credentials' | 'invalid_credentials';
-            };
-          };
-        };
-      };
-      /** @description `tenant_inactive`, `insufficient_scope` */
-      403: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
-            };
-          };
-        };
-      };
-      /** @description `route_not_found`, `card_not_found` */
-      404: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'route_not_found' | 'card_not_found';
-            };
-          };
-        };
-      };
-      405: components['responses']['MethodNotAllowed'];
-      /** @description `payload_too_large` */
-      413: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'payload_too_large';
-            };
-          };
-        };
-      };
-      414: components['responses']['UriTooLong'];
-      /** @description `unsupported_media_type` */
-      415: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'unsupported_media_type';
-            };
-          };
-        };
-      };
-      /** @description `rate_limited` */
-      429: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'Retry-After': components['headers']['RetryAfter'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'rate_limited';
-            };
-          };
-        };
-      };
-      431: components['responses']['HeadersTooLarge'];
-      /** @description `internal_error` */
-      500: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'internal_error';
-            };
-          };
-        };
-      };
-      /** @description `service_unavailable` */
-      503: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'Retry-After': components['headers']['RetryAfter'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'service_unavailable';
-            };
-          };
-        };
-      };
-    };
-  };
-  'tiers.put': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        card_id: number;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        /**
-         * @example {
-         *       "tiers": [
-         *         {
-         *           "name": "Bronze",
-         *           "rank": 0,
-         *           "entry_threshold": 0,
-         *           "retain_threshold": 0
-         *         },
-         *         {
-         *           "name": "Silver",
-         *           "rank": 1,
-         *           "entry_threshold": 1000,
-         *           "retain_threshold": 800,
-         *           "description": "1.5x points on coffee"
-         *         },
-         *         {
-         *           "name": "Gold",
-         *           "rank": 2,
-         *           "entry_threshold": 5000,
-         *           "retain_threshold": 4000,
-         *           "description": "Double points"
-         *         }
-         *       ],
-         *       "metric": "points_earned",
-         *       "count_bonuses": true,
-         *       "window": "rolling",
-         *       "window_days": 365,
-         *       "validity_days": null,
-         *       "warning_days": 30
-         *     }
-         */
-        'application/json': components['schemas']['TierSettingsInput'];
-      };
-    };
-    responses: {
-      /** @description Success */
-      200: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "success": true,
-           *       "data": {
-           *         "card_id": 2,
-           *         "time_zone": "Europe/Lisbon",
-           *         "enabled": true,
-           *         "tiers": [
-           *           {
-           *             "name": "Bronze",
-           *             "rank": 0,
-           *             "entry_threshold": 0,
-           *             "retain_threshold": 0,
-           *             "description": null,
-           *             "members": 1840
-           *           },
-           *           {
-           *             "name": "Silver",
-           *             "rank": 1,
-           *             "entry_threshold": 1000,
-           *             "retain_threshold": 800,
-           *             "description": "1.5x points on coffee",
-           *             "members": 212
-           *           },
-           *           {
-           *             "name": "Gold",
-           *             "rank": 2,
-           *             "entry_threshold": 5000,
-           *             "retain_threshold": 4000,
-           *             "description": "Double points",
-           *             "members": 31
-           *           }
-           *         ],
-           *         "metric": "points_earned",
-           *         "count_bonuses": true,
-           *         "window": "rolling",
-           *         "window_days": 365,
-           *         "validity_days": null,
-           *         "warning_days": 30,
-           *         "version": 3,
-           *         "updated_at": "2026-03-14T09:26:53.000Z",
-           *         "recompute_job_id": "job_ledger_3f1c9a52-8d0e-4b7a-9c61-2a5e7d4b8f10"
-           *       }
-           *     }
-           */
-          'application/json': {
-            data: {
-              card_id: number;
-              count_bonuses: boolean;
-              /** @description false: the card has no tiers */
-              enabled: boolean;
-              metric: string;
-              /** @description the job recomputing every member of the card (GET /api/v1/jobs/{job_id}); null when nothing changed */
-              recompute_job_id: string | null;
-              /** @description lowest rank first */
-              tiers: components['schemas']['Tier'][];
-              time_zone: string;
-              updated_at: string | null;
-              validity_days: number | null;
-              /** @description 0: never set */
-              version: number;
-              warning_days: number;
-              window: string;
-              window_days: number;
-            };
-            /** @constant */
-            success: true;
-          };
-        };
-      };
-      /** @description `validation_error`, `invalid_json`, `invalid_header` */
-      400: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
-            };
-          };
-        };
-      };
-      /** @description `missing_credentials`, `invalid_credentials` */
-      401: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'missing_credentials' | 'invalid_credentials';
-            };
-          };
-        };
-      };
-      /** @description `tenant_inactive`, `insufficient_scope` */
-      403: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
-            };
-          };
-        };
-      };
-      /** @description `route_not_found`, `card_not_found` */
-      404: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'route_not_found' | 'card_not_found';
-            };
-          };
-        };
-      };
-      405: components['responses']['MethodNotAllowed'];
-      /** @description `payload_too_large` */
-      413: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'payload_too_large';
-            };
-          };
-        };
-      };
-      414: components['responses']['UriTooLong'];
-      /** @description `unsupported_media_type` */
-      415: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'unsupported_media_type';
-            };
-          };
-        };
-      };
-      /** @description `invalid_tiers` */
-      422: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'invalid_tiers';
             };
           };
         };
@@ -10969,7 +9774,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -10984,7 +9789,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -11226,7 +10031,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -11241,7 +10046,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -11513,7 +10318,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -11528,7 +10333,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -11767,7 +10572,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -11782,7 +10587,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -12059,7 +10864,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -12074,7 +10879,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -12327,7 +11132,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -12342,7 +11147,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -12558,8 +11363,6 @@ export interface operations {
               queried_at: string;
               /** @constant */
               reward_system: 'points';
-              /** @description cards with tiers only: the member's tier */
-              tier?: components['schemas']['TierBadge'];
             };
             /** @constant */
             success: true;
@@ -12606,7 +11409,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -12621,7 +11424,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -12870,8 +11673,6 @@ export interface operations {
               reference: string | null;
               /** @description the earning rules beyond the base earn that gave something; absent when none did */
               rules_applied?: components['schemas']['RuleApplied'][];
-              /** @description cards with tiers only: the member's tier after this earn */
-              tier?: components['schemas']['EarnTier'];
               transaction_id: number;
             };
             /** @constant */
@@ -12919,7 +11720,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -12934,7 +11735,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -13232,7 +12033,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -13247,7 +12048,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -13519,7 +12320,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -13534,7 +12335,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -13848,7 +12649,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -13863,7 +12664,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -14128,7 +12929,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -14143,7 +12944,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -14444,7 +13245,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -14459,7 +13260,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -14752,7 +13553,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope`, `member_token_mismatch` */
+      /** @description `insufficient_scope`, `member_token_mismatch` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -14767,7 +13568,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope' | 'member_token_mismatch';
+              code?: 'insufficient_scope' | 'member_token_mismatch';
             };
           };
         };
@@ -15043,7 +13844,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -15058,7 +13859,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -15316,7 +14117,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -15331,7 +14132,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -15610,7 +14411,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -15625,7 +14426,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -15652,6 +14453,524 @@ export interface operations {
           };
         };
       };
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'members.consents.get': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        member_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "member_id": 42,
+           *         "consents": [
+           *           {
+           *             "purpose": "marketing_email",
+           *             "granted": true,
+           *             "granted_at": "2026-03-14T09:26:53.000Z",
+           *             "withdrawn_at": null,
+           *             "source": "registration",
+           *             "updated_at": "2026-03-14T09:26:53.000Z"
+           *           },
+           *           {
+           *             "purpose": "marketing_sms",
+           *             "granted": false,
+           *             "granted_at": null,
+           *             "withdrawn_at": null,
+           *             "source": null,
+           *             "updated_at": null
+           *           }
+           *         ]
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: {
+              consents: components['schemas']['Consent'][];
+              member_id: number;
+            };
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `member_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'member_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'members.consents.update': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        member_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "consents": [
+         *         {
+         *           "purpose": "marketing_email",
+         *           "granted": false
+         *         }
+         *       ],
+         *       "source": "pos"
+         *     }
+         */
+        'application/json': {
+          consents: {
+            granted: boolean;
+            /** @enum {string} */
+            purpose: 'marketing_email' | 'marketing_sms';
+          }[];
+          /**
+           * @description where the member gave or withdrew it (`pos`, `app`, `web`, ...); recorded with the change
+           * @default api
+           */
+          source?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "member_id": 42,
+           *         "consents": [
+           *           {
+           *             "purpose": "marketing_email",
+           *             "granted": false,
+           *             "granted_at": "2026-03-14T09:26:53.000Z",
+           *             "withdrawn_at": "2026-11-25T10:00:00.000Z",
+           *             "source": "pos",
+           *             "updated_at": "2026-11-25T10:00:00.000Z"
+           *           },
+           *           {
+           *             "purpose": "marketing_sms",
+           *             "granted": false,
+           *             "granted_at": null,
+           *             "withdrawn_at": null,
+           *             "source": null,
+           *             "updated_at": null
+           *           }
+           *         ]
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: {
+              consents: components['schemas']['Consent'][];
+              member_id: number;
+            };
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `member_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'member_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
       /** @description `unsupported_media_type` */
       415: {
         headers: {
@@ -15824,7 +15143,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -15839,7 +15158,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -16058,7 +15377,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -16073,7 +15392,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -16136,272 +15455,6 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'unsupported_media_type';
-            };
-          };
-        };
-      };
-      /** @description `rate_limited` */
-      429: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'Retry-After': components['headers']['RetryAfter'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'rate_limited';
-            };
-          };
-        };
-      };
-      431: components['responses']['HeadersTooLarge'];
-      /** @description `internal_error` */
-      500: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'internal_error';
-            };
-          };
-        };
-      };
-      /** @description `service_unavailable` */
-      503: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'Retry-After': components['headers']['RetryAfter'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'service_unavailable';
-            };
-          };
-        };
-      };
-    };
-  };
-  'members.merge': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        member_id: number;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        /**
-         * @example {
-         *       "source_member_id": 57
-         *     }
-         */
-        'application/json': {
-          /** @description the duplicate: its balances, holds, claims and referrals move to member_id */
-          source_member_id: number;
-        };
-      };
-    };
-    responses: {
-      /** @description Accepted: the work is queued as a job (follow it at `GET /api/v1/jobs/{job_id}`) */
-      202: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "success": true,
-           *       "data": {
-           *         "id": "job_identity_5d0c7a1e-8f2b-4c3d-9e4f-0a1b2c3d4e5f",
-           *         "kind": "member.merge",
-           *         "status": "queued",
-           *         "progress": {
-           *           "done": 0,
-           *           "total": null
-           *         },
-           *         "errors": [],
-           *         "created_at": "2026-03-14T09:26:53.000Z",
-           *         "finished_at": null
-           *       }
-           *     }
-           */
-          'application/json': {
-            data: components['schemas']['Job'];
-            /** @constant */
-            success: true;
-          };
-        };
-      };
-      /** @description `validation_error`, `invalid_json`, `invalid_header` */
-      400: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
-            };
-          };
-        };
-      };
-      /** @description `missing_credentials`, `invalid_credentials` */
-      401: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'missing_credentials' | 'invalid_credentials';
-            };
-          };
-        };
-      };
-      /** @description `tenant_inactive`, `insufficient_scope` */
-      403: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
-            };
-          };
-        };
-      };
-      /** @description `route_not_found`, `member_not_found` */
-      404: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'route_not_found' | 'member_not_found';
-            };
-          };
-        };
-      };
-      405: components['responses']['MethodNotAllowed'];
-      /** @description `payload_too_large` */
-      413: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'payload_too_large';
-            };
-          };
-        };
-      };
-      414: components['responses']['UriTooLong'];
-      /** @description `unsupported_media_type` */
-      415: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'unsupported_media_type';
-            };
-          };
-        };
-      };
-      /** @description `merge_into_itself` */
-      422: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
-          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
-          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
-          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
-          'X-Request-Id': components['headers']['XRequestId'];
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Failure'] & {
-            error?: {
-              /** @enum {unknown} */
-              code?: 'merge_into_itself';
             };
           };
         };
@@ -16592,7 +15645,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -16607,7 +15660,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -16854,7 +15907,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -16869,7 +15922,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -17010,7 +16063,6 @@ export interface operations {
             | '*'
             | 'member.registered'
             | 'member.erased'
-            | 'member.merged'
             | 'points.earned'
             | 'points.redeemed'
             | 'points.refunded'
@@ -17123,7 +16175,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -17138,7 +16190,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -17385,7 +16437,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -17400,7 +16452,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -17615,7 +16667,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -17630,7 +16682,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -17786,7 +16838,6 @@ export interface operations {
             | '*'
             | 'member.registered'
             | 'member.erased'
-            | 'member.merged'
             | 'points.earned'
             | 'points.redeemed'
             | 'points.refunded'
@@ -17897,7 +16948,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -17912,7 +16963,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -18194,7 +17245,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -18209,7 +17260,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -18443,7 +17494,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -18458,7 +17509,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -18713,7 +17764,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive`, `insufficient_scope` */
+      /** @description `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -18728,7 +17779,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive' | 'insufficient_scope';
+              code?: 'insufficient_scope';
             };
           };
         };
@@ -19560,65 +18611,6 @@ export interface operations {
           tenant_id: number;
           /** @constant */
           type: 'member.erased';
-        };
-      };
-    };
-    responses: {
-      /** @description Received (any 2xx). The body is not read beyond a few KB. */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description Any other answer (or none within 10 s) fails the attempt; it is retried. */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-    };
-  };
-  'webhook.member.merged': {
-    parameters: {
-      query?: never;
-      header: {
-        /**
-         * @description The event id (as `id` in the body): the same on every attempt.
-         * @example b3c1f0d2-9a4e-4e0b-8f57-2f3c9d1e7a10
-         */
-        'Loyalty-Event-Id': string;
-        /**
-         * @description The event type (as `type` in the body).
-         * @example points.earned
-         */
-        'Loyalty-Event-Type': string;
-        /**
-         * @description `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" under the endpoint secret>`; during a secret rotation a second `v1` (the old secret). Check one `v1` with a timestamp tolerance (the SDK: `verifyWebhookSignature`).
-         * @example t=1773480413,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
-         */
-        'Loyalty-Signature': string;
-      };
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          /** @description when it happened */
-          created_at: string;
-          data: {
-            /** @description ISO 8601 UTC timestamp */
-            merged_at: string;
-            source_member_id: number;
-            target_member_id: number;
-          };
-          /** @description the event id: the same on every attempt and redelivery; de-duplicate on it */
-          id: string;
-          tenant_id: number;
-          /** @constant */
-          type: 'member.merged';
         };
       };
     };

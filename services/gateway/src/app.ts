@@ -14,6 +14,7 @@ import { rateLimiting } from './plugins/rate-limit.ts';
 import { contractRoutes } from './plugins/routes.ts';
 import { staffConsole } from './plugins/console.ts';
 import { staffAuthentication } from './plugins/staff-auth.ts';
+import { unsubscribeLinks } from './plugins/unsubscribe.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** A body over the limit is read up to this many times the limit, so the client can read its 413. */
@@ -79,6 +80,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   await app.register(docs, { publicBaseUrl: config.PUBLIC_BASE_URL });
   await app.register(opsEndpoints, { metrics, publicMetrics: config.PUBLIC_METRICS });
   await app.register(staffConsole, { dir: config.CONSOLE_DIR });
+  await app.register(unsubscribeLinks, { identity: deps.identity });
   await app.register(contractRoutes, { config, nc: deps.nc, subjects: deps.subjects, redis: deps.redis, metrics });
   return app;
 }

@@ -61,6 +61,11 @@ export const IdentityConfig = z.object({
   OTP_RESEND_COOLDOWN_SECONDS: z.coerce.number().int().min(0).default(60),
   OTP_HOURLY_LIMIT: z.coerce.number().int().positive().default(5),
   /**
+   * Where the API is reached from outside (scheme, host, port, e.g. https://api.loyalty.example):
+   * the one-click unsubscribe links of marketing mail point to `<PUBLIC_URL>/api/v1/unsubscribe`.
+   */
+  PUBLIC_URL: z.url({ message: 'must be a URL, e.g. https://api.loyalty.example' }).default('http://127.0.0.1:3000'),
+  /**
    * How long a member's erasure or merge waits for another service's part of it before trying again
    * (also the operator's export and purge of a tenant asking each service to start its job).
    */

@@ -18,6 +18,7 @@ import type { memberAuth } from './members/member-auth.ts';
 import type { memberDirectory } from './members/member-directory.ts';
 import type { memberErasure } from './members/member-erasure.ts';
 import type { memberExport } from './members/member-export.ts';
+import type { memberConsents } from './members/consents.ts';
 import type { provisioning } from './tenants/provisioning.ts';
 import type { tenantOffboarding } from './tenants/offboarding.ts';
 import type { memberMerges } from './members/member-merge.ts';
@@ -39,11 +40,12 @@ export interface IdentityParts {
   exports: ReturnType<typeof memberExport>;
   offboarding: ReturnType<typeof tenantOffboarding>;
   merges: ReturnType<typeof memberMerges>;
+  consents: ReturnType<typeof memberConsents>;
 }
 
 /** Subject -> handler table of the identity service. Handlers stay thin: validate, delegate. */
 export function identityEndpoints(parts: IdentityParts): Endpoints {
-  const { auth, admin, directory, claims, codes, staff, team, members, audit, erasure, exports } = parts;
+  const { auth, admin, directory, claims, codes, staff, team, members, audit, erasure, exports, consents } = parts;
   const a = authOperations;
   const i = identityOperations;
   const p = adminOperations;
@@ -58,6 +60,9 @@ export function identityEndpoints(parts: IdentityParts): Endpoints {
     .public(a['member.logout'], (_d, c) => auth.logout(c.meta))
     .public(memberDataOperations['members.erase'], (d, c) => erasure.request(d.member_id, c.meta))
     .public(memberDataOperations['members.export'], (d, c) => exports.request(d.member_id, c.meta))
+    .public(memberDataOperations['members.consents.get'], (d, c) => consents.get(d.member_id, c.meta))
+    .public(memberDataOperations['members.consents.update'], (d, c) => consents.update(d, c.meta))
+    .gatewayInternal(internalOperations.unsubscribe, (d) => consents.unsubscribe(d))
     .gatewayInternal(internalOperations.authenticate, (d) => auth.authenticate(d))
     .gatewayInternal(internalOperations.authenticateStaff, (d) => staff.authenticate(d))
     .internal(i.resolveMember, (d, c) => directory.resolve(d, c.meta))

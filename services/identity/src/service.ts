@@ -22,6 +22,9 @@ import { memberDirectory } from './members/member-directory.ts';
 import { ERASE_JOB, memberErasure } from './members/member-erasure.ts';
 import { EXPORT_JOB, memberExport } from './members/member-export.ts';
 import { MERGE_JOB, memberMerges } from './members/member-merge.ts';
+import { memberConsents } from './members/consents.ts';
+import { UnsubscribeTokens } from './domain/unsubscribe-token.ts';
+import { MarketingLinks } from './mail/marketing.ts';
 import { notificationPace } from './mail/notifications.ts';
 import type { IdentityConfig } from './config.ts';
 import { identityConsumers } from './consumers.ts';
@@ -91,8 +94,10 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
   const anchors = auditAnchorTask(audit, config.AUDIT_ANCHOR_INTERVAL_MS, log);
   // Member notifications and the earn digests share one pace per replica.
   const pace = notificationPace(config.MAIL_NOTIFICATIONS_PER_SECOND);
-  const { earnMailSender, outgoingMailSender } = identityTasks({ pool, clock, log, metrics, mailer, pace }, config);
-  const mails = { now: () => clock.now(), wake: () => outgoingMailSender.wake() };
+  const { marketing } = rights;
+  const tasks = identityTasks({ pool, clock, log, metrics, mailer, pace, marketing }, config);
+  const { earnMailSender, outgoingMailSender } = tasks;
+  const mails = { now: () => clock.now(), wake: () => outgoingMailSender.wake(), marketing };
   return {
     endpoints: identityEndpoints({
       auth: memberAuth(authDeps),
@@ -152,8 +157,8 @@ function dataRightsOf(
 }
 
 /**
- * Members' erasures and exports: their jobs ask the other services; an erasure tells the gateways
- * and the ledger replicas at once.
+ * Members' data: erasures and exports (their jobs ask the other services; an erasure tells the
+ * gateways and the ledger replicas at once), consents, and the unsubscribe links of marketing mail.
  */
 function memberData(
   rt: ServiceRuntime,
@@ -172,7 +177,13 @@ function memberData(
     memberErased: (tenantId, memberId) =>
       nc.publish(subjects.membersChanged(), jsonCodec.encode({ tenant_id: tenantId, member_id: memberId })),
   });
-  return { erasure, exports: memberExport({ pool, clock, jobs: rt.jobs, client }) };
+  const tokens = new UnsubscribeTokens(config.OTP_SECRET);
+  return {
+    erasure,
+    exports: memberExport({ pool, clock, jobs: rt.jobs, client }),
+    consents: memberConsents({ pool, clock, outbox, tokens }),
+    marketing: new MarketingLinks(config.PUBLIC_URL, tokens),
+  };
 }
 
 /**

@@ -2,6 +2,7 @@ import type { Clock, Logger, Metrics, Pool } from '@loyalty/runtime';
 import type { IdentityConfig } from './config.ts';
 import { EarnMailSender } from './mail/earn-mails.ts';
 import type { Mailer } from './mail/mailer.ts';
+import type { MarketingLinks } from './mail/marketing.ts';
 import { OutgoingMailSender } from './mail/outgoing-mails.ts';
 
 /**
@@ -17,10 +18,11 @@ export function identityTasks(
     metrics?: Metrics;
     mailer: Mailer;
     pace: (() => Promise<void>) | undefined;
+    marketing: MarketingLinks;
   },
   config: Pick<IdentityConfig, 'EARN_MAIL_WINDOW_SECONDS' | 'EARN_MAIL_INTERVAL_MS' | 'MAIL_CONCURRENCY'>,
 ): { earnMailSender: EarnMailSender; outgoingMailSender: OutgoingMailSender } {
-  const { pool, clock, log, metrics, mailer, pace } = deps;
+  const { pool, clock, log, metrics, mailer, pace, marketing } = deps;
   return {
     earnMailSender: new EarnMailSender({
       pool,
@@ -31,6 +33,7 @@ export function identityTasks(
       intervalMs: config.EARN_MAIL_INTERVAL_MS,
       concurrency: config.MAIL_CONCURRENCY,
       admit: pace,
+      marketing,
     }),
     outgoingMailSender: new OutgoingMailSender({
       pool,
@@ -42,6 +45,7 @@ export function identityTasks(
       intervalMs: config.EARN_MAIL_INTERVAL_MS,
       concurrency: config.MAIL_CONCURRENCY,
       admit: pace,
+      marketing,
     }),
   };
 }

@@ -34,7 +34,13 @@ async function member(api: ReturnType<typeof apiClient>): Promise<{ id: number; 
   n += 1;
   const email = `digest${n}.${Date.now()}@example.com`;
   const r = await api('POST', '/api/v1/auth/member/register', {
-    body: { name: `Digest ${n}`, email, phone: `+1655${String(1_000_000 + n * 7919 + (Date.now() % 1000)).slice(-7)}` },
+    // Points-earned digests are marketing mail: they go to members who agreed to it.
+    body: {
+      name: `Digest ${n}`,
+      email,
+      phone: `+1655${String(1_000_000 + n * 7919 + (Date.now() % 1000)).slice(-7)}`,
+      accepts_emails: true,
+    },
   });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return { id: (r.body.data!.member as { id: number }).id, email };

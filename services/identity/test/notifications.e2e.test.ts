@@ -36,6 +36,7 @@ it('spaces a burst of notifications at the configured pace, holding no connectio
           name: `Paced ${i}`,
           email,
           phone: `+1666${String(1_000_000 + i * 7919 + (Date.now() % 1000)).slice(-7)}`,
+          accepts_emails: true,
         },
       });
       expect(r.status, JSON.stringify(r.body)).toBe(200);

@@ -447,6 +447,39 @@ export const operationExamples: Record<string, OperationExample> = {
   'jobs.result': { response: '{"member":{"id":42}}' },
   'admin.jobs.get': { response: { ...exampleJob, result_url: `/admin/v1/jobs/${exampleJob.id}/result`, tenant_id: 1 } },
   'admin.jobs.result': { response: '{"member":{"id":42}}' },
+  'members.consents.get': {
+    response: {
+      member_id: 42,
+      consents: [
+        {
+          purpose: 'marketing_email',
+          granted: true,
+          granted_at: '2026-03-14T09:26:53.000Z',
+          withdrawn_at: null,
+          source: 'registration',
+          updated_at: '2026-03-14T09:26:53.000Z',
+        },
+        { purpose: 'marketing_sms', granted: false, granted_at: null, withdrawn_at: null, source: null, updated_at: null },
+      ],
+    },
+  },
+  'members.consents.update': {
+    request: { consents: [{ purpose: 'marketing_email', granted: false }], source: 'pos' },
+    response: {
+      member_id: 42,
+      consents: [
+        {
+          purpose: 'marketing_email',
+          granted: false,
+          granted_at: '2026-03-14T09:26:53.000Z',
+          withdrawn_at: '2026-11-25T10:00:00.000Z',
+          source: 'pos',
+          updated_at: '2026-11-25T10:00:00.000Z',
+        },
+        { purpose: 'marketing_sms', granted: false, granted_at: null, withdrawn_at: null, source: null, updated_at: null },
+      ],
+    },
+  },
   'members.export': {
     response: {
       id: 'job_identity_8c2d4e6f-1a3b-4c5d-9e7f-0a1b2c3d4e5f',

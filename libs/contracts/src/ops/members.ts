@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Email, IdParam, Phone, Text } from '../common.ts';
+import { Email, IdParam, Phone, Text, Timestamp } from '../common.ts';
 import { Job } from './jobs.ts';
 import { defineInternalOperations, defineOperations } from './types.ts';
 
@@ -10,7 +10,67 @@ import { defineInternalOperations, defineOperations } from './types.ts';
 const base = { service: 'identity', scope: 'members_manage', memberToken: false, tag: 'Member data' } as const;
 const MemberParams = z.object({ member_id: IdParam });
 
+/** What a member may consent to; transactional mail (codes, claim decisions) needs no consent. */
+export const ConsentPurpose = z.enum(['marketing_email', 'marketing_sms']);
+export type ConsentPurpose = z.infer<typeof ConsentPurpose>;
+
+export const Consent = z
+  .object({
+    purpose: ConsentPurpose,
+    granted: z.boolean(),
+    granted_at: Timestamp.nullable().describe('the last time it was granted; null: never'),
+    withdrawn_at: Timestamp.nullable().describe('the last time it was withdrawn; null: never'),
+    source: z
+      .string()
+      .nullable()
+      .describe(
+        'where the last change came from: `registration`, `unsubscribe_link`, or what the app said (`api` by default); null: never asked',
+      ),
+    updated_at: Timestamp.nullable(),
+  })
+  .meta({ id: 'Consent' });
+
+const Consents = z.object({ member_id: z.number().int(), consents: z.array(Consent) });
+
+const ConsentsBody = z.object({
+  consents: z
+    .array(z.object({ purpose: ConsentPurpose, granted: z.boolean() }))
+    .min(1)
+    .max(2)
+    .refine((list) => new Set(list.map((c) => c.purpose)).size === list.length, 'each purpose at most once'),
+  source: Text.trim()
+    .min(1)
+    .max(64)
+    .regex(/^[a-z0-9_.-]+$/, 'lower-case letters, digits, `_`, `.` and `-`')
+    .default('api')
+    .describe('where the member gave or withdrew it (`pos`, `app`, `web`, ...); recorded with the change'),
+});
+
 export const memberDataOperations = defineOperations({
+  'members.consents.get': {
+    ...base,
+    method: 'GET',
+    path: '/api/v1/members/:member_id/consents',
+    operation: 'members.consents.get',
+    idempotent: false,
+    summary: "A member's consents: marketing email and marketing SMS, with when and where each was granted or withdrawn",
+    params: MemberParams,
+    response: Consents,
+    errors: ['member_not_found'],
+  },
+  'members.consents.update': {
+    ...base,
+    method: 'PUT',
+    path: '/api/v1/members/:member_id/consents',
+    operation: 'members.consents.update',
+    idempotent: false,
+    summary:
+      'Grant or withdraw consents (the purposes named; the others stay as they are). Setting a consent to what it is changes nothing',
+    params: MemberParams,
+    body: ConsentsBody,
+    response: Consents,
+    errors: ['member_not_found'],
+  },
   'members.erase': {
     ...base,
     method: 'POST',

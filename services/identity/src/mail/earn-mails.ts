@@ -3,6 +3,7 @@ import { PeriodicTask, withTransaction, type Clock, type Logger, type Pool } fro
 import { MAIL_NAME_MAX, mailText } from '../domain/mail-text.ts';
 import { mailError, type Mailer } from './mailer.ts';
 import { membersByIds } from '../store/members.ts';
+import type { MarketingLinks } from './marketing.ts';
 import { findTenant } from '../store/tenants.ts';
 
 /**
@@ -27,6 +28,8 @@ export interface EarnMailOptions {
   concurrency: number;
   /** The replica's notification pace, shared with the other member notifications. */
   admit?: () => Promise<void>;
+  /** The digest is marketing mail: the member's consent, and the one-click unsubscribe it carries. */
+  marketing: MarketingLinks;
 }
 
 interface Digest {
@@ -241,14 +244,27 @@ export class EarnMailSender {
   private async send(g: Digest): Promise<boolean> {
     const tenantId = Number(g.tenant_id);
     const log = this.o.log.child({ tenant: tenantId, member: Number(g.member_id) });
-    const [member] = await membersByIds(this.o.pool, tenantId, [Number(g.member_id)]);
+    const memberId = Number(g.member_id);
+    const [member] = await membersByIds(this.o.pool, tenantId, [memberId]);
     let sent = false;
-    if (member?.email) {
+    // A points-earned digest is marketing: it goes only while the member's consent holds.
+    if (member?.email && (await this.o.marketing.mayMail(this.o.pool, tenantId, memberId))) {
       const tenant = await findTenant(this.o.pool, tenantId);
       await this.o.admit?.();
       try {
         const mail = digestMail(g, mailText(member.name, MAIL_NAME_MAX));
-        await this.o.mailer.send({ to: member.email, ...mail }, tenant?.sandbox ?? false, log, 'notification');
+        const marketing = this.o.marketing;
+        await this.o.mailer.send(
+          {
+            to: member.email,
+            subject: mail.subject,
+            text: mail.text + marketing.footer(tenantId, memberId),
+            headers: marketing.headers(tenantId, memberId),
+          },
+          tenant?.sandbox ?? false,
+          log,
+          'notification',
+        );
         sent = true;
         log.info({ earns: g.earns, points: Number(g.points) }, 'points earned mail sent');
       } catch (err) {

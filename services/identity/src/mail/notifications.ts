@@ -5,6 +5,7 @@ import { MAIL_NAME_MAX, MAIL_NOTE_MAX, MAIL_REWARD_MAX, mailText } from '../doma
 import { membersByIds } from '../store/members.ts';
 import { enqueueMail } from '../store/outgoing-mails.ts';
 import { findTenant } from '../store/tenants.ts';
+import type { MarketingLinks } from './marketing.ts';
 
 /**
  * Member notifications driven by other services' domain events. Each template turns an event into
@@ -44,11 +45,22 @@ export const templates: Record<string, Template> = {
   }),
 };
 
+/**
+ * The notifications that are marketing (mail/marketing.ts): expiry warnings invite the member to
+ * spend. A claim's decision is transactional.
+ */
+export const marketingNotifications: ReadonlySet<string> = new Set([
+  'ledger.points_expiring',
+  'ledger.cashback_expiring',
+]);
+
 /** Where a consumer's mail goes: recorded in its transaction, sent after the commit (outgoing-mails.ts). */
 export interface MailQueue {
   now: () => Date;
   /** Called once the consumer's transaction committed a mail: the sender looks at once. */
   wake: () => void;
+  /** Marketing notifications: the member's consent and the unsubscribe link of the body. */
+  marketing: MarketingLinks;
 }
 
 /**
@@ -65,6 +77,8 @@ export function notificationHandler(queue: MailQueue, consumer: string, log: Log
     if (!member?.email) return;
     const mail = template(event.data, mailText(member.name, MAIL_NAME_MAX));
     if (!mail) return;
+    const marketing = marketingNotifications.has(event.type);
+    if (marketing && !(await queue.marketing.mayMail(db, event.tenant_id, memberId))) return;
     const tenant = await findTenant(db, event.tenant_id);
     const queued = await enqueueMail(db, {
       tenantId: event.tenant_id,
@@ -72,9 +86,10 @@ export function notificationHandler(queue: MailQueue, consumer: string, log: Log
       kind: 'notification',
       to: member.email,
       subject: mail.subject,
-      body: mail.text,
+      body: marketing ? mail.text + queue.marketing.footer(event.tenant_id, memberId) : mail.text,
       sandbox: tenant?.sandbox ?? false,
       now: queue.now(),
+      ...(marketing ? { marketingTo: memberId } : {}),
     });
     if (queued) afterCommit(db, queue.wake);
     log.debug({ event: event.id, type: event.type, member: memberId }, 'notification queued');

@@ -1,5 +1,6 @@
 import { PeriodicTask, type Clock, type Logger, type Metrics, type Pool } from '@loyalty/runtime';
 import { mailError, type Mailer } from './mailer.ts';
+import type { MarketingLinks } from './marketing.ts';
 import {
   countOutgoingMails,
   deleteMail,
@@ -28,6 +29,8 @@ export interface OutgoingMailOptions {
   concurrency: number;
   /** The replica's notification pace, shared with the points-earned digests. */
   admit?: () => Promise<void>;
+  /** Marketing mail: the consent checked again before it goes, and its unsubscribe headers. */
+  marketing: MarketingLinks;
 }
 
 /** How long a sender owns the mails it took: longer than the slowest SMTP conversation it waits for. */
@@ -95,9 +98,24 @@ export class OutgoingMailSender {
 
   private async send(m: OutgoingMail): Promise<boolean> {
     const log = this.o.log.child({ tenant: m.tenant_id, mail: m.source, kind: m.kind });
+    const tenantId = Number(m.tenant_id);
+    const memberId = m.member_id === null ? undefined : Number(m.member_id);
+    const marketing = m.category === 'marketing' && memberId !== undefined;
+    if (marketing && !(await this.o.marketing.mayMail(this.o.pool, tenantId, memberId))) {
+      // The consent was withdrawn (or the member erased) after the mail was decided: it does not go.
+      await deleteMail(this.o.pool, m.id);
+      log.info('marketing mail dropped: no consent any more');
+      return false;
+    }
     await this.o.admit?.();
     try {
-      await this.o.mailer.send({ to: m.to_address, subject: m.subject, text: m.body }, m.sandbox, log, 'notification');
+      const headers = marketing ? { headers: this.o.marketing.headers(tenantId, memberId) } : {};
+      await this.o.mailer.send(
+        { to: m.to_address, subject: m.subject, text: m.body, ...headers },
+        m.sandbox,
+        log,
+        'notification',
+      );
     } catch (err) {
       const now = this.o.clock.now();
       if (now.getTime() - m.created_at.getTime() >= GIVE_UP_MS) {

@@ -11,6 +11,7 @@ import {
   type ServiceClient,
 } from '@loyalty/runtime';
 import { memberRows } from '../store/audit.ts';
+import { consentsOf } from '../store/consents.ts';
 import { findMemberBy, liveMember } from '../store/members.ts';
 
 export const EXPORT_JOB = 'member.export';
@@ -177,6 +178,7 @@ async function identityPart(db: Queryable, tenantId: number, memberId: number) {
   const audit = await memberRows(db, tenantId, memberId);
   return {
     profile: profile.rows[0],
+    consents: (await consentsOf(db, tenantId, memberId)) ?? [],
     sessions: sessions.rows,
     one_time_codes: codes.rows,
     audit_entries: audit.map((r) => ({

@@ -12,6 +12,9 @@ export interface OutgoingMail {
   sandbox: boolean;
   created_at: Date;
   attempts: number;
+  /** `marketing` mail goes only while its member's consent holds (checked again before it goes). */
+  category: 'transactional' | 'marketing';
+  member_id: number | null;
 }
 
 const T = 'identity.outgoing_mails';
@@ -28,12 +31,25 @@ export async function enqueueMail(
     body: string;
     sandbox: boolean;
     now: Date;
+    /** A member's marketing mail (the member named): sent only while their consent holds. */
+    marketingTo?: number;
   },
 ): Promise<boolean> {
   const r = await db.query(
-    `INSERT INTO ${T} (tenant_id, source, kind, to_address, subject, body, sandbox, created_at, next_attempt_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (source) DO NOTHING`,
-    [m.tenantId, m.source, m.kind, m.to, m.subject, m.body, m.sandbox, m.now],
+    `INSERT INTO ${T} (tenant_id, source, kind, to_address, subject, body, sandbox, created_at, next_attempt_at, category, member_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10) ON CONFLICT (source) DO NOTHING`,
+    [
+      m.tenantId,
+      m.source,
+      m.kind,
+      m.to,
+      m.subject,
+      m.body,
+      m.sandbox,
+      m.now,
+      m.marketingTo === undefined ? 'transactional' : 'marketing',
+      m.marketingTo ?? null,
+    ],
   );
   return (r.rowCount ?? 0) > 0;
 }
@@ -51,7 +67,8 @@ export async function leaseDueMails(
   const { rows } = await db.query<OutgoingMail>(
     `UPDATE ${T} m SET next_attempt_at = $2, attempts = m.attempts + 1
       WHERE m.id IN (SELECT id FROM ${T} WHERE next_attempt_at <= $1 ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-      RETURNING m.id, m.tenant_id, m.source, m.kind, m.to_address, m.subject, m.body, m.sandbox, m.created_at, m.attempts`,
+      RETURNING m.id, m.tenant_id, m.source, m.kind, m.to_address, m.subject, m.body, m.sandbox, m.created_at, m.attempts,
+                m.category, m.member_id`,
     [now, leaseUntil, limit],
   );
   return rows;

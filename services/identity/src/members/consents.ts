@@ -1,0 +1,83 @@
+import { AppError, type ConsentPurpose, type Meta } from '@loyalty/contracts';
+import { auditActor, recordAudit, withTransaction, type Clock, type Outbox, type Pool } from '@loyalty/runtime';
+import type { UnsubscribeTokens } from '../domain/unsubscribe-token.ts';
+import { consentsOf, setConsent } from '../store/consents.ts';
+import { findMemberBy } from '../store/members.ts';
+
+/**
+ * Members' consents: marketing email and marketing SMS, per member, with when each was granted
+ * and withdrawn and where the last change came from. Marketing mail goes only while its consent
+ * holds (mail/); transactional mail (codes, claim decisions) never asks. A change made by an app is
+ * audited (its details name the purposes, not the member's data); a one-click unsubscribe from a
+ * mail's link withdraws with source `unsubscribe_link`.
+ */
+export function memberConsents(deps: { pool: Pool; clock: Clock; outbox: Outbox; tokens: UnsubscribeTokens }) {
+  const { pool, clock } = deps;
+
+  async function read(tenantId: number, memberId: number) {
+    const consents = await consentsOf(pool, tenantId, memberId);
+    if (!consents) throw new AppError('member_not_found');
+    return { member_id: memberId, consents };
+  }
+
+  /** Set the consents given in one transaction, the member's row locked; what changed, for the audit. */
+  async function change(
+    tenantId: number,
+    memberId: number,
+    wanted: { purpose: ConsentPurpose; granted: boolean }[],
+    source: string,
+    audit?: Meta,
+  ): Promise<void> {
+    await withTransaction(pool, async (db) => {
+      if (!(await findMemberBy(db, tenantId, { id: memberId }, true))) throw new AppError('member_not_found');
+      const current = await consentsOf(db, tenantId, memberId);
+      const now = clock.now();
+      const changed: Record<string, boolean> = {};
+      for (const w of wanted) {
+        const before = current?.find((c) => c.purpose === w.purpose) ?? { granted: false, granted_at: null };
+        if (await setConsent(db, { tenantId, memberId, purpose: w.purpose, granted: w.granted, source, now }, before))
+          changed[w.purpose] = w.granted;
+      }
+      if (audit && Object.keys(changed).length > 0)
+        await recordAudit(
+          deps.outbox,
+          db,
+          tenantId,
+          {
+            actor: auditActor(audit),
+            action: 'consent.changed',
+            target: { member_id: memberId },
+            amounts: {},
+            details: { ...changed, source },
+            request_id: audit.request_id,
+          },
+          now,
+        );
+    });
+  }
+
+  return {
+    get: (memberId: number, meta: Meta) => read(meta.tenant_id, memberId),
+
+    async update(
+      d: { member_id: number; consents: { purpose: ConsentPurpose; granted: boolean }[]; source: string },
+      meta: Meta,
+    ) {
+      await change(meta.tenant_id, d.member_id, d.consents, d.source, meta);
+      return read(meta.tenant_id, d.member_id);
+    },
+
+    /** A mail's one-click unsubscribe: the consent its token names is withdrawn (again: nothing changes). */
+    async unsubscribe(d: { token: string }) {
+      const named = deps.tokens.read(d.token);
+      if (!named) throw new AppError('invalid_unsubscribe_token');
+      try {
+        await change(named.tenantId, named.memberId, [{ purpose: named.purpose, granted: false }], 'unsubscribe_link');
+      } catch (err) {
+        // An erased member has nothing left to withdraw: the link still answers as done.
+        if (!(err instanceof AppError && err.code === 'member_not_found')) throw err;
+      }
+      return { purpose: named.purpose };
+    },
+  };
+}
