@@ -53,7 +53,8 @@ export const memberDataOperations = defineOperations({
     path: '/api/v1/members/:member_id/consents',
     operation: 'members.consents.get',
     idempotent: false,
-    summary: "A member's consents: marketing email and marketing SMS, with when and where each was granted or withdrawn",
+    summary:
+      "A member's consents: marketing email and marketing SMS, with when and where each was granted or withdrawn",
     params: MemberParams,
     response: Consents,
     errors: ['member_not_found'],

@@ -13,8 +13,8 @@ export const UNSUBSCRIBE_PATH = '/api/v1/unsubscribe';
 const TOKEN = /^u1\.\d{1,15}\.\d{1,15}\.[a-z_]{1,32}\.[A-Za-z0-9_-]{43}$/;
 
 function tokenOf(req: FastifyRequest): string {
-  const query = req.query as Record<string, unknown> | undefined;
-  const token = query?.token;
+  const query: unknown = req.query;
+  const token = typeof query === 'object' && query !== null && 'token' in query ? query.token : undefined;
   if (typeof token !== 'string' || !TOKEN.test(token)) throw new AppError('invalid_unsubscribe_token');
   return token;
 }

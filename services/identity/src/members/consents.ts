@@ -11,49 +11,20 @@ import { findMemberBy } from '../store/members.ts';
  * audited (its details name the purposes, not the member's data); a one-click unsubscribe from a
  * mail's link withdraws with source `unsubscribe_link`.
  */
-export function memberConsents(deps: { pool: Pool; clock: Clock; outbox: Outbox; tokens: UnsubscribeTokens }) {
-  const { pool, clock } = deps;
+interface ConsentDeps {
+  pool: Pool;
+  clock: Clock;
+  outbox: Outbox;
+  tokens: UnsubscribeTokens;
+}
+
+export function memberConsents(deps: ConsentDeps) {
+  const { pool } = deps;
 
   async function read(tenantId: number, memberId: number) {
     const consents = await consentsOf(pool, tenantId, memberId);
     if (!consents) throw new AppError('member_not_found');
     return { member_id: memberId, consents };
-  }
-
-  /** Set the consents given in one transaction, the member's row locked; what changed, for the audit. */
-  async function change(
-    tenantId: number,
-    memberId: number,
-    wanted: { purpose: ConsentPurpose; granted: boolean }[],
-    source: string,
-    audit?: Meta,
-  ): Promise<void> {
-    await withTransaction(pool, async (db) => {
-      if (!(await findMemberBy(db, tenantId, { id: memberId }, true))) throw new AppError('member_not_found');
-      const current = await consentsOf(db, tenantId, memberId);
-      const now = clock.now();
-      const changed: Record<string, boolean> = {};
-      for (const w of wanted) {
-        const before = current?.find((c) => c.purpose === w.purpose) ?? { granted: false, granted_at: null };
-        if (await setConsent(db, { tenantId, memberId, purpose: w.purpose, granted: w.granted, source, now }, before))
-          changed[w.purpose] = w.granted;
-      }
-      if (audit && Object.keys(changed).length > 0)
-        await recordAudit(
-          deps.outbox,
-          db,
-          tenantId,
-          {
-            actor: auditActor(audit),
-            action: 'consent.changed',
-            target: { member_id: memberId },
-            amounts: {},
-            details: { ...changed, source },
-            request_id: audit.request_id,
-          },
-          now,
-        );
-    });
   }
 
   return {
@@ -63,7 +34,7 @@ export function memberConsents(deps: { pool: Pool; clock: Clock; outbox: Outbox;
       d: { member_id: number; consents: { purpose: ConsentPurpose; granted: boolean }[]; source: string },
       meta: Meta,
     ) {
-      await change(meta.tenant_id, d.member_id, d.consents, d.source, meta);
+      await change(deps, meta.tenant_id, d.member_id, d.consents, d.source, meta);
       return read(meta.tenant_id, d.member_id);
     },
 
@@ -72,7 +43,13 @@ export function memberConsents(deps: { pool: Pool; clock: Clock; outbox: Outbox;
       const named = deps.tokens.read(d.token);
       if (!named) throw new AppError('invalid_unsubscribe_token');
       try {
-        await change(named.tenantId, named.memberId, [{ purpose: named.purpose, granted: false }], 'unsubscribe_link');
+        await change(
+          deps,
+          named.tenantId,
+          named.memberId,
+          [{ purpose: named.purpose, granted: false }],
+          'unsubscribe_link',
+        );
       } catch (err) {
         // An erased member has nothing left to withdraw: the link still answers as done.
         if (!(err instanceof AppError && err.code === 'member_not_found')) throw err;
@@ -80,4 +57,41 @@ export function memberConsents(deps: { pool: Pool; clock: Clock; outbox: Outbox;
       return { purpose: named.purpose };
     },
   };
+}
+
+/** Set the consents given in one transaction, the member's row locked; what changed, for the audit. */
+async function change(
+  deps: ConsentDeps,
+  tenantId: number,
+  memberId: number,
+  wanted: { purpose: ConsentPurpose; granted: boolean }[],
+  source: string,
+  audit?: Meta,
+): Promise<void> {
+  await withTransaction(deps.pool, async (db) => {
+    if (!(await findMemberBy(db, tenantId, { id: memberId }, true))) throw new AppError('member_not_found');
+    const current = await consentsOf(db, tenantId, memberId);
+    const now = deps.clock.now();
+    const changed: Record<string, boolean> = {};
+    for (const w of wanted) {
+      const before = current?.find((c) => c.purpose === w.purpose) ?? { granted: false, granted_at: null };
+      if (await setConsent(db, { tenantId, memberId, purpose: w.purpose, granted: w.granted, source, now }, before))
+        changed[w.purpose] = w.granted;
+    }
+    if (audit && Object.keys(changed).length > 0)
+      await recordAudit(
+        deps.outbox,
+        db,
+        tenantId,
+        {
+          actor: auditActor(audit),
+          action: 'consent.changed',
+          target: { member_id: memberId },
+          amounts: {},
+          details: { ...changed, source },
+          request_id: audit.request_id,
+        },
+        now,
+      );
+  });
 }
