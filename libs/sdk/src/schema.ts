@@ -343,6 +343,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/loyalty/cards/{card_id}/members/{member_id}/tier': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A member's tier on a card and the progress to the next one
+     * @description Scope: `card_read`.
+     */
+    get: operations['tiers.member'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/loyalty/cards/{card_id}/referral-stats': {
     parameters: {
       query?: never;
@@ -509,6 +529,30 @@ export interface paths {
      * @description Scope: `programme_manage`.
      */
     post: operations['rules.pause'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/loyalty/cards/{card_id}/tiers': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A card's tier ladder and qualification settings, with the members in each tier
+     * @description Scope: `programme_manage`.
+     */
+    get: operations['tiers.get'];
+    /**
+     * Set a card's tier ladder and qualification settings (the whole of them); a change recomputes every member in a job
+     * @description Scope: `programme_manage`.
+     */
+    put: operations['tiers.put'];
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -903,6 +947,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/members/{member_id}/merge': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Merge a duplicate member (source_member_id) into this one (a job): the source's balances move as lots keeping their expiry and pending dates, its holds, pending claims and referrals follow, both histories show member_merged, the source becomes a tombstone (404 member_not_found) pointing at this member. Same tenant only; into itself is 422; a repeated request answers the same job
+     * @description Scope: `members_manage`.
+     */
+    post: operations['members.merge'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/webhooks/deliveries/{delivery_id}/redeliver': {
     parameters: {
       query?: never;
@@ -1257,6 +1321,26 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  'member.merged': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A duplicate member (source_member_id) was merged into another (target_member_id): its balances, holds, pending claims and referrals are the target’s now, and the source is gone (404). Point your records of the source at the target.
+     * @description Delivered at least once: answer 2xx within 10 s, or the delivery is retried with exponential backoff and jitter for up to three days. De-duplicate on the event `id`.
+     */
+    post: operations['webhook.member.merged'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   'member.registered': {
     parameters: {
       query?: never;
@@ -1601,6 +1685,13 @@ export interface components {
       /** @description the last time it was withdrawn; null: never */
       withdrawn_at: string | null;
     };
+    EarnTier: {
+      name: string;
+      rank: number;
+      /** @description this earn crossed an entry threshold and moved the member up */
+      upgraded: boolean;
+      valid_until: string | null;
+    };
     Failure: {
       error: {
         /** @enum {string} */
@@ -1623,6 +1714,7 @@ export interface components {
           | 'invalid_staff_token'
           | 'invalid_unsubscribe_token'
           | 'insufficient_scope'
+          | 'tenant_inactive'
           | 'member_token_mismatch'
           | 'insufficient_role'
           | 'invalid_operator_token'
@@ -1638,6 +1730,8 @@ export interface components {
           | 'webhook_endpoint_not_found'
           | 'webhook_delivery_not_found'
           | 'rule_not_found'
+          | 'tiers_not_configured'
+          | 'tier_not_found'
           | 'job_not_found'
           | 'job_result_not_found'
           | 'method_not_allowed'
@@ -1656,6 +1750,8 @@ export interface components {
           | 'staff_email_taken'
           | 'last_manager'
           | 'webhook_endpoint_disabled'
+          | 'tenant_active'
+          | 'tenant_retention_pending'
           | 'rule_state_conflict'
           | 'headers_too_large'
           | 'insufficient_balance'
@@ -1672,7 +1768,9 @@ export interface components {
           | 'audit_anchor_invalid'
           | 'line_items_mismatch'
           | 'invalid_rule'
+          | 'invalid_tiers'
           | 'active_rule_limit'
+          | 'merge_into_itself'
           | 'transfers_disabled'
           | 'transfer_limit_exceeded'
           | 'invalid_time_zone'
@@ -1734,6 +1832,38 @@ export interface components {
       name: string;
       /** @description masked; null when the member has no phone */
       phone: string | null;
+    };
+    MemberTier: {
+      card_id: number;
+      /** @description set by hand (staff or the operator) until valid_until */
+      manual: {
+        reason: string;
+      } | null;
+      member_id: number;
+      metric: string;
+      /** @description what the current window still needs to reach next_tier */
+      needed_for_next: number | null;
+      /** @description what the window judged at valid_until still needs to keep the tier; null: nothing to keep (lowest tier, no end) */
+      needed_to_retain: number | null;
+      /** @description null: the member holds the highest tier */
+      next_tier: {
+        entry_threshold: number;
+        name: string;
+        rank: number;
+      } | null;
+      /** @description points, or currency units, in the current window */
+      qualifying_total: number;
+      tier: {
+        description: string | null;
+        name: string;
+        rank: number;
+      };
+      /** @description when the tier is reviewed; null: no end */
+      valid_until: string | null;
+      /** @description day after its last day; null: lifetime */
+      window_end: string | null;
+      /** @description first day of the current window (card time zone); null: lifetime */
+      window_start: string | null;
     };
     MemberToken: {
       /** @description ISO 8601 UTC timestamp */
@@ -2149,6 +2279,82 @@ export interface components {
       status: string;
       version: number;
     };
+    Tier: {
+      description: string | null;
+      entry_threshold: number;
+      /** @description members holding the tier now */
+      members: number;
+      name: string;
+      rank: number;
+      retain_threshold: number;
+    };
+    TierBadge: {
+      name: string;
+      rank: number;
+      /** @description when the tier is reviewed (downgrade or renewal); null: no end */
+      valid_until: string | null;
+    };
+    TierInput: {
+      description?: string;
+      /** @description qualifying total that reaches the tier (points, or currency units); 0 for the lowest tier */
+      entry_threshold: number;
+      name: string;
+      /** @description a whole number, unique in the ladder; higher is better */
+      rank: number;
+      /** @description qualifying total over the window that keeps the tier at its review; at most entry_threshold */
+      retain_threshold: number;
+    };
+    TierSettings: {
+      card_id: number;
+      count_bonuses: boolean;
+      /** @description false: the card has no tiers */
+      enabled: boolean;
+      metric: string;
+      /** @description lowest rank first */
+      tiers: components['schemas']['Tier'][];
+      time_zone: string;
+      updated_at: string | null;
+      validity_days: number | null;
+      /** @description 0: never set */
+      version: number;
+      warning_days: number;
+      window: string;
+      window_days: number;
+    };
+    TierSettingsInput: {
+      /**
+       * @description points_earned: whether bonuses (earning rules beyond the base, referrals, adjustments) count
+       * @default true
+       */
+      count_bonuses: boolean;
+      /**
+       * @description points_earned (earned minus refunded; cashback earned on a cashback card) or amount_spent (purchases minus refunds)
+       * @default points_earned
+       */
+      metric: string;
+      /** @description at most 10; an empty list turns tiers off for the card (members keep nothing) */
+      tiers: components['schemas']['TierInput'][];
+      /**
+       * @description an upgrade holds this many days; null: until the end of the next full window
+       * @default null
+       */
+      validity_days: number | null;
+      /**
+       * @description days before a downgrade the member is warned (0 to 365)
+       * @default 30
+       */
+      warning_days: number;
+      /**
+       * @description rolling (window_days), calendar_year, anniversary (the member's join date) or lifetime
+       * @default rolling
+       */
+      window: string;
+      /**
+       * @description rolling windows: their length in days (1 to 3660)
+       * @default 365
+       */
+      window_days: number;
+    };
     TopReferrer: {
       /** @description masked; null when the member has no email */
       email: string | null;
@@ -2461,6 +2667,26 @@ export interface operations {
           };
         };
       };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
+            };
+          };
+        };
+      };
       404: components['responses']['RouteNotFound'];
       405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
@@ -2642,6 +2868,26 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials' | 'member_token_required' | 'invalid_member_token';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
             };
           };
         };
@@ -2854,6 +3100,26 @@ export interface operations {
           };
         };
       };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
+            };
+          };
+        };
+      };
       404: components['responses']['RouteNotFound'];
       405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
@@ -3055,6 +3321,26 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials' | 'member_token_required' | 'invalid_member_token';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
             };
           };
         };
@@ -3273,6 +3559,26 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
             };
           };
         };
@@ -3518,6 +3824,26 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
             };
           };
         };
@@ -3772,6 +4098,26 @@ export interface operations {
           };
         };
       };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
+            };
+          };
+        };
+      };
       /** @description `route_not_found`, `member_not_found` */
       404: {
         headers: {
@@ -3993,7 +4339,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4008,7 +4354,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -4184,6 +4530,8 @@ export interface operations {
               queried_at: string;
               /** @constant */
               reward_system: 'cashback';
+              /** @description cards with tiers only: the member's tier */
+              tier?: components['schemas']['TierBadge'];
             };
             /** @constant */
             success: true;
@@ -4230,7 +4578,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4245,7 +4593,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -4491,6 +4839,8 @@ export interface operations {
               reference: string | null;
               /** @description the earning rules beyond the base earn that gave something; absent when none did */
               rules_applied?: components['schemas']['RuleApplied'][];
+              /** @description cards with tiers only: the member's tier after this earn */
+              tier?: components['schemas']['EarnTier'];
               transaction_id: number;
             };
             /** @constant */
@@ -4538,7 +4888,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4553,7 +4903,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -4827,7 +5177,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4842,7 +5192,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -5164,7 +5514,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -5179,7 +5529,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -5448,7 +5798,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -5463,7 +5813,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -5787,7 +6137,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -5802,7 +6152,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -6061,6 +6411,26 @@ export interface operations {
           };
         };
       };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
+            };
+          };
+        };
+      };
       /** @description `route_not_found`, `job_not_found` */
       404: {
         headers: {
@@ -6251,6 +6621,26 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
             };
           };
         };
@@ -6467,7 +6857,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -6482,7 +6872,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -6565,6 +6955,251 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'wrong_card_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'tiers.member': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        card_id: number;
+        member_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "card_id": 2,
+           *         "member_id": 42,
+           *         "tier": {
+           *           "name": "Silver",
+           *           "rank": 1,
+           *           "description": "1.5x points on coffee"
+           *         },
+           *         "valid_until": "2027-03-15T00:00:00.000Z",
+           *         "manual": null,
+           *         "metric": "points_earned",
+           *         "qualifying_total": 1380,
+           *         "window_start": "2025-03-15",
+           *         "window_end": "2026-03-15",
+           *         "next_tier": {
+           *           "name": "Gold",
+           *           "rank": 2,
+           *           "entry_threshold": 5000
+           *         },
+           *         "needed_for_next": 3620,
+           *         "needed_to_retain": 800
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['MemberTier'];
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive`, `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive' | 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `card_not_found`, `member_not_found`, `tiers_not_configured` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'card_not_found' | 'member_not_found' | 'tiers_not_configured';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
             };
           };
         };
@@ -6724,7 +7359,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -6739,7 +7374,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -6985,7 +7620,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -7000,7 +7635,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -7247,7 +7882,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -7262,7 +7897,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -7536,7 +8171,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -7551,7 +8186,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -7800,7 +8435,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -7815,7 +8450,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -8087,7 +8722,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -8102,7 +8737,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -8399,7 +9034,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -8414,7 +9049,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -8632,7 +9267,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -8647,7 +9282,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -8898,7 +9533,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -8913,7 +9548,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -9195,7 +9830,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9210,7 +9845,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -9492,7 +10127,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9507,7 +10142,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -9590,6 +10225,603 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'tiers.get': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        card_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "card_id": 2,
+           *         "time_zone": "Europe/Lisbon",
+           *         "enabled": true,
+           *         "tiers": [
+           *           {
+           *             "name": "Bronze",
+           *             "rank": 0,
+           *             "entry_threshold": 0,
+           *             "retain_threshold": 0,
+           *             "description": null,
+           *             "members": 1840
+           *           },
+           *           {
+           *             "name": "Silver",
+           *             "rank": 1,
+           *             "entry_threshold": 1000,
+           *             "retain_threshold": 800,
+           *             "description": "1.5x points on coffee",
+           *             "members": 212
+           *           },
+           *           {
+           *             "name": "Gold",
+           *             "rank": 2,
+           *             "entry_threshold": 5000,
+           *             "retain_threshold": 4000,
+           *             "description": "Double points",
+           *             "members": 31
+           *           }
+           *         ],
+           *         "metric": "points_earned",
+           *         "count_bonuses": true,
+           *         "window": "rolling",
+           *         "window_days": 365,
+           *         "validity_days": null,
+           *         "warning_days": 30,
+           *         "version": 3,
+           *         "updated_at": "2026-03-14T09:26:53.000Z"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['TierSettings'];
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive`, `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive' | 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `card_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'card_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'tiers.put': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        card_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "tiers": [
+         *         {
+         *           "name": "Bronze",
+         *           "rank": 0,
+         *           "entry_threshold": 0,
+         *           "retain_threshold": 0
+         *         },
+         *         {
+         *           "name": "Silver",
+         *           "rank": 1,
+         *           "entry_threshold": 1000,
+         *           "retain_threshold": 800,
+         *           "description": "1.5x points on coffee"
+         *         },
+         *         {
+         *           "name": "Gold",
+         *           "rank": 2,
+         *           "entry_threshold": 5000,
+         *           "retain_threshold": 4000,
+         *           "description": "Double points"
+         *         }
+         *       ],
+         *       "metric": "points_earned",
+         *       "count_bonuses": true,
+         *       "window": "rolling",
+         *       "window_days": 365,
+         *       "validity_days": null,
+         *       "warning_days": 30
+         *     }
+         */
+        'application/json': components['schemas']['TierSettingsInput'];
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "card_id": 2,
+           *         "time_zone": "Europe/Lisbon",
+           *         "enabled": true,
+           *         "tiers": [
+           *           {
+           *             "name": "Bronze",
+           *             "rank": 0,
+           *             "entry_threshold": 0,
+           *             "retain_threshold": 0,
+           *             "description": null,
+           *             "members": 1840
+           *           },
+           *           {
+           *             "name": "Silver",
+           *             "rank": 1,
+           *             "entry_threshold": 1000,
+           *             "retain_threshold": 800,
+           *             "description": "1.5x points on coffee",
+           *             "members": 212
+           *           },
+           *           {
+           *             "name": "Gold",
+           *             "rank": 2,
+           *             "entry_threshold": 5000,
+           *             "retain_threshold": 4000,
+           *             "description": "Double points",
+           *             "members": 31
+           *           }
+           *         ],
+           *         "metric": "points_earned",
+           *         "count_bonuses": true,
+           *         "window": "rolling",
+           *         "window_days": 365,
+           *         "validity_days": null,
+           *         "warning_days": 30,
+           *         "version": 3,
+           *         "updated_at": "2026-03-14T09:26:53.000Z",
+           *         "recompute_job_id": "job_ledger_3f1c9a52-8d0e-4b7a-9c61-2a5e7d4b8f10"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: {
+              card_id: number;
+              count_bonuses: boolean;
+              /** @description false: the card has no tiers */
+              enabled: boolean;
+              metric: string;
+              /** @description the job recomputing every member of the card (GET /api/v1/jobs/{job_id}); null when nothing changed */
+              recompute_job_id: string | null;
+              /** @description lowest rank first */
+              tiers: components['schemas']['Tier'][];
+              time_zone: string;
+              updated_at: string | null;
+              validity_days: number | null;
+              /** @description 0: never set */
+              version: number;
+              warning_days: number;
+              window: string;
+              window_days: number;
+            };
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive`, `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive' | 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `card_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'card_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `invalid_tiers` */
+      422: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'invalid_tiers';
             };
           };
         };
@@ -9774,7 +11006,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9789,7 +11021,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -10031,7 +11263,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -10046,7 +11278,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -10318,7 +11550,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -10333,7 +11565,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -10572,7 +11804,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -10587,7 +11819,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -10864,7 +12096,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -10879,7 +12111,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -11132,7 +12364,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -11147,7 +12379,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -11363,6 +12595,8 @@ export interface operations {
               queried_at: string;
               /** @constant */
               reward_system: 'points';
+              /** @description cards with tiers only: the member's tier */
+              tier?: components['schemas']['TierBadge'];
             };
             /** @constant */
             success: true;
@@ -11409,7 +12643,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -11424,7 +12658,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -11673,6 +12907,8 @@ export interface operations {
               reference: string | null;
               /** @description the earning rules beyond the base earn that gave something; absent when none did */
               rules_applied?: components['schemas']['RuleApplied'][];
+              /** @description cards with tiers only: the member's tier after this earn */
+              tier?: components['schemas']['EarnTier'];
               transaction_id: number;
             };
             /** @constant */
@@ -11720,7 +12956,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -11735,7 +12971,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -12033,7 +13269,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -12048,7 +13284,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -12320,7 +13556,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -12335,7 +13571,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -12649,7 +13885,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -12664,7 +13900,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -12929,7 +14165,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -12944,7 +14180,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -13245,7 +14481,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -13260,7 +14496,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -13553,7 +14789,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope`, `member_token_mismatch` */
+      /** @description `tenant_inactive`, `insufficient_scope`, `member_token_mismatch` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -13568,7 +14804,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope' | 'member_token_mismatch';
+              code?: 'tenant_inactive' | 'insufficient_scope' | 'member_token_mismatch';
             };
           };
         };
@@ -13844,7 +15080,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -13859,7 +15095,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -14117,7 +15353,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -14132,7 +15368,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -14411,7 +15647,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -14426,7 +15662,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -14637,7 +15873,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -14652,7 +15888,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -14909,7 +16145,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -14924,7 +16160,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -15143,7 +16379,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -15158,7 +16394,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -15377,7 +16613,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -15392,7 +16628,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -15455,6 +16691,272 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'members.merge': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        member_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "source_member_id": 57
+         *     }
+         */
+        'application/json': {
+          /** @description the duplicate: its balances, holds, claims and referrals move to member_id */
+          source_member_id: number;
+        };
+      };
+    };
+    responses: {
+      /** @description Accepted: the work is queued as a job (follow it at `GET /api/v1/jobs/{job_id}`) */
+      202: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "id": "job_identity_5d0c7a1e-8f2b-4c3d-9e4f-0a1b2c3d4e5f",
+           *         "kind": "member.merge",
+           *         "status": "queued",
+           *         "progress": {
+           *           "done": 0,
+           *           "total": null
+           *         },
+           *         "errors": [],
+           *         "created_at": "2026-03-14T09:26:53.000Z",
+           *         "finished_at": null
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['Job'];
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive`, `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive' | 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `member_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'member_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `merge_into_itself` */
+      422: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'merge_into_itself';
             };
           };
         };
@@ -15645,7 +17147,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -15660,7 +17162,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -15907,7 +17409,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -15922,7 +17424,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -16063,6 +17565,7 @@ export interface operations {
             | '*'
             | 'member.registered'
             | 'member.erased'
+            | 'member.merged'
             | 'points.earned'
             | 'points.redeemed'
             | 'points.refunded'
@@ -16175,7 +17678,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -16190,7 +17693,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -16437,7 +17940,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -16452,7 +17955,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -16667,7 +18170,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -16682,7 +18185,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -16838,6 +18341,7 @@ export interface operations {
             | '*'
             | 'member.registered'
             | 'member.erased'
+            | 'member.merged'
             | 'points.earned'
             | 'points.redeemed'
             | 'points.refunded'
@@ -16948,7 +18452,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -16963,7 +18467,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -17245,7 +18749,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -17260,7 +18764,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -17494,7 +18998,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -17509,7 +19013,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -17764,7 +19268,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -17779,7 +19283,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -18611,6 +20115,65 @@ export interface operations {
           tenant_id: number;
           /** @constant */
           type: 'member.erased';
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx). The body is not read beyond a few KB. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Any other answer (or none within 10 s) fails the attempt; it is retried. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook.member.merged': {
+    parameters: {
+      query?: never;
+      header: {
+        /**
+         * @description The event id (as `id` in the body): the same on every attempt.
+         * @example b3c1f0d2-9a4e-4e0b-8f57-2f3c9d1e7a10
+         */
+        'Loyalty-Event-Id': string;
+        /**
+         * @description The event type (as `type` in the body).
+         * @example points.earned
+         */
+        'Loyalty-Event-Type': string;
+        /**
+         * @description `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" under the endpoint secret>`; during a secret rotation a second `v1` (the old secret). Check one `v1` with a timestamp tolerance (the SDK: `verifyWebhookSignature`).
+         * @example t=1773480413,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+         */
+        'Loyalty-Signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description when it happened */
+          created_at: string;
+          data: {
+            /** @description ISO 8601 UTC timestamp */
+            merged_at: string;
+            source_member_id: number;
+            target_member_id: number;
+          };
+          /** @description the event id: the same on every attempt and redelivery; de-duplicate on it */
+          id: string;
+          tenant_id: number;
+          /** @constant */
+          type: 'member.merged';
         };
       };
     };
