@@ -27,6 +27,7 @@ export async function merchant(sys: TestSystem, opts: { contactEmail?: string } 
     points_ratio: 1,
     referrer_bonus: 100,
     referee_bonus: 50,
+    transfers_enabled: true,
   });
   const cashback = await sys.admin<{ card: { id: number } }>('POST', `/admin/v1/tenants/${t.tenantId}/cards`, {
     name: 'Cashback card',

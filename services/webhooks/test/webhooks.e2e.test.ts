@@ -274,6 +274,24 @@ describe('event types', () => {
         body: { card_id: m.pointsCard, member_id: anaId, refund_amount: 10, reference: ref },
       }),
     );
+    // points.transferred: Ana gives a friend some of her points.
+    const cy = await ok(
+      m.api('POST', '/api/v1/auth/member/register', {
+        body: { name: 'Cy Hook', email: `cy.${randomUUID()}@example.com`, phone: `+4476${Date.now() % 100_000_000}` },
+      }),
+    );
+    await ok(
+      m.api('POST', '/api/v1/loyalty/points/transfer', {
+        token,
+        body: {
+          card_id: m.pointsCard,
+          from_member_id: anaId,
+          to_member_id: (cy.member as { id: number }).id,
+          points: 5,
+          reference: `t-${randomUUID()}`,
+        },
+      }),
+    );
     const cref = `c-${randomUUID()}`;
     await ok(
       m.api('POST', '/api/v1/cashback/cashback/earn', {
