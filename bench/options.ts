@@ -29,6 +29,9 @@ export interface BenchOptions {
   expiryLots: number;
   /** Leave out the webhooks scenario. */
   skipWebhooks: boolean;
+  /** Leave out the cost of tracing (a second system with tracing on), and the share it samples. */
+  skipTracing: boolean;
+  tracingSampling: number;
   /** Webhooks: seconds of steady earns, their rate, and the events injected for the capacity figure. */
   webhookSeconds: number;
   webhookRate: number;
@@ -71,6 +74,8 @@ const HELP = `npm run bench -- [options]
   --skip-expiry         leave out the lots-expired-per-second figure
   --expiry-lots <n>     lots due at once for that figure (default 1000000)
   --skip-webhooks       leave out the webhooks scenario
+  --skip-tracing        leave out the cost of tracing (points_earn again on a system with tracing on)
+  --tracing-sampling <r> share of new traces sampled for that figure (default 0.1)
   --webhook-seconds <s> seconds of steady points earns of the webhooks scenario (default 20)
   --webhook-rate <n>    their rate, earns a second (default 500; two endpoints: twice as many deliveries)
   --webhook-events <n>  events injected into the stream for the delivery capacity figure (default 10000)
@@ -101,6 +106,8 @@ export function parseOptions(argv: string[]): BenchOptions {
       'skip-expiry': { type: 'boolean', default: false },
       'expiry-lots': { type: 'string', default: '1000000' },
       'skip-webhooks': { type: 'boolean', default: false },
+      'skip-tracing': { type: 'boolean', default: false },
+      'tracing-sampling': { type: 'string', default: '0.1' },
       'webhook-seconds': { type: 'string', default: '20' },
       'webhook-rate': { type: 'string', default: '500' },
       'webhook-events': { type: 'string', default: '10000' },
@@ -127,6 +134,11 @@ export function parseOptions(argv: string[]): BenchOptions {
     if (!Number.isFinite(n) || n < min) throw new Error(`--${name} must be a number >= ${min} (got ${v})`);
     return n;
   };
+  const ratio = (name: string, v: string): number => {
+    const n = num(name, v, 0);
+    if (n > 1) throw new Error(`--${name} must be a ratio between 0 and 1 (got ${v})`);
+    return n;
+  };
   const scenarios = values.scenarios
     ? values.scenarios
         .split(',')
@@ -148,6 +160,8 @@ export function parseOptions(argv: string[]): BenchOptions {
     skipExpiry: values['skip-expiry'],
     expiryLots: Math.floor(num('expiry-lots', values['expiry-lots'], 10)),
     skipWebhooks: values['skip-webhooks'],
+    skipTracing: values['skip-tracing'],
+    tracingSampling: ratio('tracing-sampling', values['tracing-sampling']),
     webhookSeconds: num('webhook-seconds', values['webhook-seconds'], 0.5),
     webhookRate: num('webhook-rate', values['webhook-rate'], 1),
     webhookEvents: Math.floor(num('webhook-events', values['webhook-events'], 0)),

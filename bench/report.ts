@@ -3,6 +3,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Measured } from './load.ts';
+import type { TracingReport } from './tracing-cost.ts';
 import type { WebhooksReport } from './webhooks.ts';
 import { formatTargets, type TargetCheck } from './targets.ts';
 import { formatCpu } from './cpu.ts';
@@ -72,6 +73,8 @@ export interface BenchReport {
   expiry: ExpiryReport | { skipped: string };
   /** The webhooks scenario (bench/webhooks.ts). */
   webhooks: WebhooksReport | { skipped: string };
+  /** The points earn on a second system with tracing on (bench/tracing-cost.ts). */
+  tracing?: TracingReport | { skipped: string };
   /** Seconds waited after each phase until every event was published and consumed (null: unknown). */
   event_backlog_wait_s: Record<string, number | null>;
   /** points_earned notifications identity had not mailed yet when the measurements ended. */
@@ -207,6 +210,12 @@ export function formatTable(r: BenchReport): string {
   } else {
     out.push(`webhooks: skipped (${r.webhooks.skipped})`);
   }
+  if (r.tracing && 'ratio' in r.tracing) {
+    const t = r.tracing;
+    out.push(
+      `tracing on (${fmt(t.sampling * 100, 0)} % of new traces sampled, spans exported to a local OTLP receiver): points_earn ${t.rps} rps (p99 ${fmt(t.p99_ms, 1)} ms) vs ${t.plain_rps} rps off = ${t.ratio}x; ${t.exports.requests} exports, ${Math.round(t.exports.bytes / 1024)} KB`,
+    );
+  } else if (r.tracing) out.push(`tracing: skipped (${r.tracing.skipped})`);
   if (r.notification_mail_backlog_at_end)
     out.push(
       `notification mails not yet sent at the end: ${r.notification_mail_backlog_at_end} (points-earned mails are one digest per member a minute; see bench/README.md)`,

@@ -24,6 +24,7 @@ import {
 } from './report.ts';
 import { DESCRIPTIONS, EXPECTED_REFUSALS, httpScenario } from './scenarios.ts';
 import { formatProfile, summarizeProfile } from './profile-summary.ts';
+import { measureTracingCost, type TracingReport } from './tracing-cost.ts';
 import { BenchSetupError, benchNats, PROFILE_DIR, runningSystem, startBenchSystem } from './system.ts';
 import { measureWebhooks, type WebhooksReport } from './webhooks.ts';
 import { checkTargets } from './targets.ts';
@@ -202,6 +203,26 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       await settle('webhooks');
     }
 
+    let tracing: TracingReport | { skipped: string } = { skipped: '--skip-tracing' };
+    const plainEarn = scenarios.find((x) => x.name === 'points_earn');
+    if (!opts.skipTracing) {
+      if (!nats) tracing = { skipped: 'a running system (--url): its tracing is its own' };
+      else if (!plainEarn) tracing = { skipped: 'points_earn not run' };
+      else
+        tracing = await measureTracingCost({
+          plainRps: plainEarn.rps,
+          sampling: opts.tracingSampling,
+          database: opts.database,
+          subjectRoot: opts.subjectRoot,
+          nats,
+          members: opts.members,
+          connections: opts.connections,
+          duration: opts.duration,
+          warmup: opts.warmup,
+          log,
+        });
+    }
+
     // Counted before the growth and expiry figures, whose journal rows are written with SQL (no
     // events, no mail) for members and accounts of their own.
     const earned = await membersWhoEarned(pool);
@@ -248,6 +269,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       growth,
       expiry,
       webhooks,
+      tracing,
       event_backlog_wait_s: settled,
       notification_mail_backlog_at_end: await system.mailBacklog(),
       targets: {
@@ -257,6 +279,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
         growth: 'balance and history p50 at 10,000,000 rows within 1.5x of 10,000 rows',
         expiry: 'lots expired per second with 1,000,000 lots due (a figure, no target)',
         webhooks: 'at least 1,000 deliveries/s sustained; event-to-delivery p99 under 1 s at 500 events/s',
+        tracing: 'points earn with tracing on (10 % sampled) at least 0.95x the same earn with it off',
       },
       problems,
       target_checks: [],

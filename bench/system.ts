@@ -154,6 +154,8 @@ export async function startBenchSystem(opts: {
   log: (line: string) => void;
   /** From benchNats, called before anything else. */
   nats: BenchNats;
+  /** Tracing on: spans exported over OTLP/HTTP to `endpoint`, that share of new traces sampled. */
+  tracing?: { endpoint: string; sampling: number };
 }): Promise<BenchSystem> {
   if (opts.build) opts.log('building the services (node scripts/build.mjs)');
   Cluster.build(opts.build);
@@ -187,6 +189,10 @@ export async function startBenchSystem(opts: {
     // The webhooks scenario's receiver listens on 127.0.0.1.
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
   };
+  if (opts.tracing) {
+    env.OTEL_EXPORTER_OTLP_ENDPOINT = opts.tracing.endpoint;
+    env.OTEL_TRACES_SAMPLER_ARG = String(opts.tracing.sampling);
+  }
   if (opts.profile) {
     rmSync(PROFILE_DIR, { recursive: true, force: true });
     mkdirSync(PROFILE_DIR, { recursive: true });

@@ -20,6 +20,7 @@ export const TARGETS = {
   peakRssMb: 100,
   growthRows: 10_000_000,
   growthRatio: 1.5,
+  tracingRatio: 0.95,
 } as const;
 
 const x = (v: number | null | undefined) => (v === null || v === undefined ? '-' : `${v.toFixed(2)}x`);
@@ -93,6 +94,12 @@ export function checkTargets(r: Omit<BenchReport, 'target_checks'>, membersWhoEa
     target: 'every check of the benchmark passes',
     figure: r.problems.length === 0 ? 'no problems' : `${r.problems.length} problems`,
     met: r.problems.length === 0,
+  });
+  const traced = r.tracing && 'ratio' in r.tracing ? r.tracing : undefined;
+  out.push({
+    target: `points_earn with tracing on (10 % sampled) >= ${TARGETS.tracingRatio}x the same earn with it off`,
+    figure: traced ? `${x(traced.ratio)} at ${traced.sampling * 100} % sampled` : 'not run',
+    met: traced ? traced.ratio >= TARGETS.tracingRatio : null,
   });
   return out;
 }

@@ -111,11 +111,16 @@ describe('npm run bench (smoke)', () => {
       'growth:',
       'notification',
       'every',
+      'points_earn', // with tracing on (a second system, 10 % of new traces sampled)
     ]);
     for (const c of report.target_checks.slice(0, 6)) expect(typeof c.met, c.target).toBe('boolean');
     expect(report.target_checks[7]!.met).toBeNull(); // 400 rows are not the target's 10,000,000
     expect(report.target_checks[8]!.met).toBe(true); // at most one queued mail per member who earned
     expect(report.target_checks[9]!.met).toBe(true);
+    expect(typeof report.target_checks[10]!.met).toBe('boolean');
+    expect(report.tracing).toMatchObject({ sampling: 0.1, plain_rps: expect.any(Number) });
+    expect(report.tracing && 'rps' in report.tracing && report.tracing.rps).toBeGreaterThan(0);
+    expect(table).toMatch(/tracing on \(10 % of new traces sampled.*\): points_earn [\d.]+ rps/);
     expect(table).toContain('targets, each against this run:');
     expect(table).toMatch(
       /points_earn full path: [\d,]+ µs \(.*gateway \d+.*\); \d+ cores at that cost: at most [\d,]+\/s/,
