@@ -92,6 +92,7 @@ export {
   tierAdminOperations,
   tierOperations,
   TierSettings,
+  tierStaffOperations,
   TierSettingsInput,
 } from './ops/tiers.ts';
 export { referralOperations, ReferralPeriod, referralPeriods } from './ops/referrals.ts';

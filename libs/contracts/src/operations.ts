@@ -7,7 +7,7 @@ import { memberDataOperations } from './ops/members.ts';
 import { quoteOperations } from './ops/quotes.ts';
 import { reportAdminOperations, reportOperations } from './ops/reports.ts';
 import { ruleAdminOperations, ruleOperations } from './ops/rules.ts';
-import { tierAdminOperations, tierOperations } from './ops/tiers.ts';
+import { tierAdminOperations, tierOperations, tierStaffOperations } from './ops/tiers.ts';
 import { referralOperations } from './ops/referrals.ts';
 import { webhookAdminOperations, webhookOperations } from './ops/webhooks.ts';
 import { operationExamples } from './ops/examples.ts';
@@ -75,4 +75,5 @@ export const operatorOperations: Record<string, Operation> = withExamples({
 export const staffApiOperations: Record<string, Operation> = withExamples({
   ...staffOperations,
   ...memberMergeStaffOperations,
+  ...tierStaffOperations,
 });

@@ -52,6 +52,18 @@ const warning = {
   expires_on: z.string().describe('the expiry day (UTC), YYYY-MM-DD'),
 };
 
+/** A member's tier on a card, from one tier to another (`to` is `from` on a renewal or a warning: the tier that would follow). */
+const tierChange = {
+  member_id: Id,
+  card_id: Id,
+  from: z.string().describe('the tier before'),
+  to: z.string().describe('the tier after (a warning: the tier the member would move to)'),
+  from_rank: z.number().int(),
+  to_rank: z.number().int(),
+  valid_until: Timestamp.nullable().describe('until when the tier after holds; null: no end'),
+  reason: z.string().optional().describe('qualified, review or manual'),
+};
+
 const claimData = z
   .object({
     claim_request_id: Id,
@@ -279,6 +291,37 @@ export const webhookEventTypes = {
       previous_balance: Money,
       new_balance: Money,
     }),
+  },
+  'tier.upgraded': {
+    source: 'ledger.tier_upgraded',
+    summary:
+      "A member moved up a card's tiers: at once, in the earn (or counted bonus) that crossed the entry threshold (reason qualified), or set by hand (reason manual).",
+    data: z.object({
+      ...tierChange,
+      transaction_id: Id.optional().describe('the earn that crossed the threshold (reason qualified)'),
+    }),
+  },
+  'tier.renewed': {
+    source: 'ledger.tier_renewed',
+    summary: "A member's tier was reviewed at the end of its validity and kept for another period.",
+    data: z.object({ ...tierChange, qualifying_total: z.number().describe('points, or currency units') }),
+  },
+  'tier.downgrade_warning': {
+    source: 'ledger.tier_downgrade_warning',
+    summary:
+      "warning_days before a tier's review, the member has not yet met its retain threshold: what is still needed, and the tier the member would move to.",
+    data: z.object({
+      ...tierChange,
+      qualifying_total: z.number().describe('points, or currency units, so far in the window judged at valid_until'),
+      points_needed_to_retain: Points.optional().describe('ladders counting points'),
+      amount_needed_to_retain: Money.optional().describe('ladders counting money (amount_spent, cashback cards)'),
+    }),
+  },
+  'tier.downgraded': {
+    source: 'ledger.tier_downgraded',
+    summary:
+      "A member moved down a card's tiers: at the review at the end of the tier's validity (reason review), or set by hand (reason manual).",
+    data: z.object({ ...tierChange, qualifying_total: z.number().optional().describe('points, or currency units') }),
   },
   'claim.requested': {
     source: 'claims.claim_requested',

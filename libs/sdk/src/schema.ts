@@ -1561,6 +1561,86 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  'tier.downgrade_warning': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * warning_days before a tier's review, the member has not yet met its retain threshold: what is still needed, and the tier the member would move to.
+     * @description Delivered at least once: answer 2xx within 10 s, or the delivery is retried with exponential backoff and jitter for up to three days. De-duplicate on the event `id`.
+     */
+    post: operations['webhook.tier.downgrade_warning'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'tier.downgraded': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A member moved down a card's tiers: at the review at the end of the tier's validity (reason review), or set by hand (reason manual).
+     * @description Delivered at least once: answer 2xx within 10 s, or the delivery is retried with exponential backoff and jitter for up to three days. De-duplicate on the event `id`.
+     */
+    post: operations['webhook.tier.downgraded'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'tier.renewed': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A member's tier was reviewed at the end of its validity and kept for another period.
+     * @description Delivered at least once: answer 2xx within 10 s, or the delivery is retried with exponential backoff and jitter for up to three days. De-duplicate on the event `id`.
+     */
+    post: operations['webhook.tier.renewed'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'tier.upgraded': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A member moved up a card's tiers: at once, in the earn (or counted bonus) that crossed the entry threshold (reason qualified), or set by hand (reason manual).
+     * @description Delivered at least once: answer 2xx within 10 s, or the delivery is retried with exponential backoff and jitter for up to three days. De-duplicate on the event `id`.
+     */
+    post: operations['webhook.tier.upgraded'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export interface components {
   schemas: {
@@ -17578,6 +17658,10 @@ export interface operations {
             | 'points.expired'
             | 'cashback.expiring'
             | 'cashback.expired'
+            | 'tier.upgraded'
+            | 'tier.renewed'
+            | 'tier.downgrade_warning'
+            | 'tier.downgraded'
             | 'claim.requested'
             | 'claim.approved'
             | 'claim.rejected'
@@ -18354,6 +18438,10 @@ export interface operations {
             | 'points.expired'
             | 'cashback.expiring'
             | 'cashback.expired'
+            | 'tier.upgraded'
+            | 'tier.renewed'
+            | 'tier.downgrade_warning'
+            | 'tier.downgraded'
             | 'claim.requested'
             | 'claim.approved'
             | 'claim.rejected'
@@ -20881,6 +20969,286 @@ export interface operations {
           tenant_id: number;
           /** @constant */
           type: 'rule.budget_exhausted';
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx). The body is not read beyond a few KB. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Any other answer (or none within 10 s) fails the attempt; it is retried. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook.tier.downgrade_warning': {
+    parameters: {
+      query?: never;
+      header: {
+        /**
+         * @description The event id (as `id` in the body): the same on every attempt.
+         * @example b3c1f0d2-9a4e-4e0b-8f57-2f3c9d1e7a10
+         */
+        'Loyalty-Event-Id': string;
+        /**
+         * @description The event type (as `type` in the body).
+         * @example points.earned
+         */
+        'Loyalty-Event-Type': string;
+        /**
+         * @description `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" under the endpoint secret>`; during a secret rotation a second `v1` (the old secret). Check one `v1` with a timestamp tolerance (the SDK: `verifyWebhookSignature`).
+         * @example t=1773480413,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+         */
+        'Loyalty-Signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description when it happened */
+          created_at: string;
+          data: {
+            /** @description ladders counting money (amount_spent, cashback cards) */
+            amount_needed_to_retain?: number;
+            card_id: number;
+            /** @description the tier before */
+            from: string;
+            from_rank: number;
+            member_id: number;
+            /** @description ladders counting points */
+            points_needed_to_retain?: number;
+            /** @description points, or currency units, so far in the window judged at valid_until */
+            qualifying_total: number;
+            /** @description qualified, review or manual */
+            reason?: string;
+            /** @description the tier after (a warning: the tier the member would move to) */
+            to: string;
+            to_rank: number;
+            /** @description until when the tier after holds; null: no end */
+            valid_until: string | null;
+          };
+          /** @description the event id: the same on every attempt and redelivery; de-duplicate on it */
+          id: string;
+          tenant_id: number;
+          /** @constant */
+          type: 'tier.downgrade_warning';
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx). The body is not read beyond a few KB. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Any other answer (or none within 10 s) fails the attempt; it is retried. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook.tier.downgraded': {
+    parameters: {
+      query?: never;
+      header: {
+        /**
+         * @description The event id (as `id` in the body): the same on every attempt.
+         * @example b3c1f0d2-9a4e-4e0b-8f57-2f3c9d1e7a10
+         */
+        'Loyalty-Event-Id': string;
+        /**
+         * @description The event type (as `type` in the body).
+         * @example points.earned
+         */
+        'Loyalty-Event-Type': string;
+        /**
+         * @description `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" under the endpoint secret>`; during a secret rotation a second `v1` (the old secret). Check one `v1` with a timestamp tolerance (the SDK: `verifyWebhookSignature`).
+         * @example t=1773480413,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+         */
+        'Loyalty-Signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description when it happened */
+          created_at: string;
+          data: {
+            card_id: number;
+            /** @description the tier before */
+            from: string;
+            from_rank: number;
+            member_id: number;
+            /** @description points, or currency units */
+            qualifying_total?: number;
+            /** @description qualified, review or manual */
+            reason?: string;
+            /** @description the tier after (a warning: the tier the member would move to) */
+            to: string;
+            to_rank: number;
+            /** @description until when the tier after holds; null: no end */
+            valid_until: string | null;
+          };
+          /** @description the event id: the same on every attempt and redelivery; de-duplicate on it */
+          id: string;
+          tenant_id: number;
+          /** @constant */
+          type: 'tier.downgraded';
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx). The body is not read beyond a few KB. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Any other answer (or none within 10 s) fails the attempt; it is retried. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook.tier.renewed': {
+    parameters: {
+      query?: never;
+      header: {
+        /**
+         * @description The event id (as `id` in the body): the same on every attempt.
+         * @example b3c1f0d2-9a4e-4e0b-8f57-2f3c9d1e7a10
+         */
+        'Loyalty-Event-Id': string;
+        /**
+         * @description The event type (as `type` in the body).
+         * @example points.earned
+         */
+        'Loyalty-Event-Type': string;
+        /**
+         * @description `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" under the endpoint secret>`; during a secret rotation a second `v1` (the old secret). Check one `v1` with a timestamp tolerance (the SDK: `verifyWebhookSignature`).
+         * @example t=1773480413,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+         */
+        'Loyalty-Signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description when it happened */
+          created_at: string;
+          data: {
+            card_id: number;
+            /** @description the tier before */
+            from: string;
+            from_rank: number;
+            member_id: number;
+            /** @description points, or currency units */
+            qualifying_total: number;
+            /** @description qualified, review or manual */
+            reason?: string;
+            /** @description the tier after (a warning: the tier the member would move to) */
+            to: string;
+            to_rank: number;
+            /** @description until when the tier after holds; null: no end */
+            valid_until: string | null;
+          };
+          /** @description the event id: the same on every attempt and redelivery; de-duplicate on it */
+          id: string;
+          tenant_id: number;
+          /** @constant */
+          type: 'tier.renewed';
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx). The body is not read beyond a few KB. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Any other answer (or none within 10 s) fails the attempt; it is retried. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook.tier.upgraded': {
+    parameters: {
+      query?: never;
+      header: {
+        /**
+         * @description The event id (as `id` in the body): the same on every attempt.
+         * @example b3c1f0d2-9a4e-4e0b-8f57-2f3c9d1e7a10
+         */
+        'Loyalty-Event-Id': string;
+        /**
+         * @description The event type (as `type` in the body).
+         * @example points.earned
+         */
+        'Loyalty-Event-Type': string;
+        /**
+         * @description `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" under the endpoint secret>`; during a secret rotation a second `v1` (the old secret). Check one `v1` with a timestamp tolerance (the SDK: `verifyWebhookSignature`).
+         * @example t=1773480413,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+         */
+        'Loyalty-Signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description when it happened */
+          created_at: string;
+          data: {
+            card_id: number;
+            /** @description the tier before */
+            from: string;
+            from_rank: number;
+            member_id: number;
+            /** @description qualified, review or manual */
+            reason?: string;
+            /** @description the tier after (a warning: the tier the member would move to) */
+            to: string;
+            to_rank: number;
+            /** @description the earn that crossed the threshold (reason qualified) */
+            transaction_id?: number;
+            /** @description until when the tier after holds; null: no end */
+            valid_until: string | null;
+          };
+          /** @description the event id: the same on every attempt and redelivery; de-duplicate on it */
+          id: string;
+          tenant_id: number;
+          /** @constant */
+          type: 'tier.upgraded';
         };
       };
     };

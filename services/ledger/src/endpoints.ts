@@ -14,6 +14,7 @@ import {
   transferOperations,
   tierAdminOperations,
   tierOperations,
+  tierStaffOperations,
 } from '@loyalty/contracts';
 import { Endpoints } from '@loyalty/runtime';
 import type { CardCatalogue } from './card-catalogue.ts';
@@ -137,6 +138,7 @@ function ruleEndpoints(endpoints: Endpoints, book: RuleBook, events: MemberEvent
 function tierEndpoints(endpoints: Endpoints, book: TierBook): Endpoints {
   const t = tierOperations;
   const a = tierAdminOperations;
+  const s = tierStaffOperations;
   return endpoints
     .public(t['tiers.get'], (d, x) => book.settings(x.meta.tenant_id, d.card_id))
     .public(t['tiers.put'], (d, x) => book.put(x.meta.tenant_id, d.card_id, d, x.meta))
@@ -146,7 +148,11 @@ function tierEndpoints(endpoints: Endpoints, book: TierBook): Endpoints {
     .operator(a['admin.tiers.member'], (d, x) =>
       book.member({ request_id: x.meta.request_id, tenant_id: d.tenant_id }, d.card_id, d.member_id),
     )
-    .operator(a['admin.tiers.set'], (d, x) => book.setManually(x.meta, d.tenant_id, d.card_id, d.member_id, d));
+    .operator(a['admin.tiers.set'], (d, x) => book.setManually(x.meta, d.tenant_id, d.card_id, d.member_id, d))
+    .staff(s['staff.tiers.get'], (d, x) => book.settings(x.meta.tenant_id, d.card_id))
+    .staff(s['staff.tiers.put'], (d, x) => book.put(x.meta.tenant_id, d.card_id, d, x.meta))
+    .staff(s['staff.tiers.member'], (d, x) => book.member(x.meta, d.card_id, d.member_id))
+    .staff(s['staff.tiers.set'], (d, x) => book.setManually(x.meta, x.meta.tenant_id, d.card_id, d.member_id, d));
 }
 
 /** Points transfers between members. */

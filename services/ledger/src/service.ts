@@ -10,7 +10,7 @@ import {
   type ServiceDeclaration,
   type ServiceRuntime,
 } from '@loyalty/runtime';
-import { accounting } from './accounting.ts';
+import { accounting, type LedgerDeps } from './accounting.ts';
 import { CardCache } from './card-cache.ts';
 import { cardCatalogue } from './card-catalogue.ts';
 import { cashbackProduct } from './products/cashback.ts';
@@ -23,6 +23,8 @@ import { ledgerMemberData } from './member-data.ts';
 import { pointsProduct } from './products/points.ts';
 import { holdsOf } from './lots/holds.ts';
 import type { LotSweep } from './lots/sweeper.ts';
+import type { TierSweep } from './tiers/sweeper.ts';
+import { RECOMPUTE_JOB, recomputeHandler } from './tiers/recompute.ts';
 import { PostingBatcher } from './posting-batcher.ts';
 import { quotes } from './products/quotes.ts';
 import { MemberEvents } from './products/member-events.ts';
@@ -30,6 +32,7 @@ import { RuleBook } from './rule-book.ts';
 import { staffDesk } from './staff-desk.ts';
 import { TierBook } from './tier-book.ts';
 import { postMany } from './store/accounts.ts';
+import { findCard } from './store/cards.ts';
 import { ledgerTasks } from './tasks.ts';
 import { Transfers } from './transfers/transfers.ts';
 import { reportsOf } from './reports/index.ts';
@@ -40,6 +43,8 @@ export const SERVICE_VERSION = '0.2.0';
 export interface LedgerHooks {
   /** Run one lot sweep now (settle due accounts, warn of expiries, release overdue holds): tests, benchmarks. */
   sweepLots(): Promise<LotSweep>;
+  /** Run one tier sweep now (review tiers whose validity ended, warn of coming downgrades): tests. */
+  sweepTiers(): Promise<TierSweep>;
   /** The card cache (tests look at what it holds). */
   cards: CardCache;
   /** Fold the report deltas into the rollups now: how many were folded (tests). */
@@ -94,6 +99,40 @@ function pinsOf({ pool, clock }: ServiceRuntime, config: LedgerConfig) {
   });
 }
 
+/** Tiers: the ladder book, whose changes queue a recompute of the card's members. */
+function tierBook(rt: ServiceRuntime, deps: LedgerDeps): TierBook {
+  return new TierBook(deps, (cardId) => deps.cards.changed(cardId), {
+    start: (db, card, version) =>
+      rt.jobs.store.create(db, {
+        tenantId: card.tenant_id,
+        kind: RECOMPUTE_JOB,
+        params: { card_id: card.id, version },
+        now: rt.clock.now(),
+      }),
+    wake: () => rt.jobs.wake(),
+  });
+}
+
+/** The subjects of the tier sweep's events. */
+function tierSubjectsOf({ subjects }: ServiceRuntime) {
+  return {
+    renewed: subjects.event('ledger', 'tier_renewed'),
+    downgraded: subjects.event('ledger', 'tier_downgraded'),
+    warning: subjects.event('ledger', 'tier_downgrade_warning'),
+  };
+}
+
+/** The recompute job's handler (tiers/recompute.ts). */
+function recomputeJob(rt: ServiceRuntime) {
+  return recomputeHandler({
+    pool: rt.pool,
+    clock: rt.clock,
+    outbox: rt.outbox,
+    cardOf: (tenantId, cardId) => findCard(rt.pool, tenantId, cardId),
+    upgradedSubject: rt.subjects.event('ledger', 'tier_upgraded'),
+  });
+}
+
 /** The subjects of the expiry events (expired, expiring) by the card's unit. */
 function lotEventSubjects(subjects: ServiceRuntime['subjects']) {
   return (what: 'expired' | 'expiring') => ({
@@ -105,12 +144,7 @@ function lotEventSubjects(subjects: ServiceRuntime['subjects']) {
 async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<ServiceDeclaration<LedgerHooks>> {
   const { pool, nc, subjects, log, metrics, outbox, clock } = rt;
   // Cards are cached per replica; a replica that changes a card tells every other one.
-  const cards = new CardCache(pool, {
-    ttlMs: config.CARD_CACHE_TTL_MS,
-    nc,
-    subject: subjects.cardsChanged(),
-    metrics,
-  });
+  const cards = new CardCache(pool, { ttlMs: config.CARD_CACHE_TTL_MS, nc, subject: subjects.cardsChanged(), metrics });
   const pins = pinsOf(rt, config);
   const client = new ServiceClient(nc, subjects, { timeoutMs: config.REQUEST_TIMEOUT_MS, log });
   const lotSubjects = lotEventSubjects(subjects);
@@ -129,10 +163,12 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
   };
   const books = accounting(deps);
   const holds = holdsOf(deps, books);
-  const { lotSweeper } = ledgerTasks({ pool, clock, log, metrics, outbox, holds }, config, lotSubjects);
+  const tasks = { pool, clock, log, metrics, outbox, holds };
+  const { lotSweeper, tierSweeper } = ledgerTasks(tasks, config, lotSubjects, tierSubjectsOf(rt));
   const cashback = cashbackProduct(deps, books);
   const points = pointsProduct(deps, books, holds);
   const reports = reportsOf(rt);
+  const foldReports = () => reports.folder.runNow();
   return {
     endpoints: ledgerEndpoints({
       cards: cardCatalogue(pool, outbox, (cardId) => cards.changed(cardId)),
@@ -147,14 +183,14 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
       transfers: new Transfers(deps, books, memberCodes(client)),
       memberData: ledgerMemberData(pool, members),
       reports,
-      tiers: new TierBook(deps, (cardId) => cards.changed(cardId)),
+      tiers: tierBook(rt, deps),
       merges: new MemberMerges(deps, books),
     }),
     tenantData: ledgerTenantTables,
     consumers: ledgerConsumers(),
-    tasks: [lotSweeper, reports.folder],
-    jobs: reports.jobs,
+    tasks: [lotSweeper, tierSweeper, reports.folder],
+    jobs: { ...reports.jobs, [RECOMPUTE_JOB]: recomputeJob(rt) },
     caches: [cards.cache, erasedMembers],
-    hooks: { sweepLots: () => lotSweeper.sweep(), cards, foldReports: () => reports.folder.runNow() },
+    hooks: { sweepLots: () => lotSweeper.sweep(), sweepTiers: () => tierSweeper.sweep(), cards, foldReports },
   };
 }

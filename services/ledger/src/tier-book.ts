@@ -36,8 +36,12 @@ import {
 
 type Who = Meta | AdminMeta | StaffMeta;
 
-/** What a recompute of the card's members is started with (tiers/recompute.ts); answers its job id. */
-export type StartRecompute = (db: PoolClient, card: Card, version: number) => Promise<string>;
+/** How a recompute of the card's members is queued in a transaction (tiers/recompute.ts) and its runner woken after. */
+export interface Recompute {
+  /** Queue the job with `db`; its public id. */
+  start: (db: PoolClient, card: Card, version: number) => Promise<string>;
+  wake: () => void;
+}
 
 /** The qualifying unit of a ladder as the API writes it: points, or currency units for cents. */
 function amountView(ladder: Pick<TierLadder, 'metric'>, card: Card) {
@@ -115,7 +119,7 @@ export class TierBook {
   constructor(
     private readonly deps: { pool: Pool; outbox: Outbox; clock: Clock; members: MemberDirectory },
     private readonly changed: (cardId: number) => void,
-    private readonly recompute?: StartRecompute,
+    private readonly recompute?: Recompute,
   ) {}
 
   async settings(tenantId: number, cardId: number) {
@@ -142,7 +146,7 @@ export class TierBook {
       await saveLadder(db, { tenantId, cardId: card.id }, next, at);
       const after = await findLadder(db, card.id);
       const requalify = next.steps.length > 0 && !sameQualification(before, next);
-      const job = requalify && this.recompute && after ? await this.recompute(db, card, after.version) : null;
+      const job = requalify && this.recompute && after ? await this.recompute.start(db, card, after.version) : null;
       await recordAudit(this.deps.outbox, db, tenantId, {
         actor: auditActor(who),
         action: 'tiers.updated',
@@ -158,6 +162,7 @@ export class TierBook {
       return job;
     });
     this.changed(card.id);
+    if (jobId) this.recompute?.wake();
     return { ...(await this.settings(tenantId, cardId)), recompute_job_id: jobId };
   }
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
+import type { RunningLedger } from '../src/service.ts';
 import { cashbackCard, email, pointsCard, type Api } from './support.ts';
 
 /**
@@ -300,5 +301,155 @@ describe('qualification', () => {
       [String(e.member_id)],
     );
     expect(rows.map((r) => r.action)).toEqual(['tier.set']);
+  });
+});
+
+describe('reviews at the end of validity', () => {
+  const ledger = () => sys.services.ledger as RunningLedger;
+  const eventsOf = async (type: string, card: number) =>
+    (
+      await sys.db.query<{ data: Body }>(
+        `SELECT payload -> 'data' AS data FROM ledger.outbox WHERE subject LIKE $1 AND payload -> 'data' ->> 'card_id' = $2
+          ORDER BY created_at`,
+        [`%.${type}`, String(card)],
+      )
+    ).rows.map((r) => r.data);
+
+  it('warns before a downgrade (and mails it), downgrades at the period end, renews who kept the threshold, once', async () => {
+    setClock('2026-06-01T12:00:00Z');
+    const card = await pointsCard(sys, tenantId);
+    await withTiers(card, { window: 'rolling', window_days: 30, warning_days: 10 });
+    const slipping = email('slipping');
+    const a = await earn(card, { email: slipping, purchase_amount: 120 });
+    const b = await earn(card, { email: email('keeper'), purchase_amount: 150 });
+    expect(a.tier).toMatchObject({ name: 'Silver', valid_until: '2026-07-02T00:00:00.000Z', upgraded: true });
+    setClock('2026-06-20T12:00:00Z');
+    await earn(card, { member_id: b.member_id, purchase_amount: 90 });
+    expect((await ledger().hooks.sweepTiers()).warned).toBe(0);
+    setClock('2026-06-23T08:00:00Z');
+    const warned = await ledger().hooks.sweepTiers();
+    expect(warned.warned).toBe(1);
+    expect(await eventsOf('tier_downgrade_warning', card)).toEqual([
+      expect.objectContaining({
+        member_id: a.member_id,
+        from: 'Silver',
+        to: 'Bronze',
+        valid_until: '2026-07-02T00:00:00.000Z',
+        points_needed_to_retain: 80,
+      }),
+    ]);
+    const mail = await sys.mail.waitFor(slipping, (m) => m.subject.includes('Silver'));
+    expect(mail.text).toContain('80 more points');
+    expect((await ledger().hooks.sweepTiers()).warned).toBe(0);
+    setClock('2026-07-02T00:00:01Z');
+    const reviewed = await ledger().hooks.sweepTiers();
+    expect(reviewed).toMatchObject({ renewed: 1, downgraded: 1 });
+    expect(await eventsOf('tier_downgraded', card)).toEqual([
+      expect.objectContaining({
+        member_id: a.member_id,
+        from: 'Silver',
+        to: 'Bronze',
+        valid_until: null,
+        reason: 'review',
+      }),
+    ]);
+    expect(await eventsOf('tier_renewed', card)).toEqual([
+      expect.objectContaining({
+        member_id: b.member_id,
+        from: 'Silver',
+        to: 'Silver',
+        valid_until: '2026-08-01T00:00:00.000Z',
+        qualifying_total: 90,
+      }),
+    ]);
+    expect(await ledger().hooks.sweepTiers()).toEqual({ renewed: 0, downgraded: 0, warned: 0 });
+    const after = await api('GET', tierOf(card, a.member_id));
+    expect(after.body.data).toMatchObject({ tier: { name: 'Bronze' }, valid_until: null });
+  });
+
+  it('reviews a tier set by hand when it ends, like any other', async () => {
+    setClock('2026-09-01T10:00:00Z');
+    const card = await pointsCard(sys, tenantId);
+    await withTiers(card);
+    const e = await earn(card, { email: email('guest'), purchase_amount: 90 });
+    await sys.admin('PUT', `/admin/v1/tenants/${tenantId}/cards/${card}/members/${e.member_id}/tier`, {
+      tier: 'Gold',
+      valid_until: '2026-09-15T00:00:00Z',
+      reason: 'Trial',
+    });
+    setClock('2026-09-15T00:00:01Z');
+    expect((await ledger().hooks.sweepTiers()).downgraded).toBeGreaterThanOrEqual(1);
+    expect(await eventsOf('tier_downgraded', card)).toEqual([
+      expect.objectContaining({ member_id: e.member_id, from: 'Gold', to: 'Silver', reason: 'review' }),
+    ]);
+    // 90 in the year before meets Silver's retain threshold (80), not Gold's (400).
+    const after = await api('GET', tierOf(card, e.member_id));
+    expect(after.body.data).toMatchObject({ tier: { name: 'Silver' }, manual: null });
+  });
+});
+
+describe('recomputing a card after a ladder change', () => {
+  async function finished(jobId: string): Promise<Body> {
+    for (let i = 0; i < 200; i++) {
+      const r = await api('GET', `/api/v1/jobs/${jobId}`);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      const job = r.body.data as Body;
+      if (job.status === 'succeeded' || job.status === 'failed') return job;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error(`job ${jobId} did not finish`);
+  }
+
+  it('qualifies every member from the journal in a job, upgrading at once and never downgrading early', async () => {
+    setClock('2026-10-01T10:00:00Z');
+    const card = await pointsCard(sys, tenantId);
+    const big = await earn(card, { email: email('big'), purchase_amount: 600 });
+    const mid = await earn(card, { email: email('mid'), purchase_amount: 150 });
+    const small = await earn(card, { email: email('small'), purchase_amount: 10 });
+    const refunded = await api('POST', `${PTS}/refund`, {
+      body: { card_id: card, member_id: mid.member_id, refund_amount: 20 },
+    });
+    expect(refunded.status, JSON.stringify(refunded.body)).toBe(200);
+    const set = await withTiers(card);
+    expect(set.recompute_job_id).toMatch(/^job_ledger_/);
+    expect(await finished(String(set.recompute_job_id))).toMatchObject({
+      kind: 'tiers.recompute',
+      status: 'succeeded',
+      progress: { done: 3, total: 3 },
+    });
+    const tierName = async (member: number) =>
+      (await api('GET', tierOf(card, member))).body.data as { tier: { name: string }; qualifying_total: number };
+    expect(await tierName(big.member_id)).toMatchObject({ tier: { name: 'Gold' }, qualifying_total: 600 });
+    expect(await tierName(mid.member_id)).toMatchObject({ tier: { name: 'Silver' }, qualifying_total: 130 });
+    expect(await tierName(small.member_id)).toMatchObject({ tier: { name: 'Bronze' }, qualifying_total: 10 });
+    const upgrades = await sys.db.query<{ reason: string }>(
+      `SELECT payload -> 'data' ->> 'reason' AS reason FROM ledger.outbox
+        WHERE subject LIKE '%.tier_upgraded' AND payload -> 'data' ->> 'card_id' = $1`,
+      [String(card)],
+    );
+    expect(upgrades.rows).toEqual([{ reason: 'recompute' }, { reason: 'recompute' }]);
+    const stats = (await api('GET', tiersOf(card))).body.data as { tiers: { name: string; members: number }[] };
+    expect(stats.tiers.map((t) => [t.name, t.members])).toEqual([
+      ['Bronze', 1],
+      ['Silver', 1],
+      ['Gold', 1],
+    ]);
+    // Names and descriptions only: nothing to recompute.
+    const renamed = await withTiers(card, {
+      tiers: LADDER.map((t) => (t.rank === 2 ? { ...t, name: 'Platinum' } : t)),
+    });
+    expect(renamed.recompute_job_id).toBeNull();
+    // A stricter metric: amount spent over 1,000 for the top tier. Nobody moves down before a review.
+    const stricter = await withTiers(card, {
+      metric: 'amount_spent',
+      tiers: [
+        LADDER[0],
+        { ...LADDER[1], entry_threshold: 1000, retain_threshold: 900 },
+        { ...LADDER[2], entry_threshold: 5000, retain_threshold: 4000 },
+      ],
+    });
+    expect(await finished(String(stricter.recompute_job_id))).toMatchObject({ status: 'succeeded' });
+    expect(await tierName(big.member_id)).toMatchObject({ tier: { name: 'Gold' }, qualifying_total: 600 });
+    expect(await tierName(small.member_id)).toMatchObject({ tier: { name: 'Bronze' } });
   });
 });

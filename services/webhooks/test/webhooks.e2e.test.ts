@@ -383,6 +383,44 @@ describe('event types', () => {
     expect((await lots.sweepLots()).warned).toBeGreaterThanOrEqual(2);
     sys.clock.advance(24 * 3600_000);
     expect((await lots.sweepLots()).expired).toBeGreaterThanOrEqual(2);
+    // tier.upgraded (by the recompute of the ladder's members and by a crossing earn), then with
+    // the clock moved: tier.downgrade_warning and tier.downgraded for a member who stopped earning,
+    // tier.renewed for one who kept earning (the ledger's tier sweep).
+    const ladder = await sys.admin<{ recompute_job_id: string | null }>(
+      'PUT',
+      `/admin/v1/tenants/${m.tenantId}/cards/${m.pointsCard}/tiers`,
+      {
+        tiers: [
+          { name: 'Bronze', rank: 0, entry_threshold: 0, retain_threshold: 0 },
+          { name: 'Silver', rank: 1, entry_threshold: 10, retain_threshold: 5 },
+        ],
+        window: 'rolling',
+        window_days: 2,
+        warning_days: 1,
+      },
+    );
+    await eventually(
+      async () => (await ok(m.api('GET', `/api/v1/jobs/${ladder.recompute_job_id}`))).status,
+      (status) => status === 'succeeded',
+      30_000,
+    );
+    const quitter = await ok(
+      m.api('POST', '/api/v1/loyalty/points/earn', {
+        body: { card_id: m.pointsCard, email: `quit.${randomUUID()}@example.com`, purchase_amount: 20 },
+      }),
+    );
+    expect(quitter.tier).toMatchObject({ name: 'Silver', upgraded: true });
+    const keeper = { card_id: m.pointsCard, member_id: anaId, purchase_amount: 20 };
+    expect((await ok(m.api('POST', '/api/v1/loyalty/points/earn', { body: keeper }))).tier).toMatchObject({
+      name: 'Silver',
+    });
+    const tiers = (sys.services.ledger as RunningService<{ sweepTiers(): Promise<{ warned: number }> }>).hooks;
+    sys.clock.advance(24 * 3600_000 + 1_000);
+    await ok(m.api('POST', '/api/v1/loyalty/points/earn', { body: keeper }));
+    sys.clock.advance(24 * 3600_000);
+    expect((await tiers.sweepTiers()).warned).toBeGreaterThanOrEqual(1);
+    sys.clock.advance(24 * 3600_000);
+    await tiers.sweepTiers();
     // member.erased: another member erased (identity's job asks every service for its part, then says so)
     const gone = await ok(
       m.api('POST', '/api/v1/auth/member/register', {

@@ -55,12 +55,26 @@ const memberTier = {
   needed_to_retain: 800,
 };
 
+const manualExample: OperationExample = {
+  request: { tier: 'Gold', valid_until: '2026-09-01T00:00:00Z', reason: 'Press partner for the summer' },
+  response: {
+    ...memberTier,
+    tier: { name: 'Gold', rank: 2, description: 'Double points' },
+    valid_until: '2026-09-01T00:00:00.000Z',
+    manual: { reason: 'Press partner for the summer' },
+    next_tier: null,
+    needed_for_next: null,
+    needed_to_retain: 2620,
+  },
+};
+const putExample: OperationExample = {
+  request,
+  response: { ...settings, recompute_job_id: 'job_ledger_3f1c9a52-8d0e-4b7a-9c61-2a5e7d4b8f10' },
+};
+
 const tierExamples: Record<string, OperationExample> = {
   'tiers.get': { response: settings },
-  'tiers.put': {
-    request,
-    response: { ...settings, recompute_job_id: 'job_ledger_3f1c9a52-8d0e-4b7a-9c61-2a5e7d4b8f10' },
-  },
+  'tiers.put': putExample,
   'tiers.member': { response: memberTier },
 };
 
@@ -68,16 +82,9 @@ export const tierOperationExamples: Record<string, OperationExample> = {
   ...tierExamples,
   // The operator API's tier operations answer the same.
   ...Object.fromEntries(Object.entries(tierExamples).map(([id, e]) => [`admin.${id}`, e])),
-  'admin.tiers.set': {
-    request: { tier: 'Gold', valid_until: '2026-09-01T00:00:00Z', reason: 'Press partner for the summer' },
-    response: {
-      ...memberTier,
-      tier: { name: 'Gold', rank: 2, description: 'Double points' },
-      valid_until: '2026-09-01T00:00:00.000Z',
-      manual: { reason: 'Press partner for the summer' },
-      next_tier: null,
-      needed_for_next: null,
-      needed_to_retain: 2620,
-    },
-  },
+  'admin.tiers.set': manualExample,
+  'staff.tiers.get': { response: settings },
+  'staff.tiers.put': putExample,
+  'staff.tiers.member': { response: memberTier },
+  'staff.tiers.set': manualExample,
 };

@@ -240,6 +240,67 @@ export const tierAdminOperations = defineOperations({
     params: AdminMemberParams,
     body: ManualTierInput,
     response: MemberTier,
-    errors: ['invalid_operator_token', 'card_not_found', 'member_not_found', 'tiers_not_configured', 'invalid_tiers'],
+    errors: [
+      'invalid_operator_token',
+      'card_not_found',
+      'member_not_found',
+      'tiers_not_configured',
+      'tier_not_found',
+      'invalid_tiers',
+    ],
+  },
+});
+
+// ---- the staff API (the console): managers configure and set by hand, staff read -----------------
+
+const staffOp = (role: 'staff' | 'manager') =>
+  ({ service: 'ledger', scope: null, memberToken: false, staffRole: role, tag: 'Staff: tiers' }) as const;
+
+export const tierStaffOperations = defineOperations({
+  'staff.tiers.get': {
+    ...staffOp('staff'),
+    method: 'GET',
+    path: '/staff/v1/cards/:card_id/tiers',
+    operation: 'staff.tiers.get',
+    idempotent: false,
+    summary: "A card's tier ladder and settings, with the members in each tier",
+    params: CardParams,
+    response: TierSettings,
+    errors: ['card_not_found'],
+  },
+  'staff.tiers.put': {
+    ...staffOp('manager'),
+    method: 'PUT',
+    path: '/staff/v1/cards/:card_id/tiers',
+    operation: 'staff.tiers.put',
+    idempotent: false,
+    summary: "Set a card's tier ladder and qualification settings (managers)",
+    params: CardParams,
+    body: TierSettingsInput,
+    response: TierSettingsAnswer,
+    errors: ['card_not_found', 'invalid_tiers'],
+  },
+  'staff.tiers.member': {
+    ...staffOp('staff'),
+    method: 'GET',
+    path: '/staff/v1/cards/:card_id/members/:member_id/tier',
+    operation: 'staff.tiers.member',
+    idempotent: false,
+    summary: "A member's tier on a card and the progress to the next one",
+    params: MemberParams,
+    response: MemberTier,
+    errors: ['card_not_found', 'member_not_found', 'tiers_not_configured'],
+  },
+  'staff.tiers.set': {
+    ...staffOp('manager'),
+    method: 'PUT',
+    path: '/staff/v1/cards/:card_id/members/:member_id/tier',
+    operation: 'staff.tiers.set',
+    idempotent: false,
+    summary: "Set a member's tier by hand, with an expiry and a reason (managers; audited)",
+    params: MemberParams,
+    body: ManualTierInput,
+    response: MemberTier,
+    errors: ['card_not_found', 'member_not_found', 'tiers_not_configured', 'tier_not_found', 'invalid_tiers'],
   },
 });

@@ -35,6 +35,18 @@ export const templates: Record<string, Template> = {
     subject: `${num(d.amount)} ${mailText(d.currency ?? '', 3)} of cashback expires on ${day(d.expires_on)}`,
     text: `Hello ${name},\n\n${num(d.amount)} ${mailText(d.currency ?? '', 3)} of your cashback expires on ${day(d.expires_on)}. Spend it before then to keep it.\n`,
   }),
+  // Tiers (ledger): warning_days before a review that would move the member down.
+  'ledger.tier_downgrade_warning': (d, name) => {
+    const needed =
+      d.points_needed_to_retain !== undefined
+        ? `${num(d.points_needed_to_retain)} more points`
+        : `${num(d.amount_needed_to_retain)} more in purchases`;
+    const from = mailText(d.from ?? 'current', MAIL_REWARD_MAX);
+    return {
+      subject: `Keep your ${from} tier: ${needed} by ${day(d.valid_until)}`,
+      text: `Hello ${name},\n\nYour ${from} tier is reviewed on ${day(d.valid_until)}. Earn ${needed} by then to keep it; otherwise you move to ${mailText(d.to ?? 'a lower tier', MAIL_REWARD_MAX)}.\n`,
+    };
+  },
   'claims.claim_approved': (d, name) => ({
     subject: 'Your reward claim was approved',
     text: `Hello ${name},\n\nYour claim for "${rewardOf(d)}" was approved; ${num(d.points_deducted)} points were deducted.${staffNote(d)}\n`,
