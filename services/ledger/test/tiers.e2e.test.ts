@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
+import { signIn } from '../../../test/support/staff.ts';
+import { apiClient, staffClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
 import type { RunningLedger } from '../src/service.ts';
 import { cashbackCard, email, pointsCard, type Api } from './support.ts';
 
@@ -451,5 +452,41 @@ describe('recomputing a card after a ladder change', () => {
     expect(await finished(String(stricter.recompute_job_id))).toMatchObject({ status: 'succeeded' });
     expect(await tierName(big.member_id)).toMatchObject({ tier: { name: 'Gold' }, qualifying_total: 600 });
     expect(await tierName(small.member_id)).toMatchObject({ tier: { name: 'Bronze' } });
+  });
+});
+
+describe('the staff API', () => {
+  it('lets staff read tiers and managers set the ladder and a tier by hand (audited as the staff user)', async () => {
+    const card = await pointsCard(sys, tenantId);
+    await sys.admin('POST', `/admin/v1/tenants/${tenantId}/staff`, { email: 'tier-boss@example.com', role: 'manager' });
+    await sys.admin('POST', `/admin/v1/tenants/${tenantId}/staff`, { email: 'tier-clerk@example.com', role: 'staff' });
+    const staff = staffClient(sys.url);
+    const boss = await signIn(staff, tenantId, 'tier-boss@example.com');
+    const clerk = await signIn(staff, tenantId, 'tier-clerk@example.com');
+    const put = await staff('PUT', `/staff/v1/cards/${card}/tiers`, { token: boss, body: { tiers: LADDER } });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    expect(
+      (await staff('PUT', `/staff/v1/cards/${card}/tiers`, { token: clerk, body: { tiers: LADDER } })).status,
+    ).toBe(403);
+    const e = await earn(card, { email: email('staffed'), purchase_amount: 30 });
+    const read = await staff('GET', `/staff/v1/cards/${card}/members/${e.member_id}/tier`, { token: clerk });
+    expect(read.body.data).toMatchObject({ tier: { name: 'Bronze' }, needed_for_next: 70 });
+    const body = { tier: 'Silver', valid_until: '2099-01-01T00:00:00Z', reason: 'Loyal regular' };
+    const path = `/staff/v1/cards/${card}/members/${e.member_id}/tier`;
+    expect((await staff('PUT', path, { token: clerk, body })).status).toBe(403);
+    const set = await staff('PUT', path, { token: boss, body });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    expect(set.body.data).toMatchObject({ tier: { name: 'Silver' }, manual: { reason: 'Loyal regular' } });
+    const unknown = await staff('PUT', path, { token: boss, body: { ...body, tier: 'Diamond' } });
+    expect(unknown.body.error).toMatchObject({ code: 'tier_not_found' });
+    const past = await staff('PUT', path, { token: boss, body: { ...body, valid_until: '2001-01-01T00:00:00Z' } });
+    expect(past.status).toBe(422);
+    const { rows } = await sys.db.query<{ actor: string }>(
+      `SELECT payload -> 'data' -> 'actor' ->> 'email' AS actor FROM ledger.outbox
+        WHERE subject LIKE '%audit_recorded' AND payload -> 'data' ->> 'action' = 'tier.set'
+          AND payload -> 'data' -> 'target' ->> 'member_id' = $1`,
+      [String(e.member_id)],
+    );
+    expect(rows).toEqual([{ actor: 'tier-boss@example.com' }]);
   });
 });
