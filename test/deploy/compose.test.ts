@@ -106,8 +106,11 @@ const schemaErrors = (data: unknown) =>
 const text = readFileSync(composeFile, 'utf8');
 const { compose, refs } = load(text);
 const infrastructure = ['postgres', 'nats', 'redis', 'mailpit'];
-/** Started only with `--profile observability`: the trace pipeline (collector and viewer). */
-const observability = ['otel-collector', 'jaeger'];
+/**
+ * Started only with `--profile observability`: the trace pipeline (collector and viewer), and
+ * Prometheus with Grafana (the alert rules and dashboards of deploy/observability).
+ */
+const observability = ['otel-collector', 'jaeger', 'prometheus', 'grafana'];
 const durationMs = (d: string) => Number(/^(\d+)s$/.exec(d)?.[1] ?? NaN) * 1000;
 
 describe('deploy/compose.yaml', () => {

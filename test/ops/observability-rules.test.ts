@@ -11,6 +11,7 @@ import { parse, parseAllDocuments } from 'yaml';
 import { ensurePromtool } from '../../scripts/bootstrap.mjs';
 import { metricNames, parseExposition, selectors } from '../../scripts/observability/promql.ts';
 import { monitoringFile, renderAll, root, rulesFile, scrapedServices } from '../../scripts/observability/render.ts';
+import { defaultOpsPort } from '../deploy/service-configs.ts';
 import { RUNBOOKS, runbookAnchor, type AlertingRule, type RuleGroup } from '../../scripts/observability/rules.ts';
 
 const testsFile = 'deploy/observability/rules.test.yaml';
@@ -109,6 +110,47 @@ describe('generated files', () => {
     expect((rules[0]!.spec as { groups: unknown }).groups).toEqual(groups);
     const monitors = docs.filter((d) => d.kind === 'ServiceMonitor');
     expect(monitors.map((m) => (m.metadata as { name: string }).name).sort()).toEqual([...scrapedServices].sort());
+  });
+});
+
+describe('the compose observability profile', () => {
+  const compose = parse(read('deploy/compose.yaml')) as {
+    services: Record<string, { profiles?: string[]; volumes?: string[]; command?: string[] }>;
+  };
+
+  it('runs a Prometheus whose configuration promtool accepts, scraping every ops port with the rules', () => {
+    const r = run('check', 'config', 'deploy/observability/prometheus.yml');
+    expect(r.output).toContain('SUCCESS: 1 rule files found');
+    expect(r.ok).toBe(true);
+    const config = parse(read('deploy/observability/prometheus.yml')) as {
+      rule_files: string[];
+      scrape_configs: { honor_labels?: boolean; static_configs: { targets: string[] }[] }[];
+    };
+    expect(config.rule_files).toEqual(['rules.yaml']);
+    const targets = config.scrape_configs.flatMap((c) => c.static_configs.flatMap((t) => t.targets));
+    expect(targets.sort()).toEqual(scrapedServices.map((s) => `${s}:${defaultOpsPort(s)}`).sort());
+    expect(config.scrape_configs.every((c) => c.honor_labels === true)).toBe(true);
+    const prometheus = compose.services.prometheus!;
+    expect(prometheus.profiles).toEqual(['observability']);
+    expect(prometheus.volumes).toContain('./observability:/etc/prometheus/loyalty:ro');
+    expect(prometheus.command).toContain('--config.file=/etc/prometheus/loyalty/prometheus.yml');
+  });
+
+  it('runs a Grafana provisioned with the Prometheus as default data source and the dashboards', () => {
+    const grafana = compose.services.grafana!;
+    expect(grafana.profiles).toEqual(['observability']);
+    const datasources = parse(read('deploy/observability/grafana/provisioning/datasources/prometheus.yaml')) as {
+      datasources: { type: string; url: string; isDefault: boolean }[];
+    };
+    expect(datasources.datasources).toEqual([
+      expect.objectContaining({ type: 'prometheus', url: 'http://prometheus:9090', isDefault: true }),
+    ]);
+    const providers = parse(read('deploy/observability/grafana/provisioning/dashboards/loyalty.yaml')) as {
+      providers: { options: { path: string } }[];
+    };
+    const mount = grafana.volumes!.find((v) => v.startsWith('./observability/dashboards:'));
+    expect(mount?.split(':')[1]).toBe(providers.providers[0]!.options.path);
+    expect(grafana.volumes).toContain('./observability/grafana/provisioning:/etc/grafana/provisioning:ro');
   });
 });
 
