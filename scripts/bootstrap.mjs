@@ -726,6 +726,7 @@ export function ensurePromtool() {
     spawnSync('dpkg-deb', ['-x', path.join(dir, deb), path.join(root, 'var', 'tools', 'prometheus')], {
       stdio: 'inherit',
     });
+  rmSync(dir, { recursive: true, force: true });
   const now = promtoolPath();
   if (!now)
     console.warn(

@@ -111,6 +111,18 @@ describe('generated files', () => {
     const monitors = docs.filter((d) => d.kind === 'ServiceMonitor');
     expect(monitors.map((m) => (m.metadata as { name: string }).name).sort()).toEqual([...scrapedServices].sort());
   });
+
+  it('the dashboards ConfigMap of the production overlay holds exactly the dashboard files', () => {
+    const docs = parseAllDocuments(read(monitoringFile)).map((d) => d.toJS() as Record<string, unknown>);
+    const cm = docs.find((d) => d.kind === 'ConfigMap') as {
+      metadata: { labels: Record<string, string> };
+      data: Record<string, string>;
+    };
+    expect(cm.metadata.labels.grafana_dashboard).toBe('1');
+    const files = [...renderAll().keys()].filter((f) => f.endsWith('.json'));
+    expect(Object.keys(cm.data).sort()).toEqual(files.map((f) => path.basename(f)).sort());
+    for (const f of files) expect(cm.data[path.basename(f)], f).toBe(read(f));
+  });
 });
 
 describe('the compose observability profile', () => {
