@@ -50,6 +50,7 @@ export const errorCatalogue = {
   tiers_not_configured: { status: 404, message: 'This card has no tiers.' },
   tier_not_found: { status: 404, message: 'The card has no tier of this name.' },
   job_not_found: { status: 404, message: 'Job not found.' },
+  import_not_found: { status: 404, message: 'Import not found.' },
   job_result_not_found: {
     status: 404,
     message:
@@ -77,6 +78,10 @@ export const errorCatalogue = {
   tenant_retention_pending: {
     status: 409,
     message: 'The tenant has not been inactive for the retention period yet; purge_after says when it may be purged.',
+  },
+  import_not_validated: {
+    status: 409,
+    message: 'The import cannot be executed: it is still validating, or its file has bad lines (see its validate job).',
   },
   rule_state_conflict: { status: 409, message: 'The rule cannot do this in its current status.' },
   // 431: headers
@@ -107,6 +112,7 @@ export const errorCatalogue = {
     status: 422,
     message: 'The line items do not add up to purchase_amount (or do not match the purchase being refunded).',
   },
+  unknown_import_kind: { status: 422, message: 'Unknown import kind: use members or balances.' },
   invalid_rule: { status: 422, message: 'The rule is not valid; fields says which fields and why.' },
   invalid_tiers: { status: 422, message: 'The tier settings are not valid; fields says which fields and why.' },
   active_rule_limit: { status: 422, message: 'A card may have at most 100 active rules.' },

@@ -82,6 +82,21 @@ export {
   memberDataOperations,
   PersonalData,
 } from './ops/members.ts';
+export {
+  IMPORT_MAX_BYTES,
+  importAdminOperations,
+  importContentTypes,
+  importInternalOperations,
+  importKindOwner,
+  importKinds,
+  importOperations,
+  importOwner,
+  ImportRecord,
+  importRowId,
+  UPLOAD_CHUNK_BYTES,
+  UploadChunk,
+  type ImportKind,
+} from './ops/imports.ts';
 export { ProgrammeReport, reportAdminOperations, reportOperations } from './ops/reports.ts';
 export {
   EarnTier,

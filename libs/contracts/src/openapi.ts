@@ -401,6 +401,14 @@ function descriptionOf(op: Operation, audience: Audience): string {
 }
 
 function requestBodyOf(op: Operation, schemas: SchemaCollector): Record<string, unknown> {
+  if (op.upload)
+    return {
+      requestBody: {
+        required: true,
+        description: `The file, streamed (at most ${op.upload.maxBytes} bytes)`,
+        content: Object.fromEntries(op.upload.contentTypes.map((t) => [t, { schema: { type: 'string' } }])),
+      },
+    };
   if (!op.body) return {};
   const example = op.example?.request !== undefined ? { example: op.example.request } : {};
   return {

@@ -6,6 +6,7 @@ import { jobAdminOperations, jobOperations } from './ops/jobs.ts';
 import { memberDataOperations } from './ops/members.ts';
 import { quoteOperations } from './ops/quotes.ts';
 import { reportAdminOperations, reportOperations } from './ops/reports.ts';
+import { importAdminOperations, importOperations } from './ops/imports.ts';
 import { ruleAdminOperations, ruleOperations } from './ops/rules.ts';
 import { tierAdminOperations, tierOperations, tierStaffOperations } from './ops/tiers.ts';
 import { referralOperations } from './ops/referrals.ts';
@@ -56,6 +57,7 @@ export const operations: Record<string, Operation> = withExamples({
   ...memberDataOperations,
   ...reportOperations,
   ...memberMergeOperations,
+  ...importOperations,
 });
 
 /** The operator (provisioning) table, served under /admin/v1 behind the operator token. */
@@ -69,6 +71,7 @@ export const operatorOperations: Record<string, Operation> = withExamples({
   ...jobAdminOperations,
   ...reportAdminOperations,
   ...tenantOffboardingOperations,
+  ...importAdminOperations,
 });
 
 /** The staff API table, served under /staff/v1 behind staff tokens (the console uses it); its own document. */

@@ -119,3 +119,12 @@ export {
   rewritePersonalText,
   type PersonalStrings,
 } from './personal-data.ts';
+export {
+  addImportEndpoints,
+  importKind,
+  Imports,
+  type ImportContext,
+  type ImportKindSpec,
+  type RowProblem,
+} from './imports.ts';
+export { readRecords, type FileRecord } from './import-files.ts';

@@ -1,6 +1,7 @@
 import bcrypt from 'bcryptjs';
 import {
   identityOperations,
+  importInternalOperations,
   internalOperations,
   ledgerOperations,
   memberDataInternalOperations,
@@ -54,7 +55,12 @@ const calls: Record<ServiceName, { service: ServiceName; operation: string }[]> 
     tenantDataInternalOperations.referrals,
     tenantDataInternalOperations.webhooks,
   ],
-  ledger: [identityOperations.resolveMember, identityOperations.issueMemberOtp, identityOperations.verifyMemberOtp],
+  ledger: [
+    identityOperations.resolveMember,
+    identityOperations.issueMemberOtp,
+    identityOperations.verifyMemberOtp,
+    importInternalOperations.lookupMembers,
+  ],
   claims: [
     identityOperations.getMembers,
     identityOperations.issueClaimOtp,

@@ -2,6 +2,7 @@ import {
   adminOperations,
   authOperations,
   identityOperations,
+  importInternalOperations,
   internalOperations,
   memberDataOperations,
   memberMergeOperations,
@@ -10,7 +11,8 @@ import {
   staffOperations,
   tenantOffboardingOperations,
 } from '@loyalty/contracts';
-import { Endpoints } from '@loyalty/runtime';
+import { Endpoints, type Pool } from '@loyalty/runtime';
+import { lookupMembers } from './members/member-import.ts';
 import type { auditLog } from './audit/audit-log.ts';
 import type { claimCodes } from './members/claim-codes.ts';
 import type { memberCodes } from './members/member-codes.ts';
@@ -41,6 +43,7 @@ export interface IdentityParts {
   offboarding: ReturnType<typeof tenantOffboarding>;
   merges: ReturnType<typeof memberMerges>;
   consents: ReturnType<typeof memberConsents>;
+  pool: Pool;
 }
 
 /** Subject -> handler table of the identity service. Handlers stay thin: validate, delegate. */
@@ -67,6 +70,7 @@ export function identityEndpoints(parts: IdentityParts): Endpoints {
     .gatewayInternal(internalOperations.authenticateStaff, (d) => staff.authenticate(d))
     .internal(i.resolveMember, (d, c) => directory.resolve(d, c.meta))
     .internal(i.getMembers, (d, c) => directory.getMany(d, c.meta))
+    .internal(importInternalOperations.lookupMembers, (d, c) => lookupMembers(parts.pool, c.meta.tenant_id, d))
     .internal(i.issueClaimOtp, (d, c) => claims.issue(d, c.meta, c.log))
     .internal(i.verifyClaimOtp, (d, c) => claims.verify(d, c.meta))
     .internal(i.issueMemberOtp, (d, c) => codes.issue(d, c.meta, c.log))

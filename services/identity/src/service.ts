@@ -1,4 +1,7 @@
 import {
+  addImportEndpoints,
+  importKind,
+  Imports,
   jsonCodec,
   packageDir,
   ReplayStore,
@@ -29,6 +32,7 @@ import { notificationPace } from './mail/notifications.ts';
 import type { IdentityConfig } from './config.ts';
 import { identityConsumers } from './consumers.ts';
 import { identityEndpoints } from './endpoints.ts';
+import { memberImportSpec } from './members/member-import.ts';
 import { Mailer } from './mail/mailer.ts';
 import { memberAuth } from './members/member-auth.ts';
 import { provisioning } from './tenants/provisioning.ts';
@@ -98,20 +102,36 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
   const tasks = identityTasks({ pool, clock, log, metrics, mailer, pace, marketing }, config);
   const { earnMailSender, outgoingMailSender } = tasks;
   const mails = { now: () => clock.now(), wake: () => outgoingMailSender.wake(), marketing };
+  const imports = new Imports(
+    pool,
+    'identity',
+    rt.jobs,
+    { members: importKind(memberImportSpec(() => clock.now())) },
+    () => clock.now(),
+  );
   return {
-    endpoints: identityEndpoints({
-      auth: memberAuth(authDeps),
-      admin: provisioning(pool, outbox, (appId) => credentialsChanged({ app_id: appId })),
-      directory: memberDirectory(pool, outbox, clock),
-      claims: claimCodes(authDeps),
-      codes: memberCodes(authDeps),
-      staff: staffAuth({ ...authDeps, staffTokenTtlMinutes: config.STAFF_TOKEN_TTL_MINUTES }),
-      team: staffTeam({ pool, clock, outbox, replays: authDeps.replays }),
-      members: staffMembers(pool),
-      audit,
-      ...rights,
-    }),
-    jobs: { [ERASE_JOB]: rights.erasure.run, [EXPORT_JOB]: rights.exports.run, [MERGE_JOB]: rights.merges.run },
+    endpoints: addImportEndpoints(
+      identityEndpoints({
+        auth: memberAuth(authDeps),
+        admin: provisioning(pool, outbox, (appId) => credentialsChanged({ app_id: appId })),
+        directory: memberDirectory(pool, outbox, clock),
+        claims: claimCodes(authDeps),
+        codes: memberCodes(authDeps),
+        staff: staffAuth({ ...authDeps, staffTokenTtlMinutes: config.STAFF_TOKEN_TTL_MINUTES }),
+        team: staffTeam({ pool, clock, outbox, replays: authDeps.replays }),
+        members: staffMembers(pool),
+        audit,
+        ...rights,
+        pool,
+      }),
+      imports,
+    ),
+    jobs: {
+      [ERASE_JOB]: rights.erasure.run,
+      [EXPORT_JOB]: rights.exports.run,
+      [MERGE_JOB]: rights.merges.run,
+      ...imports.handlers(),
+    },
     tenantData: identityTenantTables,
     consumers: identityConsumers(rt, config, { mails, audit }),
     tasks: [earnMailSender, outgoingMailSender, anchors],

@@ -1,5 +1,6 @@
 import { ledgerTenantTables } from './tenant-tables.ts';
 import {
+  addImportEndpoints,
   packageDir,
   ReplayStore,
   runService,
@@ -37,6 +38,7 @@ import { ledgerTasks } from './tasks.ts';
 import { Transfers } from './transfers/transfers.ts';
 import { reportsOf } from './reports/index.ts';
 import { MemberMerges } from './merges/member-merge.ts';
+import { balanceImports } from './imports/balances.ts';
 
 export const SERVICE_VERSION = '0.2.0';
 
@@ -169,27 +171,31 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
   const points = pointsProduct(deps, books, holds);
   const reports = reportsOf(rt);
   const foldReports = () => reports.folder.runNow();
+  const imports = balanceImports(rt, client);
   return {
-    endpoints: ledgerEndpoints({
-      cards: cardCatalogue(pool, outbox, (cardId) => cards.changed(cardId)),
-      cashback,
-      points,
-      holds,
-      quotes: quotes(deps, books),
-      pins,
-      desk: staffDesk(deps, books, { points, cashback }),
-      rules: new RuleBook(deps, (cardId) => cards.changed(cardId)),
-      memberEvents: new MemberEvents(deps, books),
-      transfers: new Transfers(deps, books, memberCodes(client)),
-      memberData: ledgerMemberData(pool, members),
-      reports,
-      tiers: tierBook(rt, deps),
-      merges: new MemberMerges(deps, books),
-    }),
+    endpoints: addImportEndpoints(
+      ledgerEndpoints({
+        cards: cardCatalogue(pool, outbox, (cardId) => cards.changed(cardId)),
+        cashback,
+        points,
+        holds,
+        quotes: quotes(deps, books),
+        pins,
+        desk: staffDesk(deps, books, { points, cashback }),
+        rules: new RuleBook(deps, (cardId) => cards.changed(cardId)),
+        memberEvents: new MemberEvents(deps, books),
+        transfers: new Transfers(deps, books, memberCodes(client)),
+        memberData: ledgerMemberData(pool, members),
+        reports,
+        tiers: tierBook(rt, deps),
+        merges: new MemberMerges(deps, books),
+      }),
+      imports,
+    ),
     tenantData: ledgerTenantTables,
     consumers: ledgerConsumers(),
     tasks: [lotSweeper, tierSweeper, reports.folder],
-    jobs: { ...reports.jobs, [RECOMPUTE_JOB]: recomputeJob(rt) },
+    jobs: { ...reports.jobs, [RECOMPUTE_JOB]: recomputeJob(rt), ...imports.handlers() },
     caches: [cards.cache, erasedMembers],
     hooks: { sweepLots: () => lotSweeper.sweep(), sweepTiers: () => tierSweeper.sweep(), cards, foldReports },
   };

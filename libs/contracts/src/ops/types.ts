@@ -32,6 +32,12 @@ export interface Operation<
    */
   download?: boolean;
   /**
+   * The request body is a file (not JSON), streamed: the gateway refuses other content types
+   * (415) and bodies over `maxBytes` (413), and forwards the body in pieces (`UploadChunk`, each
+   * under the NATS message limit) to the owning service, which answers the last piece.
+   */
+  upload?: { contentTypes: string[]; maxBytes: number };
+  /**
    * The success answer is `202 Accepted` (the work was queued as a job, which the answer shows),
    * not `200`.
    */

@@ -19,6 +19,7 @@ import type { GatewayConfig } from '../config.ts';
 import { sendFailure, sendReply } from '../envelope.ts';
 import { header } from '../headers.ts';
 import { claimIdempotencyKey } from '../idempotency.ts';
+import { addRoute, streamUpload } from '../upload.ts';
 
 export interface RoutesOptions {
   config: Pick<GatewayConfig, 'OPERATOR_TOKEN' | 'REQUEST_TIMEOUT_MS' | 'REDIS_KEY_PREFIX'>;
@@ -62,7 +63,9 @@ function forwarder(deps: RoutesOptions, op: Operation): Forward {
   const { config, nc, subjects } = deps;
   const fixed = op.route ? undefined : subjects.op(op.service, op.operation);
   return async (req, reply, meta, beforeSend) => {
-    const input = buildOperationInput(op, { params: req.params, query: req.query, body: req.body });
+    // An upload's body is the file's stream (upload.ts), not part of its input.
+    const body = op.upload ? undefined : req.body;
+    const input = buildOperationInput(op, { params: req.params, query: req.query, body });
     if (!input.ok) {
       const names = [...new Set(input.fields.map((f) => f.field))].join(', ');
       return sendFailure(
@@ -74,6 +77,12 @@ function forwarder(deps: RoutesOptions, op: Operation): Forward {
     const owner = op.route?.(input.data) ?? op.service;
     const subject = fixed ?? subjects.op(owner, op.operation);
     if (op.download) return streamDownload(deps, subject, { meta, data: input.data }, req, reply);
+    if (op.upload) {
+      await beforeSend?.();
+      const deps2 = { nc, timeoutMs: config.REQUEST_TIMEOUT_MS };
+      const upload = { ...op, upload: op.upload };
+      return streamUpload(deps2, upload, subject, { meta, data: input.data }, req, reply, successStatus(op));
+    }
     if (beforeSend) await withSpan(req.span, beforeSend);
     const started = performance.now();
     const message = await withSpan(req.span, () =>
@@ -154,7 +163,7 @@ function idempotencyClaim(
 function apiRoutes(app: FastifyInstance, deps: RoutesOptions): void {
   for (const op of Object.values(operations)) {
     const forward = forwarder(deps, op);
-    app.route({
+    addRoute(app, op, {
       method: op.method,
       url: op.path,
       config: { rateLimit: {} },
@@ -190,7 +199,7 @@ function operatorRoutes(app: FastifyInstance, deps: RoutesOptions): void {
   const checkOperatorToken = operatorTokenCheck(deps.config.OPERATOR_TOKEN);
   for (const op of Object.values(operatorOperations)) {
     const forward = forwarder(deps, op);
-    app.route({
+    addRoute(app, op, {
       method: op.method,
       url: op.path,
       preValidation: checkOperatorToken,

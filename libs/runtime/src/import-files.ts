@@ -1,0 +1,154 @@
+/**
+ * Reading import files piece by piece: CSV (RFC 4180: quoted fields, doubled quotes, CRLF or LF,
+ * newlines inside quotes) and JSON Lines. A reader takes the bytes of one step and gives back the
+ * complete records with the physical line each starts on, and the bytes of an incomplete last
+ * record to carry into the next step (kept in the job's checkpoint).
+ */
+
+export interface FileRecord {
+  line: number;
+  /** Field values by column name, or a problem with the whole line. */
+  fields?: Map<string, string>;
+  problem?: { column: string; reason: string };
+}
+
+export interface ReadState {
+  /** The next physical line number. */
+  line: number;
+  /** CSV: the header's column names, once read. */
+  header: string[] | null;
+}
+
+const BOM = '\uFEFF';
+
+/**
+ * Split `text` (whole records, unless `final` is false: then the last, possibly partial, record is
+ * left over) into CSV records with the line each starts on.
+ */
+function csvRecords(text: string, final: boolean, firstLine: number) {
+  const records: { line: number; values: string[]; unterminated?: boolean }[] = [];
+  let i = 0;
+  let line = firstLine;
+  let consumed = 0;
+  while (i < text.length) {
+    const start = line;
+    const values: string[] = [];
+    let field = '';
+    let quoted = false;
+    let ended = false;
+    let unterminated = false;
+    while (!ended) {
+      if (i >= text.length) {
+        if (quoted) unterminated = true;
+        values.push(field);
+        ended = true;
+        break;
+      }
+      const c = text[i]!;
+      if (quoted) {
+        if (c === '"') {
+          if (text[i + 1] === '"') {
+            field += '"';
+            i += 2;
+          } else {
+            quoted = false;
+            i += 1;
+          }
+        } else {
+          if (c === '\n') line += 1;
+          field += c;
+          i += 1;
+        }
+      } else if (c === '"' && field === '') {
+        quoted = true;
+        i += 1;
+      } else if (c === ',') {
+        values.push(field);
+        field = '';
+        i += 1;
+      } else if (c === '\n' || (c === '\r' && text[i + 1] === '\n')) {
+        values.push(field);
+        i += c === '\r' ? 2 : 1;
+        line += 1;
+        ended = true;
+      } else {
+        field += c;
+        i += 1;
+      }
+    }
+    const complete = i < text.length || text.endsWith('\n');
+    if (!final && (!complete || unterminated)) return { records, rest: text.slice(consumed), line: start };
+    records.push({ line: start, values, ...(unterminated ? { unterminated } : {}) });
+    consumed = i;
+  }
+  return { records, rest: '', line };
+}
+
+/** The records of one step's text (`carry` + the step's bytes, decoded), with what is left over. */
+export function readRecords(
+  format: 'csv' | 'jsonl',
+  bytes: Buffer,
+  final: boolean,
+  state: ReadState,
+): { records: FileRecord[]; rest: Buffer; state: ReadState } {
+  // Only whole lines are decoded (a UTF-8 sequence never contains a newline byte), unless final.
+  const cut = final ? bytes.length : bytes.lastIndexOf(0x0a) + 1;
+  let text = bytes.subarray(0, cut).toString('utf8');
+  let tail = bytes.subarray(cut);
+  if (state.line === 1 && text.startsWith(BOM)) text = text.slice(1);
+  if (format === 'jsonl') {
+    const records: FileRecord[] = [];
+    let line = state.line;
+    const lines = text.split('\n');
+    if (!final && lines[lines.length - 1] === '') lines.pop();
+    for (const raw of lines) {
+      const l = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+      if (l.trim() !== '') records.push(jsonRecord(l, line));
+      line += 1;
+    }
+    return { records, rest: tail, state: { ...state, line } };
+  }
+  const parsed = csvRecords(text, final, state.line);
+  tail = Buffer.concat([Buffer.from(parsed.rest, 'utf8'), tail]);
+  let header = state.header;
+  const records: FileRecord[] = [];
+  for (const r of parsed.records) {
+    if (r.values.length === 1 && r.values[0]!.trim() === '') continue;
+    if (!header) {
+      header = r.values.map((v) => v.trim().toLowerCase());
+      continue;
+    }
+    if (r.unterminated) {
+      records.push({ line: r.line, problem: { column: '(line)', reason: 'a quoted field is not closed' } });
+      continue;
+    }
+    if (r.values.length !== header.length) {
+      records.push({
+        line: r.line,
+        problem: { column: '(line)', reason: `has ${r.values.length} fields; the header has ${header.length}` },
+      });
+      continue;
+    }
+    const h = header;
+    records.push({ line: r.line, fields: new Map(r.values.map((v, k) => [h[k]!, v])) });
+  }
+  return { records, rest: tail, state: { line: parsed.line, header } };
+}
+
+function jsonRecord(text: string, line: number): FileRecord {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    return { line, problem: { column: '(line)', reason: `not valid JSON: ${(err as Error).message}` } };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return { line, problem: { column: '(line)', reason: 'must be a JSON object' } };
+  const fields = new Map<string, string>();
+  for (const [k, v] of Object.entries(value)) {
+    if (v === null || v === undefined) continue;
+    if (typeof v === 'object') return { line, problem: { column: k, reason: 'must be a string, number or boolean' } };
+    fields.set(k.toLowerCase(), String(v));
+  }
+  return { line, fields };
+}

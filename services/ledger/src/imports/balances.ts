@@ -1,0 +1,311 @@
+import { AppError, importInternalOperations, type ServiceMeta } from '@loyalty/contracts';
+import {
+  importKind,
+  Imports,
+  type ImportKindSpec,
+  type RowProblem,
+  type ServiceClient,
+  type ServiceRuntime,
+} from '@loyalty/runtime';
+import { MAX_BALANCE } from '../domain/money.ts';
+
+/**
+ * The `balances` import kind: one line per balance to bring in (a lot): `external_id`, the member
+ * (`member_external_id` or `member_email`), `points` (points card) or `amount` (cashback card,
+ * currency units), `earned_at`, `available_at` (pending until then) and `expires_at` (never
+ * when empty). Each line becomes a journal row (a staff adjustment whose metadata names the
+ * import, so history and reports show it as imported) and its lot, the account's balances moving
+ * with them, in the step's transaction; `import_keys` keeps every external id applied on the card,
+ * so a line already imported changes nothing.
+ */
+interface BalanceRow {
+  external_id: string;
+  member_external_id: string | null;
+  member_email: string | null;
+  member_id: number | null;
+  points: number | null;
+  cents: number | null;
+  earned_at: Date;
+  available_at: Date;
+  expires_at: Date | null;
+}
+
+export const BALANCE_COLUMNS = [
+  'external_id',
+  'member_external_id',
+  'member_email',
+  'points',
+  'amount',
+  'earned_at',
+  'available_at',
+  'expires_at',
+];
+const LOOKUP_BATCH = 5000;
+
+function time(v: string): Date | undefined {
+  if (!/^\d{4}-\d{2}-\d{2}/.test(v)) return undefined;
+  const t = new Date(v);
+  return Number.isNaN(t.getTime()) ? undefined : t;
+}
+
+function parseBalance(fields: Map<string, string>, now: Date): BalanceRow | { column: string; reason: string }[] {
+  const problems: { column: string; reason: string }[] = [];
+  const get = (k: string) => (fields.get(k) ?? '').trim();
+  for (const k of fields.keys())
+    if (!BALANCE_COLUMNS.includes(k))
+      problems.push({ column: k, reason: `unknown column (known: ${BALANCE_COLUMNS.join(', ')})` });
+  const externalId = get('external_id');
+  if (!/^[\x21-\x7e]{1,200}$/.test(externalId))
+    problems.push({ column: 'external_id', reason: 'is required: 1 to 200 visible ASCII characters' });
+  const memberExternal = get('member_external_id');
+  const memberEmail = get('member_email').toLowerCase();
+  if (memberExternal === '' && memberEmail === '')
+    problems.push({ column: 'member_external_id', reason: 'member_external_id or member_email is required' });
+  let points: number | null = null;
+  let cents: number | null = null;
+  if (get('points') !== '' && get('amount') !== '')
+    problems.push({ column: 'amount', reason: 'give points or amount, not both' });
+  else if (get('points') !== '') {
+    if (!/^[0-9]{1,13}$/.test(get('points')) || Number(get('points')) < 1 || Number(get('points')) > 1e12)
+      problems.push({ column: 'points', reason: 'must be a whole number from 1 to 1000000000000' });
+    else points = Number(get('points'));
+  } else if (get('amount') !== '') {
+    if (
+      !/^[0-9]{1,10}(\.[0-9]{1,2})?$/.test(get('amount')) ||
+      Number(get('amount')) <= 0 ||
+      Number(get('amount')) > 1e9
+    )
+      problems.push({
+        column: 'amount',
+        reason: 'must be an amount above 0 with at most two decimals, at most 1000000000',
+      });
+    else cents = Math.round(Number(get('amount')) * 100);
+  } else problems.push({ column: 'points', reason: 'points (points card) or amount (cashback card) is required' });
+  const earnedAt = get('earned_at') === '' ? now : time(get('earned_at'));
+  if (!earnedAt || earnedAt > now)
+    problems.push({ column: 'earned_at', reason: 'must be an ISO 8601 date or time, not in the future' });
+  const availableAt = get('available_at') === '' ? (earnedAt ?? now) : time(get('available_at'));
+  if (!availableAt) problems.push({ column: 'available_at', reason: 'must be an ISO 8601 date or time' });
+  const expiresAt = get('expires_at') === '' ? null : time(get('expires_at'));
+  if (expiresAt === undefined) problems.push({ column: 'expires_at', reason: 'must be an ISO 8601 date or time' });
+  else if (expiresAt && expiresAt <= now)
+    problems.push({ column: 'expires_at', reason: 'is in the past: this balance has expired' });
+  else if (expiresAt && availableAt && expiresAt <= availableAt)
+    problems.push({ column: 'expires_at', reason: 'must be after available_at' });
+  if (problems.length > 0 || !earnedAt || !availableAt || expiresAt === undefined) return problems;
+  return {
+    external_id: externalId,
+    member_external_id: memberExternal === '' ? null : memberExternal,
+    member_email: memberEmail === '' ? null : memberEmail,
+    member_id: null,
+    points,
+    cents,
+    earned_at: earnedAt,
+    available_at: availableAt,
+    expires_at: expiresAt,
+  };
+}
+
+function balanceImportSpec(rt: ServiceRuntime, client: ServiceClient): ImportKindSpec<BalanceRow> {
+  const { pool, clock } = rt;
+  const cardOf = async (tenantId: number, cardId: number | null) => {
+    const { rows } = await pool.query<{ reward_system: string; expiry_warning_days: number }>(
+      'SELECT reward_system, expiry_warning_days FROM ledger.cards WHERE tenant_id = $1 AND id = $2',
+      [tenantId, cardId],
+    );
+    return rows[0];
+  };
+  return {
+    staging: 'import_balances',
+    parse: (fields) => parseBalance(fields, clock.now()),
+    async check(db, ctx) {
+      if (ctx.cardId === null)
+        throw new AppError('validation_error', 'Invalid request: card_id.', {
+          fields: [{ field: 'card_id', message: 'is required for a balances import' }],
+        });
+      const { rowCount } = await db.query('SELECT 1 FROM ledger.cards WHERE tenant_id = $1 AND id = $2', [
+        ctx.tenantId,
+        ctx.cardId,
+      ]);
+      if (rowCount !== 1) throw new AppError('card_not_found');
+    },
+    async resolve(rows, ctx) {
+      const problems: RowProblem[] = [];
+      const card = await cardOf(ctx.tenantId, ctx.cardId);
+      const cents = card?.reward_system === 'cashback';
+      const meta: ServiceMeta = { request_id: `import-${ctx.importId}`, tenant_id: ctx.tenantId };
+      for (let i = 0; i < rows.length; i += LOOKUP_BATCH) {
+        const part = rows.slice(i, i + LOOKUP_BATCH);
+        const found = await client.call(importInternalOperations.lookupMembers, meta, {
+          external_ids: [...new Set(part.flatMap((r) => (r.row.member_external_id ? [r.row.member_external_id] : [])))],
+          emails: [...new Set(part.flatMap((r) => (r.row.member_email ? [r.row.member_email] : [])))],
+        });
+        const byId = new Map(found.by_external_id.map((m) => [m.external_id, m.member_id]));
+        const byEmail = new Map(found.by_email.map((m) => [m.email, m.member_id]));
+        for (const { line, row } of part) {
+          if (cents && row.points !== null)
+            problems.push({ line, column: 'points', reason: 'this is a cashback card: give amount' });
+          else if (!cents && row.cents !== null)
+            problems.push({ line, column: 'amount', reason: 'this is a points card: give points' });
+          const id = row.member_external_id ? byId.get(row.member_external_id) : byEmail.get(row.member_email ?? '');
+          if (id === undefined)
+            problems.push(
+              row.member_external_id
+                ? {
+                    line,
+                    column: 'member_external_id',
+                    reason: 'no member has this external_id (import members first)',
+                  }
+                : { line, column: 'member_email', reason: 'no member has this email' },
+            );
+          else row.member_id = id;
+        }
+      }
+      return problems;
+    },
+    async stage(db, rows, ctx) {
+      if (rows.length === 0) return [];
+      const { rows: staged } = await db.query<{ line: string }>(
+        `INSERT INTO ledger.import_balances (import_id, line, external_id, member_id, amount, earned_at, available_at, expires_at)
+         SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[])
+         ON CONFLICT DO NOTHING RETURNING line::text`,
+        [
+          ctx.importId,
+          rows.map((r) => r.line),
+          rows.map((r) => r.row.external_id),
+          rows.map((r) => r.row.member_id),
+          rows.map((r) => r.row.points ?? r.row.cents),
+          rows.map((r) => r.row.earned_at),
+          rows.map((r) => r.row.available_at),
+          rows.map((r) => r.row.expires_at),
+        ],
+      );
+      const done = new Set(staged.map((s) => Number(s.line)));
+      const problems: RowProblem[] = [];
+      for (const { line, row } of rows.filter((r) => !done.has(r.line))) {
+        const { rows: first } = await db.query<{ line: string }>(
+          'SELECT line::text FROM ledger.import_balances WHERE import_id = $1 AND external_id = $2',
+          [ctx.importId, row.external_id],
+        );
+        problems.push({ line, column: 'external_id', reason: `repeats line ${first[0]?.line ?? '?'} of this file` });
+      }
+      return problems;
+    },
+    async merge(db, after, upTo, ctx) {
+      return mergeBalances(db, after, upTo, ctx, clock.now());
+    },
+  };
+}
+
+/** The new lines of a step, applied: accounts, journal rows and lots; how many were new. */
+async function mergeBalances(
+  db: Parameters<ImportKindSpec<never>['merge']>[0],
+  after: number,
+  upTo: number,
+  ctx: { importId: string; publicId: string; tenantId: number; cardId: number | null },
+  now: Date,
+): Promise<number> {
+  const { rows } = await db.query<{
+    external_id: string;
+    member_id: string;
+    amount: string;
+    earned_at: Date;
+    available_at: Date;
+    expires_at: Date | null;
+  }>(
+    `WITH batch AS (SELECT * FROM ledger.import_balances WHERE import_id = $1 AND line > $2 AND line <= $3),
+     fresh AS (
+       INSERT INTO ledger.import_keys (tenant_id, card_id, kind, external_id)
+       SELECT $4, $5, 'balances', external_id FROM batch ORDER BY line ON CONFLICT DO NOTHING RETURNING external_id)
+     SELECT b.external_id, b.member_id::text, b.amount::text, b.earned_at, b.available_at, b.expires_at
+       FROM batch b JOIN fresh f USING (external_id) ORDER BY b.line`,
+    [ctx.importId, after, upTo, ctx.tenantId, ctx.cardId],
+  );
+  if (rows.length === 0) return 0;
+  const { rows: card } = await db.query<{ expiry_warning_days: number }>(
+    'SELECT expiry_warning_days FROM ledger.cards WHERE id = $1',
+    [ctx.cardId],
+  );
+  const warnMs = (card[0]?.expiry_warning_days ?? 0) * 86_400_000;
+  const members = [...new Set(rows.map((r) => Number(r.member_id)))].sort((a, b) => a - b);
+  await db.query(
+    `INSERT INTO ledger.accounts (card_id, member_id, tenant_id, created_at, updated_at)
+     SELECT $1, m, $2, $3, $3 FROM unnest($4::bigint[]) m ORDER BY m ON CONFLICT DO NOTHING`,
+    [ctx.cardId, ctx.tenantId, now, members],
+  );
+  const { rows: locked } = await db.query<{ member_id: string; balance: string }>(
+    `SELECT member_id::text, balance::text FROM ledger.accounts WHERE card_id = $1 AND member_id = ANY($2)
+      ORDER BY member_id FOR UPDATE`,
+    [ctx.cardId, members],
+  );
+  const balance = new Map(locked.map((a) => [Number(a.member_id), BigInt(a.balance)]));
+  const lines = rows.map((r) => {
+    const member = Number(r.member_id);
+    const amount = BigInt(r.amount);
+    const pending = r.available_at > now;
+    if (!pending) balance.set(member, (balance.get(member) ?? 0n) + amount);
+    return {
+      member,
+      amount: r.amount,
+      after: String(balance.get(member) ?? 0n),
+      pending,
+      available_at: r.available_at,
+      expires_at: r.expires_at,
+      warn_at: r.expires_at ? new Date(r.expires_at.getTime() - warnMs) : null,
+      metadata: JSON.stringify({
+        reason: 'imported balance',
+        import: { id: ctx.publicId, external_id: r.external_id, earned_at: r.earned_at.toISOString() },
+      }),
+      external_id: r.external_id,
+    };
+  });
+  if ([...balance.values()].some((b) => b > BigInt(MAX_BALANCE))) throw new AppError('balance_limit_exceeded');
+  await db.query(
+    `WITH input AS (
+       SELECT * FROM unnest($4::bigint[], $5::bigint[], $6::bigint[], $7::jsonb[], $8::boolean[], $9::timestamptz[],
+                            $10::timestamptz[], $11::timestamptz[], $12::text[])
+         WITH ORDINALITY AS i(member_id, amount, balance_after, metadata, pending, available_at, expires_at, warn_at, external_id, n)),
+     entry AS (
+       INSERT INTO ledger.journal (tenant_id, card_id, member_id, event, amount, balance_after, metadata, created_at)
+       SELECT $1, $2, member_id, 'staff_adjustment', amount, balance_after, metadata, $3 FROM input ORDER BY n
+       RETURNING id, metadata->'import'->>'external_id' AS external_id),
+     lot AS (
+       INSERT INTO ledger.lots (tenant_id, card_id, member_id, journal_id, amount, remaining, pending, available_at, expires_at, warn_at, created_at)
+       SELECT $1, $2, i.member_id, e.id, i.amount, i.amount, i.pending, i.available_at, i.expires_at, i.warn_at, $3
+         FROM entry e JOIN input i USING (external_id)),
+     accounts AS (
+       UPDATE ledger.accounts a
+          SET balance = a.balance + s.spendable, pending = a.pending + s.waiting, entries = a.entries + s.n, updated_at = $3,
+              next_change_at = LEAST(a.next_change_at, s.next_change)
+         FROM (SELECT member_id, count(*) AS n,
+                      coalesce(sum(amount) FILTER (WHERE NOT pending), 0) AS spendable,
+                      coalesce(sum(amount) FILTER (WHERE pending), 0) AS waiting,
+                      min(CASE WHEN pending THEN available_at ELSE expires_at END) AS next_change
+                 FROM input GROUP BY member_id) s
+        WHERE a.card_id = $2 AND a.member_id = s.member_id)
+     UPDATE ledger.import_keys k SET journal_id = e.id FROM entry e
+      WHERE k.tenant_id = $1 AND k.card_id = $2 AND k.kind = 'balances' AND k.external_id = e.external_id`,
+    [
+      ctx.tenantId,
+      ctx.cardId,
+      now,
+      lines.map((l) => l.member),
+      lines.map((l) => l.amount),
+      lines.map((l) => l.after),
+      lines.map((l) => l.metadata),
+      lines.map((l) => l.pending),
+      lines.map((l) => l.available_at),
+      lines.map((l) => l.expires_at),
+      lines.map((l) => l.warn_at),
+      lines.map((l) => l.external_id),
+    ],
+  );
+  return rows.length;
+}
+
+/** The ledger's imports (balances), asking identity for the members the lines name. */
+export function balanceImports(rt: ServiceRuntime, client: ServiceClient): Imports {
+  return new Imports(rt.pool, 'ledger', rt.jobs, { balances: importKind(balanceImportSpec(rt, client)) }, () =>
+    rt.clock.now(),
+  );
+}

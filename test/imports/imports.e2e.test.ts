@@ -1,0 +1,252 @@
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestSystem, type TestSystem } from '../support/system.ts';
+import { lotsAgree, pointsCard } from '../support/ledger.ts';
+
+/**
+ * Bulk imports end to end through the gateway: a 10,000-line members file with planted errors
+ * validates to exactly those errors (the job's list and its error file), the corrected file
+ * executes, and running it again changes nothing; balances become lots whose accounts agree with
+ * the journal; bad uploads are refused with the documented statuses.
+ */
+let sys: TestSystem;
+let creds: { tenantId: number; appId: string; apiKey: string };
+const ALL = ['points_read', 'points_write', 'card_read', 'programme_manage'];
+
+beforeAll(async () => {
+  sys = await startTestSystem({ services: ['identity', 'ledger'] });
+  creds = await sys.tenant({ scopes: ALL });
+}, 60_000);
+afterAll(async () => {
+  await sys?.stop();
+});
+
+type Json = { success: boolean; data?: Record<string, unknown>; error?: Record<string, unknown> };
+const headers = () => ({ 'X-App-Id': creds.appId, 'X-Api-Key': creds.apiKey });
+
+async function upload(query: string, body: string, type = 'text/csv'): Promise<{ status: number; json: Json }> {
+  const r = await fetch(`${sys.url}/api/v1/imports?${query}`, {
+    method: 'POST',
+    headers: { ...headers(), 'Content-Type': type },
+    body,
+  });
+  return { status: r.status, json: (await r.json()) as Json };
+}
+
+async function get(path: string): Promise<{ status: number; json: Json; text: string }> {
+  const r = await fetch(`${sys.url}${path}`, { headers: headers() });
+  const text = await r.text();
+  return {
+    status: r.status,
+    json: r.headers.get('content-type')?.includes('json') ? (JSON.parse(text) as Json) : { success: true },
+    text,
+  };
+}
+
+/** Poll the import until its status is one of `until`. */
+async function settle(id: string, until: string[]): Promise<Record<string, unknown>> {
+  for (let i = 0; i < 600; i++) {
+    const r = await get(`/api/v1/imports/${id}`);
+    expect(r.status, JSON.stringify(r.json)).toBe(200);
+    if (until.includes(r.json.data!.status as string)) return r.json.data!;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  throw new Error(`import ${id} did not reach ${until.join('/')}`);
+}
+
+const run = Date.now().toString(36);
+function membersFile(planted: boolean): { text: string; errors: { line: number; column: string }[] } {
+  const lines = ['external_id,name,email,phone,joined_at,accepts_emails'];
+  const errors: { line: number; column: string }[] = [];
+  for (let i = 1; i <= 10_000; i++) {
+    const line = i + 1;
+    let row = `m-${run}-${i},Member ${i},m${i}.${run}@example.com,+35191${String(i).padStart(7, '0')},2024-01-0${(i % 9) + 1},${i % 2 === 0}`;
+    if (i === 7)
+      row = `m-${run}-${i},"Silva, Ana ""the first""
+second line",m${i}.${run}@example.com,,2024-02-01T10:00:00Z,yes`;
+    if (planted) {
+      if (i === 100) [row] = [row.replace(`m${i}.${run}@example.com`, 'not-an-email')];
+      if (i === 2000) row = `m-${run}-${i},,m${i}.${run}@example.com,,2024-01-01,true`;
+      if (i === 3000) row = `m-${run}-10,Dup,dup.${run}@example.com,,2024-01-01,true`;
+      if (i === 4000) row = row.replace(/,(true|false)$/, ',maybe');
+      if (i === 5000) row = `m-${run}-${i},Too,many,fields,here,true,x`;
+      if (i === 6000) row = row.replace('2024-01-0', '2999-01-0');
+      if (i === 7000) row = row.replace(`+35191${String(i).padStart(7, '0')}`, '12ab');
+      if (i === 8000) row = `m-${run}-${i},Copy,m11.${run}@example.com,,2024-01-01,true`;
+    }
+    lines.push(row);
+  }
+  if (planted) {
+    // Line numbers are physical lines: the quoted name of member 7 spans two.
+    const at = (i: number) => (i >= 7 ? i + 2 : i + 1);
+    errors.push(
+      { line: at(100), column: 'email' },
+      { line: at(2000), column: 'name' },
+      { line: at(3000), column: 'external_id' },
+      { line: at(4000), column: 'accepts_emails' },
+      { line: at(5000), column: '(line)' },
+      { line: at(6000), column: 'joined_at' },
+      { line: at(7000), column: 'phone' },
+      { line: at(8000), column: 'email' },
+    );
+  }
+  return { text: `${lines.join('\n')}\n`, errors };
+}
+
+describe('members import', () => {
+  it('validates to exactly the planted errors, executes the corrected file, and a second run changes nothing', async () => {
+    const bad = membersFile(true);
+    const created = await upload('kind=members', bad.text);
+    expect(created.status, JSON.stringify(created.json)).toBe(202);
+    const id = created.json.data!.id as string;
+    expect(id).toMatch(/^imp_identity_/);
+    const invalid = await settle(id, ['invalid', 'validated', 'failed']);
+    expect(invalid.status).toBe('invalid');
+    expect(invalid.counts).toMatchObject({ lines: 10_000, invalid: 8, valid: 9_992 });
+    const job = invalid.validate_job as {
+      errors: { line: number; column: string; reason: string }[];
+      result_url: string;
+    };
+    expect(job.errors.map((e) => ({ line: e.line, column: e.column })).sort((a, b) => a.line - b.line)).toEqual(
+      bad.errors,
+    );
+    expect(job.errors.find((e) => e.column === 'external_id')?.reason).toBe(`repeats line 12 of this file`);
+    const file = await get(job.result_url);
+    expect(file.status).toBe(200);
+    expect(file.text.trim().split('\n')).toHaveLength(9);
+    expect(file.text.split('\n')[0]).toBe('line,column,reason');
+    const refused = await fetch(`${sys.url}/api/v1/imports/${id}/execute`, { method: 'POST', headers: headers() });
+    expect(refused.status).toBe(409);
+
+    const good = membersFile(false);
+    const first = await upload('kind=members', good.text);
+    const firstId = first.json.data!.id as string;
+    expect((await settle(firstId, ['validated', 'invalid'])).status).toBe('validated');
+    const exec = await fetch(`${sys.url}/api/v1/imports/${firstId}/execute`, { method: 'POST', headers: headers() });
+    expect(exec.status).toBe(202);
+    const done = await settle(firstId, ['executed', 'failed']);
+    expect(done.counts).toMatchObject({ lines: 10_000, valid: 10_000, applied: 10_000, unchanged: 0 });
+    const { rows } = await sys.db.query<{ n: string; named: string }>(
+      `SELECT count(*)::text AS n, count(*) FILTER (WHERE name = 'Silva, Ana "the first"' || chr(10) || 'second line')::text AS named
+         FROM identity.members WHERE tenant_id = $1 AND external_id LIKE $2`,
+      [creds.tenantId, `m-${run}-%`],
+    );
+    expect(rows[0]).toEqual({ n: '10000', named: '1' });
+
+    const again = await upload('kind=members', good.text);
+    const againId = again.json.data!.id as string;
+    await settle(againId, ['validated']);
+    await fetch(`${sys.url}/api/v1/imports/${againId}/execute`, { method: 'POST', headers: headers() });
+    const second = await settle(againId, ['executed', 'failed']);
+    expect(second.counts).toMatchObject({ applied: 0, unchanged: 10_000 });
+    const { rows: after } = await sys.db.query<{ n: string }>(
+      'SELECT count(*)::text AS n FROM identity.members WHERE tenant_id = $1',
+      [creds.tenantId],
+    );
+    expect(after[0]!.n).toBe('10000');
+  }, 180_000);
+});
+
+describe('balances import', () => {
+  it('brings balances in as lots, once, and refuses unknown members', async () => {
+    const card = await pointsCard(sys, creds.tenantId, { expiry_warning_days: 7 });
+    const line = (i: number, extra: Record<string, unknown> = {}) =>
+      JSON.stringify({
+        external_id: `b-${run}-${i}`,
+        member_external_id: `m-${run}-${(i % 50) + 1}`,
+        points: 10 + i,
+        earned_at: '2024-05-01T00:00:00Z',
+        ...(i % 3 === 0 ? { expires_at: '2099-01-01T00:00:00Z' } : {}),
+        ...(i % 5 === 0 ? { available_at: '2099-01-01T00:00:00Z', expires_at: '2099-06-01T00:00:00Z' } : {}),
+        ...extra,
+      });
+    const rows = Array.from({ length: 300 }, (_, i) => line(i + 1));
+    const withErrors = [
+      ...rows,
+      line(301, { member_external_id: 'nobody' }),
+      line(302, { expires_at: '2001-01-01' }),
+      '{oops',
+    ];
+    const badUpload = await upload(`kind=balances&card_id=${card}`, withErrors.join('\n'), 'application/x-ndjson');
+    expect(badUpload.status, JSON.stringify(badUpload.json)).toBe(202);
+    const invalid = await settle(badUpload.json.data!.id as string, ['invalid', 'validated']);
+    const errors = (invalid.validate_job as { errors: { line: number; column: string }[] }).errors;
+    expect(errors.map((e) => [e.line, e.column])).toEqual([
+      [301, 'member_external_id'],
+      [302, 'expires_at'],
+      [303, '(line)'],
+    ]);
+
+    for (const expected of [300, 0]) {
+      const ok = await upload(`kind=balances&card_id=${card}`, rows.join('\n'), 'application/jsonl');
+      const id = ok.json.data!.id as string;
+      expect(id).toMatch(/^imp_ledger_/);
+      expect((await settle(id, ['validated', 'invalid'])).status).toBe('validated');
+      await fetch(`${sys.url}/api/v1/imports/${id}/execute`, { method: 'POST', headers: headers() });
+      const done = await settle(id, ['executed', 'failed']);
+      expect(done.counts).toMatchObject({ applied: expected, unchanged: 300 - expected });
+    }
+    const { rows: sums } = await sys.db.query<{ journal: string; lots: string; pending: string }>(
+      `SELECT (SELECT sum(amount) FROM ledger.journal WHERE card_id = $1)::text AS journal,
+              (SELECT sum(remaining) FROM ledger.lots WHERE card_id = $1)::text AS lots,
+              (SELECT sum(pending) FROM ledger.accounts WHERE card_id = $1)::text AS pending`,
+      [card],
+    );
+    const total = Array.from({ length: 300 }, (_, i) => 10 + i + 1).reduce((a, b) => a + b, 0);
+    const waiting = Array.from({ length: 300 }, (_, i) => i + 1)
+      .filter((i) => i % 5 === 0)
+      .reduce((a, i) => a + 10 + i, 0);
+    expect(sums[0]).toEqual({ journal: String(total), lots: String(total), pending: String(waiting) });
+    expect(await lotsAgree(sys, card)).toBe(50);
+  }, 120_000);
+});
+
+describe('bad uploads', () => {
+  it('refuse a wrong content type (415), an unknown kind (422), an unknown card (404), a missing card (400), too large (413)', async () => {
+    const json = await upload('kind=members', '{}', 'application/json');
+    expect(json.status).toBe(415);
+    expect(json.json.error?.code).toBe('unsupported_media_type');
+    const kind = await upload('kind=tiers', 'a,b\n');
+    expect(kind.status).toBe(422);
+    expect(kind.json.error?.code).toBe('unknown_import_kind');
+    const card = await upload('kind=balances&card_id=999999', 'external_id\n');
+    expect(card.status).toBe(404);
+    expect(card.json.error?.code).toBe('card_not_found');
+    const noCard = await upload('kind=balances', 'external_id\n');
+    expect(noCard.status).toBe(400);
+    const noScope = await sys.tenant({ scopes: ['points_read'] });
+    const forbidden = await fetch(`${sys.url}/api/v1/imports?kind=members`, {
+      method: 'POST',
+      headers: { 'X-App-Id': noScope.appId, 'X-Api-Key': noScope.apiKey, 'Content-Type': 'text/csv' },
+      body: 'external_id,name\n',
+    });
+    expect(forbidden.status).toBe(403);
+    const big = await new Promise<number>((resolve, reject) => {
+      const u = new URL(`${sys.url}/api/v1/imports?kind=members`);
+      const req = request(
+        {
+          host: u.hostname,
+          port: u.port,
+          path: `${u.pathname}${u.search}`,
+          method: 'POST',
+          headers: { ...headers(), 'Content-Type': 'text/csv', 'Content-Length': String(3 * 1024 ** 3) },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on('error', reject);
+      req.write('external_id,name\n');
+    });
+    expect(big).toBe(413);
+    const other = await sys.tenant({ scopes: ALL });
+    const mine = await upload('kind=members', 'external_id,name\nx-1,X\n');
+    const foreign = await fetch(`${sys.url}/api/v1/imports/${mine.json.data!.id as string}`, {
+      headers: { 'X-App-Id': other.appId, 'X-Api-Key': other.apiKey },
+    });
+    expect(foreign.status).toBe(404);
+    expect((await get('/api/v1/imports/imp_ledger_00000000-0000-0000-0000-000000000000')).status).toBe(404);
+    expect((await get('/api/v1/imports/nonsense')).status).toBe(404);
+  });
+});
