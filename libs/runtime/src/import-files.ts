@@ -44,7 +44,7 @@ function csvRecords(text: string, final: boolean, firstLine: number) {
         ended = true;
         break;
       }
-      const c = text[i]!;
+      const c = text.charAt(i);
       if (quoted) {
         if (c === '"') {
           if (text[i + 1] === '"') {
@@ -113,7 +113,7 @@ export function readRecords(
   let header = state.header;
   const records: FileRecord[] = [];
   for (const r of parsed.records) {
-    if (r.values.length === 1 && r.values[0]!.trim() === '') continue;
+    if (r.values.length === 1 && (r.values[0] ?? '').trim() === '') continue;
     if (!header) {
       header = r.values.map((v) => v.trim().toLowerCase());
       continue;
@@ -130,7 +130,7 @@ export function readRecords(
       continue;
     }
     const h = header;
-    records.push({ line: r.line, fields: new Map(r.values.map((v, k) => [h[k]!, v])) });
+    records.push({ line: r.line, fields: new Map(r.values.map((v, k) => [h[k] ?? '', v])) });
   }
   return { records, rest: tail, state: { line: parsed.line, header } };
 }
@@ -140,7 +140,8 @@ function jsonRecord(text: string, line: number): FileRecord {
   try {
     value = JSON.parse(text);
   } catch (err) {
-    return { line, problem: { column: '(line)', reason: `not valid JSON: ${(err as Error).message}` } };
+    const why = err instanceof Error ? err.message : String(err);
+    return { line, problem: { column: '(line)', reason: `not valid JSON: ${why}` } };
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     return { line, problem: { column: '(line)', reason: 'must be a JSON object' } };

@@ -175,7 +175,7 @@ export class Imports {
       kind: row.kind,
       card_id: row.card_id === null ? null : Number(row.card_id),
       format: row.format,
-      status: row.status as Record['status'],
+      status: statusOf(row.status),
       bytes: Number(row.bytes),
       counts: {
         lines: Number(row.lines),
@@ -398,6 +398,13 @@ export class Imports {
     );
     return 'more';
   }
+}
+
+const STATUSES = ['validating', 'invalid', 'validated', 'executing', 'executed', 'failed'] as const;
+function statusOf(status: string): (typeof STATUSES)[number] {
+  const known = STATUSES.find((s) => s === status);
+  if (!known) throw new Error(`an import in status ${status} is not shown`);
+  return known;
 }
 
 function idParam(params: unknown): string {

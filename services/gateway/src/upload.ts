@@ -25,7 +25,7 @@ export function addRoute(app: FastifyInstance, op: Operation, route: RouteOption
 
 /** The media type of a request, lower-cased, without parameters (`text/csv; charset=utf-8` → `text/csv`). */
 function mediaType(req: FastifyRequest): string {
-  return (header(req, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  return ((header(req, 'content-type') ?? '').split(';')[0] ?? '').trim().toLowerCase();
 }
 
 const isStream = (v: unknown): v is Readable =>

@@ -76,23 +76,7 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
   const credentialsChanged = (change: { tenant_id: number; session_id: number } | { app_id: string }) =>
     nc.publish(subjects.credentialsChanged(), jsonCodec.encode(change));
   const rights = { ...memberData(rt, config, credentialsChanged), ...dataRightsOf(rt, config, credentialsChanged) };
-  const authDeps = {
-    pool,
-    clock,
-    mailer,
-    replays: new ReplayStore(pool, 'identity'),
-    tokenTtlMinutes: config.MEMBER_TOKEN_TTL_MINUTES,
-    outbox,
-    sessionEnded: (tenantId: number, sessionId: number) =>
-      credentialsChanged({ tenant_id: tenantId, session_id: sessionId }),
-    otp: {
-      secret: config.OTP_SECRET,
-      ttlMinutes: config.OTP_TTL_MINUTES,
-      maxAttempts: config.OTP_MAX_ATTEMPTS,
-      cooldownSeconds: config.OTP_RESEND_COOLDOWN_SECONDS,
-      hourlyLimit: config.OTP_HOURLY_LIMIT,
-    },
-  };
+  const authDeps = authDepsOf(rt, config, mailer, credentialsChanged);
   const keyring = new AuditKeyring(config.AUDIT_KEY, config.AUDIT_PREVIOUS_KEYS);
   const audit = auditLog({ pool, clock, log, keyring, outbox });
   const anchors = auditAnchorTask(audit, config.AUDIT_ANCHOR_INTERVAL_MS, log);
@@ -143,6 +127,33 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
       anchorAuditChains: () => anchors.runNow(),
     },
     close: async () => mailer.close(),
+  };
+}
+
+/** What member and staff sign-in share: mail, one-time codes, replays, sessions. */
+function authDepsOf(
+  rt: ServiceRuntime,
+  config: IdentityConfig,
+  mailer: Mailer,
+  credentialsChanged: (change: { tenant_id: number; session_id: number }) => void,
+) {
+  const { pool, clock, outbox } = rt;
+  return {
+    pool,
+    clock,
+    mailer,
+    replays: new ReplayStore(pool, 'identity'),
+    tokenTtlMinutes: config.MEMBER_TOKEN_TTL_MINUTES,
+    outbox,
+    sessionEnded: (tenantId: number, sessionId: number) =>
+      credentialsChanged({ tenant_id: tenantId, session_id: sessionId }),
+    otp: {
+      secret: config.OTP_SECRET,
+      ttlMinutes: config.OTP_TTL_MINUTES,
+      maxAttempts: config.OTP_MAX_ATTEMPTS,
+      cooldownSeconds: config.OTP_RESEND_COOLDOWN_SECONDS,
+      hourlyLimit: config.OTP_HOURLY_LIMIT,
+    },
   };
 }
 

@@ -67,91 +67,107 @@ export function memberImportSpec(now: () => Date): ImportKindSpec<MemberRow> {
   return {
     staging: 'import_members',
     parse: (fields) => parseMember(fields, now()),
-    async stage(db, rows, ctx) {
-      if (rows.length === 0) return [];
-      const problems: RowProblem[] = [];
-      // An email or phone of another member (one with another external id) cannot be taken.
-      const { rows: taken } = await db.query<{
-        email: string | null;
-        phone: string | null;
-        external_id: string | null;
-      }>(
-        `SELECT email, phone, external_id FROM identity.members
-          WHERE tenant_id = $1 AND (email = ANY($2) OR phone = ANY($3))`,
-        [ctx.tenantId, rows.map((r) => r.row.email).filter(Boolean), rows.map((r) => r.row.phone).filter(Boolean)],
-      );
-      const emailOf = new Map(taken.filter((t) => t.email).map((t) => [t.email, t.external_id]));
-      const phoneOf = new Map(taken.filter((t) => t.phone).map((t) => [t.phone, t.external_id]));
-      const ok = rows.filter(({ line, row }) => {
-        const e = row.email !== null && emailOf.has(row.email) ? emailOf.get(row.email) : undefined;
-        const p = row.phone !== null && phoneOf.has(row.phone) ? phoneOf.get(row.phone) : undefined;
-        // A member without an external id and this email is adopted; one with another id is someone else.
-        if (e !== undefined && e !== null && e !== row.external_id)
-          problems.push({ line, column: 'email', reason: 'belongs to another member' });
-        else if (p !== undefined && (p === null ? e === undefined || e !== null : p !== row.external_id))
-          problems.push({ line, column: 'phone', reason: 'belongs to another member' });
-        else return true;
-        return false;
-      });
-      const { rows: staged } = await db.query<{ line: string }>(
-        `INSERT INTO identity.import_members (import_id, line, external_id, name, email, phone, joined_at, accepts_emails)
-         SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::boolean[])
-         ON CONFLICT DO NOTHING RETURNING line::text`,
-        [
-          ctx.importId,
-          ok.map((r) => r.line),
-          ok.map((r) => r.row.external_id),
-          ok.map((r) => r.row.name),
-          ok.map((r) => r.row.email),
-          ok.map((r) => r.row.phone),
-          ok.map((r) => r.row.joined_at),
-          ok.map((r) => r.row.accepts_emails),
-        ],
-      );
-      const done = new Set(staged.map((s) => Number(s.line)));
-      for (const { line, row } of ok) {
-        if (done.has(line)) continue;
-        const { rows: first } = await db.query<{ line: string; external_id: string; email: string | null }>(
-          `SELECT line::text, external_id, email FROM identity.import_members
-            WHERE import_id = $1 AND (external_id = $2 OR email = $3 OR phone = $4) ORDER BY line LIMIT 1`,
-          [ctx.importId, row.external_id, row.email, row.phone],
-        );
-        const f = first[0];
-        const column = f?.external_id === row.external_id ? 'external_id' : f?.email === row.email ? 'email' : 'phone';
-        problems.push({ line, column, reason: `repeats line ${f?.line ?? '?'} of this file` });
-      }
-      return problems;
-    },
-    async merge(db, after, upTo, ctx) {
-      const { rows } = await db.query<{ applied: string }>(
-        `WITH batch AS (
-           SELECT * FROM identity.import_members WHERE import_id = $1 AND line > $2 AND line <= $3),
-         changed AS (
-           UPDATE identity.members m SET name = b.name, email = b.email, phone = b.phone, accepts_emails = b.accepts_emails
-             FROM batch b
-            WHERE m.tenant_id = $4 AND m.external_id = b.external_id AND m.erased_at IS NULL
-              AND (m.name, m.email, m.phone, m.accepts_emails) IS DISTINCT FROM (b.name, b.email, b.phone, b.accepts_emails)
-           RETURNING m.id),
-         adopted AS (
-           UPDATE identity.members m SET external_id = b.external_id, name = b.name, phone = coalesce(b.phone, m.phone),
-                  accepts_emails = b.accepts_emails
-             FROM batch b
-            WHERE m.tenant_id = $4 AND m.external_id IS NULL AND m.email = b.email AND m.erased_at IS NULL
-              AND NOT EXISTS (SELECT 1 FROM identity.members x WHERE x.tenant_id = $4 AND x.external_id = b.external_id)
-           RETURNING m.id),
-         created AS (
-           INSERT INTO identity.members (tenant_id, name, email, phone, accepts_emails, created_at, external_id)
-           SELECT $4, b.name, b.email, b.phone, b.accepts_emails, b.joined_at, b.external_id FROM batch b
-            WHERE NOT EXISTS (SELECT 1 FROM identity.members m WHERE m.tenant_id = $4
-                               AND (m.external_id = b.external_id OR (m.external_id IS NULL AND m.email = b.email)))
-            ORDER BY b.line
-           ON CONFLICT DO NOTHING RETURNING id)
-         SELECT ((SELECT count(*) FROM changed) + (SELECT count(*) FROM adopted) + (SELECT count(*) FROM created))::text AS applied`,
-        [ctx.importId, after, upTo, ctx.tenantId],
-      );
-      return Number(rows[0]?.applied ?? 0);
-    },
+    stage: stageMembers,
+    merge: mergeMembers,
   };
+}
+
+type Staged = { line: number; row: MemberRow };
+type Context = Parameters<ImportKindSpec<MemberRow>['stage']>[2];
+type Db = Parameters<ImportKindSpec<MemberRow>['stage']>[0];
+
+/** The rows whose email or phone belongs to another member (one with another external id) are refused. */
+async function withoutConflicts(db: Db, rows: Staged[], ctx: Context, problems: RowProblem[]): Promise<Staged[]> {
+  const { rows: taken } = await db.query<{
+    email: string | null;
+    phone: string | null;
+    external_id: string | null;
+  }>(
+    `SELECT email, phone, external_id FROM identity.members
+      WHERE tenant_id = $1 AND (email = ANY($2) OR phone = ANY($3))`,
+    [ctx.tenantId, rows.map((r) => r.row.email).filter(Boolean), rows.map((r) => r.row.phone).filter(Boolean)],
+  );
+  const emailOf = new Map(taken.filter((t) => t.email).map((t) => [t.email, t.external_id]));
+  const phoneOf = new Map(taken.filter((t) => t.phone).map((t) => [t.phone, t.external_id]));
+  const ok = rows.filter(({ line, row }) => {
+    const e = row.email !== null && emailOf.has(row.email) ? emailOf.get(row.email) : undefined;
+    const p = row.phone !== null && phoneOf.has(row.phone) ? phoneOf.get(row.phone) : undefined;
+    // A member without an external id and this email is adopted; one with another id is someone else.
+    if (e !== undefined && e !== null && e !== row.external_id)
+      problems.push({ line, column: 'email', reason: 'belongs to another member' });
+    // A phone of a member without an external id goes with that member's email (the adopted one).
+    else if (p !== undefined && p !== row.external_id && !(p === null && e === null))
+      problems.push({ line, column: 'phone', reason: 'belongs to another member' });
+    else return true;
+    return false;
+  });
+  return ok;
+}
+
+/** Stage the good rows; a row repeating an external id, email or phone of an earlier line is refused. */
+async function stageMembers(db: Db, rows: Staged[], ctx: Context): Promise<RowProblem[]> {
+  if (rows.length === 0) return [];
+  const problems: RowProblem[] = [];
+  const ok = await withoutConflicts(db, rows, ctx, problems);
+  const { rows: staged } = await db.query<{ line: string }>(
+    `INSERT INTO identity.import_members (import_id, line, external_id, name, email, phone, joined_at, accepts_emails)
+     SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::boolean[])
+     ON CONFLICT DO NOTHING RETURNING line::text`,
+    [
+      ctx.importId,
+      ok.map((r) => r.line),
+      ok.map((r) => r.row.external_id),
+      ok.map((r) => r.row.name),
+      ok.map((r) => r.row.email),
+      ok.map((r) => r.row.phone),
+      ok.map((r) => r.row.joined_at),
+      ok.map((r) => r.row.accepts_emails),
+    ],
+  );
+  const done = new Set(staged.map((s) => Number(s.line)));
+  for (const { line, row } of ok) {
+    if (done.has(line)) continue;
+    const { rows: first } = await db.query<{ line: string; external_id: string; email: string | null }>(
+      `SELECT line::text, external_id, email FROM identity.import_members
+        WHERE import_id = $1 AND (external_id = $2 OR email = $3 OR phone = $4) ORDER BY line LIMIT 1`,
+      [ctx.importId, row.external_id, row.email, row.phone],
+    );
+    const f = first[0];
+    const column = f?.external_id === row.external_id ? 'external_id' : f?.email === row.email ? 'email' : 'phone';
+    problems.push({ line, column, reason: `repeats line ${f?.line ?? '?'} of this file` });
+  }
+  return problems;
+}
+
+/** Merge staged lines: update by external id (only what differs), adopt by email, else create. */
+async function mergeMembers(db: Db, after: number, upTo: number, ctx: Context): Promise<number> {
+  const { rows } = await db.query<{ applied: string }>(
+    `WITH batch AS (
+       SELECT * FROM identity.import_members WHERE import_id = $1 AND line > $2 AND line <= $3),
+     changed AS (
+       UPDATE identity.members m SET name = b.name, email = b.email, phone = b.phone, accepts_emails = b.accepts_emails
+         FROM batch b
+        WHERE m.tenant_id = $4 AND m.external_id = b.external_id AND m.erased_at IS NULL
+          AND (m.name, m.email, m.phone, m.accepts_emails) IS DISTINCT FROM (b.name, b.email, b.phone, b.accepts_emails)
+       RETURNING m.id),
+     adopted AS (
+       UPDATE identity.members m SET external_id = b.external_id, name = b.name, phone = coalesce(b.phone, m.phone),
+              accepts_emails = b.accepts_emails
+         FROM batch b
+        WHERE m.tenant_id = $4 AND m.external_id IS NULL AND m.email = b.email AND m.erased_at IS NULL
+          AND NOT EXISTS (SELECT 1 FROM identity.members x WHERE x.tenant_id = $4 AND x.external_id = b.external_id)
+       RETURNING m.id),
+     created AS (
+       INSERT INTO identity.members (tenant_id, name, email, phone, accepts_emails, created_at, external_id)
+       SELECT $4, b.name, b.email, b.phone, b.accepts_emails, b.joined_at, b.external_id FROM batch b
+        WHERE NOT EXISTS (SELECT 1 FROM identity.members m WHERE m.tenant_id = $4
+                           AND (m.external_id = b.external_id OR (m.external_id IS NULL AND m.email = b.email)))
+        ORDER BY b.line
+       ON CONFLICT DO NOTHING RETURNING id)
+     SELECT ((SELECT count(*) FROM changed) + (SELECT count(*) FROM adopted) + (SELECT count(*) FROM created))::text AS applied`,
+    [ctx.importId, after, upTo, ctx.tenantId],
+  );
+  return Number(rows[0]?.applied ?? 0);
 }
 
 /** Members by external id and by email, for another service's import (balances name members so). */

@@ -3,6 +3,8 @@ import {
   importKind,
   Imports,
   type ImportKindSpec,
+  type Pool,
+  type Queryable,
   type RowProblem,
   type ServiceClient,
   type ServiceRuntime,
@@ -106,162 +108,116 @@ function parseBalance(fields: Map<string, string>, now: Date): BalanceRow | { co
   };
 }
 
+type Staged = { line: number; row: BalanceRow };
+type Context = Parameters<ImportKindSpec<BalanceRow>['stage']>[2];
+type Db = Parameters<ImportKindSpec<BalanceRow>['stage']>[0];
+
 function balanceImportSpec(rt: ServiceRuntime, client: ServiceClient): ImportKindSpec<BalanceRow> {
-  const { pool, clock } = rt;
-  const cardOf = async (tenantId: number, cardId: number | null) => {
-    const { rows } = await pool.query<{ reward_system: string; expiry_warning_days: number }>(
-      'SELECT reward_system, expiry_warning_days FROM ledger.cards WHERE tenant_id = $1 AND id = $2',
-      [tenantId, cardId],
-    );
-    return rows[0];
-  };
   return {
     staging: 'import_balances',
-    parse: (fields) => parseBalance(fields, clock.now()),
-    async check(db, ctx) {
-      if (ctx.cardId === null)
-        throw new AppError('validation_error', 'Invalid request: card_id.', {
-          fields: [{ field: 'card_id', message: 'is required for a balances import' }],
-        });
-      const { rowCount } = await db.query('SELECT 1 FROM ledger.cards WHERE tenant_id = $1 AND id = $2', [
-        ctx.tenantId,
-        ctx.cardId,
-      ]);
-      if (rowCount !== 1) throw new AppError('card_not_found');
-    },
-    async resolve(rows, ctx) {
-      const problems: RowProblem[] = [];
-      const card = await cardOf(ctx.tenantId, ctx.cardId);
-      const cents = card?.reward_system === 'cashback';
-      const meta: ServiceMeta = { request_id: `import-${ctx.importId}`, tenant_id: ctx.tenantId };
-      for (let i = 0; i < rows.length; i += LOOKUP_BATCH) {
-        const part = rows.slice(i, i + LOOKUP_BATCH);
-        const found = await client.call(importInternalOperations.lookupMembers, meta, {
-          external_ids: [...new Set(part.flatMap((r) => (r.row.member_external_id ? [r.row.member_external_id] : [])))],
-          emails: [...new Set(part.flatMap((r) => (r.row.member_email ? [r.row.member_email] : [])))],
-        });
-        const byId = new Map(found.by_external_id.map((m) => [m.external_id, m.member_id]));
-        const byEmail = new Map(found.by_email.map((m) => [m.email, m.member_id]));
-        for (const { line, row } of part) {
-          if (cents && row.points !== null)
-            problems.push({ line, column: 'points', reason: 'this is a cashback card: give amount' });
-          else if (!cents && row.cents !== null)
-            problems.push({ line, column: 'amount', reason: 'this is a points card: give points' });
-          const id = row.member_external_id ? byId.get(row.member_external_id) : byEmail.get(row.member_email ?? '');
-          if (id === undefined)
-            problems.push(
-              row.member_external_id
-                ? {
-                    line,
-                    column: 'member_external_id',
-                    reason: 'no member has this external_id (import members first)',
-                  }
-                : { line, column: 'member_email', reason: 'no member has this email' },
-            );
-          else row.member_id = id;
-        }
-      }
-      return problems;
-    },
-    async stage(db, rows, ctx) {
-      if (rows.length === 0) return [];
-      const { rows: staged } = await db.query<{ line: string }>(
-        `INSERT INTO ledger.import_balances (import_id, line, external_id, member_id, amount, earned_at, available_at, expires_at)
-         SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[])
-         ON CONFLICT DO NOTHING RETURNING line::text`,
-        [
-          ctx.importId,
-          rows.map((r) => r.line),
-          rows.map((r) => r.row.external_id),
-          rows.map((r) => r.row.member_id),
-          rows.map((r) => r.row.points ?? r.row.cents),
-          rows.map((r) => r.row.earned_at),
-          rows.map((r) => r.row.available_at),
-          rows.map((r) => r.row.expires_at),
-        ],
-      );
-      const done = new Set(staged.map((s) => Number(s.line)));
-      const problems: RowProblem[] = [];
-      for (const { line, row } of rows.filter((r) => !done.has(r.line))) {
-        const { rows: first } = await db.query<{ line: string }>(
-          'SELECT line::text FROM ledger.import_balances WHERE import_id = $1 AND external_id = $2',
-          [ctx.importId, row.external_id],
-        );
-        problems.push({ line, column: 'external_id', reason: `repeats line ${first[0]?.line ?? '?'} of this file` });
-      }
-      return problems;
-    },
-    async merge(db, after, upTo, ctx) {
-      return mergeBalances(db, after, upTo, ctx, clock.now());
-    },
+    parse: (fields) => parseBalance(fields, rt.clock.now()),
+    check: checkCard,
+    resolve: (rows, ctx) => resolveMembers(rt.pool, client, rows, ctx),
+    stage: stageBalances,
+    merge: (db, after, upTo, ctx) => mergeBalances(db, after, upTo, ctx, rt.clock.now()),
   };
 }
 
-/** The new lines of a step, applied: accounts, journal rows and lots; how many were new. */
-async function mergeBalances(
-  db: Parameters<ImportKindSpec<never>['merge']>[0],
-  after: number,
-  upTo: number,
-  ctx: { importId: string; publicId: string; tenantId: number; cardId: number | null },
-  now: Date,
-): Promise<number> {
-  const { rows } = await db.query<{
-    external_id: string;
-    member_id: string;
-    amount: string;
-    earned_at: Date;
-    available_at: Date;
-    expires_at: Date | null;
-  }>(
-    `WITH batch AS (SELECT * FROM ledger.import_balances WHERE import_id = $1 AND line > $2 AND line <= $3),
-     fresh AS (
-       INSERT INTO ledger.import_keys (tenant_id, card_id, kind, external_id)
-       SELECT $4, $5, 'balances', external_id FROM batch ORDER BY line ON CONFLICT DO NOTHING RETURNING external_id)
-     SELECT b.external_id, b.member_id::text, b.amount::text, b.earned_at, b.available_at, b.expires_at
-       FROM batch b JOIN fresh f USING (external_id) ORDER BY b.line`,
-    [ctx.importId, after, upTo, ctx.tenantId, ctx.cardId],
+/** A balances import names a card of the tenant. */
+async function checkCard(db: Queryable, ctx: Context): Promise<void> {
+  if (ctx.cardId === null)
+    throw new AppError('validation_error', 'Invalid request: card_id.', {
+      fields: [{ field: 'card_id', message: 'is required for a balances import' }],
+    });
+  const { rowCount } = await db.query('SELECT 1 FROM ledger.cards WHERE tenant_id = $1 AND id = $2', [
+    ctx.tenantId,
+    ctx.cardId,
+  ]);
+  if (rowCount !== 1) throw new AppError('card_not_found');
+}
+
+/** Outside any transaction: the members the lines name (asked of identity), and the card's unit. */
+async function resolveMembers(pool: Pool, client: ServiceClient, rows: Staged[], ctx: Context): Promise<RowProblem[]> {
+  const problems: RowProblem[] = [];
+  const { rows: cards } = await pool.query<{ reward_system: string }>(
+    'SELECT reward_system FROM ledger.cards WHERE tenant_id = $1 AND id = $2',
+    [ctx.tenantId, ctx.cardId],
   );
-  if (rows.length === 0) return 0;
-  const { rows: card } = await db.query<{ expiry_warning_days: number }>(
-    'SELECT expiry_warning_days FROM ledger.cards WHERE id = $1',
-    [ctx.cardId],
+  const card = cards[0];
+  const cents = card?.reward_system === 'cashback';
+  const meta: ServiceMeta = { request_id: `import-${ctx.importId}`, tenant_id: ctx.tenantId };
+  for (let i = 0; i < rows.length; i += LOOKUP_BATCH) {
+    const part = rows.slice(i, i + LOOKUP_BATCH);
+    const found = await client.call(importInternalOperations.lookupMembers, meta, {
+      external_ids: [...new Set(part.flatMap((r) => (r.row.member_external_id ? [r.row.member_external_id] : [])))],
+      emails: [...new Set(part.flatMap((r) => (r.row.member_email ? [r.row.member_email] : [])))],
+    });
+    const byId = new Map(found.by_external_id.map((m) => [m.external_id, m.member_id]));
+    const byEmail = new Map(found.by_email.map((m) => [m.email, m.member_id]));
+    for (const { line, row } of part) {
+      if (cents && row.points !== null)
+        problems.push({ line, column: 'points', reason: 'this is a cashback card: give amount' });
+      else if (!cents && row.cents !== null)
+        problems.push({ line, column: 'amount', reason: 'this is a points card: give points' });
+      const id = row.member_external_id ? byId.get(row.member_external_id) : byEmail.get(row.member_email ?? '');
+      if (id === undefined)
+        problems.push(
+          row.member_external_id
+            ? {
+                line,
+                column: 'member_external_id',
+                reason: 'no member has this external_id (import members first)',
+              }
+            : { line, column: 'member_email', reason: 'no member has this email' },
+        );
+      else row.member_id = id;
+    }
+  }
+  return problems;
+}
+
+/** Stage the good lines; a line repeating an external id of an earlier one is refused. */
+async function stageBalances(db: Db, rows: Staged[], ctx: Context): Promise<RowProblem[]> {
+  if (rows.length === 0) return [];
+  const { rows: staged } = await db.query<{ line: string }>(
+    `INSERT INTO ledger.import_balances (import_id, line, external_id, member_id, amount, earned_at, available_at, expires_at)
+     SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[])
+     ON CONFLICT DO NOTHING RETURNING line::text`,
+    [
+      ctx.importId,
+      rows.map((r) => r.line),
+      rows.map((r) => r.row.external_id),
+      rows.map((r) => r.row.member_id),
+      rows.map((r) => r.row.points ?? r.row.cents),
+      rows.map((r) => r.row.earned_at),
+      rows.map((r) => r.row.available_at),
+      rows.map((r) => r.row.expires_at),
+    ],
   );
-  const warnMs = (card[0]?.expiry_warning_days ?? 0) * 86_400_000;
-  const members = [...new Set(rows.map((r) => Number(r.member_id)))].sort((a, b) => a - b);
-  await db.query(
-    `INSERT INTO ledger.accounts (card_id, member_id, tenant_id, created_at, updated_at)
-     SELECT $1, m, $2, $3, $3 FROM unnest($4::bigint[]) m ORDER BY m ON CONFLICT DO NOTHING`,
-    [ctx.cardId, ctx.tenantId, now, members],
-  );
-  const { rows: locked } = await db.query<{ member_id: string; balance: string }>(
-    `SELECT member_id::text, balance::text FROM ledger.accounts WHERE card_id = $1 AND member_id = ANY($2)
-      ORDER BY member_id FOR UPDATE`,
-    [ctx.cardId, members],
-  );
-  const balance = new Map(locked.map((a) => [Number(a.member_id), BigInt(a.balance)]));
-  const lines = rows.map((r) => {
-    const member = Number(r.member_id);
-    const amount = BigInt(r.amount);
-    const pending = r.available_at > now;
-    if (!pending) balance.set(member, (balance.get(member) ?? 0n) + amount);
-    return {
-      member,
-      amount: r.amount,
-      after: String(balance.get(member) ?? 0n),
-      pending,
-      available_at: r.available_at,
-      expires_at: r.expires_at,
-      warn_at: r.expires_at ? new Date(r.expires_at.getTime() - warnMs) : null,
-      metadata: JSON.stringify({
-        reason: 'imported balance',
-        import: { id: ctx.publicId, external_id: r.external_id, earned_at: r.earned_at.toISOString() },
-      }),
-      external_id: r.external_id,
-    };
-  });
-  if ([...balance.values()].some((b) => b > BigInt(MAX_BALANCE))) throw new AppError('balance_limit_exceeded');
-  await db.query(
-    `WITH input AS (
+  const done = new Set(staged.map((s) => Number(s.line)));
+  const problems: RowProblem[] = [];
+  for (const { line, row } of rows.filter((r) => !done.has(r.line))) {
+    const { rows: first } = await db.query<{ line: string }>(
+      'SELECT line::text FROM ledger.import_balances WHERE import_id = $1 AND external_id = $2',
+      [ctx.importId, row.external_id],
+    );
+    problems.push({ line, column: 'external_id', reason: `repeats line ${first[0]?.line ?? '?'} of this file` });
+  }
+  return problems;
+}
+
+interface NewLine {
+  external_id: string;
+  member_id: string;
+  amount: string;
+  earned_at: Date;
+  available_at: Date;
+  expires_at: Date | null;
+}
+
+// Journal rows (staff adjustments naming the import), their lots, the accounts' balances and the
+// import keys' journal ids, in one statement over the step's new lines.
+const APPLY_LINES = `WITH input AS (
        SELECT * FROM unnest($4::bigint[], $5::bigint[], $6::bigint[], $7::jsonb[], $8::boolean[], $9::timestamptz[],
                             $10::timestamptz[], $11::timestamptz[], $12::text[])
          WITH ORDINALITY AS i(member_id, amount, balance_after, metadata, pending, available_at, expires_at, warn_at, external_id, n)),
@@ -284,22 +240,91 @@ async function mergeBalances(
                  FROM input GROUP BY member_id) s
         WHERE a.card_id = $2 AND a.member_id = s.member_id)
      UPDATE ledger.import_keys k SET journal_id = e.id FROM entry e
-      WHERE k.tenant_id = $1 AND k.card_id = $2 AND k.kind = 'balances' AND k.external_id = e.external_id`,
-    [
-      ctx.tenantId,
-      ctx.cardId,
-      now,
-      lines.map((l) => l.member),
-      lines.map((l) => l.amount),
-      lines.map((l) => l.after),
-      lines.map((l) => l.metadata),
-      lines.map((l) => l.pending),
-      lines.map((l) => l.available_at),
-      lines.map((l) => l.expires_at),
-      lines.map((l) => l.warn_at),
-      lines.map((l) => l.external_id),
-    ],
+      WHERE k.tenant_id = $1 AND k.card_id = $2 AND k.kind = 'balances' AND k.external_id = e.external_id`;
+
+/** The lines of a step never applied on the card (claimed in import_keys), their accounts opened and locked. */
+async function newLines(
+  db: Parameters<ImportKindSpec<never>['merge']>[0],
+  after: number,
+  upTo: number,
+  ctx: { importId: string; publicId: string; tenantId: number; cardId: number | null },
+  now: Date,
+): Promise<{ rows: NewLine[]; balances: Map<number, bigint>; warnMs: number }> {
+  const { rows } = await db.query<{
+    external_id: string;
+    member_id: string;
+    amount: string;
+    earned_at: Date;
+    available_at: Date;
+    expires_at: Date | null;
+  }>(
+    `WITH batch AS (SELECT * FROM ledger.import_balances WHERE import_id = $1 AND line > $2 AND line <= $3),
+     fresh AS (
+       INSERT INTO ledger.import_keys (tenant_id, card_id, kind, external_id)
+       SELECT $4, $5, 'balances', external_id FROM batch ORDER BY line ON CONFLICT DO NOTHING RETURNING external_id)
+     SELECT b.external_id, b.member_id::text, b.amount::text, b.earned_at, b.available_at, b.expires_at
+       FROM batch b JOIN fresh f USING (external_id) ORDER BY b.line`,
+    [ctx.importId, after, upTo, ctx.tenantId, ctx.cardId],
   );
+  if (rows.length === 0) return { rows, balances: new Map(), warnMs: 0 };
+  const { rows: card } = await db.query<{ expiry_warning_days: number }>(
+    'SELECT expiry_warning_days FROM ledger.cards WHERE id = $1',
+    [ctx.cardId],
+  );
+  const warnMs = (card[0]?.expiry_warning_days ?? 0) * 86_400_000;
+  const members = [...new Set(rows.map((r) => Number(r.member_id)))].sort((a, b) => a - b);
+  await db.query(
+    `INSERT INTO ledger.accounts (card_id, member_id, tenant_id, created_at, updated_at)
+     SELECT $1, m, $2, $3, $3 FROM unnest($4::bigint[]) m ORDER BY m ON CONFLICT DO NOTHING`,
+    [ctx.cardId, ctx.tenantId, now, members],
+  );
+  const { rows: locked } = await db.query<{ member_id: string; balance: string }>(
+    `SELECT member_id::text, balance::text FROM ledger.accounts WHERE card_id = $1 AND member_id = ANY($2)
+      ORDER BY member_id FOR UPDATE`,
+    [ctx.cardId, members],
+  );
+  return { rows, balances: new Map(locked.map((a) => [Number(a.member_id), BigInt(a.balance)])), warnMs };
+}
+
+/** The new lines of a step, applied: accounts, journal rows and lots; how many were new. */
+async function mergeBalances(db: Db, after: number, upTo: number, ctx: Context, now: Date): Promise<number> {
+  const { rows, balances: balance, warnMs } = await newLines(db, after, upTo, ctx, now);
+  if (rows.length === 0) return 0;
+  const lines = rows.map((r) => {
+    const member = Number(r.member_id);
+    const amount = BigInt(r.amount);
+    const pending = r.available_at > now;
+    if (!pending) balance.set(member, (balance.get(member) ?? 0n) + amount);
+    return {
+      member,
+      amount: r.amount,
+      after: String(balance.get(member) ?? 0n),
+      pending,
+      available_at: r.available_at,
+      expires_at: r.expires_at,
+      warn_at: r.expires_at ? new Date(r.expires_at.getTime() - warnMs) : null,
+      metadata: JSON.stringify({
+        reason: 'imported balance',
+        import: { id: ctx.publicId, external_id: r.external_id, earned_at: r.earned_at.toISOString() },
+      }),
+      external_id: r.external_id,
+    };
+  });
+  if ([...balance.values()].some((b) => b > BigInt(MAX_BALANCE))) throw new AppError('balance_limit_exceeded');
+  await db.query(APPLY_LINES, [
+    ctx.tenantId,
+    ctx.cardId,
+    now,
+    lines.map((l) => l.member),
+    lines.map((l) => l.amount),
+    lines.map((l) => l.after),
+    lines.map((l) => l.metadata),
+    lines.map((l) => l.pending),
+    lines.map((l) => l.available_at),
+    lines.map((l) => l.expires_at),
+    lines.map((l) => l.warn_at),
+    lines.map((l) => l.external_id),
+  ]);
   return rows.length;
 }
 
