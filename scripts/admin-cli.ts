@@ -2,6 +2,7 @@
 // Usage: loyalty-admin <command> [options]   (run `loyalty-admin --help`)
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
+import { runImport } from './admin-import.ts';
 
 export const usage = `loyalty-admin: provision tenants, apps, cards, rewards and webhooks through the operator API
 
@@ -66,6 +67,11 @@ Commands:
   webhook:deliveries --tenant ID --endpoint ID [--status pending|delivered|failed] [--limit N]
                                                    an endpoint's delivery log, newest first
   webhook:redeliver --tenant ID --delivery ID      send a delivery again now
+  import --tenant ID --kind members|balances --file F.csv|F.jsonl [--card ID] [--execute]
+                                                   stream a file in (members, or balances of a card), show the
+                                                   validation's progress and errors; --execute imports it when valid
+  import:get --tenant ID --import IMPORT_ID        an import's status, counts and jobs
+  import:execute --tenant ID --import IMPORT_ID    execute a validated import (a job)
   reports:rebuild --tenant ID [--card ID]          rebuild the report rollups of a tenant's cards from the journal
                                                    (a job; see job:get)
   job:get --job JOB_ID                             a job's status and progress (imports, rebuilds)
@@ -120,6 +126,10 @@ const options = {
   limit: { type: 'string' },
   anchor: { type: 'string' },
   job: { type: 'string' },
+  kind: { type: 'string' },
+  file: { type: 'string' },
+  import: { type: 'string' },
+  execute: { type: 'boolean', default: false },
   enable: { type: 'boolean', default: false },
   disable: { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
@@ -314,6 +324,13 @@ function requestOf(
         path: `${tenantPath()}/reports/rebuild`,
         body: v.card ? { card_id: number(v.card, 'card') } : {},
       };
+    case 'import:get':
+      return { method: 'GET', path: `${tenantPath()}/imports/${encodeURIComponent(need(v.import, 'import'))}` };
+    case 'import:execute':
+      return {
+        method: 'POST',
+        path: `${tenantPath()}/imports/${encodeURIComponent(need(v.import, 'import'))}/execute`,
+      };
     case 'job:get':
       return { method: 'GET', path: `/admin/v1/jobs/${encodeURIComponent(need(v.job, 'job'))}` };
     case 'call': {
@@ -449,6 +466,8 @@ export interface CliIo {
   out: (text: string) => void;
   err: (text: string) => void;
   fetch: typeof fetch;
+  /** Where `import` draws its progress bar (a terminal's stderr). */
+  progress?: (line: string) => void;
 }
 
 /** Runs one command line; answers the process exit code (0 done, 1 the API refused, 2 a wrong command line). */
@@ -459,6 +478,18 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     if (values.help || command === 'help') {
       io.out(usage);
       return 0;
+    }
+    if (command === 'import') {
+      if (!io.env.OPERATOR_TOKEN) throw new UsageError('OPERATOR_TOKEN is not set');
+      const opts = {
+        tenant: need(values.tenant, 'tenant'),
+        kind: need(values.kind, 'kind'),
+        file: need(values.file, 'file'),
+        card: values.card,
+        execute: values.execute,
+        json: values.json,
+      };
+      return await runImport(opts, { ...io, progress: io.progress });
     }
     const request = requestOf(command, rest, values);
     const token = io.env.OPERATOR_TOKEN;
@@ -509,6 +540,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     out: (t) => console.log(t),
     err: (t) => console.error(t),
     fetch,
+    progress: process.stderr.isTTY ? (line) => process.stderr.write(`\r${line}`) : undefined,
   });
   process.exit(code);
 }

@@ -1,6 +1,10 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestSystem, type TestSystem } from '../support/system.ts';
+import { runCli } from '../../scripts/admin-cli.ts';
+import { OPERATOR_TOKEN, startTestSystem, type TestSystem } from '../support/system.ts';
 import { lotsAgree, pointsCard } from '../support/ledger.ts';
 
 /**
@@ -59,7 +63,6 @@ function membersFile(planted: boolean): { text: string; errors: { line: number; 
   const lines = ['external_id,name,email,phone,joined_at,accepts_emails'];
   const errors: { line: number; column: string }[] = [];
   for (let i = 1; i <= 10_000; i++) {
-    const line = i + 1;
     let row = `m-${run}-${i},Member ${i},m${i}.${run}@example.com,+35191${String(i).padStart(7, '0')},2024-01-0${(i % 9) + 1},${i % 2 === 0}`;
     if (i === 7)
       row = `m-${run}-${i},"Silva, Ana ""the first""
@@ -248,5 +251,42 @@ describe('bad uploads', () => {
     expect(foreign.status).toBe(404);
     expect((await get('/api/v1/imports/imp_ledger_00000000-0000-0000-0000-000000000000')).status).toBe(404);
     expect((await get('/api/v1/imports/nonsense')).status).toBe(404);
+  });
+});
+
+describe('the admin CLI', () => {
+  it('streams a file in with a progress bar, validates and executes it', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'import-'));
+    const file = path.join(dir, 'members.csv');
+    writeFileSync(
+      file,
+      `external_id,name,email\ncli-${run}-1,Cli One,cli1.${run}@example.com\ncli-${run}-2,Cli Two,\n`,
+    );
+    const out: string[] = [];
+    const bars: string[] = [];
+    const code = await runCli(
+      ['import', '--tenant', String(creds.tenantId), '--kind', 'members', '--file', file, '--execute'],
+      {
+        env: { LOYALTY_URL: sys.url, OPERATOR_TOKEN },
+        out: (t) => out.push(t),
+        err: (t) => out.push(t),
+        fetch,
+        progress: (line) => bars.push(line),
+      },
+    );
+    expect(code, out.join('\n')).toBe(0);
+    expect(out.join('\n')).toContain('status: executed');
+    expect(out.join('\n')).toContain('applied: 2');
+    expect(bars.some((b) => b.startsWith('upload'))).toBe(true);
+    const bad = path.join(dir, 'bad.csv');
+    writeFileSync(bad, `external_id,name\n,No id\n`);
+    const refused = await runCli(['import', '--tenant', String(creds.tenantId), '--kind', 'members', '--file', bad], {
+      env: { LOYALTY_URL: sys.url, OPERATOR_TOKEN },
+      out: (t) => out.push(t),
+      err: (t) => out.push(t),
+      fetch,
+    });
+    expect(refused).toBe(1);
+    expect(out.join('\n')).toContain('line 2, external_id');
   });
 });

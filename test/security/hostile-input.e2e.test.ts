@@ -323,7 +323,8 @@ describe('hostile values in every field of every operation', () => {
     const inMetadata = `{"card_id":${points},"member_id":${member.id},"purchase_amount":10,"metadata":${deep}}`;
     const arrays = `${'['.repeat(6000)}${']'.repeat(6000)}`;
     const before = await rowCounts();
-    for (const op of allOps.filter((o) => o.method === 'POST')) {
+    // An upload's body is a file (not JSON; a JSON body is 415 there), so it is not walked at all.
+    for (const op of allOps.filter((o) => o.method === 'POST' && !o.upload)) {
       for (const text of [deep, inMetadata, arrays]) {
         const params = fieldsOf(op.params);
         const r = await send(op, pathOf(op, params), { body: text });

@@ -79,6 +79,7 @@ describe('natsPermissions', () => {
         'loyalty.identity.internal.member.resolve',
         'loyalty.identity.internal.member_otp.issue',
         'loyalty.identity.internal.member_otp.verify',
+        'loyalty.identity.internal.member.lookup',
         '_INBOX_gateway.>',
         '_INBOX_identity.>',
         '_INBOX_claims.>',

@@ -55,7 +55,8 @@ describe.each(urls)('%s', (url) => {
   it('documents ids, limit and offset as integers with minimum and maximum', () => {
     const ints = parameters(served[url]!).filter(
       ({ p }) =>
-        (p.name.endsWith('_id') && p.name !== 'app_id' && p.name !== 'job_id') || ['limit', 'offset'].includes(p.name),
+        (p.name.endsWith('_id') && p.name !== 'app_id' && p.name !== 'job_id' && p.name !== 'import_id') ||
+        ['limit', 'offset'].includes(p.name),
     );
     expect(ints.length).toBeGreaterThan(0);
     for (const { where, p } of ints) {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operations, operatorOperations, type Operation } from '@loyalty/contracts';
 import { JobStore } from '@loyalty/runtime';
@@ -193,7 +194,19 @@ beforeAll(async () => {
   // A job of each tenant (in identity's schema; its id names identity), for the jobs resource.
   const jobs = new JobStore(sys.db, 'identity');
   const job = (tenantId: number) => jobs.create(sys.db, { tenantId, kind: 'test.export', now: new Date() });
+  // An import of each tenant (identity's: its id names identity).
+  const anImport = async (tenantId: number) => {
+    const id = randomUUID();
+    const validate = jobs.rowId(await job(tenantId));
+    await sys.db.query(
+      `INSERT INTO identity.imports (id, tenant_id, kind, format, status, validate_job, created_at)
+       VALUES ($1, $2, 'members', 'csv', 'invalid', $3, now())`,
+      [id, tenantId, validate],
+    );
+    return `imp_identity_${id}`;
+  };
   Object.assign(values, {
+    import_id: { path: await anImport(tenant.tenantId), other: await anImport(other.tenantId) },
     job_id: { path: await job(tenant.tenantId), other: await job(other.tenantId) },
     endpoint_id: { path: hooks[0]!.endpoint, other: hooks[1]!.endpoint },
     delivery_id: { path: hooks[0]!.delivery, other: hooks[1]!.delivery },
@@ -224,7 +237,8 @@ describe('path parameters cannot be overridden', () => {
         expect(await snapshot()).toEqual(before);
       });
 
-      if (op.method === 'POST' || op.method === 'PUT' || op.method === 'PATCH') {
+      // An upload's body is a file, not fields (its content type is not JSON: 415).
+      if ((op.method === 'POST' || op.method === 'PUT' || op.method === 'PATCH') && !op.upload) {
         it(`${name} (${op.method} ${op.path}): ${param} in the body is refused`, async () => {
           const before = await snapshot();
           const r = await call(operator, op.method, pathOf(op), {

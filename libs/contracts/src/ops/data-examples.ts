@@ -12,6 +12,53 @@ const rebuildJob = {
   finished_at: null,
 };
 
+const validateJob = {
+  id: 'job_identity_7c1e2d3a-91f4-4d6b-8a1e-2f7c9d3e4a11',
+  kind: 'import.validate',
+  status: 'succeeded' as const,
+  progress: { done: 3, total: 3 },
+  result_url: '/api/v1/jobs/job_identity_7c1e2d3a-91f4-4d6b-8a1e-2f7c9d3e4a11/result',
+  errors: [
+    {
+      code: 'invalid_line',
+      message: 'line 102, email: is not a valid email address',
+      line: 102,
+      column: 'email',
+      reason: 'is not a valid email address',
+    },
+  ],
+  created_at: '2026-11-25T10:00:00.000Z',
+  finished_at: '2026-11-25T10:00:02.000Z',
+};
+const anImport = {
+  id: 'imp_identity_2f0c5e7a-1b2c-4d3e-8f90-a1b2c3d4e5f6',
+  kind: 'members' as const,
+  card_id: null,
+  format: 'csv' as const,
+  status: 'invalid' as const,
+  bytes: 1048576,
+  counts: { lines: 10000, valid: 9999, invalid: 1, applied: 0, unchanged: 0 },
+  validate_job: validateJob,
+  execute_job: null,
+  created_at: '2026-11-25T10:00:00.000Z',
+};
+const executing = {
+  ...anImport,
+  status: 'executing' as const,
+  counts: { lines: 10000, valid: 10000, invalid: 0, applied: 0, unchanged: 0 },
+  validate_job: { ...validateJob, errors: [] },
+  execute_job: {
+    ...validateJob,
+    id: 'job_identity_9d2e3f4a-91f4-4d6b-8a1e-2f7c9d3e4a12',
+    kind: 'import.execute',
+    status: 'queued' as const,
+    progress: { done: 0, total: 10000 },
+    result_url: undefined,
+    errors: [],
+    finished_at: null,
+  },
+};
+
 export const dataOperationExamples: Record<string, OperationExample> = {
   'cards.report': {
     response: {
@@ -29,4 +76,38 @@ export const dataOperationExamples: Record<string, OperationExample> = {
     },
   },
   'admin.reports.rebuild': { request: { card_id: 2 }, response: { job: rebuildJob } },
+  'imports.create': {
+    response: {
+      ...anImport,
+      status: 'validating' as const,
+      validate_job: {
+        ...validateJob,
+        status: 'queued' as const,
+        progress: { done: 0, total: null },
+        result_url: undefined,
+        errors: [],
+        finished_at: null,
+      },
+      counts: { lines: 0, valid: 0, invalid: 0, applied: 0, unchanged: 0 },
+    },
+  },
+  'imports.get': { response: anImport },
+  'imports.execute': { response: executing },
+  'admin.imports.create': {
+    response: {
+      ...anImport,
+      status: 'validating' as const,
+      validate_job: {
+        ...validateJob,
+        status: 'queued' as const,
+        progress: { done: 0, total: null },
+        result_url: undefined,
+        errors: [],
+        finished_at: null,
+      },
+      counts: { lines: 0, valid: 0, invalid: 0, applied: 0, unchanged: 0 },
+    },
+  },
+  'admin.imports.get': { response: anImport },
+  'admin.imports.execute': { response: executing },
 };
