@@ -403,6 +403,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/loyalty/cards/{card_id}/members/{member_id}/tier': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A member's tier on a card and the progress to the next one
+     * @description Scope: `card_read`.
+     */
+    get: operations['tiers.member'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/loyalty/cards/{card_id}/referral-stats': {
     parameters: {
       query?: never;
@@ -569,6 +589,30 @@ export interface paths {
      * @description Scope: `programme_manage`.
      */
     post: operations['rules.pause'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/loyalty/cards/{card_id}/tiers': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A card's tier ladder and qualification settings, with the members in each tier
+     * @description Scope: `programme_manage`.
+     */
+    get: operations['tiers.get'];
+    /**
+     * Set a card's tier ladder and qualification settings (the whole of them); a change recomputes every member in a job
+     * @description Scope: `programme_manage`.
+     */
+    put: operations['tiers.put'];
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -899,6 +943,30 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/members/{member_id}/consents': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A member's consents: marketing email and marketing SMS, with when and where each was granted or withdrawn
+     * @description Scope: `members_manage`.
+     */
+    get: operations['members.consents.get'];
+    /**
+     * Grant or withdraw consents (the purposes named; the others stay as they are). Setting a consent to what it is changes nothing
+     * @description Scope: `members_manage`.
+     */
+    put: operations['members.consents.update'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/members/{member_id}/erase': {
     parameters: {
       query?: never;
@@ -913,6 +981,46 @@ export interface paths {
      * @description Scope: `members_manage`.
      */
     post: operations['members.erase'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/members/{member_id}/export': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Export everything every service holds about a member (a job): its result, downloaded at the job's result_url for 7 days, is one JSON document (profile, consents, sessions, accounts, journal, lots, holds, claims, referrals, audit entries, webhook deliveries)
+     * @description Scope: `members_manage`.
+     */
+    post: operations['members.export'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/members/{member_id}/merge': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Merge a duplicate member (source_member_id) into this one (a job): the source's balances move as lots keeping their expiry and pending dates, its holds, pending claims and referrals follow, both histories show member_merged, the source becomes a tombstone (404 member_not_found) pointing at this member. Same tenant only; into itself is 422; a repeated request answers the same job
+     * @description Scope: `members_manage`.
+     */
+    post: operations['members.merge'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1267,6 +1375,26 @@ export interface webhooks {
      * @description Delivered at least once: answer 2xx within 10 s, or the delivery is retried with exponential backoff and jitter for up to three days. De-duplicate on the event `id`.
      */
     post: operations['webhook.member.erased'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'member.merged': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A duplicate member (source_member_id) was merged into another (target_member_id): its balances, holds, pending claims and referrals are the target’s now, and the source is gone (404). Point your records of the source at the target.
+     * @description Delivered at least once: answer 2xx within 10 s, or the delivery is retried with exponential backoff and jitter for up to three days. De-duplicate on the event `id`.
+     */
+    post: operations['webhook.member.merged'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1685,6 +1813,25 @@ export interface components {
       /** @enum {string} */
       status: 'pending' | 'approved' | 'rejected' | 'expired';
     };
+    Consent: {
+      granted: boolean;
+      /** @description the last time it was granted; null: never */
+      granted_at: string | null;
+      /** @enum {string} */
+      purpose: 'marketing_email' | 'marketing_sms';
+      /** @description where the last change came from: `registration`, `unsubscribe_link`, or what the app said (`api` by default); null: never asked */
+      source: string | null;
+      updated_at: string | null;
+      /** @description the last time it was withdrawn; null: never */
+      withdrawn_at: string | null;
+    };
+    EarnTier: {
+      name: string;
+      rank: number;
+      /** @description this earn crossed an entry threshold and moved the member up */
+      upgraded: boolean;
+      valid_until: string | null;
+    };
     Failure: {
       error: {
         /** @enum {string} */
@@ -1705,7 +1852,9 @@ export interface components {
           | 'pin_required'
           | 'staff_token_required'
           | 'invalid_staff_token'
+          | 'invalid_unsubscribe_token'
           | 'insufficient_scope'
+          | 'tenant_inactive'
           | 'member_token_mismatch'
           | 'insufficient_role'
           | 'invalid_operator_token'
@@ -1721,6 +1870,8 @@ export interface components {
           | 'webhook_endpoint_not_found'
           | 'webhook_delivery_not_found'
           | 'rule_not_found'
+          | 'tiers_not_configured'
+          | 'tier_not_found'
           | 'job_not_found'
           | 'import_not_found'
           | 'job_result_not_found'
@@ -1740,6 +1891,8 @@ export interface components {
           | 'staff_email_taken'
           | 'last_manager'
           | 'webhook_endpoint_disabled'
+          | 'tenant_active'
+          | 'tenant_retention_pending'
           | 'import_not_validated'
           | 'rule_state_conflict'
           | 'headers_too_large'
@@ -1758,7 +1911,9 @@ export interface components {
           | 'line_items_mismatch'
           | 'unknown_import_kind'
           | 'invalid_rule'
+          | 'invalid_tiers'
           | 'active_rule_limit'
+          | 'merge_into_itself'
           | 'transfers_disabled'
           | 'transfer_limit_exceeded'
           | 'invalid_time_zone'
@@ -1849,6 +2004,38 @@ export interface components {
       name: string;
       /** @description masked; null when the member has no phone */
       phone: string | null;
+    };
+    MemberTier: {
+      card_id: number;
+      /** @description set by hand (staff or the operator) until valid_until */
+      manual: {
+        reason: string;
+      } | null;
+      member_id: number;
+      metric: string;
+      /** @description what the current window still needs to reach next_tier */
+      needed_for_next: number | null;
+      /** @description what the window judged at valid_until still needs to keep the tier; null: nothing to keep (lowest tier, no end) */
+      needed_to_retain: number | null;
+      /** @description null: the member holds the highest tier */
+      next_tier: {
+        entry_threshold: number;
+        name: string;
+        rank: number;
+      } | null;
+      /** @description points, or currency units, in the current window */
+      qualifying_total: number;
+      tier: {
+        description: string | null;
+        name: string;
+        rank: number;
+      };
+      /** @description when the tier is reviewed; null: no end */
+      valid_until: string | null;
+      /** @description day after its last day; null: lifetime */
+      window_end: string | null;
+      /** @description first day of the current window (card time zone); null: lifetime */
+      window_start: string | null;
     };
     MemberToken: {
       /** @description ISO 8601 UTC timestamp */
@@ -2264,6 +2451,82 @@ export interface components {
       status: string;
       version: number;
     };
+    Tier: {
+      description: string | null;
+      entry_threshold: number;
+      /** @description members holding the tier now */
+      members: number;
+      name: string;
+      rank: number;
+      retain_threshold: number;
+    };
+    TierBadge: {
+      name: string;
+      rank: number;
+      /** @description when the tier is reviewed (downgrade or renewal); null: no end */
+      valid_until: string | null;
+    };
+    TierInput: {
+      description?: string;
+      /** @description qualifying total that reaches the tier (points, or currency units); 0 for the lowest tier */
+      entry_threshold: number;
+      name: string;
+      /** @description a whole number, unique in the ladder; higher is better */
+      rank: number;
+      /** @description qualifying total over the window that keeps the tier at its review; at most entry_threshold */
+      retain_threshold: number;
+    };
+    TierSettings: {
+      card_id: number;
+      count_bonuses: boolean;
+      /** @description false: the card has no tiers */
+      enabled: boolean;
+      metric: string;
+      /** @description lowest rank first */
+      tiers: components['schemas']['Tier'][];
+      time_zone: string;
+      updated_at: string | null;
+      validity_days: number | null;
+      /** @description 0: never set */
+      version: number;
+      warning_days: number;
+      window: string;
+      window_days: number;
+    };
+    TierSettingsInput: {
+      /**
+       * @description points_earned: whether bonuses (earning rules beyond the base, referrals, adjustments) count
+       * @default true
+       */
+      count_bonuses: boolean;
+      /**
+       * @description points_earned (earned minus refunded; cashback earned on a cashback card) or amount_spent (purchases minus refunds)
+       * @default points_earned
+       */
+      metric: string;
+      /** @description at most 10; an empty list turns tiers off for the card (members keep nothing) */
+      tiers: components['schemas']['TierInput'][];
+      /**
+       * @description an upgrade holds this many days; null: until the end of the next full window
+       * @default null
+       */
+      validity_days: number | null;
+      /**
+       * @description days before a downgrade the member is warned (0 to 365)
+       * @default 30
+       */
+      warning_days: number;
+      /**
+       * @description rolling (window_days), calendar_year, anniversary (the member's join date) or lifetime
+       * @default rolling
+       */
+      window: string;
+      /**
+       * @description rolling windows: their length in days (1 to 3660)
+       * @default 365
+       */
+      window_days: number;
+    };
     TopReferrer: {
       /** @description masked; null when the member has no email */
       email: string | null;
@@ -2576,6 +2839,26 @@ export interface operations {
           };
         };
       };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
+            };
+          };
+        };
+      };
       404: components['responses']['RouteNotFound'];
       405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
@@ -2757,6 +3040,26 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials' | 'member_token_required' | 'invalid_member_token';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
             };
           };
         };
@@ -2969,6 +3272,26 @@ export interface operations {
           };
         };
       };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
+            };
+          };
+        };
+      };
       404: components['responses']['RouteNotFound'];
       405: components['responses']['MethodNotAllowed'];
       /** @description `payload_too_large` */
@@ -3170,6 +3493,26 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials' | 'member_token_required' | 'invalid_member_token';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
             };
           };
         };
@@ -3388,6 +3731,26 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
             };
           };
         };
@@ -3633,6 +3996,26 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
             };
           };
         };
@@ -3887,6 +4270,26 @@ export interface operations {
           };
         };
       };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
+            };
+          };
+        };
+      };
       /** @description `route_not_found`, `member_not_found` */
       404: {
         headers: {
@@ -4108,7 +4511,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4123,7 +4526,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -4299,6 +4702,8 @@ export interface operations {
               queried_at: string;
               /** @constant */
               reward_system: 'cashback';
+              /** @description cards with tiers only: the member's tier */
+              tier?: components['schemas']['TierBadge'];
             };
             /** @constant */
             success: true;
@@ -4345,7 +4750,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4360,7 +4765,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -4606,6 +5011,8 @@ export interface operations {
               reference: string | null;
               /** @description the earning rules beyond the base earn that gave something; absent when none did */
               rules_applied?: components['schemas']['RuleApplied'][];
+              /** @description cards with tiers only: the member's tier after this earn */
+              tier?: components['schemas']['EarnTier'];
               transaction_id: number;
             };
             /** @constant */
@@ -4653,7 +5060,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4668,7 +5075,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -4942,7 +5349,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -4957,7 +5364,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -5279,7 +5686,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -5294,7 +5701,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -5563,7 +5970,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -5578,7 +5985,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -5902,7 +6309,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -5917,7 +6324,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -6200,7 +6607,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -6215,7 +6622,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -6479,7 +6886,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -6494,7 +6901,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -6742,7 +7149,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -6757,7 +7164,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -6997,6 +7404,26 @@ export interface operations {
           };
         };
       };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
+            };
+          };
+        };
+      };
       /** @description `route_not_found`, `job_not_found` */
       404: {
         headers: {
@@ -7187,6 +7614,26 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive';
             };
           };
         };
@@ -7403,7 +7850,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -7418,7 +7865,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -7501,6 +7948,251 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'wrong_card_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'tiers.member': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        card_id: number;
+        member_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "card_id": 2,
+           *         "member_id": 42,
+           *         "tier": {
+           *           "name": "Silver",
+           *           "rank": 1,
+           *           "description": "1.5x points on coffee"
+           *         },
+           *         "valid_until": "2027-03-15T00:00:00.000Z",
+           *         "manual": null,
+           *         "metric": "points_earned",
+           *         "qualifying_total": 1380,
+           *         "window_start": "2025-03-15",
+           *         "window_end": "2026-03-15",
+           *         "next_tier": {
+           *           "name": "Gold",
+           *           "rank": 2,
+           *           "entry_threshold": 5000
+           *         },
+           *         "needed_for_next": 3620,
+           *         "needed_to_retain": 800
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['MemberTier'];
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive`, `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive' | 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `card_not_found`, `member_not_found`, `tiers_not_configured` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'card_not_found' | 'member_not_found' | 'tiers_not_configured';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
             };
           };
         };
@@ -7660,7 +8352,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -7675,7 +8367,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -7921,7 +8613,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -7936,7 +8628,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -8183,7 +8875,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -8198,7 +8890,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -8472,7 +9164,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -8487,7 +9179,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -8736,7 +9428,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -8751,7 +9443,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -9023,7 +9715,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9038,7 +9730,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -9335,7 +10027,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9350,7 +10042,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -9568,7 +10260,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9583,7 +10275,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -9834,7 +10526,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -9849,7 +10541,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -10131,7 +10823,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -10146,7 +10838,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -10428,7 +11120,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -10443,7 +11135,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -10526,6 +11218,603 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'tiers.get': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        card_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "card_id": 2,
+           *         "time_zone": "Europe/Lisbon",
+           *         "enabled": true,
+           *         "tiers": [
+           *           {
+           *             "name": "Bronze",
+           *             "rank": 0,
+           *             "entry_threshold": 0,
+           *             "retain_threshold": 0,
+           *             "description": null,
+           *             "members": 1840
+           *           },
+           *           {
+           *             "name": "Silver",
+           *             "rank": 1,
+           *             "entry_threshold": 1000,
+           *             "retain_threshold": 800,
+           *             "description": "1.5x points on coffee",
+           *             "members": 212
+           *           },
+           *           {
+           *             "name": "Gold",
+           *             "rank": 2,
+           *             "entry_threshold": 5000,
+           *             "retain_threshold": 4000,
+           *             "description": "Double points",
+           *             "members": 31
+           *           }
+           *         ],
+           *         "metric": "points_earned",
+           *         "count_bonuses": true,
+           *         "window": "rolling",
+           *         "window_days": 365,
+           *         "validity_days": null,
+           *         "warning_days": 30,
+           *         "version": 3,
+           *         "updated_at": "2026-03-14T09:26:53.000Z"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['TierSettings'];
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive`, `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive' | 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `card_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'card_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'tiers.put': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        card_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "tiers": [
+         *         {
+         *           "name": "Bronze",
+         *           "rank": 0,
+         *           "entry_threshold": 0,
+         *           "retain_threshold": 0
+         *         },
+         *         {
+         *           "name": "Silver",
+         *           "rank": 1,
+         *           "entry_threshold": 1000,
+         *           "retain_threshold": 800,
+         *           "description": "1.5x points on coffee"
+         *         },
+         *         {
+         *           "name": "Gold",
+         *           "rank": 2,
+         *           "entry_threshold": 5000,
+         *           "retain_threshold": 4000,
+         *           "description": "Double points"
+         *         }
+         *       ],
+         *       "metric": "points_earned",
+         *       "count_bonuses": true,
+         *       "window": "rolling",
+         *       "window_days": 365,
+         *       "validity_days": null,
+         *       "warning_days": 30
+         *     }
+         */
+        'application/json': components['schemas']['TierSettingsInput'];
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "card_id": 2,
+           *         "time_zone": "Europe/Lisbon",
+           *         "enabled": true,
+           *         "tiers": [
+           *           {
+           *             "name": "Bronze",
+           *             "rank": 0,
+           *             "entry_threshold": 0,
+           *             "retain_threshold": 0,
+           *             "description": null,
+           *             "members": 1840
+           *           },
+           *           {
+           *             "name": "Silver",
+           *             "rank": 1,
+           *             "entry_threshold": 1000,
+           *             "retain_threshold": 800,
+           *             "description": "1.5x points on coffee",
+           *             "members": 212
+           *           },
+           *           {
+           *             "name": "Gold",
+           *             "rank": 2,
+           *             "entry_threshold": 5000,
+           *             "retain_threshold": 4000,
+           *             "description": "Double points",
+           *             "members": 31
+           *           }
+           *         ],
+           *         "metric": "points_earned",
+           *         "count_bonuses": true,
+           *         "window": "rolling",
+           *         "window_days": 365,
+           *         "validity_days": null,
+           *         "warning_days": 30,
+           *         "version": 3,
+           *         "updated_at": "2026-03-14T09:26:53.000Z",
+           *         "recompute_job_id": "job_ledger_3f1c9a52-8d0e-4b7a-9c61-2a5e7d4b8f10"
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: {
+              card_id: number;
+              count_bonuses: boolean;
+              /** @description false: the card has no tiers */
+              enabled: boolean;
+              metric: string;
+              /** @description the job recomputing every member of the card (GET /api/v1/jobs/{job_id}); null when nothing changed */
+              recompute_job_id: string | null;
+              /** @description lowest rank first */
+              tiers: components['schemas']['Tier'][];
+              time_zone: string;
+              updated_at: string | null;
+              validity_days: number | null;
+              /** @description 0: never set */
+              version: number;
+              warning_days: number;
+              window: string;
+              window_days: number;
+            };
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive`, `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive' | 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `card_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'card_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `invalid_tiers` */
+      422: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'invalid_tiers';
             };
           };
         };
@@ -10710,7 +11999,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -10725,7 +12014,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -10967,7 +12256,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -10982,7 +12271,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -11254,7 +12543,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -11269,7 +12558,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -11508,7 +12797,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -11523,7 +12812,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -11800,7 +13089,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -11815,7 +13104,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -12068,7 +13357,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -12083,7 +13372,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -12299,6 +13588,8 @@ export interface operations {
               queried_at: string;
               /** @constant */
               reward_system: 'points';
+              /** @description cards with tiers only: the member's tier */
+              tier?: components['schemas']['TierBadge'];
             };
             /** @constant */
             success: true;
@@ -12345,7 +13636,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -12360,7 +13651,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -12609,6 +13900,8 @@ export interface operations {
               reference: string | null;
               /** @description the earning rules beyond the base earn that gave something; absent when none did */
               rules_applied?: components['schemas']['RuleApplied'][];
+              /** @description cards with tiers only: the member's tier after this earn */
+              tier?: components['schemas']['EarnTier'];
               transaction_id: number;
             };
             /** @constant */
@@ -12656,7 +13949,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -12671,7 +13964,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -12969,7 +14262,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -12984,7 +14277,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -13256,7 +14549,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -13271,7 +14564,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -13585,7 +14878,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -13600,7 +14893,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -13865,7 +15158,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -13880,7 +15173,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -14181,7 +15474,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -14196,7 +15489,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -14489,7 +15782,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope`, `member_token_mismatch` */
+      /** @description `tenant_inactive`, `insufficient_scope`, `member_token_mismatch` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -14504,7 +15797,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope' | 'member_token_mismatch';
+              code?: 'tenant_inactive' | 'insufficient_scope' | 'member_token_mismatch';
             };
           };
         };
@@ -14780,7 +16073,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -14795,7 +16088,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -15053,7 +16346,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -15068,7 +16361,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -15347,7 +16640,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -15362,7 +16655,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -15389,6 +16682,524 @@ export interface operations {
           };
         };
       };
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'members.consents.get': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        member_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "member_id": 42,
+           *         "consents": [
+           *           {
+           *             "purpose": "marketing_email",
+           *             "granted": true,
+           *             "granted_at": "2026-03-14T09:26:53.000Z",
+           *             "withdrawn_at": null,
+           *             "source": "registration",
+           *             "updated_at": "2026-03-14T09:26:53.000Z"
+           *           },
+           *           {
+           *             "purpose": "marketing_sms",
+           *             "granted": false,
+           *             "granted_at": null,
+           *             "withdrawn_at": null,
+           *             "source": null,
+           *             "updated_at": null
+           *           }
+           *         ]
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: {
+              consents: components['schemas']['Consent'][];
+              member_id: number;
+            };
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive`, `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive' | 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `member_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'member_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'members.consents.update': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        member_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "consents": [
+         *         {
+         *           "purpose": "marketing_email",
+         *           "granted": false
+         *         }
+         *       ],
+         *       "source": "pos"
+         *     }
+         */
+        'application/json': {
+          consents: {
+            granted: boolean;
+            /** @enum {string} */
+            purpose: 'marketing_email' | 'marketing_sms';
+          }[];
+          /**
+           * @description where the member gave or withdrew it (`pos`, `app`, `web`, ...); recorded with the change
+           * @default api
+           */
+          source?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "member_id": 42,
+           *         "consents": [
+           *           {
+           *             "purpose": "marketing_email",
+           *             "granted": false,
+           *             "granted_at": "2026-03-14T09:26:53.000Z",
+           *             "withdrawn_at": "2026-11-25T10:00:00.000Z",
+           *             "source": "pos",
+           *             "updated_at": "2026-11-25T10:00:00.000Z"
+           *           },
+           *           {
+           *             "purpose": "marketing_sms",
+           *             "granted": false,
+           *             "granted_at": null,
+           *             "withdrawn_at": null,
+           *             "source": null,
+           *             "updated_at": null
+           *           }
+           *         ]
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: {
+              consents: components['schemas']['Consent'][];
+              member_id: number;
+            };
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive`, `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive' | 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `member_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'member_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
       /** @description `unsupported_media_type` */
       415: {
         headers: {
@@ -15561,7 +17372,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -15576,7 +17387,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -15639,6 +17450,506 @@ export interface operations {
             error?: {
               /** @enum {unknown} */
               code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'members.export': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        member_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Accepted: the work is queued as a job (follow it at `GET /api/v1/jobs/{job_id}`) */
+      202: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "id": "job_identity_8c2d4e6f-1a3b-4c5d-9e7f-0a1b2c3d4e5f",
+           *         "kind": "member.export",
+           *         "status": "queued",
+           *         "progress": {
+           *           "done": 0,
+           *           "total": null
+           *         },
+           *         "errors": [],
+           *         "created_at": "2026-11-25T10:00:00.000Z",
+           *         "finished_at": null
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['Job'];
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive`, `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive' | 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `member_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'member_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `rate_limited` */
+      429: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'rate_limited';
+            };
+          };
+        };
+      };
+      431: components['responses']['HeadersTooLarge'];
+      /** @description `internal_error` */
+      500: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'internal_error';
+            };
+          };
+        };
+      };
+      /** @description `service_unavailable` */
+      503: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'Retry-After': components['headers']['RetryAfter'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'service_unavailable';
+            };
+          };
+        };
+      };
+    };
+  };
+  'members.merge': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        member_id: number;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "source_member_id": 57
+         *     }
+         */
+        'application/json': {
+          /** @description the duplicate: its balances, holds, claims and referrals move to member_id */
+          source_member_id: number;
+        };
+      };
+    };
+    responses: {
+      /** @description Accepted: the work is queued as a job (follow it at `GET /api/v1/jobs/{job_id}`) */
+      202: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "success": true,
+           *       "data": {
+           *         "id": "job_identity_5d0c7a1e-8f2b-4c3d-9e4f-0a1b2c3d4e5f",
+           *         "kind": "member.merge",
+           *         "status": "queued",
+           *         "progress": {
+           *           "done": 0,
+           *           "total": null
+           *         },
+           *         "errors": [],
+           *         "created_at": "2026-03-14T09:26:53.000Z",
+           *         "finished_at": null
+           *       }
+           *     }
+           */
+          'application/json': {
+            data: components['schemas']['Job'];
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description `validation_error`, `invalid_json`, `invalid_header` */
+      400: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'validation_error' | 'invalid_json' | 'invalid_header';
+            };
+          };
+        };
+      };
+      /** @description `missing_credentials`, `invalid_credentials` */
+      401: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'missing_credentials' | 'invalid_credentials';
+            };
+          };
+        };
+      };
+      /** @description `tenant_inactive`, `insufficient_scope` */
+      403: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'tenant_inactive' | 'insufficient_scope';
+            };
+          };
+        };
+      };
+      /** @description `route_not_found`, `member_not_found` */
+      404: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'route_not_found' | 'member_not_found';
+            };
+          };
+        };
+      };
+      405: components['responses']['MethodNotAllowed'];
+      /** @description `payload_too_large` */
+      413: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'payload_too_large';
+            };
+          };
+        };
+      };
+      414: components['responses']['UriTooLong'];
+      /** @description `unsupported_media_type` */
+      415: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'unsupported_media_type';
+            };
+          };
+        };
+      };
+      /** @description `merge_into_itself` */
+      422: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimitPolicy'];
+          'X-RateLimit-Limit': components['headers']['XRateLimitLimit'];
+          'X-RateLimit-Remaining': components['headers']['XRateLimitRemaining'];
+          'X-RateLimit-Reset': components['headers']['XRateLimitReset'];
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Failure'] & {
+            error?: {
+              /** @enum {unknown} */
+              code?: 'merge_into_itself';
             };
           };
         };
@@ -15829,7 +18140,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -15844,7 +18155,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -16091,7 +18402,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -16106,7 +18417,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -16247,6 +18558,7 @@ export interface operations {
             | '*'
             | 'member.registered'
             | 'member.erased'
+            | 'member.merged'
             | 'points.earned'
             | 'points.redeemed'
             | 'points.refunded'
@@ -16363,7 +18675,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -16378,7 +18690,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -16625,7 +18937,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -16640,7 +18952,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -16855,7 +19167,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -16870,7 +19182,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -17026,6 +19338,7 @@ export interface operations {
             | '*'
             | 'member.registered'
             | 'member.erased'
+            | 'member.merged'
             | 'points.earned'
             | 'points.redeemed'
             | 'points.refunded'
@@ -17140,7 +19453,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -17155,7 +19468,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -17437,7 +19750,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -17452,7 +19765,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -17686,7 +19999,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -17701,7 +20014,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -17956,7 +20269,7 @@ export interface operations {
           };
         };
       };
-      /** @description `insufficient_scope` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -17971,7 +20284,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'insufficient_scope';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };
@@ -18803,6 +21116,65 @@ export interface operations {
           tenant_id: number;
           /** @constant */
           type: 'member.erased';
+        };
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx). The body is not read beyond a few KB. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Any other answer (or none within 10 s) fails the attempt; it is retried. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  'webhook.member.merged': {
+    parameters: {
+      query?: never;
+      header: {
+        /**
+         * @description The event id (as `id` in the body): the same on every attempt.
+         * @example b3c1f0d2-9a4e-4e0b-8f57-2f3c9d1e7a10
+         */
+        'Loyalty-Event-Id': string;
+        /**
+         * @description The event type (as `type` in the body).
+         * @example points.earned
+         */
+        'Loyalty-Event-Type': string;
+        /**
+         * @description `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" under the endpoint secret>`; during a secret rotation a second `v1` (the old secret). Check one `v1` with a timestamp tolerance (the SDK: `verifyWebhookSignature`).
+         * @example t=1773480413,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+         */
+        'Loyalty-Signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description when it happened */
+          created_at: string;
+          data: {
+            /** @description ISO 8601 UTC timestamp */
+            merged_at: string;
+            source_member_id: number;
+            target_member_id: number;
+          };
+          /** @description the event id: the same on every attempt and redelivery; de-duplicate on it */
+          id: string;
+          tenant_id: number;
+          /** @constant */
+          type: 'member.merged';
         };
       };
     };
