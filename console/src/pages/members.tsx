@@ -133,6 +133,7 @@ export function MemberPage(props: { memberId: number; cards: Card[]; isManager: 
           </a>
         </p>
       )}
+      {props.isManager && m && <MergeForm memberId={m.id} />}
 
       <section aria-labelledby="balances-h">
         <h2 id="balances-h">Balances</h2>
@@ -254,5 +255,54 @@ export function MemberPage(props: { memberId: number; cards: Card[]; isManager: 
         )}
       </section>
     </main>
+  );
+}
+
+/**
+ * A manager merges a duplicate member into this one (the member known by email at the till and by
+ * phone online): the duplicate's balances, holds, pending claims and referrals move here, and the
+ * duplicate stops existing. It runs as a job; the page shows that it started.
+ */
+function MergeForm(props: { memberId: number }) {
+  const [source, setSource] = useState('');
+  const [outcome, setOutcome] = useState<{ kind: 'ok' | 'error'; text: string }>();
+
+  async function merge(e: Event) {
+    e.preventDefault();
+    setOutcome(undefined);
+    try {
+      const job = await call('staff.members.merge', {
+        params: { member_id: props.memberId },
+        body: { source_member_id: Number(source) },
+      });
+      setOutcome({
+        kind: 'ok',
+        text: `Merging member ${source} into this member (job ${job.id}, ${job.status}). Reload to see the balances.`,
+      });
+      setSource('');
+    } catch (err) {
+      setOutcome({ kind: 'error', text: problemText(err) });
+    }
+  }
+
+  return (
+    <section aria-labelledby="merge-h">
+      <h2 id="merge-h">Merge a duplicate</h2>
+      <form class="filters" onSubmit={merge}>
+        <label>
+          Duplicate's member number
+          <input
+            name="source-member"
+            inputMode="numeric"
+            pattern="[0-9]+"
+            required
+            value={source}
+            onInput={(e) => setSource(e.currentTarget.value)}
+          />
+        </label>
+        <button type="submit">Merge into this member</button>
+      </form>
+      {outcome && <Notice kind={outcome.kind}>{outcome.text}</Notice>}
+    </section>
   );
 }

@@ -56,7 +56,6 @@ export {
   MergeMemberDataRequest,
   memberMergeInternalOperations,
   memberMergeOperations,
-  memberMergeStaffOperations,
 } from './ops/member-merge.ts';
 export { CashbackQuoteBody, PointsQuoteBody, quoteOperations, QuoteWarning } from './ops/quotes.ts';
 export {

@@ -16,7 +16,7 @@ import { staffAdminOperations, staffOperations } from './ops/staff.ts';
 import { staffOperationExamples } from './ops/staff-examples.ts';
 import { transferOperationExamples, transferOperations } from './ops/transfers.ts';
 import { tenantOffboardingExamples, tenantOffboardingOperations } from './ops/tenant-offboarding.ts';
-import { memberMergeExamples, memberMergeOperations, memberMergeStaffOperations } from './ops/member-merge.ts';
+import { memberMergeExamples, memberMergeOperations } from './ops/member-merge.ts';
 import type { Operation, OperationExample } from './ops/types.ts';
 
 /** Examples kept beside their operations (ops/transfers.ts, ...). */
@@ -77,6 +77,5 @@ export const operatorOperations: Record<string, Operation> = withExamples({
 /** The staff API table, served under /staff/v1 behind staff tokens (the console uses it); its own document. */
 export const staffApiOperations: Record<string, Operation> = withExamples({
   ...staffOperations,
-  ...memberMergeStaffOperations,
   ...tierStaffOperations,
 });

@@ -6,7 +6,6 @@ import {
   internalOperations,
   memberDataOperations,
   memberMergeOperations,
-  memberMergeStaffOperations,
   staffAdminOperations,
   staffOperations,
   tenantOffboardingOperations,
@@ -109,7 +108,7 @@ function mergesAndOffboarding(endpoints: Endpoints, parts: Pick<IdentityParts, '
     .public(memberMergeOperations['members.merge'], (d, c) =>
       parts.merges.request(d.member_id, d.source_member_id, c.meta),
     )
-    .staff(memberMergeStaffOperations['staff.members.merge'], (d, c) =>
+    .staff(staffOperations['staff.members.merge'], (d, c) =>
       parts.merges.request(d.member_id, d.source_member_id, c.meta),
     )
     .operator(o['admin.tenant.deactivate'], (d, c) => parts.offboarding.deactivate(d, c.meta))

@@ -34,27 +34,6 @@ export const memberMergeOperations = defineOperations({
   },
 });
 
-/** The console's merge (managers). */
-export const memberMergeStaffOperations = defineOperations({
-  'staff.members.merge': {
-    service: 'identity',
-    scope: null,
-    memberToken: false,
-    staffRole: 'manager',
-    tag: 'Staff: members',
-    method: 'POST',
-    path: '/staff/v1/members/:member_id/merge',
-    operation: 'staff.members.merge',
-    idempotent: false,
-    accepted: true,
-    summary: mergeSummary,
-    params: MemberParams,
-    body: MergeBody,
-    response: Job,
-    errors: ['member_not_found', 'merge_into_itself'],
-  },
-});
-
 const mergeJob = {
   id: 'job_identity_5d0c7a1e-8f2b-4c3d-9e4f-0a1b2c3d4e5f',
   kind: 'member.merge',
@@ -66,7 +45,6 @@ const mergeJob = {
 };
 export const memberMergeExamples = {
   'members.merge': { request: { source_member_id: 57 }, response: mergeJob },
-  'staff.members.merge': { request: { source_member_id: 57 }, response: mergeJob },
 };
 
 /**

@@ -123,6 +123,18 @@ export const staffOperationExamples: Record<string, OperationExample> = {
   'staff.team.update': { request: { active: false }, response: { staff: { ...clerk, active: false } } },
   'staff.members.find': { response: { member } },
   'staff.members.get': { response: { member } },
+  'staff.members.merge': {
+    request: { source_member_id: 57 },
+    response: {
+      id: 'job_identity_5d0c7a1e-8f2b-4c3d-9e4f-0a1b2c3d4e5f',
+      kind: 'member.merge',
+      status: 'queued',
+      progress: { done: 0, total: null },
+      errors: [],
+      created_at: '2026-03-14T09:26:53.000Z',
+      finished_at: null,
+    },
+  },
   'staff.cards.list': {
     response: {
       cards: [

@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { AUDIT_ANCHOR_TOKEN, AuditActor, StaffRole } from '../audit.ts';
 import { Email, Id, IdParam, Money, Pagination, Phone, Text, Timestamp, countParam, pageQuery } from '../common.ts';
 import { ClaimRequestRecord, ClaimStatus } from './claims.ts';
+import { Job } from './jobs.ts';
 import { ReferralOfReferrer, ReferralPeriod, ReferralStats, TopReferrer } from './referrals.ts';
 import { LineItems, RuleApplied, RuleInput, RuleRecord, RuleTraceEntry, Tags } from './rules.ts';
 import { defineOperations } from './types.ts';
@@ -290,6 +291,21 @@ export const staffOperations = defineOperations({
       }),
     response: z.object({ member: StaffMemberView }),
     errors: ['member_not_found'],
+  },
+  'staff.members.merge': {
+    ...staffOp('Staff: members', 'manager'),
+    service: 'identity',
+    method: 'POST',
+    path: '/staff/v1/members/:member_id/merge',
+    operation: 'staff.members.merge',
+    idempotent: false,
+    accepted: true,
+    summary:
+      'Merge a duplicate member (source_member_id) into this one (a job, as POST /api/v1/members/{member_id}/merge): balances move as lots keeping their dates, holds, pending claims and referrals follow, the source becomes a tombstone; into itself 422',
+    params: MemberParams,
+    body: z.object({ source_member_id: Id.describe('the duplicate: its balances, holds, claims and referrals move') }),
+    response: Job,
+    errors: ['member_not_found', 'merge_into_itself'],
   },
   'staff.members.get': {
     ...staffOp('Staff: members'),
