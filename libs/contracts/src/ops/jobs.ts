@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { Id, Text, Timestamp } from '../common.ts';
 import { AppError } from '../errors.ts';
 import { services, type ServiceName } from '../subjects.ts';
