@@ -179,4 +179,53 @@ describe('POST /api/v1/members/{member_id}/merge', () => {
     expect(job.completed_at).toBeInstanceOf(Date);
     expect(await liveMember(a.id)).toBe(false);
   });
+
+  it('finishes exactly once when a service is down mid-job (tried again; a failed merge asked again restarts)', async () => {
+    const a = await register(t.api, 'Cy');
+    const b = await register(t.api, 'Di');
+    const earn = await t.api('POST', '/api/v1/loyalty/points/earn', {
+      body: { card_id: t.pointsCard, member_id: a.id, purchase_amount: 70 },
+    });
+    expect(earn.status).toBe(200);
+    await sys.stopService('ledger');
+    let first: string;
+    try {
+      const res = await t.api('POST', `/api/v1/members/${b.id}/merge`, { body: { source_member_id: a.id } });
+      expect(res.status).toBe(202);
+      first = res.body.data!.id as string;
+      await runJobs(); // the ledger's part cannot be asked: the step fails, the job waits for another attempt
+      const { rows } = await sys.db.query(
+        `SELECT status, attempts FROM identity.jobs WHERE kind = 'member.merge' AND params->>'source_member_id' = $1`,
+        [String(a.id)],
+      );
+      expect(rows[0]).toMatchObject({ status: 'running', attempts: 1 });
+    } finally {
+      await sys.startService('ledger');
+    }
+    // The job may have used all its attempts while the ledger was down (the runner retries on its
+    // own): then the same request starts it again; otherwise it answers the same job.
+    const again = await t.api('POST', `/api/v1/members/${b.id}/merge`, { body: { source_member_id: a.id } });
+    expect(again.status).toBe(202);
+    const { rows: firstJob } = await sys.db.query('SELECT status FROM identity.jobs WHERE id = $1::uuid', [
+      first!.slice('job_identity_'.length),
+    ]);
+    if (firstJob[0].status !== 'failed') expect(again.body.data!.id).toBe(first!);
+    await eventually(async () => {
+      await runJobs();
+      const { rows } = await sys.db.query(
+        'SELECT completed_at FROM identity.member_merges WHERE source_member_id = $1',
+        [a.id],
+      );
+      return rows[0]?.completed_at ? true : undefined;
+    });
+    const { rows: merged } = await sys.db.query(
+      `SELECT member_id, amount::int AS amount FROM ledger.journal WHERE event = 'member_merged' AND member_id = ANY($1) ORDER BY member_id`,
+      [[a.id, b.id]],
+    );
+    expect(merged).toEqual([
+      { member_id: a.id, amount: -70 },
+      { member_id: b.id, amount: 70 },
+    ]);
+    expect((await balance(b.id)).points_balance).toBe(70);
+  });
 });
