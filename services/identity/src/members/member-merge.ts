@@ -60,23 +60,6 @@ interface MemberRow {
 export function memberMerges(deps: MemberMergeDeps) {
   const { pool, clock, jobs } = deps;
 
-  /**
-   * The same pair asked again answers its job; a job that failed (a service down for all its
-   * attempts) is started again, its parts being idempotent by state.
-   */
-  async function againIfFailed(db: PoolClient, jobId: string): Promise<string> {
-    const job = await jobs.store.find(undefined, jobId);
-    if (job?.status !== 'failed') return jobId;
-    const again = await jobs.store.create(db, {
-      tenantId: Number(job.tenant_id),
-      kind: MERGE_JOB,
-      params: job.params,
-      now: clock.now(),
-    });
-    await db.query('UPDATE identity.member_merges SET job_id = $2 WHERE job_id = $1', [jobId, again]);
-    return again;
-  }
-
   async function request(targetId: number, sourceId: number, meta: Meta | StaffMeta) {
     if (targetId === sourceId) throw new AppError('merge_into_itself');
     const now = clock.now();
@@ -95,7 +78,7 @@ export function memberMerges(deps: MemberMergeDeps) {
       );
       const existing = earlier.rows[0];
       if (existing && Number(existing.target_member_id) === targetId)
-        return { jobId: await againIfFailed(db, existing.job_id), sessions: [] };
+        return { jobId: await againIfFailed(deps, db, existing.job_id), sessions: [] };
       if (!source || source.tombstone) throw new AppError('member_not_found');
       const jobId = await jobs.store.create(db, {
         tenantId: meta.tenant_id,
@@ -160,6 +143,23 @@ function mergeJob(deps: MemberMergeDeps): JobHandler<MergeCheckpoint> {
     });
     return 'finished';
   };
+}
+
+/**
+ * The same pair asked again answers its job; a job that failed (a service down for all its
+ * attempts) is started again, its parts being idempotent by state.
+ */
+async function againIfFailed(deps: MemberMergeDeps, db: PoolClient, jobId: string): Promise<string> {
+  const job = await deps.jobs.store.find(undefined, jobId);
+  if (job?.status !== 'failed') return jobId;
+  const again = await deps.jobs.store.create(db, {
+    tenantId: Number(job.tenant_id),
+    kind: MERGE_JOB,
+    params: job.params,
+    now: deps.clock.now(),
+  });
+  await db.query('UPDATE identity.member_merges SET job_id = $2 WHERE job_id = $1', [jobId, again]);
+  return again;
 }
 
 /**
