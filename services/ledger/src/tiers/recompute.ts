@@ -7,7 +7,7 @@ import { periodKey } from '../domain/rules/index.ts';
 export const RECOMPUTE_JOB = 'tiers.recompute';
 
 /** Members per step (one transaction each). */
-export const RECOMPUTE_BATCH = 2_000;
+export const RECOMPUTE_BATCH = 5_000;
 
 interface RecomputeParams {
   card_id: number;
