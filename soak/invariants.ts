@@ -91,6 +91,15 @@ export async function checkWrites(db: pg.Client, ops: OpRecord[]): Promise<Check
     );
     checks.push(exactlyOnce(`${kind}: journal rows by reference`, keys, effects));
   }
+  // A transfer is two journal rows by its reference: the sender's and the receiver's.
+  const transfers = byKey(ops, ['points_transfer']);
+  const moved = await countBy(
+    db,
+    `SELECT reference AS k, CASE WHEN count(*) = 2 AND count(DISTINCT event) = 2 THEN 1 ELSE count(*) END AS n FROM ledger.journal
+      WHERE reference = ANY($1) AND event IN ('points_transferred_out', 'points_transferred_in') GROUP BY reference`,
+    [...transfers.keys()],
+  );
+  checks.push(exactlyOnce('points_transfer: journal row pairs by reference', transfers, moved));
   const adj = byKey(ops, ['adjustment']);
   checks.push(
     exactlyOnce(
@@ -377,7 +386,10 @@ export async function checkEvents(db: pg.Client, stack: SoakStack, received: Rec
   return checks;
 }
 
-/** A code mail for every acknowledged registration; an earn digest for every member who earned points. */
+/**
+ * A code mail for every acknowledged registration; an earn digest for every member who earned points
+ * (the workload's members accept emails at registration: a digest is marketing mail).
+ */
 export function checkMail(stack: SoakStack, ops: OpRecord[]): Check {
   const to = new Map<string, string[]>();
   for (const m of stack.mail.messages) {

@@ -26,6 +26,8 @@ export const OP_WEIGHTS = {
   referral: 3,
   adjustment: 3,
   member_event: 2,
+  points_transfer: 2,
+  report: 1,
   webhook_create: 0.3,
   webhook_rotate: 0.5,
 } as const;
@@ -236,7 +238,15 @@ export class Workload {
         `/admin/v1/tenants/${tenant.id}/apps`,
         {
           name: 'soak',
-          scopes: ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read', 'webhooks_manage'],
+          scopes: [
+            'points_read',
+            'points_write',
+            'cashback_read',
+            'cashback_write',
+            'card_read',
+            'webhooks_manage',
+            'programme_manage',
+          ],
         },
       );
       const points = await this.admin<{ card: { id: number } }>('POST', `/admin/v1/tenants/${tenant.id}/cards`, {
@@ -245,6 +255,7 @@ export class Workload {
         points_ratio: 1,
         referrer_bonus: 20,
         referee_bonus: 10,
+        transfers_enabled: true,
       });
       const cashback = await this.admin<{ card: { id: number } }>('POST', `/admin/v1/tenants/${tenant.id}/cards`, {
         name: 'Soak cashback',
@@ -398,6 +409,10 @@ export class Workload {
         return this.adjust(t);
       case 'member_event':
         return this.memberEvent(t);
+      case 'points_transfer':
+        return this.transfer(t);
+      case 'report':
+        return this.report(t);
       case 'webhook_create':
         if (t.endpoints.length < 6) await this.createEndpoint(t, this.rng.next() < 0.5 ? ['*'] : this.someTypes());
         return;
@@ -409,7 +424,8 @@ export class Workload {
   private async register(t: Tenant): Promise<void> {
     const seq = ++this.memberSeq;
     const email = `m${seq}.${this.run}@soak.example`;
-    const body = { name: `Member ${seq}`, email, phone: `+44${String(7_000_000_000 + seq)}` };
+    // Members who accept emails: the earn digests are marketing mail, sent only with that consent.
+    const body = { name: `Member ${seq}`, email, phone: `+44${String(7_000_000_000 + seq)}`, accepts_emails: true };
     const key = this.key('register');
     const r = await this.call('register', t, 'POST', '/api/v1/auth/member/register', { body, key });
     await this.maybeReplay(r, t, {});
@@ -463,6 +479,32 @@ export class Workload {
     const reference = this.key('member_event');
     const body = { card_id: t.pointsCard, member_id: m.id, event: 'birthday', reference };
     await this.call('member_event', t, 'POST', '/api/v1/loyalty/points/events', { body, reference });
+  }
+
+  /** A member gives a few points to another member (their lots move with their dates); 422 when short. */
+  private async transfer(t: Tenant): Promise<void> {
+    const from = this.member(t, true);
+    const to = this.member(t);
+    if (!from?.token || !to || to.id === from.id) return;
+    const key = this.key('points_transfer');
+    const body = {
+      card_id: t.pointsCard,
+      from_member_id: from.id,
+      to_member_id: to.id,
+      points: this.rng.int(1, 10),
+      reference: key,
+    };
+    const r = await this.call('points_transfer', t, 'POST', '/api/v1/loyalty/points/transfer', {
+      body,
+      key,
+      memberToken: from.token,
+    });
+    await this.maybeReplay(r, t, { memberToken: from.token });
+  }
+
+  /** The points card's programme report (rollups kept from the journal's writes). */
+  private async report(t: Tenant): Promise<void> {
+    await this.call('report', t, 'GET', `/api/v1/loyalty/cards/${t.pointsCard}/report?granularity=day`, {});
   }
 
   private async redeem(t: Tenant, card: 'points' | 'cashback'): Promise<void> {
