@@ -101,6 +101,7 @@ describe('tracing across every hop', () => {
   const receiver = new WebhookReceiver();
   const sink = new MailSink();
   let gw = '';
+  let creds: Record<string, string> = {};
 
   beforeAll(async () => {
     const db = await createTestDatabase();
@@ -175,7 +176,7 @@ describe('tracing across every hop', () => {
         points_ratio: 1,
       },
     );
-    const creds = { 'x-app-id': a.app.app_id, 'x-api-key': a.app.api_key };
+    creds = { 'x-app-id': a.app.app_id, 'x-api-key': a.app.api_key };
     await call(
       'POST',
       '/api/v1/webhooks/endpoints',
@@ -271,7 +272,14 @@ describe('tracing across every hop', () => {
   });
 
   it('traces mail sends and gives a new trace to a request that brings none', async () => {
-    await sink.waitFor('traced@example.com', () => true, 30_000);
+    // A registration's code: transactional mail, sent whatever the member's consents.
+    const res0 = await fetch(`${gw}/api/v1/auth/member/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...creds },
+      body: JSON.stringify({ name: 'Mailed', email: 'mailed@example.com', phone: '+447700900123' }),
+    });
+    expect(res0.status, await res0.clone().text()).toBe(200);
+    await sink.waitFor('mailed@example.com', () => true, 30_000);
     const deadline = Date.now() + 15_000;
     while (!otlp.spans.some((s) => s.service === 'loyalty-identity' && /^smtp send /.test(s.name))) {
       if (Date.now() > deadline) throw new Error('no mail span');
