@@ -7,7 +7,7 @@ import { eventually } from '../support/staff.ts';
 import { ALL_SCOPES, type Api } from './support.ts';
 
 /**
- * Consents and the two kinds of mail: marketing mail (points-earned digests, expiry warnings) goes
+ * Consents and the two kinds of mail: marketing mail (expiry warnings) goes
  * only with the member's marketing_email consent and carries a one-click unsubscribe (RFC 8058);
  * transactional mail (codes) never waits on consent.
  */
@@ -49,20 +49,25 @@ async function member(acceptsEmails?: boolean): Promise<{ id: number; email: str
 
 /** A points earn as the ledger announces it: identity's digest mails it (window 0). */
 async function earned(memberId: number, points: number): Promise<void> {
+  await publish('points_earned', { member_id: memberId, card_id: 1, points, new_balance: points });
+}
+
+/** Points about to expire, as the ledger's sweep announces them: identity mails a warning (marketing). */
+async function expiring(memberId: number, points: number): Promise<string> {
+  return publish('points_expiring', { member_id: memberId, card_id: 1, points, expires_on: '2027-01-31' });
+}
+
+async function publish(type: string, data: Record<string, unknown>): Promise<string> {
   const id = randomUUID();
   const subjects = new Subjects(sys.env.SUBJECT_ROOT!);
-  const event = {
-    id,
-    type: 'ledger.points_earned',
-    tenant_id: tenantId,
-    occurred_at: new Date().toISOString(),
-    data: { member_id: memberId, card_id: 1, points, new_balance: points },
-  };
-  await nc.jetstream().publish(subjects.event('ledger', 'points_earned'), JSON.stringify(event), { msgID: id });
+  const event = { id, type: `ledger.${type}`, tenant_id: tenantId, occurred_at: new Date().toISOString(), data };
+  await nc.jetstream().publish(subjects.event('ledger', type), JSON.stringify(event), { msgID: id });
+  return id;
 }
 
 const digests = (email: string) =>
   sys.mail.messages.filter((m) => m.to === email && m.subject.startsWith('You earned'));
+const warnings = (email: string) => sys.mail.messages.filter((m) => m.to === email && m.subject.includes('expire'));
 
 /** Wait until the digest of `memberId` was handled (mailed or dropped). */
 async function digestHandled(memberId: number): Promise<void> {
@@ -72,6 +77,14 @@ async function digestHandled(memberId: number): Promise<void> {
       [tenantId, memberId],
     );
     return rows.length === 0 ? true : undefined;
+  });
+}
+
+/** Wait until identity's consumer has handled an event (mailed, queued or dropped). */
+async function eventHandled(eventId: string): Promise<void> {
+  await eventually(async () => {
+    const { rows } = await sys.db.query(`SELECT 1 FROM identity.processed_events WHERE event_id = $1`, [eventId]);
+    return rows.length > 0 ? true : undefined;
   });
 }
 
@@ -154,16 +167,17 @@ describe('GET/PUT /api/v1/members/{member_id}/consents', () => {
 });
 
 describe('marketing and transactional mail', () => {
-  it('sends a points-earned digest only with consent, with a one-click unsubscribe that withdraws it', async () => {
+  it('mails expiry warnings only with consent, with a one-click unsubscribe that withdraws it', async () => {
     const without = await member(false);
     const withConsent = await member(true);
     // The sign-in code is transactional: it went to both.
     expect(sys.mail.messages.some((x) => x.to === without.email && x.subject.includes('sign-in code'))).toBe(true);
-    await earned(without.id, 10);
-    await earned(withConsent.id, 20);
-    const mail = await sys.mail.waitFor(withConsent.email, (x) => x.subject.startsWith('You earned'));
-    await digestHandled(without.id);
-    expect(digests(without.email)).toEqual([]);
+    const dropped = await expiring(without.id, 10);
+    await expiring(withConsent.id, 20);
+    const mail = await sys.mail.waitFor(withConsent.email, (x) => x.subject.includes('expire'));
+    await eventHandled(dropped);
+    await new Promise((r) => setTimeout(r, 1_000)); // the sender's pass after that commit
+    expect(warnings(without.email)).toEqual([]);
 
     expect(mail.headers['list-unsubscribe-post']).toBe('List-Unsubscribe=One-Click');
     const link = /^<(https:\/\/api\.shop\.example\/api\/v1\/unsubscribe\?token=[^>]+)>$/.exec(
@@ -195,9 +209,19 @@ describe('marketing and transactional mail', () => {
     // Clicked twice: still done.
     expect((await fetch(local, { method: 'POST' })).status).toBe(200);
 
-    await earned(withConsent.id, 30);
-    await digestHandled(withConsent.id);
-    expect(digests(withConsent.email)).toHaveLength(1);
+    const later = await expiring(withConsent.id, 30);
+    await eventHandled(later);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(warnings(withConsent.email)).toHaveLength(1);
+  });
+
+  it("mails the points-earned digest, the receipt of the member's purchases, whatever their consents", async () => {
+    const without = await member(false);
+    await earned(without.id, 10);
+    const mail = await sys.mail.waitFor(without.email, (x) => x.subject.startsWith('You earned'));
+    await digestHandled(without.id);
+    expect(digests(without.email)).toHaveLength(1);
+    expect(mail.headers['list-unsubscribe']).toBeUndefined();
   });
 
   it('refuses a forged or malformed unsubscribe link', async () => {

@@ -33,7 +33,6 @@ export function identityTasks(
       intervalMs: config.EARN_MAIL_INTERVAL_MS,
       concurrency: config.MAIL_CONCURRENCY,
       admit: pace,
-      marketing,
     }),
     outgoingMailSender: new OutgoingMailSender({
       pool,

@@ -3,7 +3,6 @@ import { PeriodicTask, withTransaction, type Clock, type Logger, type Pool } fro
 import { MAIL_NAME_MAX, mailText } from '../domain/mail-text.ts';
 import { mailError, type Mailer } from './mailer.ts';
 import { membersByIds } from '../store/members.ts';
-import type { MarketingLinks } from './marketing.ts';
 import { findTenant } from '../store/tenants.ts';
 
 /**
@@ -28,8 +27,6 @@ export interface EarnMailOptions {
   concurrency: number;
   /** The replica's notification pace, shared with the other member notifications. */
   admit?: () => Promise<void>;
-  /** The digest is marketing mail: the member's consent, and the one-click unsubscribe it carries. */
-  marketing: MarketingLinks;
 }
 
 interface Digest {
@@ -247,20 +244,15 @@ export class EarnMailSender {
     const memberId = Number(g.member_id);
     const [member] = await membersByIds(this.o.pool, tenantId, [memberId]);
     let sent = false;
-    // A points-earned digest is marketing: it goes only while the member's consent holds.
-    if (member?.email && (await this.o.marketing.mayMail(this.o.pool, tenantId, memberId))) {
+    // A points-earned digest is the receipt of the member's own purchases (the notification an earn
+    // answer names in `notification_sent`): transactional, sent whatever their marketing consents.
+    if (member?.email) {
       const tenant = await findTenant(this.o.pool, tenantId);
       await this.o.admit?.();
       try {
         const mail = digestMail(g, mailText(member.name, MAIL_NAME_MAX));
-        const marketing = this.o.marketing;
         await this.o.mailer.send(
-          {
-            to: member.email,
-            subject: mail.subject,
-            text: mail.text + marketing.footer(tenantId, memberId),
-            headers: marketing.headers(tenantId, memberId),
-          },
+          { to: member.email, subject: mail.subject, text: mail.text },
           tenant?.sandbox ?? false,
           log,
           'notification',

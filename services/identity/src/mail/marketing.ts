@@ -5,8 +5,9 @@ import { consentHolds } from '../store/consents.ts';
 /**
  * Every mail identity sends to a member is one of two kinds:
  * - `transactional`: what the member asked for or must know about their account (sign-in and
- *   claim codes, a claim's decision): sent whatever their consents;
- * - `marketing`: what invites them to buy or spend (points-earned digests, expiry warnings): sent
+ *   claim codes, a claim's decision, the points-earned digest that is the receipt of their own
+ *   purchases): sent whatever their consents;
+ * - `marketing`: what invites them to buy or spend (expiry warnings): sent
  *   only while their `marketing_email` consent holds, checked when it is decided and again just
  *   before it goes, and carrying a one-click unsubscribe (RFC 8058).
  */
