@@ -2,8 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { Logger } from './logger.ts';
-import { failSpan, inSpan, SpanKind, tracingOn } from './tracing.ts';
-import { context, trace } from '@opentelemetry/api';
+import { failSpan, inSpan, recordingSpan, SpanKind, tracingOn } from './tracing.ts';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -60,7 +59,7 @@ function traceQueries(client: pg.PoolClient): void {
   const run = (args: unknown[]): unknown => Reflect.apply(original, client, args);
   const traced = (...args: unknown[]): unknown => {
     const text = statementText(args[0]);
-    if (text === undefined || !trace.getSpan(context.active())) return run(args);
+    if (text === undefined || !recordingSpan()) return run(args);
     const statement = text.trim().slice(0, 1_000);
     const name = `pg ${statement.split(/\s+/, 1)[0]?.toUpperCase() ?? 'QUERY'}`;
     const attributes = { 'db.system.name': 'postgresql', 'db.query.text': statement };

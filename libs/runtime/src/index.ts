@@ -94,6 +94,7 @@ export { auditActor, recordAudit } from './audit.ts';
 export { EventBatchConsumer, eventTrace } from './batch-consumer.ts';
 export {
   activeSpan,
+  recordingSpan,
   contextOf,
   failSpan,
   flushTraces,

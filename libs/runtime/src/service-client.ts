@@ -1,5 +1,5 @@
 import { headers as natsHeaders, type NatsConnection } from 'nats';
-import { activeSpan, inSpan, SpanKind, TRACEPARENT, traceparentOf, tracingOn } from './tracing.ts';
+import { inSpan, recordingSpan, SpanKind, TRACEPARENT, traceparentOf, tracingOn } from './tracing.ts';
 import type { z } from 'zod';
 import {
   AppError,
@@ -61,7 +61,7 @@ async function request<T>(
   };
   // A span only inside a traced operation (a request's own look-ups made outside one are not traced).
   const raw =
-    tracingOn() && activeSpan()
+    tracingOn() && recordingSpan()
       ? await inSpan(
           `nats request ${subject}`,
           { kind: SpanKind.CLIENT, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject } },

@@ -5,6 +5,7 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
+  TraceFlags,
   type Attributes,
   type Context,
   type Link,
@@ -133,6 +134,10 @@ export async function inSpan<T>(
 ): Promise<T> {
   if (!tracer) return fn(undefined);
   const parent = opts.parent ?? context.active();
+  // Inside a trace the sampler left out, a child would be left out too: skip making it (the
+  // context, and so the `traceparent` passed on, stays the unsampled parent's).
+  const above = trace.getSpan(parent);
+  if (above && !sampled(above)) return opts.parent ? context.with(parent, () => fn(undefined)) : fn(undefined);
   const span = tracer.startSpan(name, { kind: opts.kind, attributes: opts.attributes, links: opts.links }, parent);
   return context.with(trace.setSpan(parent, span), async () => {
     try {
@@ -165,6 +170,17 @@ export function withSpan<T>(span: Span | undefined, fn: () => T): T {
 /** The active span, if any (always undefined with tracing off). */
 export function activeSpan(): Span | undefined {
   return tracer ? trace.getSpan(context.active()) : undefined;
+}
+
+/** The active span when its trace is sampled, else undefined. */
+export function recordingSpan(): Span | undefined {
+  const span = activeSpan();
+  return span && sampled(span) ? span : undefined;
+}
+
+/** Whether a span's trace is sampled (a remote parent, extracted from a header, is never "recording"). */
+export function sampled(span: Span): boolean {
+  return (span.spanContext().traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED;
 }
 
 /** The `traceparent` naming `span` itself (a response header that tells a client its trace). */

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import { AppError, type Operation } from '@loyalty/contracts';
-import { activeSpan, inSpan, SpanKind } from '@loyalty/runtime';
+import { inSpan, recordingSpan, SpanKind } from '@loyalty/runtime';
 import { header } from './headers.ts';
 
 /** The longest Idempotency-Key accepted (the services' meta schemas take no more). */
@@ -40,7 +40,7 @@ export async function claimIdempotencyKey(
   const redisKey = `${prefix}idem:${claim.tenantId}:${claim.key}`;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const previous = await Promise.race([
-    activeSpan()
+    recordingSpan()
       ? inSpan(
           'redis SET',
           { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'db.operation.name': 'SET' } },

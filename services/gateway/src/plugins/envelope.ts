@@ -100,10 +100,12 @@ function traceRequest(req: FastifyRequest, reply: FastifyReply): void {
   if (!span) return;
   req.span = span;
   reply.header('traceparent', traceparentOfSpan(span));
-  withSpan(span, () => {
-    const ids = traceIds();
-    if (ids) req.log = req.log.child(ids);
-  });
+  // The request's log lines name a sampled trace (a trace left out is nowhere to look up).
+  if (span.isRecording())
+    withSpan(span, () => {
+      const ids = traceIds();
+      if (ids) req.log = req.log.child(ids);
+    });
 }
 
 /**
