@@ -146,9 +146,15 @@ function composeCommand() {
 }
 
 // ── 2. and 3. images ─────────────────────────────────────────────────────────────────────────
+/**
+ * The compose file as `compose up` without a profile starts it: services of an optional profile
+ * (the trace and metrics tools of `--profile observability`) are left out, so nothing here pulls
+ * their images or waits for them.
+ */
 function composeModel() {
-  const doc = parseDocument(readFileSync(composeFile, 'utf8'), { merge: true });
-  return doc.toJS();
+  const doc = parseDocument(readFileSync(composeFile, 'utf8'), { merge: true }).toJS();
+  doc.services = Object.fromEntries(Object.entries(doc.services).filter(([, s]) => !s.profiles));
+  return doc;
 }
 function nodeImageOfDockerfile() {
   const text = readFileSync(path.join(root, 'deploy', 'Dockerfile'), 'utf8');
@@ -367,8 +373,7 @@ try {
   const model = composeModel();
   const nodeImage = nodeImageOfDockerfile();
   const infrastructure = Object.entries(model.services)
-    // Services of an optional profile (the trace pipeline) are not started here, nor their images needed.
-    .filter(([, s]) => !s.build && !s.profiles)
+    .filter(([, s]) => !s.build)
     .map(([, s]) => s.image);
   summary.bases = await phase('base images', () => ensureImages([nodeImage, ...infrastructure], { nodeImage, log }));
   summary.build = await phase('build the images of deploy/Dockerfile', buildImages);
