@@ -9,6 +9,7 @@ import { ReferralsPage } from './pages/referrals.tsx';
 import { RulesPage } from './pages/rules.tsx';
 import { SignIn } from './pages/sign-in.tsx';
 import { TeamPage } from './pages/team.tsx';
+import { TiersPage } from './pages/tiers.tsx';
 
 /** The route: the part of the address after `#`, e.g. `/members/42` or `/adjust?member=42`. */
 function useRoute(): { path: string; params: URLSearchParams } {
@@ -32,6 +33,7 @@ const NAV: { path: string; label: string; managers?: boolean }[] = [
   { path: '/members', label: 'Members' },
   { path: '/adjust', label: 'Adjustments', managers: true },
   { path: '/referrals', label: 'Referrals' },
+  { path: '/tiers', label: 'Tiers' },
   { path: '/rules', label: 'Earning rules', managers: true },
   { path: '/audit', label: 'Audit log', managers: true },
   { path: '/team', label: 'Team', managers: true },
@@ -94,6 +96,8 @@ export function App() {
     />
   ) : route.path === '/referrals' ? (
     <ReferralsPage key={cards.length} cards={cards} />
+  ) : route.path === '/tiers' ? (
+    <TiersPage cards={cards} isManager={isManager} />
   ) : route.path === '/rules' ? (
     <RulesPage cards={cards} isManager={isManager} />
   ) : route.path === '/audit' ? (

@@ -112,7 +112,7 @@ export function createStaffClient(options: ClientOptions) {
     const op: Ops[OperationName] = staffOperations[name];
     const parts: { params?: object; query?: object; body?: unknown } = input ?? {};
     const url = fillPath(op.path, parts.params) + queryString(parts.query);
-    const body = op.method === 'POST' ? (parts.body ?? {}) : undefined;
+    const body = op.method === 'GET' ? undefined : (parts.body ?? {});
     const res = await send(op.method, url, body, op.idempotent);
     const envelope = Envelope.safeParse(await res.json().catch(() => undefined));
     if (!envelope.success)

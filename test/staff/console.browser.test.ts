@@ -141,6 +141,7 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
       'Team',
       'Audit log',
       'Earning rules',
+      'Tiers',
       'Referrals',
       'Adjustments',
       'Members',

@@ -8,7 +8,7 @@ import { quoteOperations } from './ops/quotes.ts';
 import { reportAdminOperations, reportOperations } from './ops/reports.ts';
 import { importAdminOperations, importOperations } from './ops/imports.ts';
 import { ruleAdminOperations, ruleOperations } from './ops/rules.ts';
-import { tierAdminOperations, tierOperations, tierStaffOperations } from './ops/tiers.ts';
+import { tierAdminOperations, tierOperations } from './ops/tiers.ts';
 import { referralOperations } from './ops/referrals.ts';
 import { webhookAdminOperations, webhookOperations } from './ops/webhooks.ts';
 import { operationExamples } from './ops/examples.ts';
@@ -75,7 +75,4 @@ export const operatorOperations: Record<string, Operation> = withExamples({
 });
 
 /** The staff API table, served under /staff/v1 behind staff tokens (the console uses it); its own document. */
-export const staffApiOperations: Record<string, Operation> = withExamples({
-  ...staffOperations,
-  ...tierStaffOperations,
-});
+export const staffApiOperations: Record<string, Operation> = withExamples({ ...staffOperations });

@@ -84,6 +84,8 @@ export function identityEndpoints(parts: IdentityParts): Endpoints {
     .staff(s['staff.team.update'], (d, c) => team.update(d, c.meta))
     .staff(s['staff.members.find'], (d, c) => members.find(d, c.meta))
     .staff(s['staff.members.get'], (d, c) => members.get(d, c.meta))
+    .staff(s['staff.members.consents'], (d, c) => consents.get(d.member_id, c.meta))
+    .staff(s['staff.members.consents.update'], (d, c) => consents.update(d, c.meta))
     .staff(s['staff.audit.list'], (d, c) => audit.list(d, c.meta))
     .staff(s['staff.audit.verify'], (d, c) => audit.verify(c.meta.tenant_id, d.anchor))
     .operator(p['admin.tenant.create'], (d, c) => admin.createTenant(d, c.meta))

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { Email, IdParam, Phone, Text, Timestamp } from '../common.ts';
 import { Job } from './jobs.ts';
 import { defineInternalOperations, defineOperations } from './types.ts';
@@ -30,20 +30,26 @@ export const Consent = z
   })
   .meta({ id: 'Consent' });
 
-const Consents = z.object({ member_id: z.number().int(), consents: z.array(Consent) });
+export const Consents = z.object({ member_id: z.number().int(), consents: z.array(Consent) });
+
+/** The consents a change names (each purpose at most once; the others stay as they are). */
+export const ConsentChanges = z
+  .array(z.object({ purpose: ConsentPurpose, granted: z.boolean() }))
+  .min(1)
+  .max(2)
+  .refine((list) => new Set(list.map((c) => c.purpose)).size === list.length, 'each purpose at most once');
+
+/** Where the member gave or withdrew it (recorded with the change). */
+export const ConsentSource = Text.trim()
+  .min(1)
+  .max(64)
+  .regex(/^[a-z0-9_.-]+$/, 'lower-case letters, digits, `_`, `.` and `-`');
 
 const ConsentsBody = z.object({
-  consents: z
-    .array(z.object({ purpose: ConsentPurpose, granted: z.boolean() }))
-    .min(1)
-    .max(2)
-    .refine((list) => new Set(list.map((c) => c.purpose)).size === list.length, 'each purpose at most once'),
-  source: Text.trim()
-    .min(1)
-    .max(64)
-    .regex(/^[a-z0-9_.-]+$/, 'lower-case letters, digits, `_`, `.` and `-`')
-    .default('api')
-    .describe('where the member gave or withdrew it (`pos`, `app`, `web`, ...); recorded with the change'),
+  consents: ConsentChanges,
+  source: ConsentSource.default('api').describe(
+    'where the member gave or withdrew it (`pos`, `app`, `web`, ...); recorded with the change',
+  ),
 });
 
 export const memberDataOperations = defineOperations({

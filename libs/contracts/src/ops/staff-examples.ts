@@ -135,6 +135,53 @@ export const staffOperationExamples: Record<string, OperationExample> = {
       finished_at: null,
     },
   },
+  'staff.members.consents': {
+    response: {
+      member_id: 42,
+      consents: [
+        {
+          purpose: 'marketing_email',
+          granted: true,
+          granted_at: at,
+          withdrawn_at: null,
+          source: 'registration',
+          updated_at: at,
+        },
+        {
+          purpose: 'marketing_sms',
+          granted: false,
+          granted_at: null,
+          withdrawn_at: null,
+          source: null,
+          updated_at: null,
+        },
+      ],
+    },
+  },
+  'staff.members.consents.update': {
+    request: { consents: [{ purpose: 'marketing_sms', granted: true }], source: 'console' },
+    response: {
+      member_id: 42,
+      consents: [
+        {
+          purpose: 'marketing_email',
+          granted: true,
+          granted_at: at,
+          withdrawn_at: null,
+          source: 'registration',
+          updated_at: at,
+        },
+        {
+          purpose: 'marketing_sms',
+          granted: true,
+          granted_at: later,
+          withdrawn_at: null,
+          source: 'console',
+          updated_at: later,
+        },
+      ],
+    },
+  },
   'staff.cards.list': {
     response: {
       cards: [

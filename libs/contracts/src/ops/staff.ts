@@ -3,8 +3,10 @@ import { AUDIT_ANCHOR_TOKEN, AuditActor, StaffRole } from '../audit.ts';
 import { Email, Id, IdParam, Money, Pagination, Phone, Text, Timestamp, countParam, pageQuery } from '../common.ts';
 import { ClaimRequestRecord, ClaimStatus } from './claims.ts';
 import { Job } from './jobs.ts';
+import { ConsentChanges, Consents, ConsentSource } from './members.ts';
 import { ReferralOfReferrer, ReferralPeriod, ReferralStats, TopReferrer } from './referrals.ts';
 import { LineItems, RuleApplied, RuleInput, RuleRecord, RuleTraceEntry, Tags } from './rules.ts';
+import { tierStaffOperations } from './tiers.ts';
 import { defineOperations } from './types.ts';
 
 /**
@@ -319,6 +321,36 @@ export const staffOperations = defineOperations({
     response: z.object({ member: StaffMemberView }),
     errors: ['member_not_found'],
   },
+  'staff.members.consents': {
+    ...staffOp('Staff: members'),
+    service: 'identity',
+    method: 'GET',
+    path: '/staff/v1/members/:member_id/consents',
+    operation: 'staff.members.consents',
+    idempotent: false,
+    summary:
+      "A member's consents (marketing email, marketing SMS): granted or withdrawn, when, and where the last change came from",
+    params: MemberParams,
+    response: Consents,
+    errors: ['member_not_found'],
+  },
+  'staff.members.consents.update': {
+    ...staffOp('Staff: members', 'manager'),
+    service: 'identity',
+    method: 'PUT',
+    path: '/staff/v1/members/:member_id/consents',
+    operation: 'staff.members.consents.update',
+    idempotent: false,
+    summary:
+      'Record a consent the member gave or withdrew at the counter (managers; the purposes named, the others stay; audited as consent.changed)',
+    params: MemberParams,
+    body: z.object({
+      consents: ConsentChanges,
+      source: ConsentSource.default('console').describe('where the member said so (`console` by default)'),
+    }),
+    response: Consents,
+    errors: ['member_not_found'],
+  },
   'staff.cards.list': {
     ...staffOp('Staff: members'),
     service: 'ledger',
@@ -612,6 +644,8 @@ export const staffOperations = defineOperations({
     }),
     errors: ['card_not_found', 'line_items_mismatch'],
   },
+  // ---- tiers (ledger): staff read, managers configure (ops/tiers.ts) -------------------------------
+  ...tierStaffOperations,
 });
 
 // ---- operator: the first manager and the chain check ------------------------------------------------

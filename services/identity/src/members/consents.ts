@@ -1,4 +1,4 @@
-import { AppError, type ConsentPurpose, type Meta } from '@loyalty/contracts';
+import { AppError, type ConsentPurpose, type Meta, type StaffMeta } from '@loyalty/contracts';
 import { auditActor, recordAudit, withTransaction, type Clock, type Outbox, type Pool } from '@loyalty/runtime';
 import type { UnsubscribeTokens } from '../domain/unsubscribe-token.ts';
 import { consentsOf, setConsent } from '../store/consents.ts';
@@ -8,7 +8,7 @@ import { findMemberBy } from '../store/members.ts';
  * Members' consents: marketing email and marketing SMS, per member, with when each was granted
  * and withdrawn and where the last change came from. Marketing mail goes only while its consent
  * holds (mail/); transactional mail (codes, claim decisions) never asks. A change made by an app is
- * audited (its details name the purposes, not the member's data); a one-click unsubscribe from a
+ * audited (its details name the purposes, not the member's data), as is one recorded by a staff manager; a one-click unsubscribe from a
  * mail's link withdraws with source `unsubscribe_link`.
  */
 interface ConsentDeps {
@@ -28,11 +28,11 @@ export function memberConsents(deps: ConsentDeps) {
   }
 
   return {
-    get: (memberId: number, meta: Meta) => read(meta.tenant_id, memberId),
+    get: (memberId: number, meta: Meta | StaffMeta) => read(meta.tenant_id, memberId),
 
     async update(
       d: { member_id: number; consents: { purpose: ConsentPurpose; granted: boolean }[]; source: string },
-      meta: Meta,
+      meta: Meta | StaffMeta,
     ) {
       await change(deps, meta.tenant_id, d.member_id, d.consents, d.source, meta);
       return read(meta.tenant_id, d.member_id);
@@ -66,7 +66,7 @@ async function change(
   memberId: number,
   wanted: { purpose: ConsentPurpose; granted: boolean }[],
   source: string,
-  audit?: Meta,
+  audit?: Meta | StaffMeta,
 ): Promise<void> {
   await withTransaction(deps.pool, async (db) => {
     if (!(await findMemberBy(db, tenantId, { id: memberId }, true))) throw new AppError('member_not_found');

@@ -1,0 +1,246 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumPath } from '../../scripts/bootstrap.mjs';
+import { eventually, signIn } from '../support/staff.ts';
+import { apiClient, staffClient, startTestSystem, type TestSystem } from '../support/system.ts';
+
+/**
+ * The console's programme pages in a real Chromium against the real stack (identity and the
+ * ledger): a member's marketing consents and tiers, the members per tier and the ladder editor.
+ * Screenshots go to var/screenshots/. Skipped, with a message, on a machine without Chromium
+ * (as console.browser.test.ts).
+ */
+const CHROMIUM = chromiumPath();
+if (!CHROMIUM)
+  console.warn(
+    'console programme browser tests SKIPPED: no Chromium found (install Debian/Ubuntu `chromium`, or set CHROMIUM_PATH)',
+  );
+
+const SHOTS = path.resolve(import.meta.dirname, '../../var/screenshots');
+
+describe.skipIf(!CHROMIUM)('staff console: consents, tiers (Chromium)', () => {
+  let sys: TestSystem;
+  let tenantId: number;
+  let api: ReturnType<typeof apiClient>;
+  let card: number;
+  let managerEmail: string;
+  let clerkToken: string;
+  let managerToken: string;
+  const members: { id: number; email: string; name: string }[] = [];
+  let context: BrowserContext;
+  let page: Page;
+  let profile: string;
+
+  const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  const status = () => page.getByRole('status').last();
+  const heading = () => page.getByRole('heading', { level: 1 }).textContent();
+
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    sys = await startTestSystem({ services: ['identity', 'ledger'] });
+    ({
+      tenant: { id: tenantId },
+    } = await sys.admin<{ tenant: { id: number } }>('POST', '/admin/v1/tenants', {
+      name: 'Corner Coffee',
+      sandbox: true,
+    }));
+    const { app } = await sys.admin<{ app: { app_id: string; api_key: string } }>(
+      'POST',
+      `/admin/v1/tenants/${tenantId}/apps`,
+      { name: 'till', scopes: ['points_read', 'points_write', 'card_read', 'members_manage', 'programme_manage'] },
+    );
+    api = apiClient(sys.url, { appId: app.app_id, apiKey: app.api_key });
+    ({
+      card: { id: card },
+    } = await sys.admin<{ card: { id: number } }>('POST', `/admin/v1/tenants/${tenantId}/cards`, {
+      name: 'Coffee points',
+      reward_system: 'points',
+      points_ratio: 1,
+    }));
+    // The ladder before anyone earns: Bronze from 0, Silver from 100, Gold from 300 points.
+    await sys.admin('PUT', `/admin/v1/tenants/${tenantId}/cards/${card}/tiers`, {
+      tiers: [
+        { name: 'Bronze', rank: 0, entry_threshold: 0, retain_threshold: 0 },
+        { name: 'Silver', rank: 1, entry_threshold: 100, retain_threshold: 80 },
+        { name: 'Gold', rank: 2, entry_threshold: 300, retain_threshold: 250 },
+      ],
+      metric: 'points_earned',
+      window: 'rolling',
+      window_days: 365,
+    });
+    const run = randomUUID().slice(0, 6);
+    for (const [name, amount] of [
+      ['Ana Silva', 180],
+      ['Bruno Costa', 40],
+    ] as const) {
+      const email = `${name.split(' ')[0]!.toLowerCase()}.${run}@example.com`;
+      const earn = await api('POST', '/api/v1/loyalty/points/earn', {
+        body: { card_id: card, email, member_name: name, purchase_amount: amount },
+      });
+      expect(earn.status, JSON.stringify(earn.body)).toBe(200);
+      members.push({ id: earn.body.data!.member_id as number, email, name });
+    }
+    // Ana gave marketing email consent at the till.
+    const consent = await api('PUT', `/api/v1/members/${members[0]!.id}/consents`, {
+      body: { consents: [{ purpose: 'marketing_email', granted: true }], source: 'pos' },
+    });
+    expect(consent.status, JSON.stringify(consent.body)).toBe(200);
+    managerEmail = `maria.${run}@cornercoffee.example`;
+    await sys.admin('POST', `/admin/v1/tenants/${tenantId}/staff`, {
+      email: managerEmail,
+      name: 'Maria Lopez',
+      role: 'manager',
+    });
+    const clerkEmail = `tom.${run}@cornercoffee.example`;
+    await sys.admin('POST', `/admin/v1/tenants/${tenantId}/staff`, { email: clerkEmail, name: 'Tom', role: 'staff' });
+    clerkToken = await signIn(staffClient(sys.url), tenantId, clerkEmail);
+    managerToken = await signIn(staffClient(sys.url), tenantId, managerEmail);
+    // The manager signs in again in the browser: past the code cooldown of the API sign-in above.
+    sys.clock.advance(61_000);
+    profile = mkdtempSync(path.join(tmpdir(), 'console-chromium-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM!,
+      headless: true,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+      viewport: { width: 1024, height: 768 },
+      hasTouch: true,
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+  }, 120_000);
+
+  afterAll(async () => {
+    await context?.close();
+    await sys?.stop();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+  });
+
+  it('signs the manager in with the sandbox code', async () => {
+    await page.goto(`${sys.url}/console/?tenant=${tenantId}`);
+    await expect.poll(() => page.getByLabel('Merchant (tenant) number').inputValue()).toBe(String(tenantId));
+    await page.getByLabel('Email').fill(managerEmail);
+    await page.getByRole('button', { name: 'Send me a code' }).click();
+    const code = (await page.getByTestId('sandbox-code').locator('strong').textContent())!;
+    await page.getByLabel('One-time code').fill(code);
+    await page.getByLabel('One-time code').press('Enter');
+    await expect.poll(heading).toBe('Claims queue');
+  });
+
+  it("shows a member's marketing consents, and a manager records one (audited as the manager)", async () => {
+    const ana = members[0]!;
+    await page.goto(`${sys.url}/console/#/members/${ana.id}`);
+    await expect.poll(heading).toBe(ana.name);
+    const row = (purpose: string) => page.locator(`tr[data-consent="${purpose}"]`);
+    await expect.poll(() => row('marketing_email').locator('.badge').textContent()).toBe('granted');
+    expect(await row('marketing_email').locator('td').nth(3).textContent()).toBe('pos');
+    expect(await row('marketing_sms').locator('.badge').textContent()).toBe('not given');
+    expect(await row('marketing_sms').locator('td').nth(3).textContent()).toBe('—');
+
+    await page.getByRole('button', { name: 'Grant Marketing SMS' }).click();
+    await expect.poll(() => status().textContent()).toBe('Marketing SMS: granted.');
+    await expect.poll(() => row('marketing_sms').locator('.badge').textContent()).toBe('granted');
+    expect(await row('marketing_sms').locator('td').nth(3).textContent()).toBe('console');
+    await page.getByRole('button', { name: 'Withdraw Marketing email' }).click();
+    await expect.poll(() => row('marketing_email').locator('.badge').textContent()).toBe('withdrawn');
+    expect(await row('marketing_email').locator('td').nth(2).textContent()).not.toBe('—'); // withdrawn at
+    await shot('member-consents');
+
+    // What the console showed is what the merchant API answers.
+    const held = await api('GET', `/api/v1/members/${ana.id}/consents`);
+    expect(held.body.data!.consents).toMatchObject([
+      { purpose: 'marketing_email', granted: false, source: 'console' },
+      { purpose: 'marketing_sms', granted: true, source: 'console' },
+    ]);
+    // The changes are in the audit log under the manager's name.
+    const audited = await eventually(async () => {
+      const r = await staffClient(sys.url)('GET', '/staff/v1/audit?action=consent.changed', { token: managerToken });
+      const entries = r.body.data!.entries as {
+        actor: { type: string; email?: string };
+        target: { member_id?: number };
+        details: Record<string, unknown>;
+      }[];
+      const byStaff = entries.filter((e) => e.actor.type === 'staff');
+      return byStaff.length >= 2 ? byStaff : undefined;
+    });
+    expect(audited).toHaveLength(2);
+    expect(audited.every((e) => e.actor.email === managerEmail && e.target.member_id === ana.id)).toBe(true);
+    expect(audited.map((e) => e.details)).toEqual([
+      { marketing_email: false, source: 'console' },
+      { marketing_sms: true, source: 'console' },
+    ]);
+
+    // Staff (not managers) see the consents but may not change them.
+    const staff = staffClient(sys.url);
+    const seen = await staff('GET', `/staff/v1/members/${ana.id}/consents`, { token: clerkToken });
+    expect(seen.status).toBe(200);
+    const refused = await staff('PUT', `/staff/v1/members/${ana.id}/consents`, {
+      token: clerkToken,
+      body: { consents: [{ purpose: 'marketing_sms', granted: false }] },
+    });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error!.code).toBe('insufficient_role');
+  });
+
+  it("shows a member's tier with its progress bar towards the next tier", async () => {
+    const ana = members[0]!;
+    await expect.poll(() => page.getByTestId(`tier-${card}`).locator('.badge').textContent()).toBe('Silver');
+    expect(await page.getByTestId(`tier-next-${card}`).textContent()).toBe('120 points to Gold');
+    const bar = page.getByRole('progressbar', { name: 'Progress to Gold' });
+    expect(await bar.getAttribute('value')).toBe('180');
+    expect(await bar.getAttribute('max')).toBe('300');
+    expect(await page.getByTestId(`tier-${card}`).textContent()).toMatch(/valid until/);
+    // The same figures as the merchant API's tier answer.
+    const tier = await api('GET', `/api/v1/loyalty/cards/${card}/members/${ana.id}/tier`);
+    expect(tier.body.data).toMatchObject({ tier: { name: 'Silver' }, qualifying_total: 180, needed_for_next: 120 });
+    await shot('member-tier');
+
+    await page.goto(`${sys.url}/console/#/members/${members[1]!.id}`);
+    await expect.poll(() => page.getByTestId(`tier-next-${card}`).textContent()).toBe('60 points to Silver');
+  });
+
+  it('counts the members per tier, and a manager edits the ladder', async () => {
+    await page.getByRole('link', { name: 'Tiers' }).click();
+    await expect.poll(heading).toBe('Tiers');
+    const count = (tier: string) => page.locator(`[data-testid="tier-counts-${card}"] td[data-tier-members="${tier}"]`);
+    await expect.poll(() => count('Bronze').textContent()).toBe('1');
+    expect(await count('Silver').textContent()).toBe('1');
+    expect(await count('Gold').textContent()).toBe('0');
+    expect(await page.getByRole('img', { name: /Members per tier/ }).count()).toBe(1);
+    await shot('tiers');
+
+    // Gold from 150 instead of 300: Ana (180 points) moves up once the recompute has run.
+    await page.getByLabel('Tier 3 entry threshold').fill('150');
+    await page.getByLabel('Tier 3 retain threshold').fill('120');
+    await page.getByRole('button', { name: 'Save ladder' }).click();
+    await expect.poll(() => status().textContent()).toMatch(/Saved: 3 tiers; every member is being recomputed/);
+    await expect
+      .poll(
+        async () => {
+          await page.getByRole('link', { name: 'Members' }).click();
+          await page.getByRole('link', { name: 'Tiers' }).click();
+          return count('Gold').textContent();
+        },
+        { timeout: 20_000 },
+      )
+      .toBe('1');
+    expect(await count('Silver').textContent()).toBe('0');
+    await shot('tiers-edited');
+    // A ladder the ledger refuses (retain above entry) says why, and nothing changes.
+    await page.getByLabel('Tier 2 retain threshold').fill('500');
+    await page.getByRole('button', { name: 'Save ladder' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/invalid_tiers/);
+    const settings = await api('GET', `/api/v1/loyalty/cards/${card}/tiers`);
+    expect(settings.body.data!.tiers).toMatchObject([{}, { retain_threshold: 80 }, { entry_threshold: 150 }]);
+  });
+});
