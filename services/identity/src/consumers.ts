@@ -4,7 +4,7 @@ import type { auditLog } from './audit/audit-log.ts';
 import type { IdentityConfig } from './config.ts';
 import { earnDigestHandler } from './mail/earn-mails.ts';
 import { integrationNoticeEvents, integrationNoticeHandler } from './mail/integration-notices.ts';
-import { notificationHandler, templates, type MailQueue } from './mail/notifications.ts';
+import { notificationHandler, notifications as notificationKinds, type MailQueue } from './mail/notifications.ts';
 
 /** The points-earned digests' durable: the name of the consumer that once mailed each earn. */
 const EARN_DIGEST_CONSUMER = 'identity-mail-ledger-points_earned';
@@ -51,7 +51,7 @@ export function identityConsumers(
     // A few milliseconds gather many earns into one transaction and one acknowledgement write.
     lingerMs: 5,
   });
-  const notifications = Object.keys(templates).map((type) => {
+  const notifications = Object.keys(notificationKinds).map((type) => {
     const durable = `identity-mail-${type.replace('.', '-')}`;
     return new EventConsumer({
       ...base,

@@ -6,6 +6,7 @@ import { apiClient, startTestSystem, type TestSystem } from '../../../test/suppo
 import { connectAs } from '../../../test/support/nats.ts';
 import { until } from '../../../test/support/until.ts';
 import { digestMail } from '../src/mail/earn-mails.ts';
+import { defaultBranding } from '../src/mail/render/index.ts';
 
 /**
  * Points-earned mail is summarized: every earn of a member within EARN_MAIL_WINDOW_SECONDS of the
@@ -141,20 +142,28 @@ describe('the digest mail', () => {
     available_at: null as Date | null,
     new_balance: '400' as string | null,
   };
-  it('tells pending points and their day, and no balance when earns were on several cards', () => {
-    const mixed = digestMail(
+  const tenant = { tenantId: 1, sandbox: true, branding: defaultBranding('Shop'), locale: 'en' as const };
+  it('tells pending points and their day, and no balance when earns were on several cards', async () => {
+    const mixed = await digestMail(
       { ...base, card_id: null, pending_points: '40', available_at: new Date('2027-01-31T10:00:00Z') },
       'Ann',
+      tenant,
     );
     expect(mixed.text).toBe(
-      'Hello Ann,\n\nYou earned 90 points in 3 purchases. 40 of them can be spent from 2027-01-31.\n',
+      'Hello Ann,\n\nYou earned 90 points in 3 purchases. 40 of them can be spent from January 31, 2027.\n',
     );
   });
-  it('keeps the pending single-earn text', () => {
-    const one = digestMail(
+  it('keeps the pending single-earn text', async () => {
+    const one = await digestMail(
       { ...base, earns: 1, points: '40', pending_points: '40', available_at: new Date('2027-01-31T00:00:00Z') },
       'Ann',
+      tenant,
     );
-    expect(one.text).toBe('Hello Ann,\n\nYou earned 40 points. They can be spent from 2027-01-31.\n');
+    expect(one.text).toBe('Hello Ann,\n\nYou earned 40 points. They can be spent from January 31, 2027.\n');
+  });
+  it('tells the day in the card’s time zone and the locale', async () => {
+    const late = { ...base, earns: 1, points: '40', pending_points: '40', available_at: new Date('2027-01-31T23:30:00Z') };
+    const fr = await digestMail(late, 'Ann', tenant, { locale: 'fr', timeZone: 'Asia/Tokyo' });
+    expect(fr.text).toBe('Bonjour Ann,\n\nVous avez gagné 40 points. Ils seront utilisables à partir du 1 février 2027.\n');
   });
 });

@@ -289,7 +289,10 @@ describe('expiry', () => {
     expect((await ledger().hooks.sweepLots()).warned).toBe(0);
     sys.clock.advance(DAY + 1_000);
     expect((await ledger().hooks.sweepLots()).warned).toBeGreaterThanOrEqual(1);
-    const day = (earned.expires_at as string).slice(0, 10);
+    // The day of the expiry, as an English mail writes a day (Intl, the tenant's default locale).
+    const day = new Intl.DateTimeFormat('en', { dateStyle: 'long', timeZone: 'UTC' }).format(
+      new Date(earned.expires_at as string),
+    );
     const mail = await sys.mail.waitFor(m.email, (x) => x.subject.includes('expire on'));
     expect(mail.subject).toBe(`120 points expire on ${day}`);
     expect(mail.text).toContain(`120 of your points expire on ${day}`);

@@ -3,7 +3,8 @@ import { PeriodicTask, withTransaction, type Clock, type Logger, type Pool } fro
 import { MAIL_NAME_MAX, mailText } from '../domain/mail-text.ts';
 import { mailError, type Mailer } from './mailer.ts';
 import { membersByIds } from '../store/members.ts';
-import { findTenant } from '../store/tenants.ts';
+import { renderFor, tenantMail, type TenantMail } from './messages.ts';
+import type { Formatter, Locale, RenderedMail, Vars } from './render/index.ts';
 
 /**
  * Points-earned mail, summarized. A shop can post many earns for one member within a minute (a
@@ -29,7 +30,7 @@ export interface EarnMailOptions {
   admit?: () => Promise<void>;
 }
 
-interface Digest {
+export interface Digest {
   tenant_id: string;
   member_id: string;
   card_id: string | null;
@@ -162,24 +163,40 @@ export function earnDigestHandler(o: { pool: Pool; clock: Clock; windowSeconds: 
   };
 }
 
-/** The mail of a digest: one earn told alone (the text of the mail per earn before digests); several summed up. */
-export function digestMail(g: Digest, name: string): { subject: string; text: string } {
-  const n = (v: unknown) => mailText(v, 20);
-  const points = Number(g.points);
-  const pending = Number(g.pending_points);
-  const day = g.available_at?.toISOString().slice(0, 10) ?? '';
-  const balance =
-    g.card_id !== null && g.new_balance !== null ? ` Your balance is now ${n(g.new_balance)} points.` : '';
-  const subject = `You earned ${n(points)} points`;
-  if (g.earns === 1) {
-    const then = pending > 0 ? ` They can be spent from ${day}.` : balance;
-    return { subject, text: `Hello ${name},\n\nYou earned ${n(points)} points.${then}\n` };
-  }
-  const later = pending > 0 && day ? ` ${n(pending)} of them can be spent from ${day}.` : '';
-  return {
-    subject,
-    text: `Hello ${name},\n\nYou earned ${n(points)} points in ${n(g.earns)} purchases.${later}${balance}\n`,
+/**
+ * The variables of a digest's mail (kind `points_earned`): one earn told alone (the text of the
+ * mail per earn before digests); several summed up. The balance is told when the earns were on
+ * one card, and not beside a single earn's pending points (they are not in it yet).
+ */
+export function digestVars(g: Digest, name: string): (f: Formatter) => Vars {
+  return (f) => {
+    const n = (v: unknown) => mailText(f.number(v), 30);
+    const pending = Number(g.pending_points);
+    const availableOn = g.available_at ? mailText(f.date(g.available_at), 40) : '';
+    const single = g.earns === 1;
+    const showPending = pending > 0 && (single || availableOn !== '');
+    const showBalance = g.card_id !== null && g.new_balance !== null && !(single && pending > 0);
+    return {
+      name,
+      points: n(g.points),
+      purchases: n(g.earns),
+      several: !single,
+      pending: showPending,
+      pending_points: n(pending),
+      available_on: availableOn,
+      balance: showBalance ? n(g.new_balance) : '',
+    };
   };
+}
+
+/** The mail of a digest for a tenant, in the member's locale (else the tenant's). */
+export function digestMail(
+  g: Digest,
+  name: string,
+  tenant: TenantMail,
+  o: { locale?: Locale | null; timeZone?: string } = {},
+): Promise<RenderedMail> {
+  return renderFor(tenant, 'points_earned', digestVars(g, name), o);
 }
 
 /**
@@ -246,14 +263,14 @@ export class EarnMailSender {
     let sent = false;
     // A points-earned digest is the receipt of the member's own purchases (the notification an earn
     // answer names in `notification_sent`): transactional, sent whatever their marketing consents.
-    if (member?.email) {
-      const tenant = await findTenant(this.o.pool, tenantId);
+    const tenant = member?.email ? await tenantMail(this.o.pool, tenantId) : undefined;
+    if (member?.email && tenant) {
       await this.o.admit?.();
       try {
-        const mail = digestMail(g, mailText(member.name, MAIL_NAME_MAX));
+        const mail = await digestMail(g, mailText(member.name, MAIL_NAME_MAX), tenant);
         await this.o.mailer.send(
-          { to: member.email, subject: mail.subject, text: mail.text },
-          tenant?.sandbox ?? false,
+          { to: member.email, subject: mail.subject, text: mail.text, html: mail.html },
+          tenant.sandbox,
           log,
           'notification',
         );

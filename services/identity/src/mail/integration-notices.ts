@@ -4,6 +4,7 @@ import { mailText } from '../domain/mail-text.ts';
 import type { MailQueue } from './notifications.ts';
 import { enqueueMail } from '../store/outgoing-mails.ts';
 import { findTenant } from '../store/tenants.ts';
+import { renderFor, tenantMail } from './messages.ts';
 
 /**
  * Mail to a tenant about its integration, driven by other services' events: today the webhooks
@@ -34,19 +35,26 @@ export function integrationNoticeHandler(
       return;
     }
     const d = event.data;
-    const url = mailText(d.url ?? '', 300);
+    const t = (v: unknown, max: number) => mailText(v ?? '', max);
+    const notice = await tenantMail(db, tenant.id);
+    if (!notice) return;
+    const mail = await renderFor(notice, 'endpoint_disabled', () => ({
+      tenant_name: t(tenant.name, 100),
+      tenant_id: String(tenant.id),
+      endpoint_id: t(d.endpoint_id, 20),
+      url: t(d.url, 300),
+      failing_since: t(d.failing_since, 40),
+      disabled_at: t(d.disabled_at, 40),
+      last_error: t(d.last_error ?? 'unknown', 300),
+    }));
     const queued = await enqueueMail(db, {
       tenantId: tenant.id,
       source: `${consumer}:${event.id}`,
       kind: 'notice',
       to,
-      subject: `Webhook endpoint ${mailText(d.endpoint_id ?? '', 20)} was disabled`,
-      body:
-        `Hello,\n\nThe webhook endpoint ${url} of ${mailText(tenant.name, 100)} (tenant ${tenant.id}) failed every ` +
-        `delivery since ${mailText(d.failing_since ?? '', 40)}, so it was disabled at ${mailText(d.disabled_at ?? '', 40)}. ` +
-        `Its last error: ${mailText(d.last_error ?? 'unknown', 300)}.\n\n` +
-        `Fix the receiver, then enable the endpoint again (PATCH /api/v1/webhooks/endpoints/${mailText(d.endpoint_id ?? '', 20)} ` +
-        `with {"enabled": true}); the deliveries it missed can be sent again from its delivery log (redeliver).\n`,
+      subject: mail.subject,
+      body: mail.text,
+      html: mail.html,
       sandbox: tenant.sandbox,
       now: queue.now(),
     });

@@ -9,6 +9,8 @@ export interface Mail {
   to: string;
   subject: string;
   text: string;
+  /** The HTML part (mail/render): a message is sent as text and HTML alternatives. */
+  html?: string;
   /** Extra headers (a marketing mail's List-Unsubscribe and List-Unsubscribe-Post), built by us, never from input. */
   headers?: Record<string, string>;
 }

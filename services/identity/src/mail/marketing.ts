@@ -34,10 +34,6 @@ export class MarketingLinks {
     };
   }
 
-  footer(tenantId: number, memberId: number): string {
-    return `\n--\nYou get this mail because you agreed to hear from us. Unsubscribe: ${this.url(tenantId, memberId)}\n`;
-  }
-
   /** Whether a marketing mail may go to the member now. */
   mayMail(db: Queryable, tenantId: number, memberId: number): Promise<boolean> {
     return consentHolds(db, tenantId, memberId, 'marketing_email');

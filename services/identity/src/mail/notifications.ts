@@ -4,67 +4,75 @@ import { afterCommit, type Logger, type PoolClient } from '@loyalty/runtime';
 import { MAIL_NAME_MAX, MAIL_NOTE_MAX, MAIL_REWARD_MAX, mailText } from '../domain/mail-text.ts';
 import { membersByIds } from '../store/members.ts';
 import { enqueueMail } from '../store/outgoing-mails.ts';
-import { findTenant } from '../store/tenants.ts';
 import type { MarketingLinks } from './marketing.ts';
+import { renderFor, tenantMail } from './messages.ts';
+import { catalog, phrases, type Formatter, type Locale, type MailKindName, type Vars } from './render/index.ts';
 
 /**
- * Member notifications driven by other services' domain events. Each template turns an event into
- * a mail (or nothing). The event consumer records the event id in the same transaction as the
- * mail's outgoing row, so a redelivered event queues no second mail.
+ * Member notifications driven by other services' domain events. Each event type names the message
+ * kind it is told with (mail/render/catalog.ts) and the kind's variables, formatted for the
+ * member's locale and the card's time zone (the event's `time_zone`, UTC without one). The event
+ * consumer records the event id in the same transaction as the mail's outgoing row, so a
+ * redelivered event queues no second mail.
  */
-type Template = (data: Record<string, unknown>, name: string) => { subject: string; text: string } | null;
+interface Notification {
+  kind: MailKindName;
+  vars: (d: Record<string, unknown>, f: Formatter, locale: Locale) => Vars;
+}
 
 // Every value from an event or a member is flattened and bounded (mail-text.ts): names, notes and
-// reward names are typed by members and staff, and reach the member's inbox.
-const num = (v: unknown) => mailText(v ?? 0, 20);
-const rewardOf = (d: Record<string, unknown>) => mailText(d.reward_name ?? 'your reward', MAIL_REWARD_MAX);
-const staffNote = (d: Record<string, unknown>) =>
-  d.staff_note ? `\nNote from staff: ${mailText(d.staff_note, MAIL_NOTE_MAX)}` : '';
+// reward names are typed by members and staff, and reach the member's inbox (escaped again in the
+// HTML part, render/layout.ts).
+const num = (f: Formatter, v: unknown) => mailText(f.number(v ?? 0), 30);
+const rewardOf = (d: Record<string, unknown>, l: Locale) =>
+  mailText(d.reward_name ?? phrases[l].yourReward, MAIL_REWARD_MAX);
+const staffNote = (d: Record<string, unknown>) => (d.staff_note ? mailText(d.staff_note, MAIL_NOTE_MAX) : '');
+/** A day of an event (`YYYY-MM-DD`): expiries are told by day. */
+const day = (f: Formatter, v: unknown) => mailText(f.date(typeof v === 'string' ? v.slice(0, 10) : ''), 40);
 
-/** A date of an event (`YYYY-MM-DD`, UTC): expiries are told by day. */
-const day = (v: unknown) => mailText(typeof v === 'string' ? v.slice(0, 10) : '', 10);
-
-export const templates: Record<string, Template> = {
+export const notifications: Record<string, Notification> = {
   // Points earned: summarized per member in earn-mails.ts, not mailed per event.
   // Lots (ledger): once per lot, the card's expiry_warning_days before it expires.
-  'ledger.points_expiring': (d, name) => ({
-    subject: `${num(d.points)} points expire on ${day(d.expires_on)}`,
-    text: `Hello ${name},\n\n${num(d.points)} of your points expire on ${day(d.expires_on)}. Spend them before then to keep their value.\n`,
-  }),
-  'ledger.cashback_expiring': (d, name) => ({
-    subject: `${num(d.amount)} ${mailText(d.currency ?? '', 3)} of cashback expires on ${day(d.expires_on)}`,
-    text: `Hello ${name},\n\n${num(d.amount)} ${mailText(d.currency ?? '', 3)} of your cashback expires on ${day(d.expires_on)}. Spend it before then to keep it.\n`,
-  }),
-  // Tiers (ledger): warning_days before a review that would move the member down.
-  'ledger.tier_downgrade_warning': (d, name) => {
-    const needed =
-      d.points_needed_to_retain !== undefined
-        ? `${num(d.points_needed_to_retain)} more points`
-        : `${num(d.amount_needed_to_retain)} more in purchases`;
-    const from = mailText(d.from ?? 'current', MAIL_REWARD_MAX);
-    return {
-      subject: `Keep your ${from} tier: ${needed} by ${day(d.valid_until)}`,
-      text: `Hello ${name},\n\nYour ${from} tier is reviewed on ${day(d.valid_until)}. Earn ${needed} by then to keep it; otherwise you move to ${mailText(d.to ?? 'a lower tier', MAIL_REWARD_MAX)}.\n`,
-    };
+  'ledger.points_expiring': {
+    kind: 'points_expiring',
+    vars: (d, f) => ({ points: num(f, d.points), expires_on: day(f, d.expires_on) }),
   },
-  'claims.claim_approved': (d, name) => ({
-    subject: 'Your reward claim was approved',
-    text: `Hello ${name},\n\nYour claim for "${rewardOf(d)}" was approved; ${num(d.points_deducted)} points were deducted.${staffNote(d)}\n`,
-  }),
-  'claims.claim_rejected': (d, name) => ({
-    subject: 'Your reward claim was not approved',
-    text: `Hello ${name},\n\nYour claim for "${rewardOf(d)}" was not approved, and your points were kept.${staffNote(d)}\n`,
-  }),
+  'ledger.cashback_expiring': {
+    kind: 'cashback_expiring',
+    vars: (d, f) => ({ amount: mailText(f.money(d.amount, d.currency), 40), expires_on: day(f, d.expires_on) }),
+  },
+  // Tiers (ledger): warning_days before a review that would move the member down.
+  'ledger.tier_downgrade_warning': {
+    kind: 'tier_downgrade_warning',
+    vars: (d, f, l) => ({
+      tier: mailText(d.from ?? '', MAIL_REWARD_MAX),
+      next_tier: mailText(d.to ?? '', MAIL_REWARD_MAX),
+      needed:
+        d.points_needed_to_retain !== undefined
+          ? phrases[l].morePoints(num(f, d.points_needed_to_retain))
+          : phrases[l].moreSpent(num(f, d.amount_needed_to_retain)),
+      review_on: day(f, d.valid_until),
+    }),
+  },
+  'claims.claim_approved': {
+    kind: 'claim_approved',
+    vars: (d, f, l) => ({ reward: rewardOf(d, l), points: num(f, d.points_deducted), staff_note: staffNote(d) }),
+  },
+  'claims.claim_rejected': {
+    kind: 'claim_rejected',
+    vars: (d, _f, l) => ({ reward: rewardOf(d, l), staff_note: staffNote(d) }),
+  },
 };
 
 /**
  * The notifications that are marketing (mail/marketing.ts): expiry warnings invite the member to
  * spend. A claim's decision is transactional.
  */
-export const marketingNotifications: ReadonlySet<string> = new Set([
-  'ledger.points_expiring',
-  'ledger.cashback_expiring',
-]);
+export const marketingNotifications: ReadonlySet<string> = new Set(
+  Object.entries(notifications)
+    .filter(([, n]) => catalog[n.kind].category === 'marketing')
+    .map(([type]) => type),
+);
 
 /** Where a consumer's mail goes: recorded in its transaction, sent after the commit (outgoing-mails.ts). */
 export interface MailQueue {
@@ -82,24 +90,30 @@ export interface MailQueue {
  */
 export function notificationHandler(queue: MailQueue, consumer: string, log: Logger) {
   return async (event: DomainEvent, db: PoolClient): Promise<void> => {
-    const template = templates[event.type];
+    const notification = notifications[event.type];
     const memberId = Number(event.data.member_id);
-    if (!template || !Number.isInteger(memberId)) return;
+    if (!notification || !Number.isInteger(memberId)) return;
     const [member] = await membersByIds(db, event.tenant_id, [memberId]);
     if (!member?.email) return;
-    const mail = template(event.data, mailText(member.name, MAIL_NAME_MAX));
-    if (!mail) return;
     const marketing = marketingNotifications.has(event.type);
     if (marketing && !(await queue.marketing.mayMail(db, event.tenant_id, memberId))) return;
-    const tenant = await findTenant(db, event.tenant_id);
+    const tenant = await tenantMail(db, event.tenant_id);
+    if (!tenant) return;
+    const name = mailText(member.name, MAIL_NAME_MAX);
+    const timeZone = typeof event.data.time_zone === 'string' ? event.data.time_zone : undefined;
+    const mail = await renderFor(tenant, notification.kind, (f, l) => ({ name, ...notification.vars(event.data, f, l) }), {
+      timeZone,
+      unsubscribeUrl: marketing ? queue.marketing.url(event.tenant_id, memberId) : undefined,
+    });
     const queued = await enqueueMail(db, {
       tenantId: event.tenant_id,
       source: `${consumer}:${event.id}`,
       kind: 'notification',
       to: member.email,
       subject: mail.subject,
-      body: marketing ? mail.text + queue.marketing.footer(event.tenant_id, memberId) : mail.text,
-      sandbox: tenant?.sandbox ?? false,
+      body: mail.text,
+      html: mail.html,
+      sandbox: tenant.sandbox,
       now: queue.now(),
       ...(marketing ? { marketingTo: memberId } : {}),
     });

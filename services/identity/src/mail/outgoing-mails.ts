@@ -111,7 +111,7 @@ export class OutgoingMailSender {
     try {
       const headers = marketing ? { headers: this.o.marketing.headers(tenantId, memberId) } : {};
       await this.o.mailer.send(
-        { to: m.to_address, subject: m.subject, text: m.body, ...headers },
+        { to: m.to_address, subject: m.subject, text: m.body, ...(m.html ? { html: m.html } : {}), ...headers },
         m.sandbox,
         log,
         'notification',

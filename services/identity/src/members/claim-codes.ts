@@ -41,7 +41,7 @@ export function claimCodes(deps: MemberAuthDeps) {
         });
         return { sandbox, member, otp };
       });
-      await mailCode(deps, log, sandbox, member, otp.code, 'claim verification', otp.id);
+      await mailCode(deps, log, { tenantId: meta.tenant_id, sandbox }, member, otp.code, 'claim verification', otp.id);
       return {
         member_id: member.id,
         expires_at: otp.expiresAt.toISOString(),

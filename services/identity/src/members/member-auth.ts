@@ -13,6 +13,8 @@ import { MAIL_NAME_MAX, mailText } from '../domain/mail-text.ts';
 import { maskEmail, maskPhone } from '../domain/masking.ts';
 import { matchesHash, newMemberToken, sha256 } from '../domain/secrets.ts';
 import { mailError, type Mailer } from '../mail/mailer.ts';
+import { renderFor, tenantMail } from '../mail/messages.ts';
+import { phrases, type Formatter, type Locale, type RenderedMail, type Vars } from '../mail/render/index.ts';
 import { recordMemberRegistered } from '../events.ts';
 import { checkOtp, issueOtp, type OtpPolicy } from './otp.ts';
 import { findCredentials } from '../store/apps.ts';
@@ -78,7 +80,7 @@ export function requireEmail(member: Pick<Member, 'email'>): string {
 export async function mailCode(
   deps: Pick<MemberAuthDeps, 'mailer' | 'otp' | 'pool'>,
   log: Logger,
-  sandbox: boolean,
+  tenant: { tenantId: number; sandbox: boolean },
   member: Pick<Member, 'name' | 'email'>,
   code: string,
   purpose: 'sign-in' | 'claim verification' | 'transfer verification',
@@ -86,20 +88,30 @@ export async function mailCode(
 ): Promise<void> {
   const to = requireEmail(member);
   try {
-    await deps.mailer.send(
-      {
-        to,
-        subject: `Your ${purpose} code`,
-        text: `Hello ${mailText(member.name, MAIL_NAME_MAX)},\n\nYour ${purpose} code is ${code}. It is valid for ${deps.otp.ttlMinutes} minutes and can be used once.\n`,
-      },
-      sandbox,
-      log,
-    );
+    const mail = await codeMail(deps, tenant.tenantId, (f, l) => ({
+      name: mailText(member.name, MAIL_NAME_MAX),
+      code,
+      purpose: phrases[l].purpose[purpose],
+      minutes: f.number(deps.otp.ttlMinutes),
+    }));
+    await deps.mailer.send({ to, subject: mail.subject, text: mail.text, html: mail.html }, tenant.sandbox, log);
   } catch (err) {
     log.error({ err: mailError(err) }, 'otp mail failed');
     if (otpId !== undefined) await withdrawOtp(deps.pool, otpId);
     throw new AppError('email_delivery_failed');
   }
+}
+
+/** A code's mail (member or staff), in the tenant's branding and locale. */
+export async function codeMail(
+  deps: Pick<MemberAuthDeps, 'pool'>,
+  tenantId: number,
+  vars: (f: Formatter, l: Locale) => Vars,
+  kind: 'member_code' | 'staff_code' = 'member_code',
+): Promise<RenderedMail> {
+  const tenant = await tenantMail(deps.pool, tenantId);
+  if (!tenant) throw new AppError('tenant_not_found');
+  return renderFor(tenant, kind, vars);
 }
 
 /** Member sign-in and its sessions: registration and codes, then tokens checked on every call. */
@@ -141,7 +153,7 @@ async function register(deps: MemberAuthDeps, data: RegisterData, meta: Meta, lo
   const sandbox = await isSandbox(deps.pool, meta.tenant_id);
   await refuseTaken(deps.pool, meta.tenant_id, data);
   const code = newOtpCode();
-  await mailCode(deps, log, sandbox, data, code, 'sign-in');
+  await mailCode(deps, log, { tenantId: meta.tenant_id, sandbox }, data, code, 'sign-in');
   return deps.replays.run(key, async (db): Promise<RegisterReply> => {
     const member = await insertMember(db, {
       tenantId: meta.tenant_id,
@@ -177,7 +189,7 @@ async function requestSignInCode(deps: MemberAuthDeps, data: { email: string }, 
     });
     return { sandbox, member, otp };
   });
-  await mailCode(deps, log, sandbox, member, otp.code, 'sign-in', otp.id);
+  await mailCode(deps, log, { tenantId: meta.tenant_id, sandbox }, member, otp.code, 'sign-in', otp.id);
   return {
     message: 'A one-time code was sent by email.',
     expires_in_minutes: deps.otp.ttlMinutes,

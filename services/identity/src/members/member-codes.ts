@@ -36,7 +36,7 @@ export function memberCodes(deps: MemberAuthDeps) {
         });
         return { sandbox, member, otp };
       });
-      await mailCode(deps, log, sandbox, member, otp.code, mailedAs[d.purpose], otp.id);
+      await mailCode(deps, log, { tenantId: meta.tenant_id, sandbox }, member, otp.code, mailedAs[d.purpose], otp.id);
       return {
         member_id: member.id,
         expires_at: otp.expiresAt.toISOString(),

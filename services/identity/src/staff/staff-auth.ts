@@ -3,7 +3,7 @@ import { withTransaction, type Logger, type PoolClient, type Queryable } from '@
 import { mailError } from '../mail/mailer.ts';
 import { MAIL_NAME_MAX, mailText } from '../domain/mail-text.ts';
 import { newStaffToken, sha256 } from '../domain/secrets.ts';
-import type { MemberAuthDeps } from '../members/member-auth.ts';
+import { codeMail, type MemberAuthDeps } from '../members/member-auth.ts';
 import { checkOtp, issueOtp } from '../members/otp.ts';
 import {
   findLiveStaffSession,
@@ -49,12 +49,12 @@ export function staffAuth(deps: StaffAuthDeps) {
           staffId: staff.id,
           purpose: PURPOSE,
         });
-        return { sandbox: tenant.sandbox, staff, otp };
+        return { tenant: { id: tenant.id, sandbox: tenant.sandbox }, staff, otp };
       });
       if (!issued) return answer;
       // Mailed after the commit, outside any transaction; withdrawn if the mail fails.
-      await mailStaffCode(deps, log, issued.sandbox, issued.staff, issued.otp);
-      return { ...answer, ...(issued.sandbox ? { code: issued.otp.code } : {}) };
+      await mailStaffCode(deps, log, issued.tenant, issued.staff, issued.otp);
+      return { ...answer, ...(issued.tenant.sandbox ? { code: issued.otp.code } : {}) };
     },
 
     async verifyCode(d: { tenant_id: number; email: string; code: string }) {
@@ -117,20 +117,18 @@ async function tenantInactive(db: Queryable, tenantId: number): Promise<boolean>
 async function mailStaffCode(
   deps: StaffAuthDeps,
   log: Logger,
-  sandbox: boolean,
+  tenant: { id: number; sandbox: boolean },
   staff: StaffUser,
   { code, id }: { code: string; id: number },
 ): Promise<void> {
   try {
-    await deps.mailer.send(
-      {
-        to: staff.email,
-        subject: 'Your staff console sign-in code',
-        text: `Hello ${mailText(staff.name, MAIL_NAME_MAX)},\n\nYour sign-in code for the staff console is ${code}. It is valid for ${deps.otp.ttlMinutes} minutes and can be used once.\n`,
-      },
-      sandbox,
-      log,
+    const mail = await codeMail(
+      deps,
+      tenant.id,
+      (f) => ({ name: mailText(staff.name, MAIL_NAME_MAX), code, minutes: f.number(deps.otp.ttlMinutes) }),
+      'staff_code',
     );
+    await deps.mailer.send({ to: staff.email, subject: mail.subject, text: mail.text, html: mail.html }, tenant.sandbox, log);
   } catch (err) {
     log.error({ err: mailError(err) }, 'staff code mail failed');
     await withdrawOtp(deps.pool, id);

@@ -9,6 +9,8 @@ export interface OutgoingMail {
   to_address: string;
   subject: string;
   body: string;
+  /** The HTML part (null for a mail queued before mail had one). */
+  html: string | null;
   sandbox: boolean;
   created_at: Date;
   attempts: number;
@@ -29,6 +31,7 @@ export async function enqueueMail(
     to: string;
     subject: string;
     body: string;
+    html?: string;
     sandbox: boolean;
     now: Date;
     /** A member's marketing mail (the member named): sent only while their consent holds. */
@@ -36,8 +39,8 @@ export async function enqueueMail(
   },
 ): Promise<boolean> {
   const r = await db.query(
-    `INSERT INTO ${T} (tenant_id, source, kind, to_address, subject, body, sandbox, created_at, next_attempt_at, category, member_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10) ON CONFLICT (source) DO NOTHING`,
+    `INSERT INTO ${T} (tenant_id, source, kind, to_address, subject, body, sandbox, created_at, next_attempt_at, category, member_id, html)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11) ON CONFLICT (source) DO NOTHING`,
     [
       m.tenantId,
       m.source,
@@ -49,6 +52,7 @@ export async function enqueueMail(
       m.now,
       m.marketingTo === undefined ? 'transactional' : 'marketing',
       m.marketingTo ?? null,
+      m.html ?? null,
     ],
   );
   return (r.rowCount ?? 0) > 0;
@@ -67,7 +71,7 @@ export async function leaseDueMails(
   const { rows } = await db.query<OutgoingMail>(
     `UPDATE ${T} m SET next_attempt_at = $2, attempts = m.attempts + 1
       WHERE m.id IN (SELECT id FROM ${T} WHERE next_attempt_at <= $1 ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-      RETURNING m.id, m.tenant_id, m.source, m.kind, m.to_address, m.subject, m.body, m.sandbox, m.created_at, m.attempts,
+      RETURNING m.id, m.tenant_id, m.source, m.kind, m.to_address, m.subject, m.body, m.html, m.sandbox, m.created_at, m.attempts,
                 m.category, m.member_id`,
     [now, leaseUntil, limit],
   );

@@ -1,0 +1,124 @@
+import Handlebars from 'handlebars';
+import { catalog, type MailKindName, type TemplateText } from './catalog.ts';
+
+/**
+ * Templates in a small, safe subset of Handlebars (a maintained engine, logic-less but for
+ * conditions): `{{variable}}`, `{{#if flag}}…{{else}}…{{/if}}`, `{{#unless flag}}…{{/unless}}` and
+ * `{{! comments }}`, nothing else: no triple braces, partials, other helpers, paths (`a.b`,
+ * `../`, `@data`) or parameters. Every variable must be one the kind lists, so a template saved
+ * through the operator API or the console never names an unknown one (checked at save, with the
+ * place of each error). Templates render to text; the HTML part escapes that text as a whole
+ * (layout.ts), so whatever a member or staff user typed is always escaped there.
+ */
+export const SUBJECT_MAX = 200;
+export const BODY_MAX = 5_000;
+
+export interface TemplateError {
+  field: 'subject' | 'body';
+  message: string;
+}
+
+const env = Handlebars.create();
+const BLOCK_HELPERS = new Set(['if', 'unless']);
+
+type Node = hbs.AST.Node;
+
+function walk(
+  node: Node,
+  allowed: Record<string, string>,
+  field: TemplateError['field'],
+  errors: TemplateError[],
+): void {
+  const at = (n: Node) => (n.loc ? ` (line ${n.loc.start.line}, column ${n.loc.start.column + 1})` : '');
+  const variable = (p: hbs.AST.Expression, where: Node): void => {
+    if (p.type !== 'PathExpression') {
+      errors.push({ field, message: `only variable names may be used${at(where)}` });
+      return;
+    }
+    const path = p as hbs.AST.PathExpression;
+    if (path.data || path.depth > 0 || path.parts.length !== 1 || path.original.includes('this')) {
+      errors.push({ field, message: `"${path.original}" is not a variable name${at(where)}` });
+      return;
+    }
+    const name = path.parts[0]!;
+    if (!Object.hasOwn(allowed, name))
+      errors.push({ field, message: `unknown variable "${name}"${at(where)}; known: ${Object.keys(allowed).join(', ')}` });
+  };
+  switch (node.type) {
+    case 'Program':
+      for (const s of (node as hbs.AST.Program).body) walk(s, allowed, field, errors);
+      return;
+    case 'ContentStatement':
+    case 'CommentStatement':
+      return;
+    case 'MustacheStatement': {
+      const m = node as hbs.AST.MustacheStatement;
+      if (!m.escaped) errors.push({ field, message: `triple braces are not allowed${at(m)}` });
+      if (m.params.length > 0 || (m.hash && m.hash.pairs.length > 0))
+        errors.push({ field, message: `helpers and parameters are not allowed${at(m)}` });
+      else variable(m.path, m);
+      return;
+    }
+    case 'BlockStatement': {
+      const b = node as hbs.AST.BlockStatement;
+      const helper = b.path.type === 'PathExpression' ? (b.path as hbs.AST.PathExpression).original : '';
+      if (!BLOCK_HELPERS.has(helper) || b.params.length !== 1 || (b.hash && b.hash.pairs.length > 0)) {
+        errors.push({ field, message: `only {{#if variable}} and {{#unless variable}} blocks are allowed${at(b)}` });
+        return;
+      }
+      variable(b.params[0]!, b);
+      if (b.program) walk(b.program, allowed, field, errors);
+      if (b.inverse) walk(b.inverse, allowed, field, errors);
+      return;
+    }
+    default:
+      errors.push({ field, message: `${node.type.replace(/Statement$/, '').toLowerCase()} is not allowed${at(node)}` });
+  }
+}
+
+function check(source: string, max: number, allowed: Record<string, string>, field: TemplateError['field']) {
+  const errors: TemplateError[] = [];
+  if (source.trim() === '') return [{ field, message: 'must not be empty' }];
+  if (Array.from(source).length > max) return [{ field, message: `at most ${max} characters` }];
+  let ast: hbs.AST.Program;
+  try {
+    ast = env.parse(source);
+  } catch (err) {
+    // Handlebars' parse errors name the line and what was expected.
+    const message = err instanceof Error ? err.message.split('\n')[0]!.replace(/^Parse error on /, 'syntax error on ') : 'syntax error';
+    return [{ field, message }];
+  }
+  walk(ast, allowed, field, errors);
+  return errors;
+}
+
+/** What is wrong with a template of `kind` (an empty list: it may be saved). */
+export function validateTemplate(kind: MailKindName, t: TemplateText): TemplateError[] {
+  const allowed = catalog[kind].variables;
+  const errors = [...check(t.subject, SUBJECT_MAX, allowed, 'subject'), ...check(t.body, BODY_MAX, allowed, 'body')];
+  if (/[\r\n]/.test(t.subject)) errors.push({ field: 'subject', message: 'must be one line' });
+  return errors;
+}
+
+export type Vars = Record<string, string | boolean>;
+type Compiled = (vars: Vars) => string;
+
+const compiled = new Map<string, Compiled>();
+const COMPILED_MAX = 2_000;
+
+/** A template's text compiled once (kept while fewer than COMPILED_MAX are). Only validated templates reach it. */
+export function compile(source: string): Compiled {
+  let fn = compiled.get(source);
+  if (!fn) {
+    const template = env.compile(source, {
+      noEscape: true,
+      strict: false,
+      knownHelpers: { if: true, unless: true },
+      knownHelpersOnly: true,
+    });
+    fn = (vars) => template(vars);
+    if (compiled.size >= COMPILED_MAX) compiled.clear();
+    compiled.set(source, fn);
+  }
+  return fn;
+}
