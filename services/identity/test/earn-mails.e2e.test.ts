@@ -162,8 +162,16 @@ describe('the digest mail', () => {
     expect(one.text).toBe('Hello Ann,\n\nYou earned 40 points. They can be spent from January 31, 2027.\n');
   });
   it('tells the day in the card’s time zone and the locale', async () => {
-    const late = { ...base, earns: 1, points: '40', pending_points: '40', available_at: new Date('2027-01-31T23:30:00Z') };
+    const late = {
+      ...base,
+      earns: 1,
+      points: '40',
+      pending_points: '40',
+      available_at: new Date('2027-01-31T23:30:00Z'),
+    };
     const fr = await digestMail(late, 'Ann', tenant, { locale: 'fr', timeZone: 'Asia/Tokyo' });
-    expect(fr.text).toBe('Bonjour Ann,\n\nVous avez gagné 40 points. Ils seront utilisables à partir du 1 février 2027.\n');
+    expect(fr.text).toBe(
+      'Bonjour Ann,\n\nVous avez gagné 40 points. Ils seront utilisables à partir du 1 février 2027.\n',
+    );
   });
 });

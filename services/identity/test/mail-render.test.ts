@@ -55,7 +55,7 @@ describe('default templates', () => {
 });
 
 describe('rendering', () => {
-  it("escapes what members and staff typed in the HTML part, and keeps it as typed in the text", async () => {
+  it('escapes what members and staff typed in the HTML part, and keeps it as typed in the text', async () => {
     const mail = await renderMail({
       kind: 'claim_rejected',
       locale: 'en',
@@ -77,7 +77,10 @@ describe('rendering', () => {
       locale: 'fr',
       vars: { name: 'Ana', reward: 'Menu $&$1', points: '100', staff_note: '' },
       branding: defaultBranding('Shop'),
-      template: { subject: 'Bravo {{name}}', body: 'Salut {{name}} !\n\n{{reward}}{{#if staff_note}} — {{staff_note}}{{/if}}' },
+      template: {
+        subject: 'Bravo {{name}}',
+        body: 'Salut {{name}} !\n\n{{reward}}{{#if staff_note}} — {{staff_note}}{{/if}}',
+      },
     });
     expect(mail.subject).toBe('Bravo Ana');
     expect(mail.text).toBe('Salut Ana !\n\nMenu $&$1\n');
@@ -108,9 +111,9 @@ describe('template validation', () => {
     validateTemplate(kind, { ...ok, ...t });
 
   it('accepts the kind’s variables and if/unless blocks', () => {
-    expect(errors({ body: '{{#if staff_note}}{{staff_note}}{{else}}—{{/if}} {{#unless points}}x{{/unless}} {{! note }}' })).toEqual(
-      [],
-    );
+    expect(
+      errors({ body: '{{#if staff_note}}{{staff_note}}{{else}}—{{/if}} {{#unless points}}x{{/unless}} {{! note }}' }),
+    ).toEqual([]);
   });
   it('refuses unknown variables, naming the place and the known ones', () => {
     expect(errors({ body: 'Hello {{nmae}}' })).toEqual([

@@ -101,10 +101,15 @@ export function notificationHandler(queue: MailQueue, consumer: string, log: Log
     if (!tenant) return;
     const name = mailText(member.name, MAIL_NAME_MAX);
     const timeZone = typeof event.data.time_zone === 'string' ? event.data.time_zone : undefined;
-    const mail = await renderFor(tenant, notification.kind, (f, l) => ({ name, ...notification.vars(event.data, f, l) }), {
-      timeZone,
-      unsubscribeUrl: marketing ? queue.marketing.url(event.tenant_id, memberId) : undefined,
-    });
+    const mail = await renderFor(
+      tenant,
+      notification.kind,
+      (f, l) => ({ name, ...notification.vars(event.data, f, l) }),
+      {
+        timeZone,
+        unsubscribeUrl: marketing ? queue.marketing.url(event.tenant_id, memberId) : undefined,
+      },
+    );
     const queued = await enqueueMail(db, {
       tenantId: event.tenant_id,
       source: `${consumer}:${event.id}`,

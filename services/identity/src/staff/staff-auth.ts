@@ -128,7 +128,11 @@ async function mailStaffCode(
       (f) => ({ name: mailText(staff.name, MAIL_NAME_MAX), code, minutes: f.number(deps.otp.ttlMinutes) }),
       'staff_code',
     );
-    await deps.mailer.send({ to: staff.email, subject: mail.subject, text: mail.text, html: mail.html }, tenant.sandbox, log);
+    await deps.mailer.send(
+      { to: staff.email, subject: mail.subject, text: mail.text, html: mail.html },
+      tenant.sandbox,
+      log,
+    );
   } catch (err) {
     log.error({ err: mailError(err) }, 'staff code mail failed');
     await withdrawOtp(deps.pool, id);

@@ -46,8 +46,18 @@ export const catalog: Record<MailKindName, KindSpec> = {
     to: 'member',
     category: 'transactional',
     description: 'A one-time code: sign-in, a reward claim or a points transfer',
-    variables: { ...name, code: 'the code', purpose: 'what the code is for, in the locale', minutes: 'how long it is valid' },
-    sample: (f, l) => ({ name: 'Ana Silva', code: '482913', purpose: phrases[l].purpose['sign-in'], minutes: f.number(10) }),
+    variables: {
+      ...name,
+      code: 'the code',
+      purpose: 'what the code is for, in the locale',
+      minutes: 'how long it is valid',
+    },
+    sample: (f, l) => ({
+      name: 'Ana Silva',
+      code: '482913',
+      purpose: phrases[l].purpose['sign-in'],
+      minutes: f.number(10),
+    }),
     defaults: {
       en: {
         subject: 'Your {{purpose}} code',
@@ -210,8 +220,13 @@ export const catalog: Record<MailKindName, KindSpec> = {
   claim_approved: {
     to: 'member',
     category: 'transactional',
-    description: "A reward claim approved by staff",
-    variables: { ...name, reward: "the reward's name", points: 'the points deducted', staff_note: "staff's note (may be empty)" },
+    description: 'A reward claim approved by staff',
+    variables: {
+      ...name,
+      reward: "the reward's name",
+      points: 'the points deducted',
+      staff_note: "staff's note (may be empty)",
+    },
     sample: (f) => ({ name: 'Ana Silva', reward: 'Free coffee', points: f.number(100), staff_note: 'Enjoy!' }),
     defaults: {
       en: {
@@ -294,10 +309,20 @@ export const catalog: Record<MailKindName, KindSpec> = {
   },
 };
 
-export const MAIL_KINDS = Object.keys(catalog) as MailKindName[];
+export const MAIL_KINDS: readonly MailKindName[] = [
+  'member_code',
+  'staff_code',
+  'points_earned',
+  'points_expiring',
+  'cashback_expiring',
+  'tier_downgrade_warning',
+  'claim_approved',
+  'claim_rejected',
+  'endpoint_disabled',
+];
 
 export function isMailKind(v: unknown): v is MailKindName {
-  return typeof v === 'string' && Object.hasOwn(catalog, v);
+  return MAIL_KINDS.some((k) => k === v);
 }
 
 /** The phrases a template's variables are made of, per locale (code purposes, what a tier needs). */
@@ -315,7 +340,11 @@ export const phrases: Record<
   }
 > = {
   en: {
-    purpose: { 'sign-in': 'sign-in', 'claim verification': 'claim verification', 'transfer verification': 'transfer verification' },
+    purpose: {
+      'sign-in': 'sign-in',
+      'claim verification': 'claim verification',
+      'transfer verification': 'transfer verification',
+    },
     morePoints: (n) => `${n} more points`,
     moreSpent: (a) => `${a} more in purchases`,
     unsubscribe: 'Unsubscribe',
@@ -332,7 +361,8 @@ export const phrases: Record<
     morePoints: (n) => `${n} points de plus`,
     moreSpent: (a) => `${a} d’achats de plus`,
     unsubscribe: 'Se désabonner',
-    unsubscribeLine: (url) => `Vous recevez ce message parce que vous avez accepté d’avoir de nos nouvelles. Se désabonner : ${url}`,
+    unsubscribeLine: (url) =>
+      `Vous recevez ce message parce que vous avez accepté d’avoir de nos nouvelles. Se désabonner : ${url}`,
     why: 'Vous recevez ce message parce que vous avez accepté d’avoir de nos nouvelles.',
     yourReward: 'votre récompense',
   },

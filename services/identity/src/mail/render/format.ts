@@ -7,7 +7,7 @@ export const LOCALES = ['en', 'fr', 'ar'] as const;
 export type Locale = (typeof LOCALES)[number];
 
 export function isLocale(v: unknown): v is Locale {
-  return typeof v === 'string' && (LOCALES as readonly string[]).includes(v);
+  return LOCALES.some((l) => l === v);
 }
 
 /** Arabic is written right to left. */
@@ -75,7 +75,8 @@ export class Formatter {
   date(v: unknown): string {
     if (v === null || v === undefined || v === '') return '';
     const dayOnly = typeof v === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(v);
-    const at = v instanceof Date ? v : new Date(dayOnly ? `${v as string}T12:00:00Z` : String(v));
+    // A day is shown as that day: noon UTC of it, formatted in UTC.
+    const at = v instanceof Date ? v : new Date(dayOnly ? `${String(v)}T12:00:00Z` : String(v));
     if (Number.isNaN(at.getTime())) return '';
     const zone = dayOnly ? 'UTC' : this.timeZone;
     return cached(

@@ -41,7 +41,9 @@ function textFooter(b: Branding, locale: Locale, unsubscribeUrl: string | undefi
 export async function renderMail(input: RenderInput): Promise<RenderedMail> {
   const t = input.template ?? catalog[input.kind].defaults[input.locale];
   const subject = compile(t.subject)(input.vars).replace(/\s+/g, ' ').trim();
-  const body = compile(t.body)(input.vars).replace(/[ \t]+\n/g, '\n').trim();
+  const body = compile(t.body)(input.vars)
+    .replace(/[ \t]+\n/g, '\n')
+    .trim();
   const words = phrases[input.locale];
   const marketing = input.unsubscribeUrl !== undefined;
   const compiled = await layout(input.branding, input.locale, marketing, words);

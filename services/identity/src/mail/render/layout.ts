@@ -40,7 +40,12 @@ export function defaultBranding(name: string): Branding {
 
 /** Text made safe for HTML content and attribute values. */
 export function escapeHtml(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+  return s
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;');
 }
 
 const hex = (c: string, fallback: string) => (/^#[0-9a-fA-F]{6}$/.test(c) ? c : fallback);
@@ -110,12 +115,12 @@ export function layout(
   const key = JSON.stringify([b, locale, marketing]);
   const kept = layouts.get(key);
   if (kept) return kept;
-  const html = mjml2html(source(b, locale, marketing, words.why, words.unsubscribe), { validationLevel: 'strict' }).then(
-    (r) => {
-      if (r.errors.length > 0) throw new Error(`mail layout: ${r.errors.map((e) => e.formattedMessage).join('; ')}`);
-      return r.html;
-    },
-  );
+  const html = mjml2html(source(b, locale, marketing, words.why, words.unsubscribe), {
+    validationLevel: 'strict',
+  }).then((r) => {
+    if (r.errors.length > 0) throw new Error(`mail layout: ${r.errors.map((e) => e.formattedMessage).join('; ')}`);
+    return r.html;
+  });
   html.catch(() => layouts.delete(key));
   if (layouts.size >= LAYOUTS_MAX) layouts.clear();
   layouts.set(key, html);

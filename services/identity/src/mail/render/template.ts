@@ -23,6 +23,12 @@ const BLOCK_HELPERS = new Set(['if', 'unless']);
 
 type Node = hbs.AST.Node;
 
+// Handlebars' node types are not a discriminated union: these guards narrow by `type`.
+const isPath = (n: Node): n is hbs.AST.PathExpression => n.type === 'PathExpression';
+const isProgram = (n: Node): n is hbs.AST.Program => n.type === 'Program';
+const isMustache = (n: Node): n is hbs.AST.MustacheStatement => n.type === 'MustacheStatement';
+const isBlock = (n: Node): n is hbs.AST.BlockStatement => n.type === 'BlockStatement';
+
 function walk(
   node: Node,
   allowed: Record<string, string>,
@@ -30,50 +36,46 @@ function walk(
   errors: TemplateError[],
 ): void {
   const at = (n: Node) => (n.loc ? ` (line ${n.loc.start.line}, column ${n.loc.start.column + 1})` : '');
-  const variable = (p: hbs.AST.Expression, where: Node): void => {
-    if (p.type !== 'PathExpression') {
+  const variable = (p: hbs.AST.Expression | undefined, where: Node): void => {
+    if (!p || !isPath(p)) {
       errors.push({ field, message: `only variable names may be used${at(where)}` });
       return;
     }
-    const path = p as hbs.AST.PathExpression;
-    if (path.data || path.depth > 0 || path.parts.length !== 1 || path.original.includes('this')) {
-      errors.push({ field, message: `"${path.original}" is not a variable name${at(where)}` });
+    const [name] = p.parts;
+    if (p.data || p.depth > 0 || p.parts.length !== 1 || name === undefined || p.original.includes('this')) {
+      errors.push({ field, message: `"${p.original}" is not a variable name${at(where)}` });
       return;
     }
-    const name = path.parts[0]!;
     if (!Object.hasOwn(allowed, name))
-      errors.push({ field, message: `unknown variable "${name}"${at(where)}; known: ${Object.keys(allowed).join(', ')}` });
+      errors.push({
+        field,
+        message: `unknown variable "${name}"${at(where)}; known: ${Object.keys(allowed).join(', ')}`,
+      });
   };
-  switch (node.type) {
-    case 'Program':
-      for (const s of (node as hbs.AST.Program).body) walk(s, allowed, field, errors);
-      return;
-    case 'ContentStatement':
-    case 'CommentStatement':
-      return;
-    case 'MustacheStatement': {
-      const m = node as hbs.AST.MustacheStatement;
-      if (!m.escaped) errors.push({ field, message: `triple braces are not allowed${at(m)}` });
-      if (m.params.length > 0 || (m.hash && m.hash.pairs.length > 0))
-        errors.push({ field, message: `helpers and parameters are not allowed${at(m)}` });
-      else variable(m.path, m);
-      return;
-    }
-    case 'BlockStatement': {
-      const b = node as hbs.AST.BlockStatement;
-      const helper = b.path.type === 'PathExpression' ? (b.path as hbs.AST.PathExpression).original : '';
-      if (!BLOCK_HELPERS.has(helper) || b.params.length !== 1 || (b.hash && b.hash.pairs.length > 0)) {
-        errors.push({ field, message: `only {{#if variable}} and {{#unless variable}} blocks are allowed${at(b)}` });
-        return;
-      }
-      variable(b.params[0]!, b);
-      if (b.program) walk(b.program, allowed, field, errors);
-      if (b.inverse) walk(b.inverse, allowed, field, errors);
-      return;
-    }
-    default:
-      errors.push({ field, message: `${node.type.replace(/Statement$/, '').toLowerCase()} is not allowed${at(node)}` });
+  if (isProgram(node)) {
+    for (const s of node.body) walk(s, allowed, field, errors);
+    return;
   }
+  if (node.type === 'ContentStatement' || node.type === 'CommentStatement') return;
+  if (isMustache(node)) {
+    if (!node.escaped) errors.push({ field, message: `triple braces are not allowed${at(node)}` });
+    if (node.params.length > 0 || (node.hash && node.hash.pairs.length > 0))
+      errors.push({ field, message: `helpers and parameters are not allowed${at(node)}` });
+    else variable(node.path, node);
+    return;
+  }
+  if (isBlock(node)) {
+    const helper = isPath(node.path) ? node.path.original : '';
+    if (!BLOCK_HELPERS.has(helper) || node.params.length !== 1 || (node.hash && node.hash.pairs.length > 0)) {
+      errors.push({ field, message: `only {{#if variable}} and {{#unless variable}} blocks are allowed${at(node)}` });
+      return;
+    }
+    variable(node.params[0], node);
+    if (node.program) walk(node.program, allowed, field, errors);
+    if (node.inverse) walk(node.inverse, allowed, field, errors);
+    return;
+  }
+  errors.push({ field, message: `${node.type.replace(/Statement$/, '').toLowerCase()} is not allowed${at(node)}` });
 }
 
 function check(source: string, max: number, allowed: Record<string, string>, field: TemplateError['field']) {
@@ -85,7 +87,10 @@ function check(source: string, max: number, allowed: Record<string, string>, fie
     ast = env.parse(source);
   } catch (err) {
     // Handlebars' parse errors name the line and what was expected.
-    const message = err instanceof Error ? err.message.split('\n')[0]!.replace(/^Parse error on /, 'syntax error on ') : 'syntax error';
+    const message =
+      err instanceof Error
+        ? (err.message.split('\n')[0] ?? '').replace(/^Parse error on /, 'syntax error on ')
+        : 'syntax error';
     return [{ field, message }];
   }
   walk(ast, allowed, field, errors);
