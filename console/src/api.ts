@@ -12,7 +12,7 @@ import { createStaffClient, type Answer } from './client.ts';
 export { ApiError, type Answer, type Input } from './client.ts';
 
 /** The console's one client: the page's own origin, the token in this tab's session storage. */
-export const { call, session, whenSignedOut } = createStaffClient({
+export const { call, upload, download, session, whenSignedOut } = createStaffClient({
   fetch: (url, init) => fetch(url, init),
   storage: () => sessionStorage,
 });

@@ -4,6 +4,7 @@ import { Notice, problemText } from './components/ui.tsx';
 import { AdjustmentsPage } from './pages/adjustments.tsx';
 import { AuditPage } from './pages/audit.tsx';
 import { ClaimsPage } from './pages/claims.tsx';
+import { ImportsPage } from './pages/imports.tsx';
 import { MemberPage, MemberSearch } from './pages/members.tsx';
 import { ReferralsPage } from './pages/referrals.tsx';
 import { RulesPage } from './pages/rules.tsx';
@@ -35,6 +36,7 @@ const NAV: { path: string; label: string; managers?: boolean }[] = [
   { path: '/referrals', label: 'Referrals' },
   { path: '/tiers', label: 'Tiers' },
   { path: '/rules', label: 'Earning rules', managers: true },
+  { path: '/imports', label: 'Imports', managers: true },
   { path: '/audit', label: 'Audit log', managers: true },
   { path: '/team', label: 'Team', managers: true },
 ];
@@ -100,6 +102,8 @@ export function App() {
     <TiersPage cards={cards} isManager={isManager} />
   ) : route.path === '/rules' ? (
     <RulesPage cards={cards} isManager={isManager} />
+  ) : route.path === '/imports' ? (
+    <ImportsPage cards={cards} isManager={isManager} />
   ) : route.path === '/audit' ? (
     <AuditPage isManager={isManager} />
   ) : route.path === '/team' ? (

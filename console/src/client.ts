@@ -89,31 +89,76 @@ export function createStaffClient(options: ClientOptions) {
     },
   };
 
-  async function send(method: string, url: string, body: unknown, idempotent: boolean): Promise<Response> {
+  async function send(
+    method: string,
+    url: string,
+    body: unknown,
+    idempotent: boolean,
+    file?: { data: Blob; type: string },
+  ): Promise<Response> {
     const headers: Record<string, string> = {};
     const token = session.token;
     if (token) headers.authorization = `Bearer ${token}`;
-    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (file) headers['content-type'] = file.type;
+    else if (body !== undefined) headers['content-type'] = 'application/json';
     // A fresh key for every action the staff user takes: a retried request never acts twice.
     if (idempotent) headers['idempotency-key'] = crypto.randomUUID();
     try {
       return await options.fetch(url, {
         method,
         headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
+        body: file ? file.data : body === undefined ? undefined : JSON.stringify(body),
       });
     } catch {
       throw new ApiError(0, 'network_error', 'The server cannot be reached; check the connection and try again.');
     }
   }
 
-  /** Calls one staff operation and returns its answer, checked against the contract. */
+  /** The failure an answer carries (or a `bad_response` when there is no readable envelope). */
+  async function failureOf(res: Response): Promise<ApiError> {
+    const envelope = Envelope.safeParse(await res.json().catch(() => undefined));
+    if (!envelope.success || envelope.data.success)
+      return new ApiError(res.status, 'bad_response', `The server answered ${res.status} without a readable answer.`);
+    const { code, message, ...details } = envelope.data.error;
+    return new ApiError(res.status, code, message, details);
+  }
+
+  /**
+   * Calls one staff operation and returns its answer, checked against the contract. An upload
+   * operation (`upload` in the contract) sends `file` as the body, with its media type.
+   */
   async function call<K extends OperationName>(name: K, ...[input]: InputArgs<K>): Promise<Answer<K>> {
+    return callWith(name, input);
+  }
+
+  /** Sends a file to an upload operation (an import): the file is the body, `type` its media type. */
+  async function upload<K extends OperationName>(
+    name: K,
+    input: Input<K>,
+    file: { data: Blob; type: string },
+  ): Promise<Answer<K>> {
+    return callWith(name, input, file);
+  }
+
+  /** A download operation's bytes (an error file), or its failure. */
+  async function download<K extends OperationName>(name: K, input: Input<K>): Promise<Blob> {
     const op: Ops[OperationName] = staffOperations[name];
-    const parts: { params?: object; query?: object; body?: unknown } = input ?? {};
+    const parts: { params?: object; query?: object } = input;
+    const res = await send('GET', fillPath(op.path, parts.params) + queryString(parts.query), undefined, false);
+    if (res.ok) return res.blob();
+    throw await failureOf(res);
+  }
+
+  async function callWith<K extends OperationName>(
+    name: K,
+    input: { params?: object; query?: object; body?: unknown } | undefined,
+    file?: { data: Blob; type: string },
+  ): Promise<Answer<K>> {
+    const op: Ops[OperationName] = staffOperations[name];
+    const parts = input ?? {};
     const url = fillPath(op.path, parts.params) + queryString(parts.query);
     const body = op.method === 'GET' ? undefined : (parts.body ?? {});
-    const res = await send(op.method, url, body, op.idempotent);
+    const res = await send(op.method, url, body, op.idempotent, file);
     const envelope = Envelope.safeParse(await res.json().catch(() => undefined));
     if (!envelope.success)
       throw new ApiError(res.status, 'bad_response', `The server answered ${res.status} without a readable answer.`);
@@ -139,6 +184,8 @@ export function createStaffClient(options: ClientOptions) {
 
   return {
     call,
+    upload,
+    download,
     session,
     whenSignedOut(fn: () => void): void {
       onSignedOut = fn;

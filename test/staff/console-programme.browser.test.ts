@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -10,7 +10,8 @@ import { apiClient, staffClient, startTestSystem, type TestSystem } from '../sup
 
 /**
  * The console's programme pages in a real Chromium against the real stack (identity and the
- * ledger): a member's marketing consents and tiers, the members per tier and the ladder editor.
+ * ledger): a member's marketing consents and tiers, the members per tier and the ladder editor,
+ * imports (validate, errors, the error file, execute).
  * Screenshots go to var/screenshots/. Skipped, with a message, on a machine without Chromium
  * (as console.browser.test.ts).
  */
@@ -22,7 +23,7 @@ if (!CHROMIUM)
 
 const SHOTS = path.resolve(import.meta.dirname, '../../var/screenshots');
 
-describe.skipIf(!CHROMIUM)('staff console: consents, tiers (Chromium)', () => {
+describe.skipIf(!CHROMIUM)('staff console: consents, tiers, imports (Chromium)', () => {
   let sys: TestSystem;
   let tenantId: number;
   let api: ReturnType<typeof apiClient>;
@@ -242,5 +243,106 @@ describe.skipIf(!CHROMIUM)('staff console: consents, tiers (Chromium)', () => {
     await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/invalid_tiers/);
     const settings = await api('GET', `/api/v1/loyalty/cards/${card}/tiers`);
     expect(settings.body.data!.tiers).toMatchObject([{}, { retain_threshold: 80 }, { entry_threshold: 150 }]);
+  });
+
+  it('imports members: validation with the first errors and the error file, then a corrected file executed', async () => {
+    const run = randomUUID().slice(0, 6);
+    const header = 'external_id,name,email,phone,joined_at,accepts_emails';
+    const good = [
+      `C-1,Carla Dias,carla.${run}@example.com,,2024-01-05,true`,
+      `C-2,Dora Reis,dora.${run}@example.com,,2024-01-05,false`,
+      `C-3,Eva Lima,eva.${run}@example.com,+351911000003,2024-01-05,false`,
+      `C-4,Filipe Gomes,filipe.${run}@example.com,,2024-01-05,true`,
+    ];
+    const planted = [
+      good[0],
+      good[1]!.replace(`dora.${run}@example.com`, 'not-an-email'),
+      `C-3,,eva.${run}@example.com,,2024-01-05,false`,
+      good[3]!.replace(/true$/, 'maybe'),
+    ];
+    const choose = async (name: string, text: string, mimeType: string) => {
+      await page.getByLabel('File (CSV or JSON Lines)').setInputFiles({ name, mimeType, buffer: Buffer.from(text) });
+      await page.getByRole('button', { name: 'Upload and validate' }).click();
+    };
+    const importStatus = () => page.getByTestId('import-status').textContent();
+
+    await page.getByRole('link', { name: 'Imports' }).click();
+    await expect.poll(heading).toBe('Imports');
+    await choose('members.csv', `${[header, ...planted].join('\n')}\n`, 'text/csv');
+    await expect.poll(importStatus, { timeout: 20_000 }).toMatch(/^Invalid/);
+    expect(await page.getByTestId('import-lines').textContent()).toBe('4');
+    expect(await page.getByTestId('import-valid').textContent()).toBe('1');
+    expect(await page.getByTestId('import-invalid').textContent()).toBe('3');
+    // Line 1 is the header: the planted errors are on lines 3, 4 and 5.
+    const errorRows = page.locator('tr[data-error-line]');
+    expect(
+      await errorRows.evaluateAll((rows) => rows.map((r) => [...r.children].map((c) => c.textContent).slice(0, 2))),
+    ).toEqual([
+      ['3', 'email'],
+      ['4', 'name'],
+      ['5', 'accepts_emails'],
+    ]);
+    expect(await page.getByRole('button', { name: 'Execute the import' }).count()).toBe(0);
+    await shot('imports-invalid');
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Download the error file' }).click(),
+    ]);
+    const errorFile = readFileSync(await download.path(), 'utf8')
+      .trim()
+      .split('\n');
+    expect(errorFile[0]).toBe('line,column,reason');
+    expect(errorFile.slice(1).map((l) => l.split(',').slice(0, 2).join(','))).toEqual([
+      '3,email',
+      '4,name',
+      '5,accepts_emails',
+    ]);
+
+    // The corrected file validates and executes; its members exist.
+    const corrected = `${[header, ...good].join('\n')}\n`;
+    await choose('members.csv', corrected, 'text/csv');
+    await expect.poll(importStatus, { timeout: 20_000 }).toBe('Valid: ready to execute');
+    await page.getByRole('button', { name: 'Execute the import' }).click();
+    await expect.poll(importStatus, { timeout: 20_000 }).toBe('Executed');
+    expect(await page.getByTestId('import-applied').textContent()).toBe('4');
+    expect(await page.getByRole('progressbar', { name: 'Execution' }).getAttribute('value')).toBe('4');
+    await shot('imports-executed');
+    const found = await staffClient(sys.url)('GET', `/staff/v1/members?email=eva.${run}%40example.com`, {
+      token: managerToken,
+    });
+    expect(found.body.data!.member).toMatchObject({ name: 'Eva Lima', phone: '+351911000003' });
+
+    // The same file again changes nothing.
+    await choose('members.csv', corrected, 'text/csv');
+    await expect.poll(importStatus, { timeout: 20_000 }).toBe('Valid: ready to execute');
+    await page.getByRole('button', { name: 'Execute the import' }).click();
+    await expect.poll(importStatus, { timeout: 20_000 }).toBe('Executed');
+    expect(await page.getByTestId('import-applied').textContent()).toBe('0');
+    expect(await page.getByTestId('import-unchanged').textContent()).toBe('4');
+
+    // Balances (JSON Lines) on the points card: Carla's 250 points arrive.
+    await page.getByLabel('What').selectOption('balances');
+    await page.getByRole('combobox', { name: 'Card' }).selectOption(String(card));
+    await choose(
+      'balances.jsonl',
+      `${JSON.stringify({ external_id: 'L-1', member_external_id: 'C-1', points: 250 })}\n`,
+      'application/x-ndjson',
+    );
+    await expect.poll(importStatus, { timeout: 20_000 }).toBe('Valid: ready to execute');
+    await page.getByRole('button', { name: 'Execute the import' }).click();
+    await expect.poll(importStatus, { timeout: 20_000 }).toBe('Executed');
+    const carla = await staffClient(sys.url)('GET', `/staff/v1/members?email=carla.${run}%40example.com`, {
+      token: managerToken,
+    });
+    const carlaId = (carla.body.data!.member as { id: number }).id;
+    const balance = await api('GET', `/api/v1/loyalty/points/balance?card_id=${card}&member_id=${carlaId}`);
+    expect(balance.body.data!.points_balance).toBe(250);
+
+    // Staff (not managers) may not import.
+    const refused = await staffClient(sys.url)('GET', `/staff/v1/imports/imp_identity_${randomUUID()}`, {
+      token: clerkToken,
+    });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error!.code).toBe('insufficient_role');
   });
 });

@@ -4,15 +4,17 @@ import {
   importAdminOperations,
   importOperations,
   Meta,
+  staffOperations,
+  StaffMeta,
   UploadChunk,
   type ImportRecord,
   type ServiceName,
 } from '@loyalty/contracts';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Endpoints } from './endpoints.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './db.ts';
 import { readRecords, type FileRecord, type ReadState } from './import-files.ts';
-import { jobView } from './job-endpoints.ts';
+import { jobView, resultPart } from './job-endpoints.ts';
 import type { JobError, JobHandler, JobStore } from './jobs.ts';
 
 /**
@@ -188,6 +190,31 @@ export class Imports {
       execute_job: await job(row.execute_job),
       created_at: row.created_at.toISOString(),
     };
+  }
+
+  /**
+   * The import as the staff API shows it: the error file is downloaded from the import itself
+   * (`/staff/v1/imports/{id}/errors`), as the console's staff token reaches no `/api/v1` path.
+   */
+  async staffView(tenantId: number, publicId: string): Promise<Record> {
+    const record = await this.view(tenantId, publicId);
+    const staffJob = (job: Record['validate_job'], url: string | undefined): Record['validate_job'] => {
+      const { result_url, ...rest } = job;
+      return result_url !== undefined && url !== undefined ? { ...rest, result_url: url } : rest;
+    };
+    return {
+      ...record,
+      validate_job: staffJob(record.validate_job, `/staff/v1/imports/${record.id}/errors`),
+      execute_job: record.execute_job ? staffJob(record.execute_job, undefined) : null,
+    };
+  }
+
+  /** One part of an import's error file (its validate job's result), for the gateway to stream. */
+  async errorFilePart(tenantId: number, publicId: string, part: number) {
+    const row = await this.find(tenantId, publicId);
+    if (!row.validate_job) throw new AppError('job_result_not_found');
+    const jobId = this.jobs.store.publicId(row.validate_job);
+    return resultPart(this.jobs.store, tenantId, { job_id: jobId, part }, this.now());
   }
 
   /** Queue the execute job of a validated import (the same job when asked again). */
@@ -428,14 +455,40 @@ const CreateInput = z.object({
 const ImportInput = z.object({ import_id: z.string() });
 const TenantInput = z.object({ tenant_id: z.number().int().positive() });
 
-/** The imports operations (routed by kind or import id to the owning service), public and operator. */
+const PartInput = z.number().int().min(0);
+
+/** The staff operations of imports are the managers' (the gateway checks the role first). */
+function manager<T>(meta: StaffMeta, run: () => Promise<T>): Promise<T> {
+  if (meta.staff.role !== 'manager') return Promise.reject(new AppError('insufficient_role'));
+  return run();
+}
+
+/** The imports operations (routed by kind or import id to the owning service), public, staff and operator. */
 export function addImportEndpoints(endpoints: Endpoints, imports: Imports): Endpoints {
   const p = importOperations;
   const a = importAdminOperations;
+  const s = staffOperations;
   return endpoints
     .routed(p['imports.create'].operation, Meta, CreateInput, (d, x) => imports.receive(x.meta.tenant_id, d))
     .routed(p['imports.get'].operation, Meta, ImportInput, (d, x) => imports.view(x.meta.tenant_id, d.import_id))
     .routed(p['imports.execute'].operation, Meta, ImportInput, (d, x) => imports.execute(x.meta.tenant_id, d.import_id))
+    .routed(s['staff.imports.create'].operation, StaffMeta, CreateInput, (d, x) =>
+      manager(x.meta, () => imports.receive(x.meta.tenant_id, d)).then((r) =>
+        'id' in r ? imports.staffView(x.meta.tenant_id, r.id) : r,
+      ),
+    )
+    .routed(s['staff.imports.get'].operation, StaffMeta, ImportInput, (d, x) =>
+      manager(x.meta, () => imports.staffView(x.meta.tenant_id, d.import_id)),
+    )
+    .routed(s['staff.imports.execute'].operation, StaffMeta, ImportInput, (d, x) =>
+      manager(x.meta, async () => {
+        await imports.execute(x.meta.tenant_id, d.import_id);
+        return imports.staffView(x.meta.tenant_id, d.import_id);
+      }),
+    )
+    .routed(s['staff.imports.errors'].operation, StaffMeta, ImportInput.extend({ part: PartInput }), (d, x) =>
+      manager(x.meta, () => imports.errorFilePart(x.meta.tenant_id, d.import_id, d.part)),
+    )
     .routed(a['admin.imports.create'].operation, AdminMeta, CreateInput.extend(TenantInput.shape), (d) =>
       imports.receive(d.tenant_id, d),
     )

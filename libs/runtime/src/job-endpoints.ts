@@ -39,7 +39,7 @@ async function foundJob(store: JobStore, tenantId: number | undefined, jobId: st
 }
 
 /** One part of a job's result, for the gateway to stream (`last` ends the download). */
-async function resultPart(
+export async function resultPart(
   store: JobStore,
   tenantId: number | undefined,
   input: { job_id: string; part: number },

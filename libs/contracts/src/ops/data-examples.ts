@@ -110,4 +110,13 @@ export const dataOperationExamples: Record<string, OperationExample> = {
   },
   'admin.imports.get': { response: anImport },
   'admin.imports.execute': { response: executing },
+  // The console's (staff API): the error file is downloaded from the import itself.
+  'staff.imports.get': {
+    response: { ...anImport, validate_job: { ...validateJob, result_url: `/staff/v1/imports/${anImport.id}/errors` } },
+  },
+  'staff.imports.execute': {
+    response: { ...executing, validate_job: { ...validateJob, errors: [], result_url: undefined } },
+  },
+  'staff.imports.errors': { response: 'line,column,reason\n102,email,is not a valid email address\n' },
 };
+dataOperationExamples['staff.imports.create'] = dataOperationExamples['imports.create']!;

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { Id, IdParam, Text, Timestamp } from '../common.ts';
 import { AppError } from '../errors.ts';
 import type { ServiceName } from '../subjects.ts';
@@ -69,12 +69,12 @@ export const ImportRecord = z
   })
   .meta({ id: 'Import' });
 
-const CreateQuery = z.object({
+export const CreateQuery = z.object({
   kind: Text.max(40).describe('`members` or `balances`; anything else is 422 unknown_import_kind'),
   card_id: IdParam.optional().describe('balances: the card the balances are on (404 card_not_found)'),
 });
-const ImportParams = z.object({ import_id: ImportId });
-const upload = { contentTypes: importContentTypes, maxBytes: IMPORT_MAX_BYTES };
+export const ImportParams = z.object({ import_id: ImportId });
+export const importUpload = { contentTypes: importContentTypes, maxBytes: IMPORT_MAX_BYTES };
 const common = { scope: 'programme_manage', memberToken: false, tag: 'Imports' } as const;
 
 export const importOperations = defineOperations({
@@ -82,7 +82,7 @@ export const importOperations = defineOperations({
     ...common,
     service: 'identity',
     route: importKindOwner,
-    upload,
+    upload: importUpload,
     accepted: true,
     idempotent: false,
     method: 'POST',
@@ -131,7 +131,7 @@ export const importAdminOperations = defineOperations({
     ...admin,
     service: 'identity',
     route: importKindOwner,
-    upload,
+    upload: importUpload,
     accepted: true,
     method: 'POST',
     path: '/admin/v1/tenants/:tenant_id/imports',

@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { AUDIT_ANCHOR_TOKEN, AuditActor, StaffRole } from '../audit.ts';
 import { Email, Id, IdParam, Money, Pagination, Phone, Text, Timestamp, countParam, pageQuery } from '../common.ts';
 import { ClaimRequestRecord, ClaimStatus } from './claims.ts';
+import { CreateQuery, ImportParams, ImportRecord, importKindOwner, importOwner, importUpload } from './imports.ts';
 import { Job } from './jobs.ts';
 import { ConsentChanges, Consents, ConsentSource } from './members.ts';
 import { ReferralOfReferrer, ReferralPeriod, ReferralStats, TopReferrer } from './referrals.ts';
@@ -643,6 +644,65 @@ export const staffOperations = defineOperations({
       trace: z.array(RuleTraceEntry),
     }),
     errors: ['card_not_found', 'line_items_mismatch'],
+  },
+  // ---- imports (identity: members, ledger: balances; managers), as the merchant API's --------------
+  'staff.imports.create': {
+    ...staffOp('Staff: imports', 'manager'),
+    service: 'identity',
+    route: importKindOwner,
+    upload: importUpload,
+    accepted: true,
+    idempotent: false,
+    method: 'POST',
+    path: '/staff/v1/imports',
+    operation: 'staff.imports.create',
+    summary:
+      'Upload a CSV or JSON Lines file of members or balances (streamed, up to 2 GB); answers the import with its validate job',
+    query: CreateQuery,
+    response: ImportRecord,
+    errors: ['unknown_import_kind', 'card_not_found', 'unsupported_media_type', 'payload_too_large'],
+  },
+  'staff.imports.get': {
+    ...staffOp('Staff: imports', 'manager'),
+    service: 'identity',
+    route: importOwner,
+    idempotent: false,
+    method: 'GET',
+    path: '/staff/v1/imports/:import_id',
+    operation: 'staff.imports.get',
+    summary:
+      'An import: its status, counts and jobs with their progress (the validate job’s result_url is the error file)',
+    params: ImportParams,
+    response: ImportRecord,
+    errors: ['import_not_found'],
+  },
+  'staff.imports.execute': {
+    ...staffOp('Staff: imports', 'manager'),
+    service: 'identity',
+    route: importOwner,
+    accepted: true,
+    idempotent: false,
+    method: 'POST',
+    path: '/staff/v1/imports/:import_id/execute',
+    operation: 'staff.imports.execute',
+    summary: 'Execute a validated import (a job); asking again answers the same job',
+    params: ImportParams,
+    response: ImportRecord,
+    errors: ['import_not_found', 'import_not_validated'],
+  },
+  'staff.imports.errors': {
+    ...staffOp('Staff: imports', 'manager'),
+    service: 'identity',
+    route: importOwner,
+    download: true,
+    idempotent: false,
+    method: 'GET',
+    path: '/staff/v1/imports/:import_id/errors',
+    operation: 'staff.imports.errors',
+    summary: 'Download the error file of a validated import (CSV: line, column, reason), kept 7 days',
+    params: ImportParams,
+    response: z.string(),
+    errors: ['import_not_found', 'job_result_not_found'],
   },
   // ---- tiers (ledger): staff read, managers configure (ops/tiers.ts) -------------------------------
   ...tierStaffOperations,

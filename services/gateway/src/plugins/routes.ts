@@ -181,7 +181,8 @@ function apiRoutes(app: FastifyInstance, deps: RoutesOptions): void {
 function staffRoutes(app: FastifyInstance, deps: RoutesOptions): void {
   for (const op of Object.values(staffApiOperations)) {
     const forward = forwarder(deps, op);
-    app.route({
+    // An upload (an import file) gets the pass-through body parser, as in the other APIs.
+    addRoute(app, op, {
       method: op.method,
       url: op.path,
       ...(op.staffRole ? { preValidation: app.authenticateStaff(op) } : {}),
