@@ -473,9 +473,10 @@ export function addImportEndpoints(endpoints: Endpoints, imports: Imports): Endp
     .routed(p['imports.get'].operation, Meta, ImportInput, (d, x) => imports.view(x.meta.tenant_id, d.import_id))
     .routed(p['imports.execute'].operation, Meta, ImportInput, (d, x) => imports.execute(x.meta.tenant_id, d.import_id))
     .routed(s['staff.imports.create'].operation, StaffMeta, CreateInput, (d, x) =>
-      manager(x.meta, () => imports.receive(x.meta.tenant_id, d)).then((r) =>
-        'id' in r ? imports.staffView(x.meta.tenant_id, r.id) : r,
-      ),
+      manager(x.meta, async () => {
+        const received = await imports.receive(x.meta.tenant_id, d);
+        return 'id' in received ? imports.staffView(x.meta.tenant_id, received.id) : received;
+      }),
     )
     .routed(s['staff.imports.get'].operation, StaffMeta, ImportInput, (d, x) =>
       manager(x.meta, () => imports.staffView(x.meta.tenant_id, d.import_id)),
