@@ -59,6 +59,22 @@ const executing = {
   },
 };
 
+const created: OperationExample = {
+  response: {
+    ...anImport,
+    status: 'validating' as const,
+    validate_job: {
+      ...validateJob,
+      status: 'queued' as const,
+      progress: { done: 0, total: null },
+      result_url: undefined,
+      errors: [],
+      finished_at: null,
+    },
+    counts: { lines: 0, valid: 0, invalid: 0, applied: 0, unchanged: 0 },
+  },
+};
+
 export const dataOperationExamples: Record<string, OperationExample> = {
   'cards.report': {
     response: {
@@ -111,6 +127,7 @@ export const dataOperationExamples: Record<string, OperationExample> = {
   'admin.imports.get': { response: anImport },
   'admin.imports.execute': { response: executing },
   // The console's (staff API): the error file is downloaded from the import itself.
+  'staff.imports.create': created,
   'staff.imports.get': {
     response: { ...anImport, validate_job: { ...validateJob, result_url: `/staff/v1/imports/${anImport.id}/errors` } },
   },
@@ -119,4 +136,3 @@ export const dataOperationExamples: Record<string, OperationExample> = {
   },
   'staff.imports.errors': { response: 'line,column,reason\n102,email,is not a valid email address\n' },
 };
-dataOperationExamples['staff.imports.create'] = dataOperationExamples['imports.create']!;
