@@ -17,6 +17,12 @@ Commands:
   tenant:list                                      list tenants
   tenant:update --tenant ID --contact-email EMAIL|none
                                                    where the platform writes about the tenant's integration
+  tenant:mail --tenant ID                          the tenant's mail settings (branding, language, Reply-To, SMTP)
+  tenant:mail:set --tenant ID JSON                 replace them, e.g. '{"sender_name":"Café Atlas","default_locale":"fr",
+                                                   "logo_url":"https://…/logo.png","primary_color":"#8a1c2b",
+                                                   "postal_address":"…","smtp":{"host":"smtp.example.com","port":587,
+                                                   "username":"u","password":"…"}}' (the password is stored sealed;
+                                                   the environment's SMTP_PASSWORD is used when JSON names none)
   app:create --tenant ID --name NAME [--scopes a,b] create an app; prints its API key once
   app:list --tenant ID                             list a tenant's apps (never their keys)
   app:rotate --app APP_ID                          issue a new key; the old one stops working at once
@@ -162,6 +168,7 @@ function requestOf(
   command: string | undefined,
   rest: string[],
   v: Values,
+  env: Record<string, string | undefined> = {},
 ): { method: string; path: string; body?: unknown } {
   const tenantPath = () => `/admin/v1/tenants/${need(v.tenant, 'tenant')}`;
   const endpointPath = () => `${tenantPath()}/webhooks/endpoints/${need(v.endpoint, 'endpoint')}`;
@@ -246,6 +253,19 @@ function requestOf(
       return ruleRequest(command, `${tenantPath()}/cards/${need(v.card, 'card')}/rules`, rest, v);
     case 'tier:get':
       return { method: 'GET', path: `${tenantPath()}/cards/${need(v.card, 'card')}/tiers` };
+    case 'tenant:mail':
+      return { method: 'GET', path: `${tenantPath()}/mail` };
+    case 'tenant:mail:set': {
+      const body = json(need(rest[0], 'JSON'), 'JSON');
+      // A password kept out of the command line (and the shell's history): SMTP_PASSWORD.
+      const password = env.SMTP_PASSWORD;
+      if (password && typeof body === 'object' && body !== null && 'smtp' in body) {
+        const smtp = body.smtp;
+        if (typeof smtp === 'object' && smtp !== null && !('password' in smtp))
+          return { method: 'PUT', path: `${tenantPath()}/mail`, body: { ...body, smtp: { ...smtp, password } } };
+      }
+      return { method: 'PUT', path: `${tenantPath()}/mail`, body };
+    }
     case 'tier:set':
       return {
         method: 'PUT',
@@ -491,7 +511,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       };
       return await runImport(opts, { ...io, progress: io.progress });
     }
-    const request = requestOf(command, rest, values);
+    const request = requestOf(command, rest, values, io.env);
     const token = io.env.OPERATOR_TOKEN;
     if (!token) throw new UsageError('OPERATOR_TOKEN is not set');
     const baseUrl = (io.env.LOYALTY_URL ?? 'http://127.0.0.1:3000').replace(/\/$/, '');

@@ -131,6 +131,10 @@ export const errorCatalogue = {
   // 5xx
   internal_error: { status: 500, message: 'Something went wrong on our side.' },
   email_delivery_failed: { status: 503, message: 'The email could not be sent; try again shortly.' },
+  secrets_key_missing: {
+    status: 503,
+    message: 'Secrets cannot be stored: identity has no SECRETS_KEY (the operator sets it in its environment).',
+  },
   service_unavailable: { status: 503, message: 'The service did not answer in time; try again.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 

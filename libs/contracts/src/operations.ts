@@ -17,6 +17,7 @@ import { staffOperationExamples } from './ops/staff-examples.ts';
 import { transferOperationExamples, transferOperations } from './ops/transfers.ts';
 import { tenantOffboardingExamples, tenantOffboardingOperations } from './ops/tenant-offboarding.ts';
 import { memberMergeExamples, memberMergeOperations } from './ops/member-merge.ts';
+import { mailExamples, mailOperations } from './ops/mail.ts';
 import type { Operation, OperationExample } from './ops/types.ts';
 
 /** Examples kept beside their operations (ops/transfers.ts, ...). */
@@ -24,6 +25,7 @@ const moreExamples: Record<string, OperationExample> = {
   ...transferOperationExamples,
   ...tenantOffboardingExamples,
   ...memberMergeExamples,
+  ...mailExamples,
 };
 
 /** The table with each operation's example (ops/examples.ts) attached. */
@@ -72,6 +74,7 @@ export const operatorOperations: Record<string, Operation> = withExamples({
   ...reportAdminOperations,
   ...tenantOffboardingOperations,
   ...importAdminOperations,
+  ...mailOperations,
 });
 
 /** The staff API table, served under /staff/v1 behind staff tokens (the console uses it); its own document. */

@@ -129,3 +129,15 @@ export {
   type RowProblem,
 } from './imports.ts';
 export { readRecords, type FileRecord } from './import-files.ts';
+export {
+  isSealed,
+  masterKey,
+  newDataKey,
+  open as openSecret,
+  parseMasterKey,
+  seal as sealSecret,
+  unwrapDataKey,
+  wrapDataKey,
+  wrappedKeyId,
+  type MasterKey,
+} from './envelope.ts';

@@ -1,5 +1,15 @@
 import { z } from 'zod';
-import { commonEnv, databaseEnv, loadConfig } from '@loyalty/runtime';
+import { commonEnv, databaseEnv, loadConfig, parseMasterKey } from '@loyalty/runtime';
+
+/** A key-encryption key: base64 of 32 bytes. The message never repeats the value. */
+const secretsKey = z.string().transform((value, ctx) => {
+  const key = parseMasterKey(value);
+  if (typeof key === 'string') {
+    ctx.addIssue({ code: 'custom', message: key });
+    return z.NEVER;
+  }
+  return key;
+});
 
 export const IdentityConfig = z.object({
   ...commonEnv,
@@ -16,6 +26,21 @@ export const IdentityConfig = z.object({
     .optional()
     .transform((v) => v || undefined),
   MAIL_FROM: z.string().default('Loyalty <no-reply@loyalty.local>'),
+  /**
+   * The key-encryption key of tenants' SMTP passwords (the webhooks service's SECRETS_KEY: base64
+   * of 32 bytes). Unset: no tenant can store an SMTP password (503 secrets_key_missing).
+   */
+  SECRETS_KEY: z
+    .string()
+    .optional()
+    .transform((v) => v || undefined)
+    .pipe(secretsKey.optional()),
+  /** The SECRETS_KEY before a rotation: still read; identity rewraps its data keys at start. */
+  SECRETS_KEY_PREVIOUS: z
+    .string()
+    .optional()
+    .transform((v) => v || undefined)
+    .pipe(secretsKey.optional()),
   /**
    * The platform operator's address: told about a tenant's integration (a webhook endpoint disabled
    * after three days of failures) when the tenant has no contact email. Unset: only logged.

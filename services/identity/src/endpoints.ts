@@ -1,5 +1,6 @@
 import {
   adminOperations,
+  mailOperations,
   authOperations,
   identityOperations,
   importInternalOperations,
@@ -22,6 +23,7 @@ import type { memberExport } from './members/member-export.ts';
 import type { memberConsents } from './members/consents.ts';
 import type { provisioning } from './tenants/provisioning.ts';
 import type { tenantOffboarding } from './tenants/offboarding.ts';
+import type { tenantMailSettings } from './tenants/mail-settings.ts';
 import type { memberMerges } from './members/member-merge.ts';
 import type { staffAuth } from './staff/staff-auth.ts';
 import type { staffMembers } from './staff/staff-members.ts';
@@ -42,6 +44,7 @@ export interface IdentityParts {
   offboarding: ReturnType<typeof tenantOffboarding>;
   merges: ReturnType<typeof memberMerges>;
   consents: ReturnType<typeof memberConsents>;
+  mail: ReturnType<typeof tenantMailSettings>;
   pool: Pool;
 }
 
@@ -104,9 +107,14 @@ export function identityEndpoints(parts: IdentityParts): Endpoints {
 }
 
 /** Members' merges (merchant API and the console) and the operator's offboarding of a tenant. */
-function mergesAndOffboarding(endpoints: Endpoints, parts: Pick<IdentityParts, 'merges' | 'offboarding'>): Endpoints {
+function mergesAndOffboarding(
+  endpoints: Endpoints,
+  parts: Pick<IdentityParts, 'merges' | 'offboarding' | 'mail'>,
+): Endpoints {
   const o = tenantOffboardingOperations;
   return endpoints
+    .operator(mailOperations['admin.tenant.mail.get'], (d) => parts.mail.get(d))
+    .operator(mailOperations['admin.tenant.mail.update'], (d, c) => parts.mail.update(d, c.meta))
     .public(memberMergeOperations['members.merge'], (d, c) =>
       parts.merges.request(d.member_id, d.source_member_id, c.meta),
     )

@@ -3,6 +3,7 @@ import {
   importKind,
   Imports,
   jsonCodec,
+  masterKey,
   packageDir,
   ReplayStore,
   runService,
@@ -34,6 +35,8 @@ import { identityConsumers } from './consumers.ts';
 import { identityEndpoints } from './endpoints.ts';
 import { memberImportSpec } from './members/member-import.ts';
 import { Mailer } from './mail/mailer.ts';
+import { SmtpSecrets } from './mail/smtp-secrets.ts';
+import { tenantMailSettings } from './tenants/mail-settings.ts';
 import { memberAuth } from './members/member-auth.ts';
 import { provisioning } from './tenants/provisioning.ts';
 import { identityTasks } from './tasks.ts';
@@ -67,11 +70,27 @@ export function startIdentity(
   );
 }
 
+/** The mailer, and the sealed SMTP passwords of tenants' own servers (rewrapped at start during a key rotation). */
+async function mailOf(rt: ServiceRuntime, config: IdentityConfig) {
+  const smtpSecrets = new SmtpSecrets(
+    config.SECRETS_KEY && masterKey(config.SECRETS_KEY),
+    config.SECRETS_KEY_PREVIOUS && masterKey(config.SECRETS_KEY_PREVIOUS),
+  );
+  await smtpSecrets.rewrap(rt.pool, rt.log);
+  const mailer = new Mailer(
+    config.SMTP_URL,
+    config.SANDBOX_SMTP_URL,
+    config.MAIL_FROM,
+    rt.log,
+    { connections: config.MAIL_CONCURRENCY },
+    { pool: rt.pool, box: smtpSecrets },
+  );
+  return { smtpSecrets, mailer };
+}
+
 async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promise<ServiceDeclaration<IdentityHooks>> {
   const { pool, nc, subjects, log, outbox, clock, metrics } = rt;
-  const mailer = new Mailer(config.SMTP_URL, config.SANDBOX_SMTP_URL, config.MAIL_FROM, log, {
-    connections: config.MAIL_CONCURRENCY,
-  });
+  const { smtpSecrets, mailer } = await mailOf(rt, config);
   // Tell every gateway replica to forget a member token whose session ended, or a rotated or revoked key.
   const credentialsChanged = (change: { tenant_id: number; session_id: number } | { app_id: string }) =>
     nc.publish(subjects.credentialsChanged(), jsonCodec.encode(change));
@@ -106,6 +125,7 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
         members: staffMembers(pool),
         audit,
         ...rights,
+        mail: tenantMailSettings({ pool, clock, outbox, secrets: smtpSecrets }),
         pool,
       }),
       imports,

@@ -268,9 +268,9 @@ export class EarnMailSender {
       await this.o.admit?.();
       try {
         const mail = await digestMail(g, mailText(member.name, MAIL_NAME_MAX), tenant);
-        await this.o.mailer.send(
+        await this.o.mailer.sendAs(
+          tenant,
           { to: member.email, subject: mail.subject, text: mail.text, html: mail.html },
-          tenant.sandbox,
           log,
           'notification',
         );

@@ -1,8 +1,11 @@
+import { createHash, randomUUID } from 'node:crypto';
 import net from 'node:net';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { parseConnectionUrl } from 'nodemailer/lib/shared/index.js';
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
-import { inSpan, inTransaction, SpanKind, type Logger } from '@loyalty/runtime';
+import { inSpan, inTransaction, SpanKind, type Logger, type Pool } from '@loyalty/runtime';
+import { routeOf, type TenantMail } from './messages.ts';
+import type { SmtpSecrets } from './smtp-secrets.ts';
 import { MAIL_SUBJECT_MAX, mailText } from '../domain/mail-text.ts';
 
 export interface Mail {
@@ -52,6 +55,30 @@ export function mailError(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/**
+ * Where a tenant's mail comes from and goes through (mail/messages.ts `routeOf`): the From display
+ * name and address, a Reply-To, and the merchant's own SMTP server when it set one.
+ */
+export interface MailRoute {
+  fromName?: string | undefined;
+  fromAddress?: string | undefined;
+  replyTo?: string | undefined;
+  smtp?: { host: string; port: number; secure: boolean; username: string | null; password: string | null } | undefined;
+}
+
+/** The SMTP URL of a tenant's own server. */
+export function smtpUrl(smtp: NonNullable<MailRoute['smtp']>): string {
+  const auth = smtp.username
+    ? `${encodeURIComponent(smtp.username)}${smtp.password ? `:${encodeURIComponent(smtp.password)}` : ''}@`
+    : '';
+  return `${smtp.secure ? 'smtps' : 'smtp'}://${auth}${smtp.host}:${smtp.port}`;
+}
+
+/** The address part of `Name <address>` (or the whole text when it is a bare address). */
+export function addressOf(from: string): string {
+  return /<([^>]+)>/.exec(from)?.[1]?.trim() ?? from.trim();
+}
+
 /** What a mail is: a code the member waits for at the till, or a notification that can wait. */
 export type MailKind = 'code' | 'notification';
 
@@ -65,18 +92,36 @@ export type MailKind = 'code' | 'notification';
  */
 export class Mailer {
   private readonly transports = new Map<string, Transporter>();
+  /** Transports of tenants' own servers kept open at most (the oldest is closed first). */
+  private static readonly MAX_TRANSPORTS = 200;
   constructor(
     private readonly liveUrl: string,
     private readonly sandboxUrl: string | undefined,
     private readonly from: string,
     private readonly log: Logger,
     private readonly settings: { connections: number } = { connections: 4 },
+    /** Opens tenants' sealed SMTP passwords (`sendAs`). */
+    private readonly secrets?: { pool: Pool; box: SmtpSecrets },
   ) {}
 
+  /** A tenant's mail: from its name and address, through its own server when it set one. */
+  async sendAs(tenant: TenantMail, mail: Mail, log: Logger = this.log, kind: MailKind = 'code'): Promise<void> {
+    const route = this.secrets ? await routeOf(this.secrets.pool, this.secrets.box, tenant) : {};
+    await this.send(mail, tenant.sandbox, log, kind, route);
+  }
+
   private transport(url: string, kind: MailKind): Transporter {
-    const key = `${kind} ${url}`;
+    // Keyed by a hash: a tenant's URL holds its SMTP password.
+    const key = `${kind} ${createHash('sha256').update(url).digest('hex')}`;
     let t = this.transports.get(key);
     if (!t) {
+      if (this.transports.size >= Mailer.MAX_TRANSPORTS) {
+        const [oldest] = this.transports;
+        if (oldest) {
+          oldest[1].close();
+          this.transports.delete(oldest[0]);
+        }
+      }
       t =
         kind === 'code'
           ? nodemailer.createTransport(transportOptions(url, 2))
@@ -89,11 +134,18 @@ export class Mailer {
   }
 
   /** `log` is the request's (or event's) logger, so the line carries its request id. */
-  async send(mail: Mail, sandbox: boolean, log: Logger = this.log, kind: MailKind = 'code'): Promise<void> {
+  async send(
+    mail: Mail,
+    sandbox: boolean,
+    log: Logger = this.log,
+    kind: MailKind = 'code',
+    route: MailRoute = {},
+  ): Promise<void> {
     // No SMTP conversation while a database transaction is open (a slow server would hold the
     // connection): refused in development and the tests, like a NATS call (`inTransaction`).
     if (inTransaction()) throw new Error('mail sent inside a database transaction');
-    const url = sandbox ? this.sandboxUrl : this.liveUrl;
+    // A sandbox tenant's mail goes to the sandbox server whatever server the tenant set.
+    const url = sandbox ? this.sandboxUrl : route.smtp ? smtpUrl(route.smtp) : this.liveUrl;
     if (url === undefined) {
       log.info({ sandbox, kind }, 'sandbox mail not sent (no SANDBOX_SMTP_URL)');
       return;
@@ -106,9 +158,24 @@ export class Mailer {
     const info = await inSpan(
       `smtp send ${kind}`,
       { kind: SpanKind.CLIENT, attributes: { 'loyalty.mail.kind': kind, 'loyalty.mail.sandbox': sandbox } },
-      () => transport.sendMail({ from: this.from, ...mail, subject }),
+      () => transport.sendMail({ ...this.envelope(route), ...mail, subject }),
     );
     log.info({ messageId: info.messageId, sandbox }, 'mail sent');
+  }
+
+  /**
+   * The deliverability headers: a stable From per tenant (its name, its address or the platform's),
+   * a Reply-To when it set one, a Message-ID in the From address's domain (nodemailer adds Date).
+   */
+  private envelope(route: MailRoute) {
+    const address = route.fromAddress ?? addressOf(this.from);
+    const domain = address.includes('@') ? address.slice(address.lastIndexOf('@') + 1) : 'localhost';
+    return {
+      from: route.fromName ? { name: route.fromName, address } : route.fromAddress ? address : this.from,
+      ...(route.replyTo ? { replyTo: route.replyTo } : {}),
+      messageId: `<${randomUUID()}@${domain}>`,
+      date: new Date(),
+    };
   }
 
   close(): void {

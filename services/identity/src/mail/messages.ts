@@ -1,8 +1,12 @@
 import type { Queryable } from '@loyalty/runtime';
-import { findTenant } from '../store/tenants.ts';
+import { findTenantMail } from '../store/tenant-mail.ts';
+import type { MailRoute } from './mailer.ts';
+import type { SmtpSecrets } from './smtp-secrets.ts';
 import {
-  defaultBranding,
+  DEFAULT_BACKGROUND,
+  DEFAULT_PRIMARY,
   Formatter,
+  isLocale,
   renderMail,
   type Branding,
   type Locale,
@@ -21,12 +25,74 @@ export interface TenantMail {
   sandbox: boolean;
   branding: Branding;
   locale: Locale;
+  /** From, Reply-To and the tenant's own SMTP server (its password still sealed). */
+  sender?: {
+    name: string;
+    address: string | null;
+    replyTo: string | null;
+    smtp: {
+      host: string;
+      port: number;
+      secure: boolean;
+      username: string | null;
+      sealedPassword: string | null;
+    } | null;
+  };
 }
 
 export async function tenantMail(db: Queryable, tenantId: number): Promise<TenantMail | undefined> {
-  const tenant = await findTenant(db, tenantId);
-  if (!tenant) return undefined;
-  return { tenantId, sandbox: tenant.sandbox, branding: defaultBranding(tenant.name), locale: 'en' };
+  const t = await findTenantMail(db, tenantId);
+  if (!t) return undefined;
+  const name = t.sender_name ?? t.tenant_name;
+  return {
+    tenantId,
+    sandbox: t.sandbox,
+    branding: {
+      name,
+      logo_url: t.logo_url,
+      primary_color: t.primary_color ?? DEFAULT_PRIMARY,
+      background_color: t.background_color ?? DEFAULT_BACKGROUND,
+      postal_address: t.postal_address,
+      contact: t.contact,
+    },
+    locale: isLocale(t.default_locale) ? t.default_locale : 'en',
+    sender: {
+      name,
+      address: t.from_address,
+      replyTo: t.reply_to,
+      smtp:
+        t.smtp_host && t.smtp_port
+          ? {
+              host: t.smtp_host,
+              port: t.smtp_port,
+              secure: t.smtp_secure ?? false,
+              username: t.smtp_username,
+              sealedPassword: t.smtp_password,
+            }
+          : null,
+    },
+  };
+}
+
+/** Where a tenant's mail goes from and through, its SMTP password opened (outside any transaction). */
+export async function routeOf(db: Queryable, secrets: SmtpSecrets, t: TenantMail | undefined): Promise<MailRoute> {
+  const s = t?.sender;
+  if (!t || !s) return {};
+  const smtp = s.smtp
+    ? {
+        host: s.smtp.host,
+        port: s.smtp.port,
+        secure: s.smtp.secure,
+        username: s.smtp.username,
+        password: s.smtp.sealedPassword ? await secrets.open(db, t.tenantId, s.smtp.sealedPassword) : null,
+      }
+    : undefined;
+  return {
+    fromName: s.name,
+    fromAddress: s.address ?? undefined,
+    replyTo: s.replyTo ?? undefined,
+    smtp,
+  };
 }
 
 /** A message of `kind` for a tenant, in `locale` (the member's, else the tenant's default). */

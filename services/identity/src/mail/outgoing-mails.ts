@@ -1,5 +1,6 @@
 import { PeriodicTask, type Clock, type Logger, type Metrics, type Pool } from '@loyalty/runtime';
 import { mailError, type Mailer } from './mailer.ts';
+import { tenantMail } from './messages.ts';
 import type { MarketingLinks } from './marketing.ts';
 import {
   countOutgoingMails,
@@ -110,12 +111,17 @@ export class OutgoingMailSender {
     await this.o.admit?.();
     try {
       const headers = marketing ? { headers: this.o.marketing.headers(tenantId, memberId) } : {};
-      await this.o.mailer.send(
-        { to: m.to_address, subject: m.subject, text: m.body, ...(m.html ? { html: m.html } : {}), ...headers },
-        m.sandbox,
-        log,
-        'notification',
-      );
+      const mail = {
+        to: m.to_address,
+        subject: m.subject,
+        text: m.body,
+        ...(m.html ? { html: m.html } : {}),
+        ...headers,
+      };
+      // From, Reply-To and server as the tenant's settings are now (a deleted tenant's mail: the platform's).
+      const tenant = await tenantMail(this.o.pool, tenantId);
+      if (tenant) await this.o.mailer.sendAs({ ...tenant, sandbox: m.sandbox }, mail, log, 'notification');
+      else await this.o.mailer.send(mail, m.sandbox, log, 'notification');
     } catch (err) {
       const now = this.o.clock.now();
       if (now.getTime() - m.created_at.getTime() >= GIVE_UP_MS) {

@@ -13,8 +13,8 @@ import { MAIL_NAME_MAX, mailText } from '../domain/mail-text.ts';
 import { maskEmail, maskPhone } from '../domain/masking.ts';
 import { matchesHash, newMemberToken, sha256 } from '../domain/secrets.ts';
 import { mailError, type Mailer } from '../mail/mailer.ts';
-import { renderFor, tenantMail } from '../mail/messages.ts';
-import { phrases, type Formatter, type Locale, type RenderedMail, type Vars } from '../mail/render/index.ts';
+import { renderFor, tenantMail, type TenantMail } from '../mail/messages.ts';
+import { phrases } from '../mail/render/index.ts';
 import { recordMemberRegistered } from '../events.ts';
 import { checkOtp, issueOtp, type OtpPolicy } from './otp.ts';
 import { findCredentials } from '../store/apps.ts';
@@ -88,13 +88,14 @@ export async function mailCode(
 ): Promise<void> {
   const to = requireEmail(member);
   try {
-    const mail = await codeMail(deps, tenant.tenantId, (f, l) => ({
+    const t = await codeTenant(deps, tenant.tenantId, tenant.sandbox);
+    const mail = await renderFor(t, 'member_code', (f, l) => ({
       name: mailText(member.name, MAIL_NAME_MAX),
       code,
       purpose: phrases[l].purpose[purpose],
       minutes: f.number(deps.otp.ttlMinutes),
     }));
-    await deps.mailer.send({ to, subject: mail.subject, text: mail.text, html: mail.html }, tenant.sandbox, log);
+    await deps.mailer.sendAs(t, { to, subject: mail.subject, text: mail.text, html: mail.html }, log);
   } catch (err) {
     log.error({ err: mailError(err) }, 'otp mail failed');
     if (otpId !== undefined) await withdrawOtp(deps.pool, otpId);
@@ -102,16 +103,15 @@ export async function mailCode(
   }
 }
 
-/** A code's mail (member or staff), in the tenant's branding and locale. */
-export async function codeMail(
+/** The tenant a code's mail is written for (member or staff), its sandbox flag as the caller read it. */
+export async function codeTenant(
   deps: Pick<MemberAuthDeps, 'pool'>,
   tenantId: number,
-  vars: (f: Formatter, l: Locale) => Vars,
-  kind: 'member_code' | 'staff_code' = 'member_code',
-): Promise<RenderedMail> {
+  sandbox: boolean,
+): Promise<TenantMail> {
   const tenant = await tenantMail(deps.pool, tenantId);
   if (!tenant) throw new AppError('tenant_not_found');
-  return renderFor(tenant, kind, vars);
+  return { ...tenant, sandbox };
 }
 
 /** Member sign-in and its sessions: registration and codes, then tokens checked on every call. */

@@ -185,11 +185,12 @@ async function eraseInIdentity(
       tenantId,
       personal.email,
     ]);
-  await rewritePersonalText(
-    db,
-    { table: 'identity.outgoing_mails', column: 'body', where: 'tenant_id = $2', args: [tenantId] },
-    pattern,
-  );
+  for (const column of ['body', 'html'])
+    await rewritePersonalText(
+      db,
+      { table: 'identity.outgoing_mails', column, where: 'tenant_id = $2', args: [tenantId] },
+      pattern,
+    );
   await db.query(`DELETE FROM identity.earn_mail_digests WHERE tenant_id = $1 AND member_id = $2`, [
     tenantId,
     memberId,

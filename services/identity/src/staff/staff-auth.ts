@@ -3,7 +3,8 @@ import { withTransaction, type Logger, type PoolClient, type Queryable } from '@
 import { mailError } from '../mail/mailer.ts';
 import { MAIL_NAME_MAX, mailText } from '../domain/mail-text.ts';
 import { newStaffToken, sha256 } from '../domain/secrets.ts';
-import { codeMail, type MemberAuthDeps } from '../members/member-auth.ts';
+import { codeTenant, type MemberAuthDeps } from '../members/member-auth.ts';
+import { renderFor } from '../mail/messages.ts';
 import { checkOtp, issueOtp } from '../members/otp.ts';
 import {
   findLiveStaffSession,
@@ -122,17 +123,13 @@ async function mailStaffCode(
   { code, id }: { code: string; id: number },
 ): Promise<void> {
   try {
-    const mail = await codeMail(
-      deps,
-      tenant.id,
-      (f) => ({ name: mailText(staff.name, MAIL_NAME_MAX), code, minutes: f.number(deps.otp.ttlMinutes) }),
-      'staff_code',
-    );
-    await deps.mailer.send(
-      { to: staff.email, subject: mail.subject, text: mail.text, html: mail.html },
-      tenant.sandbox,
-      log,
-    );
+    const t = await codeTenant(deps, tenant.id, tenant.sandbox);
+    const mail = await renderFor(t, 'staff_code', (f) => ({
+      name: mailText(staff.name, MAIL_NAME_MAX),
+      code,
+      minutes: f.number(deps.otp.ttlMinutes),
+    }));
+    await deps.mailer.sendAs(t, { to: staff.email, subject: mail.subject, text: mail.text, html: mail.html }, log);
   } catch (err) {
     log.error({ err: mailError(err) }, 'staff code mail failed');
     await withdrawOtp(deps.pool, id);

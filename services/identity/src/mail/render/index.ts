@@ -5,7 +5,7 @@ import { compile, type Vars } from './template.ts';
 
 export { catalog, isMailKind, MAIL_KINDS, phrases, type MailKindName, type TemplateText } from './catalog.ts';
 export { Formatter, LOCALES, isLocale, direction, type Locale } from './format.ts';
-export { defaultBranding, escapeHtml, type Branding } from './layout.ts';
+export { DEFAULT_BACKGROUND, DEFAULT_PRIMARY, defaultBranding, escapeHtml, type Branding } from './layout.ts';
 export { validateTemplate, type TemplateError, type Vars } from './template.ts';
 
 export interface RenderedMail {
