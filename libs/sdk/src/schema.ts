@@ -1923,6 +1923,7 @@ export interface components {
           | 'otp_hourly_limit'
           | 'internal_error'
           | 'email_delivery_failed'
+          | 'secrets_key_missing'
           | 'service_unavailable';
         message: string;
       } & {
