@@ -73,9 +73,10 @@ Commands:
   webhook:deliveries --tenant ID --endpoint ID [--status pending|delivered|failed] [--limit N]
                                                    an endpoint's delivery log, newest first
   webhook:redeliver --tenant ID --delivery ID      send a delivery again now
-  import --tenant ID --kind members|balances --file F.csv|F.jsonl [--card ID] [--execute]
-                                                   stream a file in (members, or balances of a card), show the
-                                                   validation's progress and errors; --execute imports it when valid
+  import --tenant ID --kind members|balances|tiers|history --file F.csv|F.jsonl [--card ID] [--execute]
+                                                   stream a file in (members; balances, tiers or past transactions
+                                                   of a card), show the validation's progress and errors;
+                                                   --execute imports it when valid
   import:get --tenant ID --import IMPORT_ID        an import's status, counts and jobs
   import:execute --tenant ID --import IMPORT_ID    execute a validated import (a job)
   reports:rebuild --tenant ID [--card ID]          rebuild the report rollups of a tenant's cards from the journal

@@ -204,12 +204,186 @@ describe('balances import', () => {
   }, 120_000);
 });
 
+/** Validate a file (expecting its errors as [line, column]); when valid, execute it and answer the import. */
+async function runFile(query: string, text: string, type: string, errors: [number, string][] = []) {
+  const created = await upload(query, text, type);
+  expect(created.status, JSON.stringify(created.json)).toBe(202);
+  const id = created.json.data!.id as string;
+  const checked = await settle(id, ['invalid', 'validated', 'failed']);
+  const listed = (checked.validate_job as { errors: { line: number; column: string }[] }).errors;
+  expect(listed.map((e) => [e.line, e.column])).toEqual(errors);
+  if (errors.length > 0) return checked;
+  await fetch(`${sys.url}/api/v1/imports/${id}/execute`, { method: 'POST', headers: headers() });
+  return settle(id, ['executed', 'failed']);
+}
+
+async function memberIds(prefix: string, n: number): Promise<number[]> {
+  const { rows } = await sys.db.query<{ id: string; external_id: string }>(
+    'SELECT id::text, external_id FROM identity.members WHERE tenant_id = $1 AND external_id = ANY($2)',
+    [creds.tenantId, Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`)],
+  );
+  const by = new Map(rows.map((r) => [r.external_id, Number(r.id)]));
+  return Array.from({ length: n }, (_, i) => by.get(`${prefix}${i + 1}`)!);
+}
+
+describe('tiers import', () => {
+  it('sets members’ tiers as imported tiers until valid_until, once, with line errors for unknown tiers and members', async () => {
+    const bare = await pointsCard(sys, creds.tenantId);
+    const noLadder = await upload(`kind=tiers&card_id=${bare}`, 'member_external_id,tier,valid_until\n');
+    expect(noLadder.status).toBe(404);
+    expect(noLadder.json.error?.code).toBe('tiers_not_configured');
+    const card = await pointsCard(sys, creds.tenantId);
+    await sys.admin('PUT', `/admin/v1/tenants/${creds.tenantId}/cards/${card}/tiers`, {
+      tiers: [
+        { name: 'Bronze', rank: 0, entry_threshold: 0, retain_threshold: 0 },
+        { name: 'Silver', rank: 1, entry_threshold: 100, retain_threshold: 80 },
+        { name: 'Gold', rank: 2, entry_threshold: 500, retain_threshold: 400 },
+      ],
+      window: 'calendar_year',
+    });
+    const until = new Date(sys.clock.now().getTime() + 200 * 86_400_000).toISOString();
+    const lines = Array.from({ length: 20 }, (_, i) => `m-${run}-${i + 1},${i % 2 ? 'gold' : 'Silver'},${until}`);
+    const header = 'member_external_id,tier,valid_until';
+    await runFile(
+      `kind=tiers&card_id=${card}`,
+      [
+        header,
+        ...lines,
+        `m-${run}-30,Platinum,${until}`,
+        `m-${run}-31,Gold,2001-01-01`,
+        `nobody-${run},Gold,${until}`,
+        `m-${run}-1,Gold,${until}`,
+      ].join('\n'),
+      'text/csv',
+      [
+        [22, 'tier'],
+        [23, 'valid_until'],
+        [24, 'member_external_id'],
+        [25, 'member_external_id'],
+      ],
+    );
+    const file = `${[header, ...lines].join('\n')}\n`;
+    const done = await runFile(`kind=tiers&card_id=${card}`, file, 'text/csv');
+    expect(done.counts).toMatchObject({ lines: 20, valid: 20, applied: 20, unchanged: 0 });
+    const ids = await memberIds(`m-${run}-`, 20);
+    for (const [i, id] of [ids[0]!, ids[1]!].entries()) {
+      const r = await get(`/api/v1/loyalty/cards/${card}/members/${id}/tier`);
+      expect(r.status, JSON.stringify(r.json)).toBe(200);
+      expect(r.json.data).toMatchObject({
+        tier: { name: i ? 'Gold' : 'Silver' },
+        valid_until: until,
+        manual: { reason: 'imported' },
+      });
+    }
+    const again = await runFile(`kind=tiers&card_id=${card}`, file, 'text/csv');
+    expect(again.counts).toMatchObject({ applied: 0, unchanged: 20 });
+    const { rows } = await sys.db.query<{ n: string; events: string }>(
+      `SELECT (SELECT count(*) FROM ledger.member_tiers WHERE card_id = $1)::text AS n,
+              (SELECT count(*) FROM ledger.outbox WHERE subject ~ 'tier_(upgraded|downgraded)$'
+                 AND payload::text ~ ('"card_id": ' || $1 || '\D'))::text AS events`,
+      [card],
+    );
+    expect(rows[0]).toEqual({ n: '20', events: '0' });
+  }, 60_000);
+});
+
+describe('history import', () => {
+  it('shows past transactions after the journal’s rows, changes no balance, once', async () => {
+    const card = await pointsCard(sys, creds.tenantId);
+    const [ana, bob] = await memberIds(`m-${run}-`, 2);
+    const earned = await fetch(`${sys.url}/api/v1/loyalty/points/earn`, {
+      method: 'POST',
+      headers: { ...headers(), 'Content-Type': 'application/json' },
+      body: JSON.stringify({ card_id: card, member_id: ana, purchase_amount: 25, reference: `h-${run}` }),
+    });
+    expect(earned.status, await earned.clone().text()).toBe(200);
+    const types = ['earned', 'redeemed', 'refunded', 'expired', 'adjusted'];
+    const line = (i: number, extra: Record<string, unknown> = {}) => {
+      const type = types[i % 5]!;
+      return JSON.stringify({
+        external_id: `h-${run}-${i}`,
+        member_external_id: `m-${run}-${i % 4 === 3 ? 2 : 1}`,
+        type,
+        points: type === 'earned' || type === 'adjusted' ? 10 + i : -(1 + i),
+        occurred_at: new Date(Date.UTC(2023, 0, 1 + i)).toISOString(),
+        ...extra,
+      });
+    };
+    const good = Array.from({ length: 40 }, (_, i) => line(i + 1));
+    await runFile(
+      `kind=history&card_id=${card}`,
+      [
+        ...good,
+        line(41, { type: 'bogus' }),
+        line(42, { points: 5 }), // redeemed must be negative
+        line(43, { occurred_at: '2999-01-01' }),
+        line(44, { points: undefined, amount: '-1.50' }),
+        line(1),
+      ].join('\n'),
+      'application/x-ndjson',
+      [
+        [41, 'type'],
+        [42, 'points'],
+        [43, 'occurred_at'],
+        [44, 'amount'],
+        [45, 'external_id'],
+      ],
+    );
+    const done = await runFile(`kind=history&card_id=${card}`, good.join('\n'), 'application/jsonl');
+    expect(done.counts).toMatchObject({ lines: 40, applied: 40, unchanged: 0 });
+    const mine = Array.from({ length: 40 }, (_, i) => i + 1).filter((i) => i % 4 !== 3);
+    const history = await get(`/api/v1/loyalty/points/history?card_id=${card}&member_id=${ana}&limit=100`);
+    expect(history.status, history.text).toBe(200);
+    const entries = history.json.data!.transactions as {
+      id: number;
+      points: number;
+      event: string;
+      created_at: string;
+    }[];
+    expect(history.json.data!.pagination).toMatchObject({ total: mine.length + 1, has_more: false });
+    expect(entries[0]).toMatchObject({ points: 25, event: 'staff_added_points' });
+    const expected = [...mine].reverse().map((i) => ({
+      points: types[i % 5] === 'earned' || types[i % 5] === 'adjusted' ? 10 + i : -(1 + i),
+      event: `imported_${types[i % 5]}`,
+      created_at: new Date(Date.UTC(2023, 0, 1 + i)).toISOString(),
+    }));
+    expect(entries.slice(1).map(({ points, event, created_at }) => ({ points, event, created_at }))).toEqual(expected);
+    expect(new Set(entries.map((e) => e.id)).size).toBe(entries.length);
+    // A page across the journal's end: its last row, then the newest imported ones.
+    const page = await get(`/api/v1/loyalty/points/history?card_id=${card}&member_id=${ana}&limit=3&offset=0`);
+    expect((page.json.data!.transactions as { event: string }[]).map((e) => e.event)).toEqual([
+      'staff_added_points',
+      expected[0]!.event,
+      expected[1]!.event,
+    ]);
+    const later = await get(`/api/v1/loyalty/points/history?card_id=${card}&member_id=${ana}&limit=2&offset=3`);
+    expect((later.json.data!.transactions as { created_at: string }[]).map((e) => e.created_at)).toEqual([
+      expected[2]!.created_at,
+      expected[3]!.created_at,
+    ]);
+    const bobs = await get(`/api/v1/loyalty/points/history?card_id=${card}&member_id=${bob}&limit=100`);
+    expect(bobs.json.data!.pagination).toMatchObject({ total: 40 - mine.length });
+    const balance = await get(`/api/v1/loyalty/points/balance?card_id=${card}&member_id=${ana}`);
+    expect(balance.json.data).toMatchObject({ points_balance: 25 });
+    const { rows } = await sys.db.query<{ journal: string; lots: string }>(
+      `SELECT (SELECT count(*) FROM ledger.journal WHERE card_id = $1)::text AS journal,
+              (SELECT count(*) FROM ledger.lots WHERE card_id = $1)::text AS lots`,
+      [card],
+    );
+    expect(rows[0]).toEqual({ journal: '1', lots: '1' });
+    const again = await runFile(`kind=history&card_id=${card}`, good.join('\n'), 'application/jsonl');
+    expect(again.counts).toMatchObject({ applied: 0, unchanged: 40 });
+    const after = await get(`/api/v1/loyalty/points/history?card_id=${card}&member_id=${ana}&limit=1`);
+    expect(after.json.data!.pagination).toMatchObject({ total: mine.length + 1 });
+  }, 60_000);
+});
+
 describe('bad uploads', () => {
   it('refuse a wrong content type (415), an unknown kind (422), an unknown card (404), a missing card (400), too large (413)', async () => {
     const json = await upload('kind=members', '{}', 'application/json');
     expect(json.status).toBe(415);
     expect(json.json.error?.code).toBe('unsupported_media_type');
-    const kind = await upload('kind=tiers', 'a,b\n');
+    const kind = await upload('kind=points', 'a,b\n');
     expect(kind.status).toBe(422);
     expect(kind.json.error?.code).toBe('unknown_import_kind');
     const card = await upload('kind=balances&card_id=999999', 'external_id\n');

@@ -6,6 +6,7 @@ import {
   Meta,
   staffOperations,
   StaffMeta,
+  type ImportKind,
   UploadChunk,
   type ImportRecord,
   type ServiceName,
@@ -58,7 +59,7 @@ type Record = z.output<typeof ImportRecord>;
 interface ImportRow {
   id: string;
   tenant_id: string;
-  kind: 'members' | 'balances';
+  kind: ImportKind;
   card_id: string | null;
   format: 'csv' | 'jsonl';
   status: string;
@@ -94,7 +95,7 @@ export class Imports {
     private readonly pool: Pool,
     private readonly service: ServiceName,
     private readonly jobs: { store: JobStore; wake(): void },
-    private readonly kinds: Partial<{ [K in 'members' | 'balances']: ImportKindSpec<never> }>,
+    private readonly kinds: Partial<{ [K in ImportKind]: ImportKindSpec<never> }>,
     private readonly now: () => Date,
   ) {}
 

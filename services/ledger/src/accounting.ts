@@ -22,6 +22,7 @@ import {
   appendJournal,
   earnByReference,
   earnedOnOtherCard,
+  importedHistoryPage,
   journalPage,
   postMany,
   refundedOnReference,
@@ -318,7 +319,20 @@ export class Accounting {
       await this.settle({ tenantId: meta.tenant_id, cardId, memberId });
       page = await journalPage(pool, cardId, memberId, limit, offset);
     }
-    return page ?? { entries: [], total: 0 };
+    if (!page) return { entries: [], total: 0 };
+    // Imported past transactions come after the journal's rows (they are older than the programme here).
+    const entries = page.entries;
+    if (page.imported > 0 && entries.length < limit)
+      entries.push(
+        ...(await importedHistoryPage(
+          pool,
+          cardId,
+          memberId,
+          limit - entries.length,
+          Math.max(0, offset - page.total),
+        )),
+      );
+    return { entries, total: page.total + page.imported };
   }
 
   /**

@@ -25,7 +25,7 @@ const sections: ExportSection[] = [
     query: `SELECT card_id AS key, to_jsonb(a) AS row FROM ledger.accounts a
              WHERE tenant_id = $1 AND member_id = $2 AND card_id > $3 ORDER BY card_id LIMIT $4`,
   },
-  ...['journal', 'lots', 'holds'].map((table) => ({
+  ...['journal', 'lots', 'holds', 'history_entries'].map((table) => ({
     name: table,
     query: `SELECT id AS key, to_jsonb(t) AS row FROM ledger.${table} t
              WHERE tenant_id = $1 AND member_id = $2 AND id > $3 ORDER BY id LIMIT $4`,

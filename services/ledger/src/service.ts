@@ -38,7 +38,7 @@ import { ledgerTasks } from './tasks.ts';
 import { Transfers } from './transfers/transfers.ts';
 import { reportsOf } from './reports/index.ts';
 import { MemberMerges } from './merges/member-merge.ts';
-import { balanceImports } from './imports/balances.ts';
+import { ledgerImports } from './imports/index.ts';
 
 export const SERVICE_VERSION = '0.2.0';
 
@@ -171,7 +171,7 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
   const points = pointsProduct(deps, books, holds);
   const reports = reportsOf(rt);
   const foldReports = () => reports.folder.runNow();
-  const imports = balanceImports(rt, client);
+  const imports = ledgerImports(rt, client);
   return {
     endpoints: addImportEndpoints(
       ledgerEndpoints({

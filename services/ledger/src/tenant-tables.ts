@@ -41,6 +41,7 @@ export const ledgerTenantTables: TenantTable[] = [
   { table: 'report_active', where: CARDS, key: 'card_id, day, member_id' },
   { table: 'report_days', key: 'card_id, day, event, reward_id' },
   { table: 'report_deltas' },
+  { table: 'history_entries' },
   { table: 'accounts', key: 'card_id, member_id' },
   { table: 'rewards' },
   { table: 'cards' },

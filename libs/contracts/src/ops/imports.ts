@@ -7,11 +7,16 @@ import { defineInternalOperations, defineOperations } from './types.ts';
 
 /**
  * Bulk imports (moving a programme in): a CSV or JSON Lines file streamed through the gateway to
- * the service that owns the data (members: identity; balances: the ledger), validated by a job,
+ * the service that owns the data (members: identity; balances, tiers, history: the ledger), validated by a job,
  * then executed by another. An import's id names its service (`imp_<service>_<uuid>`), like a
  * job's, so the gateway routes it without a lookup.
  */
-export const importKinds = { members: 'identity', balances: 'ledger' } as const satisfies Record<string, ServiceName>;
+export const importKinds = {
+  members: 'identity',
+  balances: 'ledger',
+  tiers: 'ledger',
+  history: 'ledger',
+} as const satisfies Record<string, ServiceName>;
 export type ImportKind = keyof typeof importKinds;
 export const IMPORT_MAX_BYTES = 2 * 1024 ** 3;
 export const importContentTypes = ['text/csv', 'application/x-ndjson', 'application/jsonl'];
@@ -47,7 +52,7 @@ export const ImportId = Text.max(100).describe('`imp_<service>_<uuid>`');
 export const ImportRecord = z
   .object({
     id: ImportId,
-    kind: z.enum(['members', 'balances']),
+    kind: z.enum(['members', 'balances', 'tiers', 'history']),
     card_id: Id.nullable(),
     format: z.enum(['csv', 'jsonl']),
     status: z
@@ -70,8 +75,10 @@ export const ImportRecord = z
   .meta({ id: 'Import' });
 
 export const CreateQuery = z.object({
-  kind: Text.max(40).describe('`members` or `balances`; anything else is 422 unknown_import_kind'),
-  card_id: IdParam.optional().describe('balances: the card the balances are on (404 card_not_found)'),
+  kind: Text.max(40).describe('`members`, `balances`, `tiers` or `history`; anything else is 422 unknown_import_kind'),
+  card_id: IdParam.optional().describe(
+    'balances, tiers, history: the card they are on (404 card_not_found; tiers: 404 tiers_not_configured on a card without tiers)',
+  ),
 });
 export const ImportParams = z.object({ import_id: ImportId });
 export const importUpload = { contentTypes: importContentTypes, maxBytes: IMPORT_MAX_BYTES };
@@ -89,10 +96,16 @@ export const importOperations = defineOperations({
     path: '/api/v1/imports',
     operation: 'imports.create',
     summary:
-      'Upload a CSV or JSON Lines file of members or balances (streamed, up to 2 GB); answers the import with its validate job',
+      'Upload a CSV or JSON Lines file of members, balances, tiers or past transactions (streamed, up to 2 GB); answers the import with its validate job',
     query: CreateQuery,
     response: ImportRecord,
-    errors: ['unknown_import_kind', 'card_not_found', 'unsupported_media_type', 'payload_too_large'],
+    errors: [
+      'unknown_import_kind',
+      'card_not_found',
+      'tiers_not_configured',
+      'unsupported_media_type',
+      'payload_too_large',
+    ],
   },
   'imports.get': {
     ...common,
@@ -144,6 +157,7 @@ export const importAdminOperations = defineOperations({
       'invalid_operator_token',
       'unknown_import_kind',
       'card_not_found',
+      'tiers_not_configured',
       'unsupported_media_type',
       'payload_too_large',
     ],

@@ -43,7 +43,8 @@ export function domainEventName(event: JournalEvent): string {
  * Cashback history `type`: an earn is an `earning`; every deduction (redeem and refund) is a
  * `redemption`; a staff adjustment is either, by its sign.
  */
-export function cashbackEntryType(event: JournalEvent, amount: number): 'earning' | 'redemption' {
-  if (event === 'staff_adjustment' || event === 'member_merged') return amount >= 0 ? 'earning' : 'redemption';
+export function cashbackEntryType(event: string, amount: number): 'earning' | 'redemption' {
+  if (event === 'staff_adjustment' || event === 'member_merged' || event.startsWith('imported_'))
+    return amount >= 0 ? 'earning' : 'redemption';
   return event === 'cashback_earned' ? 'earning' : 'redemption';
 }

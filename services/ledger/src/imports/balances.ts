@@ -1,7 +1,5 @@
-import { AppError, importInternalOperations, type ServiceMeta } from '@loyalty/contracts';
+import { AppError } from '@loyalty/contracts';
 import {
-  importKind,
-  Imports,
   type ImportKindSpec,
   type Pool,
   type Queryable,
@@ -10,6 +8,16 @@ import {
   type ServiceRuntime,
 } from '@loyalty/runtime';
 import { MAX_BALANCE } from '../domain/money.ts';
+import {
+  externalId as externalIdOf,
+  fieldsOf,
+  lockAccounts,
+  memberRef,
+  resolveMemberRefs,
+  time,
+  type MemberRef,
+  type Problem,
+} from './member-refs.ts';
 
 /**
  * The `balances` import kind: one line per balance to bring in (a lot): `external_id`, the member
@@ -20,11 +28,8 @@ import { MAX_BALANCE } from '../domain/money.ts';
  * with them, in the step's transaction; `import_keys` keeps every external id applied on the card,
  * so a line already imported changes nothing.
  */
-interface BalanceRow {
+interface BalanceRow extends MemberRef {
   external_id: string;
-  member_external_id: string | null;
-  member_email: string | null;
-  member_id: number | null;
   points: number | null;
   cents: number | null;
   earned_at: Date;
@@ -42,27 +47,11 @@ export const BALANCE_COLUMNS = [
   'available_at',
   'expires_at',
 ];
-const LOOKUP_BATCH = 5000;
-
-function time(v: string): Date | undefined {
-  if (!/^\d{4}-\d{2}-\d{2}/.test(v)) return undefined;
-  const t = new Date(v);
-  return Number.isNaN(t.getTime()) ? undefined : t;
-}
-
-function parseBalance(fields: Map<string, string>, now: Date): BalanceRow | { column: string; reason: string }[] {
-  const problems: { column: string; reason: string }[] = [];
-  const get = (k: string) => (fields.get(k) ?? '').trim();
-  for (const k of fields.keys())
-    if (!BALANCE_COLUMNS.includes(k))
-      problems.push({ column: k, reason: `unknown column (known: ${BALANCE_COLUMNS.join(', ')})` });
-  const externalId = get('external_id');
-  if (!/^[\x21-\x7e]{1,200}$/.test(externalId))
-    problems.push({ column: 'external_id', reason: 'is required: 1 to 200 visible ASCII characters' });
-  const memberExternal = get('member_external_id');
-  const memberEmail = get('member_email').toLowerCase();
-  if (memberExternal === '' && memberEmail === '')
-    problems.push({ column: 'member_external_id', reason: 'member_external_id or member_email is required' });
+function parseBalance(fields: Map<string, string>, now: Date): BalanceRow | Problem[] {
+  const problems: Problem[] = [];
+  const get = fieldsOf(fields, BALANCE_COLUMNS, problems);
+  const externalId = externalIdOf(get, problems);
+  const member = memberRef(get, problems);
   let points: number | null = null;
   let cents: number | null = null;
   if (get('points') !== '' && get('amount') !== '')
@@ -97,9 +86,7 @@ function parseBalance(fields: Map<string, string>, now: Date): BalanceRow | { co
   if (problems.length > 0 || !earnedAt || !availableAt || expiresAt === undefined) return problems;
   return {
     external_id: externalId,
-    member_external_id: memberExternal === '' ? null : memberExternal,
-    member_email: memberEmail === '' ? null : memberEmail,
-    member_id: null,
+    ...member,
     points,
     cents,
     earned_at: earnedAt,
@@ -112,22 +99,22 @@ type Staged = { line: number; row: BalanceRow };
 type Context = Parameters<ImportKindSpec<BalanceRow>['stage']>[2];
 type Db = Parameters<ImportKindSpec<BalanceRow>['stage']>[0];
 
-function balanceImportSpec(rt: ServiceRuntime, client: ServiceClient): ImportKindSpec<BalanceRow> {
+export function balanceImportSpec(rt: ServiceRuntime, client: ServiceClient): ImportKindSpec<BalanceRow> {
   return {
     staging: 'import_balances',
     parse: (fields) => parseBalance(fields, rt.clock.now()),
-    check: checkCard,
+    check: (db, ctx) => checkCard(db, ctx),
     resolve: (rows, ctx) => resolveMembers(rt.pool, client, rows, ctx),
     stage: stageBalances,
     merge: (db, after, upTo, ctx) => mergeBalances(db, after, upTo, ctx, rt.clock.now()),
   };
 }
 
-/** A balances import names a card of the tenant. */
-async function checkCard(db: Queryable, ctx: Context): Promise<void> {
+/** A balances (tiers, history) import names a card of the tenant. */
+export async function checkCard(db: Queryable, ctx: Context, kind = 'balances'): Promise<void> {
   if (ctx.cardId === null)
     throw new AppError('validation_error', 'Invalid request: card_id.', {
-      fields: [{ field: 'card_id', message: 'is required for a balances import' }],
+      fields: [{ field: 'card_id', message: `is required for a ${kind} import` }],
     });
   const { rowCount } = await db.query('SELECT 1 FROM ledger.cards WHERE tenant_id = $1 AND id = $2', [
     ctx.tenantId,
@@ -138,40 +125,28 @@ async function checkCard(db: Queryable, ctx: Context): Promise<void> {
 
 /** Outside any transaction: the members the lines name (asked of identity), and the card's unit. */
 async function resolveMembers(pool: Pool, client: ServiceClient, rows: Staged[], ctx: Context): Promise<RowProblem[]> {
-  const problems: RowProblem[] = [];
+  const problems = await unitProblems(pool, rows, ctx);
+  problems.push(...(await resolveMemberRefs(client, rows, ctx)));
+  return problems;
+}
+
+/** Points on a points card, amounts on a cashback card. */
+export async function unitProblems(
+  pool: Pool,
+  rows: { line: number; row: { points: number | null; cents: number | null } }[],
+  ctx: Context,
+): Promise<RowProblem[]> {
   const { rows: cards } = await pool.query<{ reward_system: string }>(
     'SELECT reward_system FROM ledger.cards WHERE tenant_id = $1 AND id = $2',
     [ctx.tenantId, ctx.cardId],
   );
-  const card = cards[0];
-  const cents = card?.reward_system === 'cashback';
-  const meta: ServiceMeta = { request_id: `import-${ctx.importId}`, tenant_id: ctx.tenantId };
-  for (let i = 0; i < rows.length; i += LOOKUP_BATCH) {
-    const part = rows.slice(i, i + LOOKUP_BATCH);
-    const found = await client.call(importInternalOperations.lookupMembers, meta, {
-      external_ids: [...new Set(part.flatMap((r) => (r.row.member_external_id ? [r.row.member_external_id] : [])))],
-      emails: [...new Set(part.flatMap((r) => (r.row.member_email ? [r.row.member_email] : [])))],
-    });
-    const byId = new Map(found.by_external_id.map((m) => [m.external_id, m.member_id]));
-    const byEmail = new Map(found.by_email.map((m) => [m.email, m.member_id]));
-    for (const { line, row } of part) {
-      if (cents && row.points !== null)
-        problems.push({ line, column: 'points', reason: 'this is a cashback card: give amount' });
-      else if (!cents && row.cents !== null)
-        problems.push({ line, column: 'amount', reason: 'this is a points card: give points' });
-      const id = row.member_external_id ? byId.get(row.member_external_id) : byEmail.get(row.member_email ?? '');
-      if (id === undefined)
-        problems.push(
-          row.member_external_id
-            ? {
-                line,
-                column: 'member_external_id',
-                reason: 'no member has this external_id (import members first)',
-              }
-            : { line, column: 'member_email', reason: 'no member has this email' },
-        );
-      else row.member_id = id;
-    }
+  const cents = cards[0]?.reward_system === 'cashback';
+  const problems: RowProblem[] = [];
+  for (const { line, row } of rows) {
+    if (cents && row.points !== null)
+      problems.push({ line, column: 'points', reason: 'this is a cashback card: give amount' });
+    else if (!cents && row.cents !== null)
+      problems.push({ line, column: 'amount', reason: 'this is a points card: give points' });
   }
   return problems;
 }
@@ -272,18 +247,13 @@ async function newLines(
     [ctx.cardId],
   );
   const warnMs = (card[0]?.expiry_warning_days ?? 0) * 86_400_000;
-  const members = [...new Set(rows.map((r) => Number(r.member_id)))].sort((a, b) => a - b);
-  await db.query(
-    `INSERT INTO ledger.accounts (card_id, member_id, tenant_id, created_at, updated_at)
-     SELECT $1, m, $2, $3, $3 FROM unnest($4::bigint[]) m ORDER BY m ON CONFLICT DO NOTHING`,
-    [ctx.cardId, ctx.tenantId, now, members],
+  const balances = await lockAccounts(
+    db,
+    ctx,
+    rows.map((r) => Number(r.member_id)),
+    now,
   );
-  const { rows: locked } = await db.query<{ member_id: string; balance: string }>(
-    `SELECT member_id::text, balance::text FROM ledger.accounts WHERE card_id = $1 AND member_id = ANY($2)
-      ORDER BY member_id FOR UPDATE`,
-    [ctx.cardId, members],
-  );
-  return { rows, balances: new Map(locked.map((a) => [Number(a.member_id), BigInt(a.balance)])), warnMs };
+  return { rows, balances, warnMs };
 }
 
 /** The new lines of a step, applied: accounts, journal rows and lots; how many were new. */
@@ -326,11 +296,4 @@ async function mergeBalances(db: Db, after: number, upTo: number, ctx: Context, 
     lines.map((l) => l.external_id),
   ]);
   return rows.length;
-}
-
-/** The ledger's imports (balances), asking identity for the members the lines name. */
-export function balanceImports(rt: ServiceRuntime, client: ServiceClient): Imports {
-  return new Imports(rt.pool, 'ledger', rt.jobs, { balances: importKind(balanceImportSpec(rt, client)) }, () =>
-    rt.clock.now(),
-  );
 }

@@ -15,9 +15,13 @@ export interface AccountKey {
   memberId: number;
 }
 
+/** Events of imported past transactions (history_entries: shown in the history, not in the books). */
+export type ImportedEvent =
+  'imported_earned' | 'imported_redeemed' | 'imported_refunded' | 'imported_expired' | 'imported_adjusted';
+
 export interface JournalEntry {
   id: number;
-  event: JournalEvent;
+  event: JournalEvent | ImportedEvent;
   amount: number;
   created_at: Date;
 }
@@ -432,7 +436,7 @@ export async function refundedOnReference(db: Queryable, k: AccountKey, referenc
 }
 
 /** One page of an account's journal ($3 rows from offset $4) with the account's entry count; no row: no account. */
-export const JOURNAL_PAGE = `SELECT a.entries AS total, a.next_change_at, j.id, j.event, j.amount, j.created_at
+export const JOURNAL_PAGE = `SELECT a.entries AS total, a.imported_entries, a.next_change_at, j.id, j.event, j.amount, j.created_at
   FROM ledger.accounts a
   LEFT JOIN LATERAL (
     SELECT id, event, amount, created_at FROM ledger.journal
@@ -451,9 +455,10 @@ export async function journalPage(
   memberId: number,
   limit: number,
   offset: number,
-): Promise<{ entries: JournalEntry[]; total: number; next_change_at: Date | null } | undefined> {
+): Promise<{ entries: JournalEntry[]; total: number; imported: number; next_change_at: Date | null } | undefined> {
   const { rows } = await db.query<{
     total: number;
+    imported_entries: number;
     next_change_at: Date | null;
     id: number | null;
     event: JournalEvent;
@@ -469,5 +474,24 @@ export async function journalPage(
   const entries: JournalEntry[] = [];
   for (const r of rows)
     if (r.id !== null) entries.push({ id: r.id, event: r.event, amount: r.amount, created_at: r.created_at });
-  return { entries, total: account.total, next_change_at: account.next_change_at };
+  return { entries, total: account.total, imported: account.imported_entries, next_change_at: account.next_change_at };
+}
+
+/**
+ * Imported past transactions of an account (history_entries), newest first: they follow the
+ * journal's rows in a history, so `offset` counts from the first of them.
+ */
+export async function importedHistoryPage(
+  db: Queryable,
+  cardId: number,
+  memberId: number,
+  limit: number,
+  offset: number,
+): Promise<JournalEntry[]> {
+  const { rows } = await db.query<{ id: number; event: ImportedEvent; amount: number; occurred_at: Date }>(
+    `SELECT id, event, amount, occurred_at FROM ledger.history_entries
+      WHERE member_id = $2 AND card_id = $1 ORDER BY occurred_at DESC, id DESC LIMIT $3 OFFSET $4`,
+    [cardId, memberId, limit, offset],
+  );
+  return rows.map((r) => ({ id: r.id, event: r.event, amount: r.amount, created_at: r.occurred_at }));
 }
