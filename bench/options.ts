@@ -27,6 +27,8 @@ export interface BenchOptions {
   skipExpiry: boolean;
   /** Lots due at once for the expiry figure. */
   expiryLots: number;
+  /** Members and balance lines of the import figure (0: left out). */
+  importRows: number;
   /** Leave out the webhooks scenario. */
   skipWebhooks: boolean;
   /** Leave out the cost of tracing (a second system with tracing on), and the share it samples. */
@@ -68,11 +70,14 @@ const HELP = `npm run bench -- [options]
   --connections <n>     concurrent connections / in-flight operations (default 32)
   --url <gateway>       drive a running system (operator token from OPERATOR_TOKEN or var/secrets.json)
   --database-url <url>  with --url: that system's database, for the baseline and the growth figure
-  --scenarios <a,b>     subset of ${ALL_SCENARIOS.join(', ')}
+  --scenarios <a,b>     subset of ${ALL_SCENARIOS.join(', ')}, or none
   --skip-growth         leave out the 10,000 vs 10,000,000 journal rows figure
   --skip-baseline       leave out the direct-SQL baselines (naive and tuned)
   --skip-expiry         leave out the lots-expired-per-second figure
   --expiry-lots <n>     lots due at once for that figure (default 1000000)
+  --import-rows <n>     members, then as many balance lines, imported through the operator API for the
+                        import figure (default 1000000; 0 leaves it out)
+  --skip-imports        leave out the import figure (as --import-rows 0)
   --skip-webhooks       leave out the webhooks scenario
   --skip-tracing        leave out the cost of tracing (points_earn again on a system with tracing on)
   --tracing-sampling <r> share of new traces sampled for that figure (default 0.1)
@@ -106,6 +111,8 @@ export function parseOptions(argv: string[]): BenchOptions {
       'skip-expiry': { type: 'boolean', default: false },
       'expiry-lots': { type: 'string', default: '1000000' },
       'skip-webhooks': { type: 'boolean', default: false },
+      'import-rows': { type: 'string', default: '1000000' },
+      'skip-imports': { type: 'boolean', default: false },
       'skip-tracing': { type: 'boolean', default: false },
       'tracing-sampling': { type: 'string', default: '0.1' },
       'webhook-seconds': { type: 'string', default: '20' },
@@ -139,12 +146,15 @@ export function parseOptions(argv: string[]): BenchOptions {
     if (n > 1) throw new Error(`--${name} must be a ratio between 0 and 1 (got ${v})`);
     return n;
   };
-  const scenarios = values.scenarios
-    ? values.scenarios
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean)
-    : [...ALL_SCENARIOS];
+  const scenarios =
+    values.scenarios === 'none'
+      ? []
+      : values.scenarios
+        ? values.scenarios
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean)
+        : [...ALL_SCENARIOS];
   for (const s of scenarios)
     if (!(ALL_SCENARIOS as readonly string[]).includes(s))
       throw new Error(`unknown scenario ${s}; known: ${ALL_SCENARIOS.join(', ')}`);
@@ -160,6 +170,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     skipExpiry: values['skip-expiry'],
     expiryLots: Math.floor(num('expiry-lots', values['expiry-lots'], 10)),
     skipWebhooks: values['skip-webhooks'],
+    importRows: values['skip-imports'] ? 0 : Math.floor(num('import-rows', values['import-rows'], 0)),
     skipTracing: values['skip-tracing'],
     tracingSampling: ratio('tracing-sampling', values['tracing-sampling']),
     webhookSeconds: num('webhook-seconds', values['webhook-seconds'], 0.5),

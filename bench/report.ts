@@ -52,6 +52,8 @@ export interface GrowthReport {
 }
 
 export type { ExpiryReport } from './expiry.ts';
+export type { ImportsReport } from './imports.ts';
+import type { ImportsReport } from './imports.ts';
 import type { ExpiryReport } from './expiry.ts';
 
 export interface BenchReport {
@@ -73,6 +75,8 @@ export interface BenchReport {
   expiry: ExpiryReport | { skipped: string };
   /** The webhooks scenario (bench/webhooks.ts). */
   webhooks: WebhooksReport | { skipped: string };
+  /** Members and balances imported through the operator API (bench/imports.ts). */
+  imports?: ImportsReport | { skipped: string };
   /** The points earn on a second system with tracing on (bench/tracing-cost.ts). */
   tracing?: TracingReport | { skipped: string };
   /** Seconds waited after each phase until every event was published and consumed (null: unknown). */
@@ -193,6 +197,22 @@ export function formatTable(r: BenchReport): string {
       ? `expiry: ${r.expiry.lots_per_second.toLocaleString('en-US')} lots/s (${r.expiry.lots.toLocaleString('en-US')} lots due on ${r.expiry.accounts.toLocaleString('en-US')} accounts, expired in ${r.expiry.seconds} s by the ledger's sweep; ${r.expiry.events.toLocaleString('en-US')} events)`
       : `expiry: skipped (${r.expiry.skipped})`,
   );
+  if (r.imports && 'phases' in r.imports) {
+    const i = r.imports;
+    out.push(
+      `imports: ${i.rows.toLocaleString('en-US')} members + ${i.rows.toLocaleString('en-US')} balance lines in ${fmt(i.total_s, 1)} s = ` +
+        `${i.rows_per_second.toLocaleString('en-US')} rows/s (` +
+        i.phases
+          .map(
+            (p) =>
+              `${p.kind} ${p.rows_per_second.toLocaleString('en-US')} rows/s: upload ${fmt(p.upload_s, 1)} s, validate ${fmt(p.validate_s, 1)} s, execute ${fmt(p.execute_s, 1)} s`,
+          )
+          .join('; ') +
+        `); peak RSS during the imports (MB): ${Object.entries(i.memory_mb)
+          .map(([k, v]) => `${k} ${v.toFixed(0)}`)
+          .join(', ')}`,
+    );
+  } else if (r.imports) out.push(`imports: skipped (${r.imports.skipped})`);
   if ('steady' in r.webhooks) {
     const w = r.webhooks;
     const t = w.targets;

@@ -10,6 +10,7 @@ import { baselineScenario } from './baseline.ts';
 import { tunedScenario } from './baseline-tuned.ts';
 import { measureExpiry } from './expiry.ts';
 import { measureGrowth } from './growth.ts';
+import { measureImports, type ImportsReport } from './imports.ts';
 import { runDirect, runHttp, type Measured } from './load.ts';
 import { parseOptions, type BenchOptions, type ScenarioName } from './options.ts';
 import { provision } from './provision.ts';
@@ -253,6 +254,19 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       await settle('expiry');
     }
 
+    // Last: a million more members and lots would change what the scenarios above measure.
+    let imports: ImportsReport | { skipped: string } = { skipped: '--skip-imports' };
+    if (opts.importRows > 0) {
+      imports = await measureImports(api, fixture, {
+        rows: opts.importRows,
+        operatorToken: system.operatorToken,
+        dir: path.join(repoRoot, 'var', 'bench-imports'),
+        pids: system.pids(),
+        log,
+      });
+      problems.push(...imports.checks.map((c) => `imports: ${c}`));
+    }
+
     const report: BenchReport = {
       generated_at: new Date().toISOString(),
       machine: {
@@ -269,6 +283,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       growth,
       expiry,
       webhooks,
+      imports,
       tracing,
       event_backlog_wait_s: settled,
       notification_mail_backlog_at_end: await system.mailBacklog(),
@@ -280,6 +295,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
         expiry: 'lots expired per second with 1,000,000 lots due (a figure, no target)',
         webhooks: 'at least 1,000 deliveries/s sustained; event-to-delivery p99 under 1 s at 500 events/s',
         tracing: 'points earn with tracing on (10 % sampled) at least 0.95x the same earn with it off',
+        imports:
+          '1,000,000 members plus 1,000,000 balance lines in at most 3 minutes, at most 150 MB resident in any process',
       },
       problems,
       target_checks: [],
