@@ -37,12 +37,16 @@ function JobProgress(props: { job: Job; label: string; unit: string }) {
   );
 }
 
+const KINDS = ['members', 'balances', 'tiers', 'history'] as const;
+type Kind = (typeof KINDS)[number];
+
 /**
- * Imports (managers): upload a CSV or JSON Lines file of members or balances, watch the validate
+ * Imports (managers): upload a CSV or JSON Lines file of members, balances, tiers or past
+ * transactions (history), watch the validate
  * job, read the first errors and download the error file, then execute and watch that job.
  */
 export function ImportsPage(props: { cards: Card[]; isManager: boolean }) {
-  const [kind, setKind] = useState<'members' | 'balances'>('members');
+  const [kind, setKind] = useState<Kind>('members');
   const [cardId, setCardId] = useState(props.cards[0]?.id);
   const [file, setFile] = useState<File>();
   const [current, setCurrent] = useState<Import>();
@@ -76,7 +80,7 @@ export function ImportsPage(props: { cards: Card[]; isManager: boolean }) {
     setCurrent(undefined);
     setBusy(true);
     try {
-      const query = kind === 'balances' ? { kind, card_id: cardId } : { kind };
+      const query = kind === 'members' ? { kind } : { kind, card_id: cardId };
       setCurrent(await upload('staff.imports.create', { query }, { data: file, type: typeOf(file) }));
     } catch (err) {
       setProblem(problemText(err));
@@ -115,8 +119,8 @@ export function ImportsPage(props: { cards: Card[]; isManager: boolean }) {
     <main id="main" tabIndex={-1}>
       <PageTitle>Imports</PageTitle>
       <p class="lead">
-        Members first, then their balances. A file is checked completely before anything changes; running the same file
-        again changes nothing.
+        Members first, then their balances, tiers and past transactions. A file is checked completely before anything
+        changes; running the same file again changes nothing.
       </p>
       <form class="filters" onSubmit={send}>
         <label>
@@ -124,13 +128,15 @@ export function ImportsPage(props: { cards: Card[]; isManager: boolean }) {
           <select
             name="kind"
             value={kind}
-            onChange={(e) => setKind(e.currentTarget.value === 'balances' ? 'balances' : 'members')}
+            onChange={(e) => setKind(KINDS.find((k) => k === e.currentTarget.value) ?? 'members')}
           >
             <option value="members">Members</option>
             <option value="balances">Balances</option>
+            <option value="tiers">Tiers</option>
+            <option value="history">Past transactions (history only)</option>
           </select>
         </label>
-        {kind === 'balances' && (
+        {kind !== 'members' && (
           <label>
             Card
             <select name="import-card" value={cardId} onChange={(e) => setCardId(Number(e.currentTarget.value))}>

@@ -112,7 +112,7 @@ export const errorCatalogue = {
     status: 422,
     message: 'The line items do not add up to purchase_amount (or do not match the purchase being refunded).',
   },
-  unknown_import_kind: { status: 422, message: 'Unknown import kind: use members or balances.' },
+  unknown_import_kind: { status: 422, message: 'Unknown import kind: use members, balances, tiers or history.' },
   invalid_rule: { status: 422, message: 'The rule is not valid; fields says which fields and why.' },
   invalid_tiers: { status: 422, message: 'The tier settings are not valid; fields says which fields and why.' },
   active_rule_limit: { status: 422, message: 'A card may have at most 100 active rules.' },

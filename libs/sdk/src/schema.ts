@@ -293,7 +293,7 @@ export interface paths {
     get?: never;
     put?: never;
     /**
-     * Upload a CSV or JSON Lines file of members or balances (streamed, up to 2 GB); answers the import with its validate job
+     * Upload a CSV or JSON Lines file of members, balances, tiers or past transactions (streamed, up to 2 GB); answers the import with its validate job
      * @description Scope: `programme_manage`.
      */
     post: operations['imports.create'];
@@ -1953,7 +1953,7 @@ export interface components {
       /** @description `imp_<service>_<uuid>` */
       id: string;
       /** @enum {string} */
-      kind: 'members' | 'balances';
+      kind: 'members' | 'balances' | 'tiers' | 'history';
       /**
        * @description validating → validated (no bad line) or invalid (bad lines: fix the file and upload it again); executing → executed
        * @enum {string}
@@ -6628,7 +6628,7 @@ export interface operations {
           };
         };
       };
-      /** @description `route_not_found`, `card_not_found` */
+      /** @description `route_not_found`, `card_not_found`, `tiers_not_configured` */
       404: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -6643,7 +6643,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'route_not_found' | 'card_not_found';
+              code?: 'route_not_found' | 'card_not_found' | 'tiers_not_configured';
             };
           };
         };

@@ -657,7 +657,7 @@ export const staffOperations = defineOperations({
     path: '/staff/v1/imports',
     operation: 'staff.imports.create',
     summary:
-      'Upload a CSV or JSON Lines file of members or balances (streamed, up to 2 GB); answers the import with its validate job',
+      'Upload a CSV or JSON Lines file of members, balances, tiers or past transactions (streamed, up to 2 GB); answers the import with its validate job',
     query: CreateQuery,
     response: ImportRecord,
     errors: ['unknown_import_kind', 'card_not_found', 'unsupported_media_type', 'payload_too_large'],
