@@ -280,7 +280,7 @@ describe('tiers import', () => {
     const { rows } = await sys.db.query<{ n: string; events: string }>(
       `SELECT (SELECT count(*) FROM ledger.member_tiers WHERE card_id = $1)::text AS n,
               (SELECT count(*) FROM ledger.outbox WHERE subject ~ 'tier_(upgraded|downgraded)$'
-                 AND payload::text ~ ('"card_id": ' || $1 || '\D'))::text AS events`,
+                 AND payload::text ~ ('"card_id": ' || $1 || '[^0-9]'))::text AS events`,
       [card],
     );
     expect(rows[0]).toEqual({ n: '20', events: '0' });
