@@ -271,6 +271,7 @@ export function baselineScenario(
   switch (name) {
     case 'points_earn':
     case 'points_earn_rules': // compared with a plain earn: what the rules cost
+    case 'points_earn_tiers': // the same: what tiers and tier rules cost
       return { op: (i) => earn(pool, f, 'points', member(i), (10 + (i % 90)) * 100) };
     case 'cashback_earn':
       return { op: (i) => earn(pool, f, 'cashback', member(i), 1234 + (i % 100) * 100) };

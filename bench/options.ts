@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 export const ALL_SCENARIOS = [
   'points_earn',
   'points_earn_rules',
+  'points_earn_tiers',
   'cashback_earn',
   'points_balance',
   'points_history',
@@ -34,6 +35,9 @@ export interface BenchOptions {
   /** Leave out the cost of tracing (a second system with tracing on), and the share it samples. */
   skipTracing: boolean;
   tracingSampling: number;
+  /** Leave out the tier recompute figure, and the members it recomputes. */
+  skipTierRecompute: boolean;
+  tierMembers: number;
   /** Webhooks: seconds of steady earns, their rate, and the events injected for the capacity figure. */
   webhookSeconds: number;
   webhookRate: number;
@@ -81,6 +85,8 @@ const HELP = `npm run bench -- [options]
   --skip-webhooks       leave out the webhooks scenario
   --skip-tracing        leave out the cost of tracing (points_earn again on a system with tracing on)
   --tracing-sampling <r> share of new traces sampled for that figure (default 0.1)
+  --skip-tier-recompute leave out the tier recompute job's rate (members/s, earns served meanwhile)
+  --tier-members <n>    members of the card that job recomputes (default 1000000, written with SQL)
   --webhook-seconds <s> seconds of steady points earns of the webhooks scenario (default 20)
   --webhook-rate <n>    their rate, earns a second (default 500; two endpoints: twice as many deliveries)
   --webhook-events <n>  events injected into the stream for the delivery capacity figure (default 10000)
@@ -115,6 +121,8 @@ export function parseOptions(argv: string[]): BenchOptions {
       'skip-imports': { type: 'boolean', default: false },
       'skip-tracing': { type: 'boolean', default: false },
       'tracing-sampling': { type: 'string', default: '0.1' },
+      'skip-tier-recompute': { type: 'boolean', default: false },
+      'tier-members': { type: 'string', default: '1000000' },
       'webhook-seconds': { type: 'string', default: '20' },
       'webhook-rate': { type: 'string', default: '500' },
       'webhook-events': { type: 'string', default: '10000' },
@@ -173,6 +181,8 @@ export function parseOptions(argv: string[]): BenchOptions {
     importRows: values['skip-imports'] ? 0 : Math.floor(num('import-rows', values['import-rows'], 0)),
     skipTracing: values['skip-tracing'],
     tracingSampling: ratio('tracing-sampling', values['tracing-sampling']),
+    skipTierRecompute: values['skip-tier-recompute'],
+    tierMembers: Math.floor(num('tier-members', values['tier-members'], 1)),
     webhookSeconds: num('webhook-seconds', values['webhook-seconds'], 0.5),
     webhookRate: num('webhook-rate', values['webhook-rate'], 1),
     webhookEvents: Math.floor(num('webhook-events', values['webhook-events'], 0)),

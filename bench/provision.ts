@@ -71,12 +71,39 @@ function benchRules(): Record<string, unknown>[] {
   return rules;
 }
 
+/**
+ * The ladder of the tiers scenario (points earned over a rolling year), and its rules: a multiplier
+ * and a fixed bonus per tier above the lowest, one rule for the lowest, so every earn on the card
+ * reads the member's tier and one of its rules applies.
+ */
+export const BENCH_LADDER = {
+  tiers: [
+    { name: 'bronze', rank: 1, entry_threshold: 0, retain_threshold: 0 },
+    { name: 'silver', rank: 2, entry_threshold: 200, retain_threshold: 150 },
+    { name: 'gold', rank: 3, entry_threshold: 1000, retain_threshold: 800 },
+  ],
+  metric: 'points_earned',
+  window: 'rolling',
+  window_days: 365,
+};
+function benchTierRules(): Record<string, unknown>[] {
+  return [
+    { name: 'bronze +1', kind: 'fixed', points: 1, conditions: { tiers: ['bronze'] } },
+    { name: 'silver x1.25', kind: 'multiplier', factor: 1.25, conditions: { tiers: ['silver'] } },
+    { name: 'silver +5', kind: 'fixed', points: 5, conditions: { tiers: ['silver'] } },
+    { name: 'gold x1.5', kind: 'multiplier', factor: 1.5, conditions: { tiers: ['gold'] } },
+    { name: 'gold +10', kind: 'fixed', points: 10, conditions: { tiers: ['gold'] } },
+  ];
+}
+
 export interface Fixture {
   tenantId: number;
   app: AppCredentials;
   pointsCardId: number;
   /** A points card with 25 active earning rules (the rules scenario). */
   rulesCardId: number;
+  /** A points card with three tiers and five rules with a tier condition (the tiers scenario). */
+  tiersCardId: number;
   cashbackCardId: number;
   /** Members with a points account (earn and balance scenarios). */
   members: number[];
@@ -148,6 +175,18 @@ export async function provision(
       status: 'active',
     });
 
+  const { card: tiersCard } = await api.admin<{ card: { id: number } }>(
+    'POST',
+    `/admin/v1/tenants/${tenant.id}/cards`,
+    { name: 'Bench tiers', reward_system: 'points', points_ratio: POINTS_RATIO },
+  );
+  await api.admin('PUT', `/admin/v1/tenants/${tenant.id}/cards/${tiersCard.id}/tiers`, BENCH_LADDER);
+  for (const rule of benchTierRules())
+    await api.admin('POST', `/admin/v1/tenants/${tenant.id}/cards/${tiersCard.id}/rules`, {
+      ...rule,
+      status: 'active',
+    });
+
   // Members are created the way a shop creates them: the first earn with an unknown email.
   opts.log(`provisioning ${opts.members} members (points earn by email)`);
   const members = await pMap(
@@ -165,6 +204,15 @@ export async function provision(
       return data.member_id;
     },
   );
+
+  // Every member holds a tier on the tiers card before its scenario (a third each of bronze, silver
+  // and gold), so the measured earns update an account, a day and a tier row as a running programme's do.
+  opts.log(`giving the ${members.length} members a tier on the tiers card`);
+  await pMap(members, opts.concurrency, async (memberId, i) => {
+    await api.ok(app, 'POST', '/api/v1/loyalty/points/earn', {
+      body: { card_id: tiersCard.id, member_id: memberId, purchase_amount: [50, 300, 1200][i % 3] },
+    });
+  });
 
   // Kept out of the earn pool so its history stays at exactly historyRows entries until the growth figure.
   opts.log(`building a points history of ${opts.historyRows} entries for one member`);
@@ -238,6 +286,7 @@ export async function provision(
     app,
     pointsCardId: pointsCard.id,
     rulesCardId: rulesCard.id,
+    tiersCardId: tiersCard.id,
     cashbackCardId: cashbackCard.id,
     members,
     historyMemberId,

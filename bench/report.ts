@@ -4,6 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Measured } from './load.ts';
 import type { TracingReport } from './tracing-cost.ts';
+import type { TierRecomputeReport } from './tier-recompute.ts';
 import type { WebhooksReport } from './webhooks.ts';
 import { formatTargets, type TargetCheck } from './targets.ts';
 import { formatCpu } from './cpu.ts';
@@ -79,6 +80,8 @@ export interface BenchReport {
   imports?: ImportsReport | { skipped: string };
   /** The points earn on a second system with tracing on (bench/tracing-cost.ts). */
   tracing?: TracingReport | { skipped: string };
+  /** The tier recompute job over the tiers card's members (bench/tier-recompute.ts). */
+  tier_recompute?: TierRecomputeReport | { skipped: string };
   /** Seconds waited after each phase until every event was published and consumed (null: unknown). */
   event_backlog_wait_s: Record<string, number | null>;
   /** points_earned notifications identity had not mailed yet when the measurements ended. */
@@ -236,6 +239,14 @@ export function formatTable(r: BenchReport): string {
       `tracing on (${fmt(t.sampling * 100, 0)} % of new traces sampled, spans exported to a local OTLP receiver): points_earn ${t.rps} rps (p99 ${fmt(t.p99_ms, 1)} ms) vs ${t.plain_rps} rps off = ${t.ratio}x; ${t.exports.requests} exports, ${Math.round(t.exports.bytes / 1024)} KB`,
     );
   } else if (r.tracing) out.push(`tracing: skipped (${r.tracing.skipped})`);
+  if (r.tier_recompute && 'members_per_second' in r.tier_recompute) {
+    const t = r.tier_recompute;
+    out.push(
+      `tier recompute: ${t.members_per_second.toLocaleString('en-US')} members/s (${t.members.toLocaleString('en-US')} members in ${t.seconds} s; ` +
+        `1,000,000 in ${t.seconds_per_million} s, target <= ${t.target_seconds_per_million} s); earns on the card meanwhile ` +
+        `${t.earns.rps} rps of ${t.earns.offered_per_s} offered, worst p99 ${fmt(t.earns.worst_p99_ms, 1)} ms, ${t.earns.errors} errors`,
+    );
+  } else if (r.tier_recompute) out.push(`tier recompute: skipped (${r.tier_recompute.skipped})`);
   if (r.notification_mail_backlog_at_end)
     out.push(
       `notification mails not yet sent at the end: ${r.notification_mail_backlog_at_end} (points-earned mails are one digest per member a minute; see bench/README.md)`,

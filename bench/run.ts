@@ -28,6 +28,7 @@ import { formatProfile, summarizeProfile } from './profile-summary.ts';
 import { measureTracingCost, type TracingReport } from './tracing-cost.ts';
 import { BenchSetupError, benchNats, PROFILE_DIR, runningSystem, startBenchSystem } from './system.ts';
 import { measureWebhooks, type WebhooksReport } from './webhooks.ts';
+import { measureTierRecompute, type TierRecomputeReport } from './tier-recompute.ts';
 import { checkTargets } from './targets.ts';
 import { cpuPerRequest, sampleCpu } from './cpu.ts';
 import { repoRoot } from '../test/support/cluster.ts';
@@ -36,6 +37,7 @@ import { repoRoot } from '../test/support/cluster.ts';
 const TARGET_RATIO: Record<ScenarioName, number> = {
   points_earn: 0.5,
   points_earn_rules: 0.4,
+  points_earn_tiers: 0.4,
   cashback_earn: 0.5,
   points_balance: 0.6,
   points_history: 0.6,
@@ -227,6 +229,24 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     // Counted before the growth and expiry figures, whose journal rows are written with SQL (no
     // events, no mail) for members and accounts of their own.
     const earned = await membersWhoEarned(pool);
+    // The recompute job's rate, with earns on the same card meanwhile (its members are written with SQL).
+    let tierRecompute: TierRecomputeReport | { skipped: string };
+    if (opts.skipTierRecompute) tierRecompute = { skipped: '--skip-tier-recompute' };
+    else if (!pool) tierRecompute = { skipped: 'no database (pass --database-url with --url)' };
+    else {
+      tierRecompute = await measureTierRecompute(api, fixture, pool, {
+        members: opts.tierMembers,
+        url: system.url,
+        timeoutSeconds: 900,
+        log,
+      });
+      log(
+        `tier recompute: ${tierRecompute.members_per_second.toLocaleString('en-US')} members/s (${tierRecompute.members.toLocaleString('en-US')} members in ${tierRecompute.seconds} s); earns meanwhile ${tierRecompute.earns.rps} rps, ${tierRecompute.earns.errors} errors`,
+      );
+      problems.push(...tierRecompute.checks);
+      await settle('tier recompute');
+    }
+
     let growth: GrowthReport | { skipped: string };
     if (opts.skipGrowth) growth = { skipped: '--skip-growth' };
     else if (!pool) growth = { skipped: 'no database (pass --database-url with --url)' };
@@ -285,6 +305,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       webhooks,
       imports,
       tracing,
+      tier_recompute: tierRecompute,
       event_backlog_wait_s: settled,
       notification_mail_backlog_at_end: await system.mailBacklog(),
       targets: {
@@ -294,6 +315,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
         growth: 'balance and history p50 at 10,000,000 rows within 1.5x of 10,000 rows',
         expiry: 'lots expired per second with 1,000,000 lots due (a figure, no target)',
         webhooks: 'at least 1,000 deliveries/s sustained; event-to-delivery p99 under 1 s at 500 events/s',
+        tier_recompute: '1,000,000 members recomputed in at most 120 s, earns served meanwhile',
         tracing: 'points earn with tracing on (10 % sampled) at least 0.95x the same earn with it off',
         imports:
           '1,000,000 members plus 1,000,000 balance lines in at most 3 minutes, at most 150 MB resident in any process',

@@ -12,6 +12,8 @@ export const DESCRIPTIONS: Record<ScenarioName, string> = {
   points_earn: 'POST points/earn, each request for the next of the provisioned members',
   points_earn_rules:
     'POST points/earn of a 20-line purchase on a card with 25 active earning rules (no caps), for the next member',
+  points_earn_tiers:
+    'POST points/earn on a card with three tiers and five rules on the tier (the member already holds one), for the next member',
   cashback_earn: 'POST cashback/earn, each request for the next member',
   points_balance: 'GET points/balance of the next member',
   points_history: 'GET points/history, first page (20) of a member with the long history',
@@ -23,6 +25,7 @@ export const DESCRIPTIONS: Record<ScenarioName, string> = {
 export const EXPECTED_REFUSALS: Record<ScenarioName, number[]> = {
   points_earn: [],
   points_earn_rules: [],
+  points_earn_tiers: [],
   cashback_earn: [],
   points_balance: [],
   points_history: [],
@@ -63,6 +66,15 @@ export function httpScenario(
           path: '/api/v1/loyalty/points/earn',
           headers: json,
           body: JSON.stringify({ card_id: f.rulesCardId, member_id: member(), ...RULES_PURCHASE }),
+        }),
+      };
+    case 'points_earn_tiers':
+      return {
+        next: () => ({
+          method: 'POST',
+          path: '/api/v1/loyalty/points/earn',
+          headers: json,
+          body: JSON.stringify({ card_id: f.tiersCardId, member_id: member(), purchase_amount: 10 + (i % 90) }),
         }),
       };
     case 'cashback_earn':

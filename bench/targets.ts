@@ -12,6 +12,8 @@ export interface TargetCheck {
 export const TARGETS = {
   earnTunedRatio: 0.4,
   rulesEarnRatio: 0.85,
+  tiersEarnRatio: 0.85,
+  tierRecomputeSecondsPerMillion: 120,
   earnP99Ms: 25,
   balanceTunedRatio: 0.35,
   historyTunedRatio: 0.45,
@@ -47,6 +49,26 @@ export function checkTargets(r: Omit<BenchReport, 'target_checks'>, membersWhoEa
     target: `points_earn_rules (25 rules, 20 lines) >= ${TARGETS.rulesEarnRatio}x the plain points_earn of the same run`,
     figure: plain && ruled ? x(ruled.rps / plain.rps) : 'not run',
     met: plain && ruled ? ruled.rps / plain.rps >= TARGETS.rulesEarnRatio : null,
+  });
+  const tiered = scenario('points_earn_tiers');
+  out.push({
+    target: `points_earn_tiers (tiers and tier rules) >= ${TARGETS.tiersEarnRatio}x the plain points_earn of the same run`,
+    figure: plain && tiered ? x(tiered.rps / plain.rps) : 'not run',
+    met: plain && tiered ? tiered.rps / plain.rps >= TARGETS.tiersEarnRatio : null,
+  });
+  const recompute = r.tier_recompute && 'members_per_second' in r.tier_recompute ? r.tier_recompute : undefined;
+  out.push({
+    target: `tier recompute: 1,000,000 members in <= ${TARGETS.tierRecomputeSecondsPerMillion} s, earns served meanwhile`,
+    figure: recompute
+      ? `${recompute.members_per_second.toLocaleString('en-US')} members/s (1,000,000 in ${recompute.seconds_per_million} s), earns meanwhile ${recompute.earns.rps} rps, ${recompute.earns.errors} errors`
+      : 'not run',
+    // Fewer members than the target's (a smoke run) are a figure, not a verdict.
+    met:
+      recompute && recompute.members >= 1_000_000
+        ? recompute.seconds <= TARGETS.tierRecomputeSecondsPerMillion * (recompute.members / 1_000_000) &&
+          recompute.earns.errors === 0 &&
+          recompute.earns.requests > 0
+        : null,
   });
   for (const [name, ratio] of [
     ['points_balance', TARGETS.balanceTunedRatio],
