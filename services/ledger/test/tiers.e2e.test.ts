@@ -440,6 +440,12 @@ describe('recomputing a card after a ladder change', () => {
       tiers: LADDER.map((t) => (t.rank === 2 ? { ...t, name: 'Platinum' } : t)),
     });
     expect(renamed.recompute_job_id).toBeNull();
+    // A member whose purchase was refunded in full the same day: a qualifying day of 0 until a recompute.
+    const zero = await earn(card, { email: email('zero'), purchase_amount: 40 });
+    const undone = await api('POST', `${PTS}/refund`, {
+      body: { card_id: card, member_id: zero.member_id, refund_amount: 40 },
+    });
+    expect(undone.status, JSON.stringify(undone.body)).toBe(200);
     // A stricter metric: amount spent over 1,000 for the top tier. Nobody moves down before a review.
     const stricter = await withTiers(card, {
       metric: 'amount_spent',
@@ -452,6 +458,16 @@ describe('recomputing a card after a ladder change', () => {
     expect(await finished(String(stricter.recompute_job_id))).toMatchObject({ status: 'succeeded' });
     expect(await tierName(big.member_id)).toMatchObject({ tier: { name: 'Gold' }, qualifying_total: 600 });
     expect(await tierName(small.member_id)).toMatchObject({ tier: { name: 'Bronze' } });
+    // The days were rebuilt in the new unit (cents spent): changed days rewritten, the day of 0 gone.
+    const days = await sys.db.query<{ member_id: string; amount: string }>(
+      'SELECT member_id, amount FROM ledger.tier_days WHERE card_id = $1 ORDER BY amount DESC',
+      [card],
+    );
+    expect(days.rows.map((r) => [Number(r.member_id), Number(r.amount)])).toEqual([
+      [big.member_id, 60000],
+      [mid.member_id, 13000],
+      [small.member_id, 1000],
+    ]);
   });
 });
 

@@ -69,6 +69,9 @@ export async function recomputeMembers(
   );
   if (rows.length === 0) return { members: 0, last: undefined };
   const members = rows.map((r) => r.member_id);
+  // The planner's estimates for a step's set statements pass jit_above_cost, and compiling them
+  // took a third of a step's time (about 0.5 s of 1.6 s for 5,000 members) for no faster execution.
+  await db.query('SET LOCAL jit = off');
   await rebuildDays(db, card.id, members);
   await db.query(
     `WITH l AS (SELECT * FROM ledger.tier_ladders WHERE card_id = $1),
@@ -83,14 +86,16 @@ export async function recomputeMembers(
               ledger.tier_upgrade_until(l.window_kind, l.window_days, l.validity_days, $4::date, w.joined)::timestamp
                 AT TIME ZONE $3 AS vu, l.warning_days
          FROM who w CROSS JOIN l
-     ), total AS (
+     ), total AS MATERIALIZED (
        SELECT w.*, COALESCE((SELECT sum(d.amount) FROM ledger.tier_days d
                 WHERE d.card_id = $1 AND d.member_id = w.member_id AND d.day >= w.ws), 0)::bigint AS qualifying,
               COALESCE((SELECT max(t.rank) FROM ledger.tiers t WHERE t.card_id = $1 AND t.rank <= w.held_rank),
                        (SELECT rank FROM lowest)) AS kept
          FROM win w
-     ), decided AS (
-       SELECT t.*, COALESCE(ledger.tier_rank_for($1, t.qualifying), t.kept) AS reach FROM total t
+     ), decided AS MATERIALIZED (
+       SELECT t.*, COALESCE((SELECT max(s.rank) FROM ledger.tiers s
+                              WHERE s.card_id = $1 AND s.entry_threshold <= GREATEST(t.qualifying, 0)), t.kept) AS reach
+         FROM total t
      )
      INSERT INTO ledger.member_tiers AS m (card_id, member_id, tenant_id, rank, prev_rank, valid_until, warn_at, joined_on,
                                            qualifying, counted_from, updated_at)
@@ -111,18 +116,29 @@ export async function recomputeMembers(
   return { members: members.length, last: members[members.length - 1] };
 }
 
-/** The members' qualifying days, rebuilt from their journal rows on the card under the ladder. */
+/**
+ * The members' qualifying days, rebuilt from their journal rows on the card under the ladder, in
+ * one statement: days whose amount is unchanged are left as they are (a change of thresholds or
+ * the window changes none), changed ones updated in place, new ones inserted, and days no longer
+ * qualifying deleted.
+ */
 async function rebuildDays(db: Queryable, cardId: number, members: number[]): Promise<void> {
-  await db.query('DELETE FROM ledger.tier_days WHERE card_id = $1 AND member_id = ANY($2::bigint[])', [
-    cardId,
-    members,
-  ]);
   await db.query(
-    `INSERT INTO ledger.tier_days (card_id, member_id, day, amount)
-     SELECT j.card_id, j.member_id, (j.created_at AT TIME ZONE c.time_zone)::date, sum(${QUALIFYING})::bigint
-       FROM ledger.journal j JOIN ledger.tier_ladders l ON l.card_id = j.card_id JOIN ledger.cards c ON c.id = j.card_id
-      WHERE j.card_id = $1 AND j.member_id = ANY($2::bigint[])
-      GROUP BY 1, 2, 3 HAVING sum(${QUALIFYING}) <> 0`,
+    `WITH rebuilt AS (
+       SELECT card_id, member_id, day, amount FROM (
+         SELECT j.card_id, j.member_id, (j.created_at AT TIME ZONE c.time_zone)::date AS day, sum(${QUALIFYING})::bigint AS amount
+           FROM ledger.journal j JOIN ledger.tier_ladders l ON l.card_id = j.card_id JOIN ledger.cards c ON c.id = j.card_id
+          WHERE j.card_id = $1 AND j.member_id = ANY($2::bigint[])
+          GROUP BY 1, 2, 3) q
+        WHERE amount <> 0
+     ), written AS (
+       INSERT INTO ledger.tier_days AS d (card_id, member_id, day, amount)
+       SELECT card_id, member_id, day, amount FROM rebuilt
+       ON CONFLICT (card_id, member_id, day) DO UPDATE SET amount = EXCLUDED.amount WHERE d.amount <> EXCLUDED.amount
+     )
+     DELETE FROM ledger.tier_days d
+      WHERE d.card_id = $1 AND d.member_id = ANY($2::bigint[])
+        AND NOT EXISTS (SELECT 1 FROM rebuilt r WHERE r.member_id = d.member_id AND r.day = d.day)`,
     [cardId, members],
   );
 }
