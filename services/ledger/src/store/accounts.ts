@@ -129,6 +129,17 @@ const CREDIT = `account AS (
 // ON CONFLICT DO UPDATE reads the latest member_tiers row, so two crossings upgrade once). The
 // window total is a counter kept from the window start of the member's last movement; moving it to
 // today's window reads only days before today (tier_rolled, migration 30). Lowest rank first.
+//
+// ledger.tier_rank_for and ledger.tier_rolled (migration 30) are written out here: PostgreSQL 15
+// plans the body of a SQL function it cannot inline at every execution of the statement that
+// calls it, where the statement's own subqueries are planned once with the prepared statement.
+const rankFor = (card: string, total: string) =>
+  `(SELECT max(s.rank) FROM ledger.tiers s WHERE s.card_id = ${card} AND s.entry_threshold <= GREATEST(${total}, 0))`;
+const ROLLED = `CASE WHEN m.counted_from = EXCLUDED.counted_from THEN m.qualifying
+    WHEN m.counted_from < EXCLUDED.counted_from THEN m.qualifying - COALESCE((SELECT sum(d.amount) FROM ledger.tier_days d
+      WHERE d.card_id = m.card_id AND d.member_id = m.member_id AND d.day >= m.counted_from AND d.day < EXCLUDED.counted_from), 0)::bigint
+    ELSE m.qualifying + COALESCE((SELECT sum(d.amount) FROM ledger.tier_days d
+      WHERE d.card_id = m.card_id AND d.member_id = m.member_id AND d.day >= EXCLUDED.counted_from AND d.day < m.counted_from), 0)::bigint END`;
 const TIER = (outboxTable: string) => `tq AS (
   SELECT i.n, i.card_id, i.member_id, i.tenant_id, i.at, i.tier AS t, (i.tier ->> 'd')::bigint AS delta, (i.tier ->> 'day')::date AS day,
          (a.created_at AT TIME ZONE (i.tier ->> 'tz'))::date AS joined
@@ -146,7 +157,7 @@ const TIER = (outboxTable: string) => `tq AS (
   INSERT INTO ledger.member_tiers AS m (card_id, member_id, tenant_id, rank, prev_rank, valid_until, warn_at, joined_on, qualifying, counted_from, updated_at)
   SELECT w.card_id, w.member_id, w.tenant_id, r.rank, w.low, CASE WHEN r.rank > w.low THEN w.vu END,
          CASE WHEN r.rank > w.low THEN w.vu - make_interval(days => w.warn_days) END, w.joined, w.delta, w.ws, w.at
-    FROM tw w CROSS JOIN LATERAL (SELECT GREATEST(w.low, COALESCE(ledger.tier_rank_for(w.card_id, w.delta), w.low)) AS rank) r
+    FROM tw w CROSS JOIN LATERAL (SELECT GREATEST(w.low, COALESCE(${rankFor('w.card_id', 'w.delta')}, w.low)) AS rank) r
    ORDER BY w.n
   ON CONFLICT (card_id, member_id) DO UPDATE SET
     (qualifying, counted_from, prev_rank, rank, valid_until, warn_at, manual_reason, updated_at) = (
@@ -156,9 +167,8 @@ const TIER = (outboxTable: string) => `tq AS (
              CASE WHEN q.reach > m.rank THEN NULL ELSE m.manual_reason END,
              EXCLUDED.updated_at
         FROM tw w
-        CROSS JOIN LATERAL (SELECT ledger.tier_rolled(m.card_id, m.member_id, m.qualifying, m.counted_from, EXCLUDED.counted_from)
-                                   + EXCLUDED.qualifying AS total) t
-        CROSS JOIN LATERAL (SELECT t.total, COALESCE(ledger.tier_rank_for(m.card_id, t.total), m.rank) AS reach) q
+        CROSS JOIN LATERAL (SELECT ${ROLLED} + EXCLUDED.qualifying AS total) t
+        CROSS JOIN LATERAL (SELECT t.total, COALESCE(${rankFor('m.card_id', 't.total')}, m.rank) AS reach) q
        WHERE w.card_id = m.card_id AND w.member_id = m.member_id)
   RETURNING card_id, member_id, rank, prev_rank, valid_until
 ), tier_event AS (
