@@ -4,7 +4,7 @@ import type { Accounting, BalanceChange, LedgerDeps, LedgerMeta, RefundChange } 
 import { qualifyingOfEarn } from '../domain/tiers.ts';
 import { findMemberTier, lowerQualifying } from '../store/tiers.ts';
 import { periodKey } from '../domain/rules/index.ts';
-import { earnTierView, tierBadge, tierForRules, tierMove } from '../tiers/moves.ts';
+import { earnTierView, MemberRanks, tierBadge, tierForRules, tierMove } from '../tiers/moves.ts';
 import { memberBy } from '../accounting.ts';
 import { cardOfKind } from '../card-catalogue.ts';
 import { toCents } from '../domain/money.ts';
@@ -57,6 +57,8 @@ function ruledFigures(evaluation: Evaluation, facts: PurchaseFacts): EarnFigures
  */
 export class ProductFlow<T extends ProductTypes> {
   protected readonly events: JournalEvents;
+  /** Members' tiers read before earns outside a transaction (concurrent reads batched). */
+  private readonly ranks: MemberRanks;
 
   constructor(
     protected readonly deps: LedgerDeps,
@@ -64,6 +66,7 @@ export class ProductFlow<T extends ProductTypes> {
     protected readonly unit: ProductUnit<T>,
   ) {
     this.events = journalEvents(deps.outbox);
+    this.ranks = new MemberRanks(deps.pool);
   }
 
   /**
@@ -83,7 +86,7 @@ export class ProductFlow<T extends ProductTypes> {
     // Rules that keep state (caps, budgets, purchase counts) are decided inside a transaction.
     if (!stateless(rules)) return this.earnWithRules(meta, d, card, rules, buyer, facts);
     // A rule with a tier condition reads the member's tier before the earn (that earn's own upgrade counts from the next one).
-    const tier = await tierForRules(this.deps.pool, card, rules, member.id);
+    const tier = await tierForRules(this.ranks, card, rules, member.id);
     return this.books.posting(
       meta,
       { operation: unit.operations.earn, data: d, source: 'http', direction: 'credit', earnReference },

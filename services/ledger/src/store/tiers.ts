@@ -135,6 +135,20 @@ export async function memberRank(db: Queryable, cardId: number, memberId: number
   return rows[0]?.rank;
 }
 
+/** The ranks of several members (card and member id pairs) in one statement; absent: no row (the lowest tier). */
+export async function memberRanks(
+  db: Queryable,
+  keys: readonly { cardId: number; memberId: number }[],
+): Promise<Map<string, number>> {
+  const { rows } = await db.query<{ card_id: string; member_id: string; rank: number }>({
+    name: 'ledger.member_ranks',
+    text: `SELECT m.card_id, m.member_id, m.rank FROM unnest($1::bigint[], $2::bigint[]) AS k(card_id, member_id)
+             JOIN ledger.member_tiers m ON m.card_id = k.card_id AND m.member_id = k.member_id`,
+    values: [keys.map((k) => k.cardId), keys.map((k) => k.memberId)],
+  });
+  return new Map(rows.map((r) => [`${r.card_id}:${r.member_id}`, r.rank]));
+}
+
 /** What the member qualified with on days [from, until) (null bounds: open). */
 export async function qualifyingBetween(
   db: Queryable,

@@ -50,15 +50,24 @@ export function isTimeZone(timeZone: string): boolean {
   }
 }
 
-/** The last answer (an evaluation asks for the same instant and zone once per rule). */
-let last: { ms: number; timeZone: string; local: LocalTime } | undefined;
+/**
+ * The last answer per zone, by UTC minute: a wall clock to the minute is the same for every instant
+ * of a UTC minute wherever offsets are whole minutes, as every zone's have been since 1972 (some
+ * local mean times before had seconds), so earns of the same minute format the instant once.
+ */
+const lastByZone = new Map<string, { minute: number; local: LocalTime }>();
+const WHOLE_MINUTE_OFFSETS_SINCE = Date.UTC(1973, 0, 1);
 
 /** The instant `at` as a wall clock in `timeZone`. */
 export function localTime(at: Date, timeZone: string): LocalTime {
   const ms = at.getTime();
-  if (last !== undefined && last.ms === ms && last.timeZone === timeZone) return last.local;
+  if (ms < WHOLE_MINUTE_OFFSETS_SINCE) return wallClock(at, timeZone);
+  const minute = Math.floor(ms / 60_000);
+  const last = lastByZone.get(timeZone);
+  if (last !== undefined && last.minute === minute) return last.local;
   const local = wallClock(at, timeZone);
-  last = { ms, timeZone, local };
+  if (lastByZone.size > 1000) lastByZone.clear();
+  lastByZone.set(timeZone, { minute, local });
   return local;
 }
 
