@@ -35,6 +35,8 @@ export interface BenchOptions {
   /** Leave out the cost of tracing (a second system with tracing on), and the share it samples. */
   skipTracing: boolean;
   tracingSampling: number;
+  /** Turns of points_earn with tracing off and on each. */
+  tracingRounds: number;
   /** Leave out the tier recompute figure, and the members it recomputes. */
   skipTierRecompute: boolean;
   tierMembers: number;
@@ -85,6 +87,7 @@ const HELP = `npm run bench -- [options]
   --skip-webhooks       leave out the webhooks scenario
   --skip-tracing        leave out the cost of tracing (points_earn again on a system with tracing on)
   --tracing-sampling <r> share of new traces sampled for that figure (default 0.1)
+  --tracing-rounds <n>  turns of points_earn with tracing off and on, alternating (default 3)
   --skip-tier-recompute leave out the tier recompute job's rate (members/s, earns served meanwhile)
   --tier-members <n>    members of the card that job recomputes (default 1000000, written with SQL)
   --webhook-seconds <s> seconds of steady points earns of the webhooks scenario (default 20)
@@ -121,6 +124,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       'skip-imports': { type: 'boolean', default: false },
       'skip-tracing': { type: 'boolean', default: false },
       'tracing-sampling': { type: 'string', default: '0.1' },
+      'tracing-rounds': { type: 'string', default: '3' },
       'skip-tier-recompute': { type: 'boolean', default: false },
       'tier-members': { type: 'string', default: '1000000' },
       'webhook-seconds': { type: 'string', default: '20' },
@@ -181,6 +185,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     importRows: values['skip-imports'] ? 0 : Math.floor(num('import-rows', values['import-rows'], 0)),
     skipTracing: values['skip-tracing'],
     tracingSampling: ratio('tracing-sampling', values['tracing-sampling']),
+    tracingRounds: Math.floor(num('tracing-rounds', values['tracing-rounds'], 1)),
     skipTierRecompute: values['skip-tier-recompute'],
     tierMembers: Math.floor(num('tier-members', values['tier-members'], 1)),
     webhookSeconds: num('webhook-seconds', values['webhook-seconds'], 0.5),

@@ -214,6 +214,16 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       else
         tracing = await measureTracingCost({
           plainRps: plainEarn.rps,
+          // The run's own system (tracing off) in turns with the traced one.
+          plain: (seconds) =>
+            runHttp({
+              url: system.url,
+              connections: opts.connections,
+              seconds,
+              headers: { 'x-app-id': fixture.app.appId, 'x-api-key': fixture.app.apiKey },
+              next: httpScenario('points_earn', fixture, 'full', api, opts.connections).next,
+            }),
+          rounds: opts.tracingRounds,
           sampling: opts.tracingSampling,
           database: opts.database,
           subjectRoot: opts.subjectRoot,

@@ -36,7 +36,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * `n` members on the card: 2 credits each in the last 300 days (0 to 2,900 points in all), their
- * days, and the tier that total reached on the bench ladder (as the earns would have left it).
+ * days, and the tier that total reached on the bench ladder, with the window counter the later
+ * credit left (counted from its window's start), as the earns would have left them.
  */
 async function seed(db: pg.PoolClient, cardId: number, tenantId: number, n: number): Promise<void> {
   const member = `${FIRST_MEMBER} + g`;
@@ -66,7 +67,7 @@ async function seed(db: pg.PoolClient, cardId: number, tenantId: number, n: numb
                                       qualifying, counted_from, updated_at)
      SELECT $1, ${member}, $2, r, r, CASE WHEN r > 1 THEN now() + interval '200 days' END,
             CASE WHEN r > 1 THEN now() + interval '170 days' END, (now() - interval '330 days')::date,
-            2 * GREATEST(${each}, 1), (now() AT TIME ZONE 'UTC')::date - 364, now() - interval '1 day'
+            2 * GREATEST(${each}, 1), (now() AT TIME ZONE 'UTC')::date - (g % 300) / 2 - 364, now() - interval '1 day'
        FROM (SELECT g, CASE WHEN 2 * GREATEST(${each}, 1) >= $4 THEN 3 WHEN 2 * GREATEST(${each}, 1) >= $5 THEN 2 ELSE 1 END AS r
                FROM generate_series(1, $3::int) g) s`,
     [cardId, tenantId, n, gold!.entry_threshold, silver!.entry_threshold],
@@ -109,11 +110,7 @@ export async function measureTierRecompute(
   const [bronze, silver, gold] = BENCH_LADDER.tiers;
   const raised = {
     ...BENCH_LADDER,
-    tiers: [
-      bronze,
-      { ...silver!, entry_threshold: 250 },
-      { ...gold!, entry_threshold: 1200 },
-    ],
+    tiers: [bronze, { ...silver!, entry_threshold: 250 }, { ...gold!, entry_threshold: 1200 }],
   };
   opts.log('tier recompute: raising the thresholds (the job recomputes every member; earns go on meanwhile)');
   const answer = await api.admin<{ recompute_job_id: string | null }>(
@@ -133,7 +130,8 @@ export async function measureTierRecompute(
     for (;;) {
       job = await api.admin<Job>('GET', `/admin/v1/jobs/${jobId}`);
       if (job.status === 'succeeded' || job.status === 'failed') return;
-      if (Date.now() > deadline) throw new Error(`tier recompute: job ${jobId} not done after ${opts.timeoutSeconds} s`);
+      if (Date.now() > deadline)
+        throw new Error(`tier recompute: job ${jobId} not done after ${opts.timeoutSeconds} s`);
       await sleep(250);
     }
   })();
@@ -153,7 +151,10 @@ export async function measureTierRecompute(
   }
   await poll;
   const done = job!;
-  const seconds = Math.max(0.001, (Date.parse(done.finished_at ?? new Date().toISOString()) - Date.parse(done.created_at)) / 1000);
+  const seconds = Math.max(
+    0.001,
+    (Date.parse(done.finished_at ?? new Date().toISOString()) - Date.parse(done.created_at)) / 1000,
+  );
   const checks: string[] = [];
   if (done.status !== 'succeeded') checks.push(`tier recompute: job ${done.status} (${JSON.stringify(done.errors)})`);
   const { rows } = await pool.query<{ tiers: string; accounts: string }>(
@@ -162,8 +163,10 @@ export async function measureTierRecompute(
     [cardId],
   );
   const accounts = Number(rows[0]!.accounts);
-  if (done.progress.done !== accounts) checks.push(`tier recompute: ${done.progress.done} members done, ${accounts} on the card`);
-  if (Number(rows[0]!.tiers) !== accounts) checks.push(`tier recompute: ${rows[0]!.tiers} tier rows, ${accounts} accounts`);
+  if (done.progress.done !== accounts)
+    checks.push(`tier recompute: ${done.progress.done} members done, ${accounts} on the card`);
+  if (Number(rows[0]!.tiers) !== accounts)
+    checks.push(`tier recompute: ${rows[0]!.tiers} tier rows, ${accounts} accounts`);
   const requests = earns.reduce((a, m) => a + m.requests, 0);
   const measuredSeconds = earns.reduce((a, m) => a + m.seconds, 0);
   const earnErrors = earns.reduce((a, m) => a + m.errors, 0);

@@ -1,10 +1,13 @@
 // What tracing costs: the points earn again on a second system started with tracing on (spans
 // exported over OTLP/HTTP to a receiver here that reads and drops them), sampling a share of new
 // traces (default 10 %), against the points earn of the run's own system, whose tracing is off.
+// The two are run in turns (off, on, on, off, ...: `rounds` of each), so a machine whose load
+// comes and goes weighs on both sides alike; the ratio is of their summed requests.
+import os from 'node:os';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Api } from './api.ts';
-import { runHttp } from './load.ts';
+import { runHttp, type Measured } from './load.ts';
 import { provision } from './provision.ts';
 import { httpScenario } from './scenarios.ts';
 import { startBenchSystem, type BenchNats } from './system.ts';
@@ -16,6 +19,10 @@ export interface TracingReport {
   /** The points earn of the run's system (tracing off). */
   plain_rps: number;
   ratio: number;
+  /** Each turn's rps, tracing off and on, in the order run. */
+  rounds: { off_rps: number; on_rps: number }[];
+  /** The machine's 1-minute load average before and after the turns. */
+  load_average: [number, number];
   /** Spans the receiver took, and their OTLP/JSON bytes. */
   exports: { requests: number; bytes: number };
 }
@@ -40,6 +47,9 @@ async function discardingOtlpReceiver() {
 
 export async function measureTracingCost(opts: {
   plainRps: number;
+  /** A points earn run of `seconds` on the run's own system (tracing off), for the turns. */
+  plain?: (seconds: number) => Promise<Measured>;
+  rounds?: number;
   sampling: number;
   database: string;
   subjectRoot: string;
@@ -83,21 +93,44 @@ export async function measureTracingCost(opts: {
         headers,
         next: httpScenario('points_earn', fixture, 'warmup', api, opts.connections).next,
       });
-    const run = await runHttp({
-      url: system.url,
-      connections: opts.connections,
-      seconds: opts.duration,
-      headers,
-      next: httpScenario('points_earn', fixture, 'full', api, opts.connections).next,
-    });
-    const ratio = opts.plainRps > 0 ? Math.round((run.rps / opts.plainRps) * 100) / 100 : 0;
-    opts.log(`tracing: points_earn ${run.rps} rps with tracing on, ${opts.plainRps} rps off (${ratio}x)`);
+    const traced = httpScenario('points_earn', fixture, 'full', api, opts.connections);
+    const on = (seconds: number) =>
+      runHttp({ url: system.url, connections: opts.connections, seconds, headers, next: traced.next });
+    const load = () => Math.round(os.loadavg()[0]! * 100) / 100;
+    const loadBefore = load();
+    const rounds: { off: Measured | null; on: Measured }[] = [];
+    const turns = opts.plain ? Math.max(1, opts.rounds ?? 3) : 1;
+    for (let k = 0; k < turns; k++) {
+      // Off first in even turns, on first in odd ones.
+      if (opts.plain && k % 2 === 0) {
+        const off = await opts.plain(opts.duration);
+        rounds.push({ off, on: await on(opts.duration) });
+      } else {
+        const onRun = await on(opts.duration);
+        rounds.push({ off: opts.plain ? await opts.plain(opts.duration) : null, on: onRun });
+      }
+    }
+    const onRequests = rounds.reduce((a, r) => a + r.on.requests, 0);
+    const onSeconds = rounds.reduce((a, r) => a + r.on.seconds, 0);
+    const rps = Math.round((onRequests / onSeconds) * 10) / 10;
+    const offRuns = rounds.flatMap((r) => (r.off ? [r.off] : []));
+    const plainRps =
+      offRuns.length > 0
+        ? Math.round((offRuns.reduce((a, r) => a + r.requests, 0) / offRuns.reduce((a, r) => a + r.seconds, 0)) * 10) /
+          10
+        : opts.plainRps;
+    const ratio = plainRps > 0 ? Math.round((rps / plainRps) * 100) / 100 : 0;
+    opts.log(
+      `tracing: points_earn ${rps} rps with tracing on, ${plainRps} rps off (${ratio}x; turns ${rounds.map((r) => `${r.off?.rps ?? '-'}/${r.on.rps}`).join(', ')})`,
+    );
     return {
       sampling: opts.sampling,
-      rps: run.rps,
-      p99_ms: run.p99_ms,
-      plain_rps: opts.plainRps,
+      rps,
+      p99_ms: Math.max(...rounds.map((r) => r.on.p99_ms)),
+      plain_rps: plainRps,
       ratio,
+      rounds: rounds.map((r) => ({ off_rps: r.off?.rps ?? opts.plainRps, on_rps: r.on.rps })),
+      load_average: [loadBefore, load()],
       exports: { ...otlp.counts },
     };
   } finally {
