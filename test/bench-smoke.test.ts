@@ -22,7 +22,7 @@ describe('npm run bench (smoke)', () => {
       ...parseOptions([
         ...['--duration', '1', '--warmup', '0', '--connections', '2', '--members', '20', '--history-rows', '40'],
         ...['--growth-rows', '400', '--growth-requests', '20', '--redeem-accounts', '2', '--redeem-balance', '0.5'],
-        ...['--expiry-lots', '200', '--tier-members', '200', '--tracing-rounds', '1'],
+        ...['--expiry-lots', '200', '--tier-members', '200', '--tracing-rounds', '1', '--import-rows', '200'],
         ...['--webhook-seconds', '1', '--webhook-rate', '40', '--webhook-events', '200'],
       ]),
       quiet: true,
@@ -114,6 +114,7 @@ describe('npm run bench (smoke)', () => {
       'notification',
       'every',
       'points_earn', // with tracing on (a second system, 10 % of new traces sampled)
+      '1,000,000', // members and balance lines imported
     ]);
     for (const k of [0, 1, 2, 3, 5, 6, 7]) expect(typeof report.target_checks[k]!.met, `${k}`).toBe('boolean');
     expect(report.target_checks[4]!.met).toBeNull(); // 220 members are not the recompute target's 1,000,000
@@ -121,6 +122,7 @@ describe('npm run bench (smoke)', () => {
     expect(report.target_checks[10]!.met).toBe(true); // at most one queued mail per member who earned
     expect(report.target_checks[11]!.met).toBe(true);
     expect(typeof report.target_checks[12]!.met).toBe('boolean');
+    expect(report.target_checks[13]!.met).toBeNull(); // 200 rows are not the import target's 1,000,000
     // The recompute job went over the 200 members written with SQL and the 20 of the tiers scenario.
     expect(report.tier_recompute).toMatchObject({ members: 220, checks: [] });
     expect(
