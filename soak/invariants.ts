@@ -138,7 +138,10 @@ export async function checkWrites(db: pg.Client, ops: OpRecord[]): Promise<Check
       figure: `lost ${lost}, answers sharing a row ${ids.length - distinct}, rows without an acknowledged answer ${extra} (unanswered ${unknown}) of ${ids.length.toLocaleString('en')} acknowledged`,
     });
   }
+  // Members erased or merged away lose their free text and email: checkDataRights checks them.
+  const gone = goneMembers(ops);
   const claims = byKey(ops, ['claim_create']);
+  for (const [k, v] of claims) if (gone.emails.has((v.op.body as { member_email: string }).member_email)) claims.delete(k);
   checks.push(
     exactlyOnce(
       'claim_create: claim requests by note',
@@ -164,7 +167,10 @@ export async function checkWrites(db: pg.Client, ops: OpRecord[]): Promise<Check
   );
   const regs = byKey(ops, ['register']);
   const emails = new Map<string, { outcome: OpRecord['outcome'] }>();
-  for (const { outcome, op } of regs.values()) emails.set((op.body as { email: string }).email, { outcome });
+  for (const { outcome, op } of regs.values()) {
+    const email = (op.body as { email: string }).email;
+    if (!gone.emails.has(email)) emails.set(email, { outcome });
+  }
   checks.push(
     exactlyOnce(
       'register: members by email',
@@ -398,21 +404,20 @@ export function checkMail(stack: SoakStack, ops: OpRecord[]): Check {
     to.set(m.to, list);
   }
   const mailsTo = (email: string) => [...to.entries()].filter(([k]) => k.includes(email)).flatMap(([, v]) => v);
+  // Mail still queued for a member erased or merged away is withdrawn: they are left out.
+  const gone = goneMembers(ops);
   const registered = byKey(ops, ['register']);
   let codesMissing = 0;
-  for (const { outcome, op } of registered.values())
-    if (outcome === 'ack' && mailsTo((op.body as { email: string }).email).length === 0) codesMissing += 1;
-  const earners = new Map<number, string>();
-  const emailOf = new Map<number, string>();
-  for (const op of ops) {
-    if (op.kind === 'register' && op.outcome === 'ack' && op.text) {
-      const id = (JSON.parse(op.text) as { data?: { member?: { id?: number } } }).data?.member?.id;
-      if (id) emailOf.set(id, (op.body as { email: string }).email);
-    }
+  for (const { outcome, op } of registered.values()) {
+    const email = (op.body as { email: string }).email;
+    if (outcome === 'ack' && !gone.emails.has(email) && mailsTo(email).length === 0) codesMissing += 1;
   }
+  const earners = new Map<number, string>();
+  const emailOf = registeredEmails(ops);
   for (const op of ops)
     if (op.kind === 'points_earn' && op.outcome === 'ack') {
       const id = (op.body as { member_id: number }).member_id;
+      if (gone.ids.has(id)) continue;
       const email = emailOf.get(id);
       if (email) earners.set(id, email);
     }
@@ -523,5 +528,144 @@ export async function checkRuleCaps(db: pg.Client): Promise<Check> {
     ok: over.length === 0 && spent.length === 0 && drift.length === 0,
     figure: `${over.length} counters over their cap, ${spent.length} budgets overspent, ${drift.length} counters disagreeing with the journal (${totals[0]?.counters ?? 0} counters, ${totals[0]?.rules ?? 0} rules)`,
     details: [...over, ...spent, ...drift].slice(0, 10),
+  };
+}
+
+/** Members' ids and emails from the acknowledged registrations. */
+function registeredEmails(ops: OpRecord[]): Map<number, string> {
+  const emailOf = new Map<number, string>();
+  for (const op of ops)
+    if (op.kind === 'register' && op.outcome === 'ack' && op.text) {
+      const id = (JSON.parse(op.text) as { data?: { member?: { id?: number } } }).data?.member?.id;
+      if (id) emailOf.set(id, (op.body as { email: string }).email);
+    }
+  return emailOf;
+}
+
+const memberOfPath = (op: OpRecord): number => Number(/\/members\/(\d+)\//.exec(op.path)?.[1]);
+
+/**
+ * Members whose personal data may have gone: every member an erasure or a merge (as its source)
+ * was asked for, answered or not. The checks keyed by a member's email or free text leave them out;
+ * checkDataRights checks them instead.
+ */
+export function goneMembers(ops: OpRecord[]): { ids: Set<number>; emails: Set<string> } {
+  const ids = new Set<number>();
+  for (const op of ops) {
+    if (op.kind === 'member_erase') ids.add(memberOfPath(op));
+    if (op.kind === 'member_merge') ids.add((op.body as { source_member_id: number }).source_member_id);
+  }
+  const emailOf = registeredEmails(ops);
+  const emails = new Set([...ids].flatMap((id) => (emailOf.has(id) ? [emailOf.get(id)!] : [])));
+  return { ids, emails };
+}
+
+/**
+ * Members' data rights under faults: every acknowledged erasure left a tombstone without name,
+ * email or phone; every acknowledged merge left its source pointing at its target with nothing
+ * on its accounts (a credit racing the merge went to the target); every job of every service
+ * finished (none failed, none left running); every executed import's members exist exactly once.
+ */
+export async function checkDataRights(db: pg.Client, ops: OpRecord[]): Promise<Check[]> {
+  const erased = [...new Set(ops.filter((o) => o.kind === 'member_erase' && o.outcome === 'ack').map(memberOfPath))];
+  const { rows: tomb } = await db.query<{ id: string }>(
+    `SELECT id FROM identity.members WHERE id = ANY($1) AND erased_at IS NOT NULL
+        AND name = '' AND email IS NULL AND phone IS NULL`,
+    [erased],
+  );
+  const merges = ops.filter((o) => o.kind === 'member_merge' && o.outcome === 'ack');
+  const sources = merges.map((o) => (o.body as { source_member_id: number }).source_member_id);
+  const { rows: merged } = await db.query<{ id: string; merged_into: string | null; left: string }>(
+    `SELECT m.id, m.merged_into,
+            COALESCE((SELECT sum(abs(balance) + abs(pending) + abs(held)) FROM ledger.accounts a WHERE a.member_id = m.id), 0) AS left
+       FROM identity.members m WHERE m.id = ANY($1)`,
+    [sources],
+  );
+  const into = new Map(merged.map((r) => [Number(r.id), r]));
+  const badMerges = merges.flatMap((o) => {
+    const source = (o.body as { source_member_id: number }).source_member_id;
+    const r = into.get(source);
+    return r && Number(r.merged_into) === memberOfPath(o) && Number(r.left) === 0
+      ? []
+      : [{ source, target: memberOfPath(o), merged_into: r?.merged_into, left: r?.left }];
+  });
+  const { rows: schemas } = await db.query<{ s: string }>(
+    `SELECT table_schema AS s FROM information_schema.tables WHERE table_name = 'jobs' AND table_schema <> 'public'`,
+  );
+  const jobs: { schema: string; kind: string; status: string; n: number }[] = [];
+  for (const { s } of schemas) {
+    const { rows } = await db.query<{ kind: string; status: string; n: string }>(
+      `SELECT kind, status, count(*) AS n FROM "${s}".jobs GROUP BY 1, 2 ORDER BY 1, 2`,
+    );
+    for (const r of rows) jobs.push({ schema: s, kind: r.kind, status: r.status, n: Number(r.n) });
+  }
+  const unfinished = jobs.filter((j) => j.status !== 'succeeded');
+  const executed = ops.filter((o) => o.kind === 'import_execute' && o.outcome === 'ack');
+  const wanted = [...new Set(executed.flatMap((o) => (o.body as { external_ids: string[] }).external_ids))];
+  const { rows: imported } = await db.query<{ external_id: string; n: string }>(
+    `SELECT external_id, count(*) AS n FROM identity.members WHERE external_id = ANY($1) GROUP BY 1`,
+    [wanted],
+  );
+  const importedOnce = imported.filter((r) => Number(r.n) === 1).length;
+  const importsNotDone = await db.query<{ status: string; n: string }>(
+    `SELECT status, count(*) AS n FROM identity.imports WHERE status NOT IN ('executed', 'validated') GROUP BY 1`,
+  );
+  return [
+    {
+      name: 'erasures: every acknowledged erasure left a tombstone without name, email or phone',
+      ok: tomb.length === erased.length,
+      figure: `${erased.length - tomb.length} of ${erased.length} erased members still hold personal data or are not tombstones`,
+    },
+    {
+      name: 'merges: every acknowledged merge left its source pointing at its target, its accounts empty',
+      ok: badMerges.length === 0,
+      figure: `${badMerges.length} of ${merges.length} merges wrong`,
+      details: badMerges.slice(0, 10),
+    },
+    {
+      name: 'jobs: every job of every service succeeded (none failed, none left queued or running)',
+      ok: unfinished.length === 0,
+      figure: `${jobs.reduce((n, j) => n + j.n, 0)} jobs: ${jobs.map((j) => `${j.schema} ${j.kind} ${j.status} ${j.n}`).join(', ') || 'none'}`,
+      details: unfinished,
+    },
+    {
+      name: 'imports: every member of an executed import exists exactly once (a file sent twice changes nothing)',
+      ok: importedOnce === wanted.length && importsNotDone.rows.length === 0,
+      figure: `${importedOnce} of ${wanted.length} imported members exactly once; ${executed.length} executions acknowledged; imports not finished: ${importsNotDone.rows.map((r) => `${r.status} ${r.n}`).join(', ') || 'none'}`,
+    },
+  ];
+}
+
+/**
+ * Tiers: each member's counter of the window equals the sum of its qualifying days, no member sits
+ * below the tier their total reaches (upgrades happen in the earn; nothing downgrades during a
+ * run: the ladder's window is lifetime), and no member was upgraded to the same tier twice (two
+ * earns crossing together upgrade once).
+ */
+export async function checkTiers(db: pg.Client): Promise<Check> {
+  const { rows: wrong } = await db.query<Record<string, string>>(`
+    SELECT mt.card_id, mt.member_id, mt.rank, mt.qualifying,
+           COALESCE((SELECT sum(amount) FROM ledger.tier_days d WHERE d.card_id = mt.card_id AND d.member_id = mt.member_id
+                      AND d.day >= mt.counted_from), 0) AS days,
+           (SELECT max(rank) FROM ledger.tiers t WHERE t.card_id = mt.card_id AND t.entry_threshold <= mt.qualifying) AS reached
+      FROM ledger.member_tiers mt
+     WHERE mt.qualifying <> COALESCE((SELECT sum(amount) FROM ledger.tier_days d WHERE d.card_id = mt.card_id
+                                        AND d.member_id = mt.member_id AND d.day >= mt.counted_from), 0)
+        OR mt.rank < (SELECT max(rank) FROM ledger.tiers t WHERE t.card_id = mt.card_id AND t.entry_threshold <= mt.qualifying)`);
+  const { rows: counts } = await db.query<{ members: string; upgraded: string }>(
+    `SELECT count(*) AS members, count(*) FILTER (WHERE rank > (SELECT min(rank) FROM ledger.tiers t WHERE t.card_id = mt.card_id)) AS upgraded
+       FROM ledger.member_tiers mt`,
+  );
+  const { rows: twice } = await db.query<{ k: string; n: string }>(`
+    SELECT concat_ws(':', payload->'data'->>'card_id', payload->'data'->>'member_id', payload->'data'->>'to') AS k, count(*) AS n
+      FROM public.soak_outbox_seen WHERE payload->>'type' = 'tier_upgraded' GROUP BY 1 HAVING count(*) > 1`);
+  const { rows: upgrades } = await db.query<{ n: string }>(
+    `SELECT count(*) AS n FROM public.soak_outbox_seen WHERE payload->>'type' = 'tier_upgraded'`,
+  );
+  return {
+    name: 'tiers: counters = qualifying days, nobody below the tier their total reaches, one upgrade per crossing',
+    ok: wrong.length === 0 && twice.length === 0,
+    figure: `${wrong.length} of ${counts[0]?.members ?? 0} member tiers wrong (${counts[0]?.upgraded ?? 0} above the lowest); ${upgrades[0]?.n ?? 0} upgrade events, ${twice.length} members upgraded twice to one tier`,
+    details: [...wrong.slice(0, 5), ...twice.slice(0, 5)],
   };
 }

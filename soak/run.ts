@@ -11,6 +11,8 @@ import {
   checkBalances,
   checkEvents,
   checkRuleCaps,
+  checkDataRights,
+  checkTiers,
   checkMail,
   checkReplays,
   checkServerErrors,
@@ -95,6 +97,15 @@ async function backlog(db: pg.Client, stack: SoakStack): Promise<number> {
   for (const { s } of schemas) {
     const { rows } = await db.query<{ n: string }>(
       `SELECT count(*) AS n FROM "${s}".outbox WHERE published_at IS NULL`,
+    );
+    n += Number(rows[0]?.n ?? 0);
+  }
+  const { rows: jobSchemas } = await db.query<{ s: string }>(
+    `SELECT table_schema AS s FROM information_schema.tables WHERE table_name = 'jobs' AND table_schema <> 'public'`,
+  );
+  for (const { s } of jobSchemas) {
+    const { rows } = await db.query<{ n: string }>(
+      `SELECT count(*) AS n FROM "${s}".jobs WHERE status IN ('queued', 'running')`,
     );
     n += Number(rows[0]?.n ?? 0);
   }
@@ -227,6 +238,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       checkReplays(workload.ops),
       ...(await checkBalances(db)),
       await checkRuleCaps(db),
+      await checkTiers(db),
+      ...(await checkDataRights(db, workload.ops)),
       ...(await checkEvents(db, stack, received)),
       checkMail(stack, workload.ops),
       await checkAudit(workload, stack.gateways[0]!, stack.operatorToken),

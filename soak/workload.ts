@@ -28,6 +28,11 @@ export const OP_WEIGHTS = {
   member_event: 2,
   points_transfer: 2,
   report: 1,
+  tier_read: 2,
+  consent: 1,
+  member_merge: 0.4,
+  member_erase: 0.3,
+  member_import: 0.05,
   webhook_create: 0.3,
   webhook_rotate: 0.5,
 } as const;
@@ -131,6 +136,10 @@ export class Workload {
       bearer?: string;
       keepText?: boolean;
       claimId?: number;
+      /** A body sent as it is (an import's file) instead of JSON. */
+      raw?: { type: string; text: string };
+      /** Recorded as the operation's body for the checks, not sent. */
+      record?: unknown;
     } = {},
   ): Promise<OpRecord & { data?: Record<string, unknown> }> {
     const n = ++this.n;
@@ -141,7 +150,7 @@ export class Workload {
       key: opts.key ?? opts.reference,
       method,
       path,
-      body: opts.body,
+      body: opts.record ?? opts.body,
       startedAt: Date.now(),
       endedAt: 0,
       status: 0,
@@ -154,8 +163,8 @@ export class Workload {
     else if (tenant) Object.assign(headers, { 'x-app-id': tenant.appId, 'x-api-key': tenant.apiKey });
     if (opts.memberToken) headers['x-member-token'] = opts.memberToken;
     if (opts.key) headers['idempotency-key'] = opts.key;
-    const bodyText = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-    if (bodyText !== undefined) headers['content-type'] = 'application/json';
+    const bodyText = opts.raw ? opts.raw.text : opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    if (bodyText !== undefined) headers['content-type'] = opts.raw ? opts.raw.type : 'application/json';
     const base = async (request: Request): Promise<Response> => {
       const gateway = this.gateways[(n + rec.attempts) % this.gateways.length]!;
       rec.attempts += 1;
@@ -246,6 +255,7 @@ export class Workload {
             'card_read',
             'webhooks_manage',
             'programme_manage',
+            'members_manage',
           ],
         },
       );
@@ -286,6 +296,18 @@ export class Workload {
         event: 'birthday',
         points: 25,
         status: 'active',
+      });
+      // A tier ladder on the points card (lifetime window: no reviews during a run), so earns cross
+      // thresholds concurrently; checkTiers verifies one upgrade per crossing.
+      await this.admin('PUT', `/admin/v1/tenants/${tenant.id}/cards/${points.card.id}/tiers`, {
+        tiers: [
+          { name: 'Bronze', rank: 1, entry_threshold: 0, retain_threshold: 0 },
+          { name: 'Silver', rank: 2, entry_threshold: 150, retain_threshold: 100 },
+          { name: 'Gold', rank: 3, entry_threshold: 600, retain_threshold: 400 },
+        ],
+        metric: 'points_earned',
+        count_bonuses: true,
+        window: 'lifetime',
       });
       const managerEmail = `manager.${this.run}.${i}@soak.example`;
       await this.admin('POST', `/admin/v1/tenants/${tenant.id}/staff`, { email: managerEmail, role: 'manager' });
@@ -413,6 +435,16 @@ export class Workload {
         return this.transfer(t);
       case 'report':
         return this.report(t);
+      case 'tier_read':
+        return this.tierRead(t);
+      case 'consent':
+        return this.consent(t);
+      case 'member_merge':
+        return this.merge(t);
+      case 'member_erase':
+        return this.erase(t);
+      case 'member_import':
+        return this.importMembers(t);
       case 'webhook_create':
         if (t.endpoints.length < 6) await this.createEndpoint(t, this.rng.next() < 0.5 ? ['*'] : this.someTypes());
         return;
@@ -505,6 +537,84 @@ export class Workload {
   /** The points card's programme report (rollups kept from the journal's writes). */
   private async report(t: Tenant): Promise<void> {
     await this.call('report', t, 'GET', `/api/v1/loyalty/cards/${t.pointsCard}/report?granularity=day`, {});
+  }
+
+  /** A member's tier and progress on the points card. */
+  private async tierRead(t: Tenant): Promise<void> {
+    const m = this.member(t);
+    if (!m) return;
+    await this.call('tier_read', t, 'GET', `/api/v1/loyalty/cards/${t.pointsCard}/members/${m.id}/tier`);
+  }
+
+  /** A member changes their marketing consent (an SMS one: the earn receipts they are sent do not depend on it). */
+  private async consent(t: Tenant): Promise<void> {
+    const m = this.member(t);
+    if (!m) return;
+    await this.call('consent', t, 'PUT', `/api/v1/members/${m.id}/consents`, {
+      body: { consents: [{ purpose: 'marketing_sms', granted: this.rng.next() < 0.5 }], source: 'soak' },
+    });
+  }
+
+  /**
+   * Two members found to be one person: the source is merged into the target (a job). The source
+   * leaves the workload's pool before the request, whatever its answer: from then on it may be a
+   * tombstone. Merges take no Idempotency-Key; a repeat is refused (the source is gone).
+   */
+  private async merge(t: Tenant): Promise<void> {
+    if (t.members.length < 20) return;
+    const target = this.member(t);
+    const source = this.member(t);
+    if (!target || !source || target.id === source.id) return;
+    t.members.splice(t.members.indexOf(source), 1);
+    await this.call('member_merge', t, 'POST', `/api/v1/members/${target.id}/merge`, {
+      body: { source_member_id: source.id },
+    });
+  }
+
+  /** A member asks to be forgotten (a job in every service); they leave the pool first. */
+  private async erase(t: Tenant): Promise<void> {
+    if (t.members.length < 20) return;
+    const m = this.member(t);
+    if (!m) return;
+    t.members.splice(t.members.indexOf(m), 1);
+    const r = await this.call('member_erase', t, 'POST', `/api/v1/members/${m.id}/erase`, {});
+    // Asking again answers the same job.
+    if (r.outcome === 'ack' && this.rng.next() < 0.3)
+      await this.call('member_erase', t, 'POST', `/api/v1/members/${m.id}/erase`, {});
+  }
+
+  /** A small members file moved in: uploaded, validated (a job), executed (a job); now and then sent twice. */
+  private async importMembers(t: Tenant): Promise<void> {
+    const seq = ++this.memberSeq;
+    const ids = [0, 1, 2].map((i) => `X-${this.run}-${seq}-${i}`);
+    const rows = ids.map(
+      (id, i) => `${id},Imported ${seq} ${i},${id.toLowerCase()}@import.soak.example,2024-01-0${i + 1},true`,
+    );
+    const file = `external_id,name,email,joined_at,accepts_emails\n${rows.join('\n')}\n`;
+    const times = this.rng.next() < 0.3 ? 2 : 1;
+    for (let n = 0; n < times; n++) {
+      const created = await this.call('import_create', t, 'POST', '/api/v1/imports?kind=members', {
+        record: { external_ids: ids },
+        raw: { type: 'text/csv', text: file },
+      });
+      const imp = created.data?.import as { id?: string } | undefined;
+      if (created.outcome !== 'ack' || typeof imp?.id !== 'string') return;
+      const status = await this.importStatus(t, imp.id, ['validated', 'invalid', 'failed']);
+      if (status !== 'validated') return;
+      await this.call('import_execute', t, 'POST', `/api/v1/imports/${imp.id}/execute`, {
+        record: { external_ids: ids },
+      });
+    }
+  }
+
+  private async importStatus(t: Tenant, id: string, until: string[]): Promise<string | undefined> {
+    for (let i = 0; i < 60; i++) {
+      const r = await this.call('import_read', t, 'GET', `/api/v1/imports/${id}`);
+      const status = (r.data?.import as { status?: string } | undefined)?.status;
+      if (status && until.includes(status)) return status;
+      await new Promise((res) => setTimeout(res, 1000));
+    }
+    return undefined;
   }
 
   private async redeem(t: Tenant, card: 'points' | 'cashback'): Promise<void> {
