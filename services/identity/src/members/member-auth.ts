@@ -145,32 +145,37 @@ type RegisterData = { name: string; email: string; phone: string; accepts_emails
  * after a mail whose code then works for nothing.
  */
 async function register(deps: MemberAuthDeps, data: RegisterData, meta: Meta, log: Logger): Promise<RegisterReply> {
-  const key = { tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'member.register', data };
-  if (key.key) {
-    const stored = await deps.replays.find<RegisterReply>({ ...key, key: key.key });
-    if (stored) return stored;
-  }
-  const sandbox = await isSandbox(deps.pool, meta.tenant_id);
-  await refuseTaken(deps.pool, meta.tenant_id, data);
-  const code = newOtpCode();
-  await mailCode(deps, log, { tenantId: meta.tenant_id, sandbox }, data, code, 'sign-in');
-  return deps.replays.run(key, async (db): Promise<RegisterReply> => {
-    const member = await insertMember(db, {
-      tenantId: meta.tenant_id,
-      name: data.name,
-      email: data.email,
-      phone: data.phone,
-      acceptsEmails: data.accepts_emails ?? false,
+  // The key is held (committed as in progress) before anything is checked or mailed: a retry sent
+  // while this attempt still runs (its gateway gave up waiting) is answered 409
+  // idempotency_in_progress and retried, instead of finding the email taken by this very attempt.
+  const key = meta.idempotency_key
+    ? { tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'member.register', data }
+    : undefined;
+  return deps.replays.steps(key, async () => {
+    const sandbox = await isSandbox(deps.pool, meta.tenant_id);
+    await refuseTaken(deps.pool, meta.tenant_id, data);
+    const code = newOtpCode();
+    await mailCode(deps, log, { tenantId: meta.tenant_id, sandbox }, data, code, 'sign-in');
+    return withTransaction(deps.pool, async (db): Promise<RegisterReply> => {
+      const member = await insertMember(db, {
+        tenantId: meta.tenant_id,
+        name: data.name,
+        email: data.email,
+        phone: data.phone,
+        acceptsEmails: data.accepts_emails ?? false,
+      });
+      await recordMemberRegistered(db, deps.outbox, member, 'registration', deps.clock.now());
+      const holder = { tenantId: member.tenant_id, memberId: member.id, purpose: 'login' };
+      await issueOtp(db, deps.otp, deps.clock, holder, code);
+      const reply: RegisterReply = {
+        message: 'Member registered. A one-time code was sent by email.',
+        member: { id: member.id, name: member.name, ...masked(member) },
+        otp_expires_in_minutes: deps.otp.ttlMinutes,
+        ...(sandbox ? { otp_code: code } : {}),
+      };
+      if (key) await deps.replays.save(db, key, reply);
+      return reply;
     });
-    await recordMemberRegistered(db, deps.outbox, member, 'registration', deps.clock.now());
-    const holder = { tenantId: member.tenant_id, memberId: member.id, purpose: 'login' };
-    await issueOtp(db, deps.otp, deps.clock, holder, code);
-    return {
-      message: 'Member registered. A one-time code was sent by email.',
-      member: { id: member.id, name: member.name, ...masked(member) },
-      otp_expires_in_minutes: deps.otp.ttlMinutes,
-      ...(sandbox ? { otp_code: code } : {}),
-    };
   });
 }
 
