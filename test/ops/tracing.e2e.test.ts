@@ -141,7 +141,8 @@ describe('tracing across every hop', () => {
     await cluster.add('webhooks');
     await cluster.add('gateway');
     gw = cluster.of('gateway')[0]!.url;
-  });
+    // Compiled processes started one by one: on a loaded 2-core machine this outlasts the default hook timeout.
+  }, 180_000);
 
   const call = async <T>(method: string, path: string, headers: Record<string, string>, body?: unknown) => {
     const res = await fetch(`${gw}${path}`, {
