@@ -343,6 +343,21 @@ export class Accounting {
     return (await this.deps.members.resolve(meta, memberBy(d))).member.id;
   }
 
+  /**
+   * A write naming a member who is gone since (erased, or merged into another) answers 404, unless
+   * it repeats a key whose first attempt was answered: then that answer, as for any repeat. A
+   * client retrying an earn that happened just before a merge must not be told it did not.
+   * Costs nothing on the way that finds the member.
+   */
+  async answeredBefore<A>(meta: LedgerMeta, opts: OperationKey, err: unknown): Promise<A> {
+    const key = replayKey(meta, opts);
+    if (key !== undefined && err instanceof AppError && err.code === 'member_not_found') {
+      const first = await this.deps.replays.find<A>(key);
+      if (first !== undefined) return first;
+    }
+    throw err;
+  }
+
   /** Settle one account now in a transaction of its own, if it is due (a read or a refused debit found it so). */
   private async settle(k: AccountKey): Promise<void> {
     await withTransaction(this.deps.pool, (db) => this.settleLocked(db, k, this.deps.clock.now()));

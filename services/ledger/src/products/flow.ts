@@ -78,7 +78,14 @@ export class ProductFlow<T extends ProductTypes> {
     const { unit } = this;
     const card = await this.card(meta, d.card_id);
     const facts = purchaseFacts(d);
-    const { member, created } = await this.deps.members.resolve(meta, memberBy(d), { name: d.member_name });
+    const earnKey = { operation: unit.operations.earn, data: d, source: 'http' as const };
+    const resolved = await this.deps.members
+      .resolve(meta, memberBy(d), { name: d.member_name })
+      .catch((err: unknown) =>
+        this.books.answeredBefore<T['earnAnswer']>(meta, earnKey, err).then((first) => ({ first })),
+      );
+    if ('first' in resolved) return resolved.first;
+    const { member, created } = resolved;
     if (!member.is_active) throw new AppError('member_inactive');
     const buyer = { member, created };
     const earnReference = d.reference === undefined ? undefined : { cardId: card.id, reference: d.reference };
@@ -235,47 +242,50 @@ export class ProductFlow<T extends ProductTypes> {
   async refund(d: T['refundRequest'], meta: LedgerMeta): Promise<T['refundAnswer']> {
     const { unit } = this;
     const card = await this.card(meta, d.card_id);
-    const memberId = await this.books.refundMember(meta, d);
+    const refundKey = { operation: unit.operations.refund, data: d, source: 'http' as const };
+    const resolved = await this.books
+      .refundMember(meta, d)
+      .catch((err: unknown) =>
+        this.books.answeredBefore<T['refundAnswer']>(meta, refundKey, err).then((first) => ({ first })),
+      );
+    if (typeof resolved === 'object') return resolved.first;
+    const memberId = resolved;
     const refundCents = toCents(d.refund_amount);
     const explicit = unit.explicitDeduction(d);
     const requested = explicit ?? unit.earned(card, refundCents);
     const k = { tenantId: meta.tenant_id, cardId: card.id, memberId };
     const reference = d.reference;
-    return this.books.inTransaction(
-      meta,
-      { operation: unit.operations.refund, data: d, source: 'http' },
-      async (db) => {
-        const at = this.deps.clock.now();
-        // A purchase that earning rules shaped is refunded by what it earned (by line, or in proportion).
-        const byRules = explicit === undefined ? await this.ruleRefund(db, k, d, refundCents, at) : undefined;
-        const change = await this.books.refund(db, k, {
-          event: unit.labels.refund,
-          requested: byRules?.requested ?? requested,
-          explicit: explicit !== undefined,
-          refundCents,
-          reference,
-          at,
-        });
-        if (byRules) await insertJournalRules(db, { ...byRules.record, journalId: change.entry.id });
-        await this.lowerTierQualifying(db, card, k, refundCents, change.plan.deducted, at);
-        const refunded: Refunded = {
-          card,
-          memberId,
-          refundCents,
-          reference,
-          at,
-          change,
-          warning: this.warning(change),
-        };
-        await this.events.record(db, {
-          tenantId: meta.tenant_id,
-          event: unit.labels.refund,
-          at,
-          data: unit.refundEvent(refunded),
-        });
-        return unit.refundAnswer(refunded);
-      },
-    );
+    return this.books.inTransaction(meta, refundKey, async (db) => {
+      const at = this.deps.clock.now();
+      // A purchase that earning rules shaped is refunded by what it earned (by line, or in proportion).
+      const byRules = explicit === undefined ? await this.ruleRefund(db, k, d, refundCents, at) : undefined;
+      const change = await this.books.refund(db, k, {
+        event: unit.labels.refund,
+        requested: byRules?.requested ?? requested,
+        explicit: explicit !== undefined,
+        refundCents,
+        reference,
+        at,
+      });
+      if (byRules) await insertJournalRules(db, { ...byRules.record, journalId: change.entry.id });
+      await this.lowerTierQualifying(db, card, k, refundCents, change.plan.deducted, at);
+      const refunded: Refunded = {
+        card,
+        memberId,
+        refundCents,
+        reference,
+        at,
+        change,
+        warning: this.warning(change),
+      };
+      await this.events.record(db, {
+        tenantId: meta.tenant_id,
+        event: unit.labels.refund,
+        at,
+        data: unit.refundEvent(refunded),
+      });
+      return unit.refundAnswer(refunded);
+    });
   }
 
   async balance(d: { card_id: number; member_id: number }, meta: LedgerMeta): Promise<T['balanceAnswer']> {
