@@ -29,7 +29,11 @@ function byKey(ops: OpRecord[], kinds: string[]): Map<string, { outcome: OpRecor
     if (!op.key || !kinds.includes(op.kind)) continue;
     const seen = out.get(op.key);
     const rank = { ack: 2, failed: 1, refused: 0 } as const;
-    if (!seen || rank[op.outcome] > rank[seen.outcome]) out.set(op.key, { outcome: op.outcome, op });
+    // A member token that stopped between two attempts (its member merged away or erased): the
+    // refusal is the credential's, the first attempt's fate is unknown.
+    const outcome =
+      op.outcome === 'refused' && op.code === 'invalid_member_token' && op.attempts > 1 ? 'failed' : op.outcome;
+    if (!seen || rank[outcome] > rank[seen.outcome]) out.set(op.key, { outcome, op });
   }
   return out;
 }
@@ -100,7 +104,11 @@ export async function checkWrites(db: pg.Client, ops: OpRecord[]): Promise<Check
     [...transfers.keys()],
   );
   checks.push(exactlyOnce('points_transfer: journal row pairs by reference', transfers, moved));
+  // Members erased or merged away lose their free text (an adjustment's reason) and move their
+  // referrals: checkDataRights checks them.
+  const gone = goneMembers(ops);
   const adj = byKey(ops, ['adjustment']);
+  for (const [k, v] of adj) if (gone.ids.has((v.op.body as { member_id: number }).member_id)) adj.delete(k);
   checks.push(
     exactlyOnce(
       'adjustment: journal rows by reason',
@@ -138,10 +146,9 @@ export async function checkWrites(db: pg.Client, ops: OpRecord[]): Promise<Check
       figure: `lost ${lost}, answers sharing a row ${ids.length - distinct}, rows without an acknowledged answer ${extra} (unanswered ${unknown}) of ${ids.length.toLocaleString('en')} acknowledged`,
     });
   }
-  // Members erased or merged away lose their free text and email: checkDataRights checks them.
-  const gone = goneMembers(ops);
   const claims = byKey(ops, ['claim_create']);
-  for (const [k, v] of claims) if (gone.emails.has((v.op.body as { member_email: string }).member_email)) claims.delete(k);
+  for (const [k, v] of claims)
+    if (gone.emails.has((v.op.body as { member_email: string }).member_email)) claims.delete(k);
   checks.push(
     exactlyOnce(
       'claim_create: claim requests by note',
@@ -181,7 +188,7 @@ export async function checkWrites(db: pg.Client, ops: OpRecord[]): Promise<Check
     ),
   );
   checks.push(await checkDecisions(db, ops));
-  checks.push(await checkReferrals(db, ops));
+  checks.push(await checkReferrals(db, ops, gone.ids));
   return checks;
 }
 
@@ -210,7 +217,7 @@ async function checkDecisions(db: pg.Client, ops: OpRecord[]): Promise<Check> {
   };
 }
 
-async function checkReferrals(db: pg.Client, ops: OpRecord[]): Promise<Check> {
+async function checkReferrals(db: pg.Client, ops: OpRecord[], gone: Set<number>): Promise<Check> {
   const applied = byKey(ops, ['referral_apply']);
   const { rows } = await db.query<{ card_id: string; referee_id: string; status: string; bonuses: string }>(
     `SELECT r.card_id, r.referee_id, r.status,
@@ -225,17 +232,30 @@ async function checkReferrals(db: pg.Client, ops: OpRecord[]): Promise<Check> {
     if (outcome !== 'ack') continue;
     acked += 1;
     const b = op.body as { card_id: number; referee_member_id: number };
+    if (gone.has(b.referee_member_id)) continue; // merged away: the referral moved to the target
     if (!have.has(`${b.card_id}:${b.referee_member_id}`)) lost += 1;
   }
-  const incomplete = rows.filter((r) => r.status !== 'completed' || Number(r.bonuses) !== 2).length;
+  // A referral whose referrer or referee left (merged away, erased) before it was paid may stay
+  // unpaid on that side: left out, but its bonus rows still count against the journal's.
+  const { rows: parties } = await db.query<{ card_id: string; referee_id: string; referrer_id: string }>(
+    `SELECT card_id, referee_id, referrer_id FROM referrals.referrals`,
+  );
+  const left = new Set(
+    parties
+      .filter((p) => gone.has(Number(p.referee_id)) || gone.has(Number(p.referrer_id)))
+      .map((p) => `${p.card_id}:${p.referee_id}`),
+  );
+  const kept = rows.filter((r) => !left.has(`${r.card_id}:${r.referee_id}`));
+  const incomplete = kept.filter((r) => r.status !== 'completed' || Number(r.bonuses) !== 2).length;
   const { rows: bonusRows } = await db.query<{ n: string }>(
     `SELECT count(*) AS n FROM ledger.journal WHERE event = 'referral_bonus'`,
   );
   const bonuses = Number(bonusRows[0]?.n ?? 0);
+  const paid = rows.reduce((n, r) => n + Number(r.bonuses), 0);
   return {
     name: 'referrals: every acknowledged apply recorded, completed, paid once each way',
-    ok: lost === 0 && incomplete === 0 && bonuses === rows.length * 2,
-    figure: `lost ${lost} of ${acked.toLocaleString('en')} acknowledged; ${rows.length} referrals, ${incomplete} not completed and paid; ${bonuses} bonus rows (want ${rows.length * 2})`,
+    ok: lost === 0 && incomplete === 0 && bonuses === paid,
+    figure: `lost ${lost} of ${acked.toLocaleString('en')} acknowledged; ${kept.length} referrals, ${incomplete} not completed and paid (${left.size} with a party merged away or erased left out); ${bonuses} bonus rows (want ${paid}, ${kept.length * 2} of them for the kept)`,
   };
 }
 
@@ -454,7 +474,8 @@ export async function checkAudit(workload: Workload, gateway: string, operatorTo
 
 /** Answers to the same key are the first answer, byte for byte. */
 export function checkReplays(ops: OpRecord[]): Check {
-  const replays = ops.filter((o) => o.replayOf !== undefined);
+  // A repeat that got no answer (503s past its retries) has nothing to compare.
+  const replays = ops.filter((o) => o.replayOf !== undefined && o.outcome !== 'failed');
   const differ = replays.filter((o) => !o.replayIdentical);
   return {
     name: 'idempotency: a repeated key answers the first answer, byte for byte',
@@ -658,9 +679,9 @@ export async function checkTiers(db: pg.Client): Promise<Check> {
   );
   const { rows: twice } = await db.query<{ k: string; n: string }>(`
     SELECT concat_ws(':', payload->'data'->>'card_id', payload->'data'->>'member_id', payload->'data'->>'to') AS k, count(*) AS n
-      FROM public.soak_outbox_seen WHERE payload->>'type' = 'tier_upgraded' GROUP BY 1 HAVING count(*) > 1`);
+      FROM public.soak_outbox_seen WHERE payload->>'type' = 'ledger.tier_upgraded' GROUP BY 1 HAVING count(*) > 1`);
   const { rows: upgrades } = await db.query<{ n: string }>(
-    `SELECT count(*) AS n FROM public.soak_outbox_seen WHERE payload->>'type' = 'tier_upgraded'`,
+    `SELECT count(*) AS n FROM public.soak_outbox_seen WHERE payload->>'type' = 'ledger.tier_upgraded'`,
   );
   return {
     name: 'tiers: counters = qualifying days, nobody below the tier their total reaches, one upgrade per crossing',

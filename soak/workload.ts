@@ -597,7 +597,7 @@ export class Workload {
         record: { external_ids: ids },
         raw: { type: 'text/csv', text: file },
       });
-      const imp = created.data?.import as { id?: string } | undefined;
+      const imp = created.data as { id?: string } | undefined;
       if (created.outcome !== 'ack' || typeof imp?.id !== 'string') return;
       const status = await this.importStatus(t, imp.id, ['validated', 'invalid', 'failed']);
       if (status !== 'validated') return;
@@ -610,7 +610,7 @@ export class Workload {
   private async importStatus(t: Tenant, id: string, until: string[]): Promise<string | undefined> {
     for (let i = 0; i < 60; i++) {
       const r = await this.call('import_read', t, 'GET', `/api/v1/imports/${id}`);
-      const status = (r.data?.import as { status?: string } | undefined)?.status;
+      const status = (r.data as { status?: string } | undefined)?.status;
       if (status && until.includes(status)) return status;
       await new Promise((res) => setTimeout(res, 1000));
     }
