@@ -15,9 +15,14 @@ export async function foldDeltas(pool: Pool, batch = FOLD_BATCH): Promise<number
   return withTransaction(pool, async (db) => {
     const { rows: lock } = await db.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS ok', [FOLD_LOCK]);
     if (!lock[0]?.ok) return 0;
+    // The batch as a range of ids up to the batch's last one (an InitPlan run once, then one index
+    // range): \`id IN (SELECT … LIMIT n)\` was planned, on statistics taken while the table was
+    // small (a bulk import writes deltas faster than autovacuum analyzes), as a nested loop that ran
+    // the subquery again for every row: minutes for one batch of a million deltas.
     const { rows } = await db.query<{ n: string }>(
       `WITH gone AS (
-         DELETE FROM ledger.report_deltas WHERE id IN (SELECT id FROM ledger.report_deltas ORDER BY id LIMIT $1)
+         DELETE FROM ledger.report_deltas
+          WHERE id <= (SELECT max(id) FROM (SELECT id FROM ledger.report_deltas ORDER BY id LIMIT $1) b)
          RETURNING tenant_id, card_id, day, event, reward_id, member_id, amount),
        days AS (
          INSERT INTO ledger.report_days AS r (tenant_id, card_id, day, event, reward_id, credits, debits, entries)
