@@ -6,6 +6,8 @@ export interface CapturedMail {
   to: string;
   subject: string;
   text: string;
+  /** The HTML part ('' when the mail has none). */
+  html: string;
   /** When it arrived (ms since the epoch). */
   at: number;
   /** Its header lines by lower-case name (the value as written, after the colon). */
@@ -50,6 +52,7 @@ export class MailSink {
             to: to ?? '',
             subject: mail.subject ?? '',
             text: mail.text ?? '',
+            html: typeof mail.html === 'string' ? mail.html : '',
             at: Date.now(),
             headers,
           });

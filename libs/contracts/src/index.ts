@@ -39,7 +39,13 @@ export {
   JobStatus,
 } from './ops/jobs.ts';
 export { adminOperations } from './ops/admin.ts';
-export { MailLocale, mailOperations, TenantMailSettings, TenantMailSettingsBody } from './ops/mail.ts';
+export {
+  MailLocale,
+  mailOperations,
+  memberLocaleOperations,
+  TenantMailSettings,
+  TenantMailSettingsBody,
+} from './ops/mail.ts';
 export { authOperations } from './ops/auth.ts';
 export { ClaimRequestRecord, claimsOperations, ClaimStatus } from './ops/claims.ts';
 export { cashbackOperations, ledgerAdminOperations, memberPinOperations, pointsOperations } from './ops/ledger.ts';

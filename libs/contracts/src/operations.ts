@@ -17,7 +17,7 @@ import { staffOperationExamples } from './ops/staff-examples.ts';
 import { transferOperationExamples, transferOperations } from './ops/transfers.ts';
 import { tenantOffboardingExamples, tenantOffboardingOperations } from './ops/tenant-offboarding.ts';
 import { memberMergeExamples, memberMergeOperations } from './ops/member-merge.ts';
-import { mailExamples, mailOperations } from './ops/mail.ts';
+import { mailExamples, mailOperations, memberLocaleOperations } from './ops/mail.ts';
 import type { Operation, OperationExample } from './ops/types.ts';
 
 /** Examples kept beside their operations (ops/transfers.ts, ...). */
@@ -60,6 +60,7 @@ export const operations: Record<string, Operation> = withExamples({
   ...reportOperations,
   ...memberMergeOperations,
   ...importOperations,
+  ...memberLocaleOperations,
 });
 
 /** The operator (provisioning) table, served under /admin/v1 behind the operator token. */

@@ -1,6 +1,7 @@
 import {
   adminOperations,
   mailOperations,
+  memberLocaleOperations,
   authOperations,
   identityOperations,
   importInternalOperations,
@@ -24,6 +25,7 @@ import type { memberConsents } from './members/consents.ts';
 import type { provisioning } from './tenants/provisioning.ts';
 import type { tenantOffboarding } from './tenants/offboarding.ts';
 import type { tenantMailSettings } from './tenants/mail-settings.ts';
+import type { memberLocale } from './members/member-locale.ts';
 import type { memberMerges } from './members/member-merge.ts';
 import type { staffAuth } from './staff/staff-auth.ts';
 import type { staffMembers } from './staff/staff-members.ts';
@@ -45,6 +47,7 @@ export interface IdentityParts {
   merges: ReturnType<typeof memberMerges>;
   consents: ReturnType<typeof memberConsents>;
   mail: ReturnType<typeof tenantMailSettings>;
+  locale: ReturnType<typeof memberLocale>;
   pool: Pool;
 }
 
@@ -67,6 +70,7 @@ export function identityEndpoints(parts: IdentityParts): Endpoints {
     .public(memberDataOperations['members.export'], (d, c) => exports.request(d.member_id, c.meta))
     .public(memberDataOperations['members.consents.get'], (d, c) => consents.get(d.member_id, c.meta))
     .public(memberDataOperations['members.consents.update'], (d, c) => consents.update(d, c.meta))
+    .public(memberLocaleOperations['members.locale.update'], (d, c) => parts.locale.update(d, c.meta))
     .gatewayInternal(internalOperations.unsubscribe, (d) => consents.unsubscribe(d))
     .gatewayInternal(internalOperations.authenticate, (d) => auth.authenticate(d))
     .gatewayInternal(internalOperations.authenticateStaff, (d) => staff.authenticate(d))

@@ -37,6 +37,7 @@ import { memberImportSpec } from './members/member-import.ts';
 import { Mailer } from './mail/mailer.ts';
 import { SmtpSecrets } from './mail/smtp-secrets.ts';
 import { tenantMailSettings } from './tenants/mail-settings.ts';
+import { memberLocale } from './members/member-locale.ts';
 import { memberAuth } from './members/member-auth.ts';
 import { provisioning } from './tenants/provisioning.ts';
 import { identityTasks } from './tasks.ts';
@@ -126,6 +127,7 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
         audit,
         ...rights,
         mail: tenantMailSettings({ pool, clock, outbox, secrets: smtpSecrets }),
+        locale: memberLocale({ pool, outbox }),
         pool,
       }),
       imports,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Email, Id, MaskedMember, Phone, Text, Timestamp } from '../common.ts';
+import { MailLocale } from './mail.ts';
 import { defineOperations } from './types.ts';
 
 const base = { service: 'identity', scope: null, tag: 'Member authentication' } as const;
@@ -22,6 +23,9 @@ export const RegisterBody = z.object({
   email: Email,
   phone: Phone,
   accepts_emails: z.boolean().optional(),
+  locale: MailLocale.optional().describe(
+    "the language of the member's mail (en, fr, ar); without it, the tenant's default language",
+  ),
 });
 
 export const RequestOtpBody = z.object({ email: Email });

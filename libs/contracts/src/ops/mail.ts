@@ -117,6 +117,29 @@ export const mailOperations = defineOperations({
   },
 });
 
+/** A member's language (scope `members_manage`, like consents): set at registration, changed here. */
+export const memberLocaleOperations = defineOperations({
+  'members.locale.update': {
+    service: 'identity',
+    scope: 'members_manage',
+    memberToken: false,
+    idempotent: false,
+    tag: 'Member data',
+    method: 'PUT',
+    path: '/api/v1/members/:member_id/locale',
+    operation: 'members.locale.update',
+    summary: "Set the language of a member's mail (null: the tenant's default language)",
+    params: z.object({ member_id: IdParam }),
+    body: z.object({ locale: MailLocale.nullable() }),
+    response: z.object({
+      member_id: z.number().int(),
+      locale: MailLocale.nullable(),
+      mail_locale: MailLocale.describe("the language the member's mail is written in now"),
+    }),
+    errors: ['member_not_found'],
+  },
+});
+
 const mail = {
   tenant_id: 3,
   sender_name: 'Café Atlas',
@@ -132,6 +155,10 @@ const mail = {
 };
 
 export const mailExamples = {
+  'members.locale.update': {
+    request: { locale: 'ar' },
+    response: { member_id: 42, locale: 'ar', mail_locale: 'ar' },
+  },
   'admin.tenant.mail.get': { response: { mail } },
   'admin.tenant.mail.update': {
     request: {

@@ -2,9 +2,9 @@ import type { DomainEvent } from '@loyalty/contracts';
 import { PeriodicTask, withTransaction, type Clock, type Logger, type Pool } from '@loyalty/runtime';
 import { MAIL_NAME_MAX, mailText } from '../domain/mail-text.ts';
 import { mailError, type Mailer } from './mailer.ts';
-import { membersByIds } from '../store/members.ts';
+import { memberLocales, membersByIds } from '../store/members.ts';
 import { renderFor, tenantMail, type TenantMail } from './messages.ts';
-import type { Formatter, Locale, RenderedMail, Vars } from './render/index.ts';
+import { isLocale, type Formatter, type Locale, type RenderedMail, type Vars } from './render/index.ts';
 
 /**
  * Points-earned mail, summarized. A shop can post many earns for one member within a minute (a
@@ -194,7 +194,7 @@ export function digestMail(
   g: Digest,
   name: string,
   tenant: TenantMail,
-  o: { locale?: Locale | null; timeZone?: string } = {},
+  o: { locale?: Locale | null | undefined; timeZone?: string | undefined } = {},
 ): Promise<RenderedMail> {
   return renderFor(tenant, 'points_earned', digestVars(g, name), o);
 }
@@ -267,7 +267,10 @@ export class EarnMailSender {
     if (member?.email && tenant) {
       await this.o.admit?.();
       try {
-        const mail = await digestMail(g, mailText(member.name, MAIL_NAME_MAX), tenant);
+        const locale = (await memberLocales(this.o.pool, tenantId, [memberId])).get(memberId);
+        const mail = await digestMail(g, mailText(member.name, MAIL_NAME_MAX), tenant, {
+          locale: isLocale(locale) ? locale : undefined,
+        });
         await this.o.mailer.sendAs(
           tenant,
           { to: member.email, subject: mail.subject, text: mail.text, html: mail.html },

@@ -2,11 +2,19 @@ import pThrottle from 'p-throttle';
 import type { DomainEvent } from '@loyalty/contracts';
 import { afterCommit, type Logger, type PoolClient } from '@loyalty/runtime';
 import { MAIL_NAME_MAX, MAIL_NOTE_MAX, MAIL_REWARD_MAX, mailText } from '../domain/mail-text.ts';
-import { membersByIds } from '../store/members.ts';
+import { memberLocales, membersByIds } from '../store/members.ts';
 import { enqueueMail } from '../store/outgoing-mails.ts';
 import type { MarketingLinks } from './marketing.ts';
 import { renderFor, tenantMail } from './messages.ts';
-import { catalog, phrases, type Formatter, type Locale, type MailKindName, type Vars } from './render/index.ts';
+import {
+  catalog,
+  isLocale,
+  phrases,
+  type Formatter,
+  type Locale,
+  type MailKindName,
+  type Vars,
+} from './render/index.ts';
 
 /**
  * Member notifications driven by other services' domain events. Each event type names the message
@@ -101,11 +109,13 @@ export function notificationHandler(queue: MailQueue, consumer: string, log: Log
     if (!tenant) return;
     const name = mailText(member.name, MAIL_NAME_MAX);
     const timeZone = typeof event.data.time_zone === 'string' ? event.data.time_zone : undefined;
+    const locale = (await memberLocales(db, event.tenant_id, [memberId])).get(memberId);
     const mail = await renderFor(
       tenant,
       notification.kind,
       (f, l) => ({ name, ...notification.vars(event.data, f, l) }),
       {
+        locale: isLocale(locale) ? locale : undefined,
         timeZone,
         unsubscribeUrl: marketing ? queue.marketing.url(event.tenant_id, memberId) : undefined,
       },

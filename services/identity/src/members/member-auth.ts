@@ -14,13 +14,13 @@ import { maskEmail, maskPhone } from '../domain/masking.ts';
 import { matchesHash, newMemberToken, sha256 } from '../domain/secrets.ts';
 import { mailError, type Mailer } from '../mail/mailer.ts';
 import { renderFor, tenantMail, type TenantMail } from '../mail/messages.ts';
-import { phrases } from '../mail/render/index.ts';
+import { isLocale, phrases, type Locale } from '../mail/render/index.ts';
 import { recordMemberRegistered } from '../events.ts';
 import { checkOtp, issueOtp, type OtpPolicy } from './otp.ts';
 import { findCredentials } from '../store/apps.ts';
 import { withdrawOtp } from '../store/otps.ts';
 import { newOtpCode } from '../domain/secrets.ts';
-import { findMemberBy, insertMember, type Member } from '../store/members.ts';
+import { findMemberBy, insertMember, memberLocales, type Member } from '../store/members.ts';
 import { findLiveSession, insertSession, revokeSession } from '../store/sessions.ts';
 import { findTenant } from '../store/tenants.ts';
 
@@ -81,7 +81,7 @@ export async function mailCode(
   deps: Pick<MemberAuthDeps, 'mailer' | 'otp' | 'pool'>,
   log: Logger,
   tenant: { tenantId: number; sandbox: boolean },
-  member: Pick<Member, 'name' | 'email'>,
+  member: Pick<Member, 'name' | 'email'> & { id?: number; locale?: Locale | undefined },
   code: string,
   purpose: 'sign-in' | 'claim verification' | 'transfer verification',
   otpId?: number,
@@ -89,12 +89,21 @@ export async function mailCode(
   const to = requireEmail(member);
   try {
     const t = await codeTenant(deps, tenant.tenantId, tenant.sandbox);
-    const mail = await renderFor(t, 'member_code', (f, l) => ({
-      name: mailText(member.name, MAIL_NAME_MAX),
-      code,
-      purpose: phrases[l].purpose[purpose],
-      minutes: f.number(deps.otp.ttlMinutes),
-    }));
+    // The member's language: given at registration, else stored (else the tenant's default).
+    const stored =
+      member.id === undefined ? undefined : (await memberLocales(deps.pool, t.tenantId, [member.id])).get(member.id);
+    const locale = member.locale ?? (isLocale(stored) ? stored : undefined);
+    const mail = await renderFor(
+      t,
+      'member_code',
+      (f, l) => ({
+        name: mailText(member.name, MAIL_NAME_MAX),
+        code,
+        purpose: phrases[l].purpose[purpose],
+        minutes: f.number(deps.otp.ttlMinutes),
+      }),
+      { locale },
+    );
     await deps.mailer.sendAs(t, { to, subject: mail.subject, text: mail.text, html: mail.html }, log);
   } catch (err) {
     log.error({ err: mailError(err) }, 'otp mail failed');
@@ -136,7 +145,7 @@ function registration(deps: MemberAuthDeps) {
   };
 }
 
-type RegisterData = { name: string; email: string; phone: string; accepts_emails?: boolean };
+type RegisterData = { name: string; email: string; phone: string; accepts_emails?: boolean; locale?: Locale };
 
 /**
  * The code is mailed before the member is written (no SMTP conversation inside the transaction):
@@ -163,6 +172,7 @@ async function register(deps: MemberAuthDeps, data: RegisterData, meta: Meta, lo
         email: data.email,
         phone: data.phone,
         acceptsEmails: data.accepts_emails ?? false,
+        locale: data.locale,
       });
       await recordMemberRegistered(db, deps.outbox, member, 'registration', deps.clock.now());
       const holder = { tenantId: member.tenant_id, memberId: member.id, purpose: 'login' };

@@ -39,12 +39,19 @@ export async function findMemberBy(
 /** Insert a member; a taken email or phone (unique within the tenant) is a 409 naming which. */
 export async function insertMember(
   db: Queryable,
-  m: { tenantId: number; name: string; email: string | null; phone: string | null; acceptsEmails: boolean },
+  m: {
+    tenantId: number;
+    name: string;
+    email: string | null;
+    phone: string | null;
+    acceptsEmails: boolean;
+    locale?: string | null | undefined;
+  },
 ): Promise<Member> {
   try {
     const { rows } = await db.query<Member>(
-      `INSERT INTO identity.members (tenant_id, name, email, phone, accepts_emails) VALUES ($1, $2, $3, $4, $5) RETURNING ${cols}`,
-      [m.tenantId, m.name, m.email, m.phone, m.acceptsEmails],
+      `INSERT INTO identity.members (tenant_id, name, email, phone, accepts_emails, locale) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${cols}`,
+      [m.tenantId, m.name, m.email, m.phone, m.acceptsEmails, m.locale ?? null],
     );
     return returnedRow(rows, 'insert member');
   } catch (err) {
@@ -87,4 +94,35 @@ export async function findMemberView(
     [tenantId, by.value],
   );
   return rows[0];
+}
+
+/**
+ * The languages members' mail is written in (null: the tenant's default), by member id. Apart from
+ * `Member` so that no answer built from a member row changes.
+ */
+export async function memberLocales(
+  db: Queryable,
+  tenantId: number,
+  ids: number[],
+): Promise<Map<number, string | null>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await db.query<{ id: string; locale: string | null }>(
+    `SELECT id, locale FROM identity.members WHERE tenant_id = $1 AND id = ANY($2::bigint[])`,
+    [tenantId, ids],
+  );
+  return new Map(rows.map((r) => [Number(r.id), r.locale]));
+}
+
+/** Set a live member's language (null: the tenant's default); false when there is no such member. */
+export async function setMemberLocale(
+  db: Queryable,
+  tenantId: number,
+  memberId: number,
+  locale: string | null,
+): Promise<boolean> {
+  const r = await db.query(
+    `UPDATE identity.members SET locale = $3 WHERE tenant_id = $1 AND id = $2 AND ${LIVE_MEMBER}`,
+    [tenantId, memberId, locale],
+  );
+  return (r.rowCount ?? 0) > 0;
 }

@@ -63,7 +63,10 @@ function source(b: Branding, locale: Locale, marketing: boolean, why: string, un
   const header = b.logo_url
     ? `<mj-image src="${escapeHtml(b.logo_url)}" alt="${escapeHtml(b.name)}" width="160px" align="center" padding="8px" />`
     : `<mj-text align="center" color="#ffffff" font-size="22px" font-weight="bold">${escapeHtml(b.name)}</mj-text>`;
-  const footerLines = [b.name, b.postal_address, b.contact].filter((l): l is string => !!l).map(escapeHtml);
+  // Each line in its own direction (a Latin address in an Arabic mail keeps its order).
+  const footerLines = [b.name, b.postal_address, b.contact]
+    .filter((l): l is string => !!l)
+    .map((l) => `<span dir="auto">${escapeHtml(l)}</span>`);
   const footer = footerLines.join('<br />');
   const unsubscribeBlock = marketing
     ? `<mj-text align="${align}" css-class="muted" font-size="12px" color="#666666">${escapeHtml(why)} <a href="${UNSUBSCRIBE}" style="color:${primary}">${escapeHtml(unsubscribe)}</a></mj-text>`
@@ -74,6 +77,8 @@ function source(b: Branding, locale: Locale, marketing: boolean, why: string, un
     <mj-attributes>
       <mj-all font-family="-apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif" />
       <mj-text font-size="16px" line-height="1.5" color="#222222" />
+      <mj-section direction="${dir}" />
+      <mj-column direction="${dir}" />
     </mj-attributes>
     <mj-raw><meta name="color-scheme" content="light dark" /><meta name="supported-color-schemes" content="light dark" /></mj-raw>
     <mj-style>
