@@ -237,7 +237,8 @@ export function formatTable(r: BenchReport): string {
     const t = r.tracing;
     out.push(
       `tracing on (${fmt(t.sampling * 100, 0)} % of new traces sampled, spans exported to a local OTLP receiver): points_earn ${t.rps} rps (p99 ${fmt(t.p99_ms, 1)} ms) vs ${t.plain_rps} rps off = ${t.ratio}x` +
-        `${t.rounds ? ` (off/on by turn: ${t.rounds.map((r) => `${r.off_rps}/${r.on_rps}`).join(', ')}; load average ${t.load_average[0]} -> ${t.load_average[1]})` : ''}; ${t.exports.requests} exports, ${Math.round(t.exports.bytes / 1024)} KB`,
+        `${t.rounds ? ` (off/on by turn: ${t.rounds.map((r) => `${r.off_rps}/${r.on_rps}`).join(', ')}; load average ${t.load_average[0]} -> ${t.load_average[1]})` : ''}` +
+        `${t.services_cpu_us ? `; the services' CPU per request off/on: ${t.services_cpu_us.off ?? '-'}/${t.services_cpu_us.on ?? '-'} µs` : ''}; ${t.exports.requests} exports, ${Math.round(t.exports.bytes / 1024)} KB`,
     );
   } else if (r.tracing) out.push(`tracing: skipped (${r.tracing.skipped})`);
   if (r.tier_recompute && 'members_per_second' in r.tier_recompute) {

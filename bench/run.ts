@@ -223,6 +223,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
               headers: { 'x-app-id': fixture.app.appId, 'x-api-key': fixture.app.apiKey },
               next: httpScenario('points_earn', fixture, 'full', api, opts.connections).next,
             }),
+          plainPids: () => system.pids(),
           rounds: opts.tracingRounds,
           sampling: opts.tracingSampling,
           database: opts.database,

@@ -8,6 +8,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Api } from './api.ts';
 import { runHttp, type Measured } from './load.ts';
+import { sampleCpu, type CpuSample } from './cpu.ts';
 import { provision } from './provision.ts';
 import { httpScenario } from './scenarios.ts';
 import { startBenchSystem, type BenchNats } from './system.ts';
@@ -23,6 +24,12 @@ export interface TracingReport {
   rounds: { off_rps: number; on_rps: number }[];
   /** The machine's 1-minute load average before and after the turns. */
   load_average: [number, number];
+  /**
+   * CPU microseconds per request of the services' own processes (gateway, ledger, identity, ...;
+   * not PostgreSQL or nats-server, whose counts include every process of that name on the
+   * machine), over all turns, with tracing off and on: less moved by other load than rps.
+   */
+  services_cpu_us: { off: number | null; on: number | null };
   /** Spans the receiver took, and their OTLP/JSON bytes. */
   exports: { requests: number; bytes: number };
 }
@@ -49,6 +56,8 @@ export async function measureTracingCost(opts: {
   plainRps: number;
   /** A points earn run of `seconds` on the run's own system (tracing off), for the turns. */
   plain?: (seconds: number) => Promise<Measured>;
+  /** The run's own system's service processes (their CPU per request, tracing off). */
+  plainPids?: () => Record<string, number>;
   rounds?: number;
   sampling: number;
   database: string;
@@ -94,20 +103,38 @@ export async function measureTracingCost(opts: {
         next: httpScenario('points_earn', fixture, 'warmup', api, opts.connections).next,
       });
     const traced = httpScenario('points_earn', fixture, 'full', api, opts.connections);
+    // The services' CPU seconds (their own processes only) around each turn.
+    const cpu = { off: 0, on: 0 };
+    const servicesCpu = (pids: Record<string, number>): number => {
+      const sample: CpuSample | null = sampleCpu(pids);
+      return sample ? Object.keys(pids).reduce((t, k) => t + (sample[k] ?? 0), 0) : NaN;
+    };
+    const measured = async (side: 'off' | 'on', pids: Record<string, number>, run: () => Promise<Measured>) => {
+      const before = servicesCpu(pids);
+      const m = await run();
+      cpu[side] += servicesCpu(pids) - before;
+      return m;
+    };
     const on = (seconds: number) =>
-      runHttp({ url: system.url, connections: opts.connections, seconds, headers, next: traced.next });
+      measured('on', system.pids(), () =>
+        runHttp({ url: system.url, connections: opts.connections, seconds, headers, next: traced.next }),
+      );
+    const plain = opts.plain;
+    const off = plain
+      ? (seconds: number) => measured('off', opts.plainPids?.() ?? {}, () => plain(seconds))
+      : undefined;
     const load = () => Math.round(os.loadavg()[0]! * 100) / 100;
     const loadBefore = load();
     const rounds: { off: Measured | null; on: Measured }[] = [];
     const turns = opts.plain ? Math.max(1, opts.rounds ?? 3) : 1;
     for (let k = 0; k < turns; k++) {
       // Off first in even turns, on first in odd ones.
-      if (opts.plain && k % 2 === 0) {
-        const off = await opts.plain(opts.duration);
-        rounds.push({ off, on: await on(opts.duration) });
+      if (off && k % 2 === 0) {
+        const offRun = await off(opts.duration);
+        rounds.push({ off: offRun, on: await on(opts.duration) });
       } else {
         const onRun = await on(opts.duration);
-        rounds.push({ off: opts.plain ? await opts.plain(opts.duration) : null, on: onRun });
+        rounds.push({ off: off ? await off(opts.duration) : null, on: onRun });
       }
     }
     const onRequests = rounds.reduce((a, r) => a + r.on.requests, 0);
@@ -131,6 +158,13 @@ export async function measureTracingCost(opts: {
       ratio,
       rounds: rounds.map((r) => ({ off_rps: r.off?.rps ?? opts.plainRps, on_rps: r.on.rps })),
       load_average: [loadBefore, load()],
+      services_cpu_us: {
+        off:
+          offRuns.length > 0 && opts.plainPids && Number.isFinite(cpu.off)
+            ? Math.round((cpu.off * 1e6) / offRuns.reduce((a, r) => a + r.requests, 0))
+            : null,
+        on: Number.isFinite(cpu.on) && onRequests > 0 ? Math.round((cpu.on * 1e6) / onRequests) : null,
+      },
       exports: { ...otlp.counts },
     };
   } finally {
