@@ -51,6 +51,7 @@ export const errorCatalogue = {
   tier_not_found: { status: 404, message: 'The card has no tier of this name.' },
   job_not_found: { status: 404, message: 'Job not found.' },
   import_not_found: { status: 404, message: 'Import not found.' },
+  unknown_export: { status: 404, message: 'No such export: use journal, members, balances or lots.' },
   job_result_not_found: {
     status: 404,
     message:

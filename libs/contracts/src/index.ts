@@ -103,6 +103,19 @@ export {
   UploadChunk,
   type ImportKind,
 } from './ops/imports.ts';
+export {
+  DOWNLOAD_PAGE_BYTES,
+  DownloadCursor,
+  DownloadPage,
+  EXPORT_ENTITIES,
+  exportContentTypes,
+  exportEntities,
+  exportOperations,
+  exportOwner,
+  ExportQuery,
+  isExportTime,
+  type ExportEntity,
+} from './ops/exports.ts';
 export { ProgrammeReport, reportAdminOperations, reportOperations } from './ops/reports.ts';
 export {
   EarnTier,

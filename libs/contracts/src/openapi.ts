@@ -423,6 +423,21 @@ function requestBodyOf(op: Operation, schemas: SchemaCollector): Record<string, 
 export const successStatus = (op: Pick<Operation, 'accepted'>): 200 | 202 => (op.accepted ? 202 : 200);
 
 function successResponse(op: Operation, audience: Audience, schemas: SchemaCollector): Record<string, unknown> {
+  if (op.pagedDownload)
+    return {
+      description:
+        'The file, streamed as it is read (chunked, no Content-Length; `Content-Disposition: attachment` names it). A failure after the first bytes ends the body without its last chunk, so a client sees an incomplete transfer, never a short file that looks whole',
+      headers: {
+        ...responseHeaders(audience, 200, op),
+        'Content-Disposition': { schema: { type: 'string' }, description: 'attachment; filename="..."' },
+      },
+      content: Object.fromEntries(
+        op.pagedDownload.contentTypes.map((t) => [
+          t,
+          { schema: { type: 'string' }, ...(op.example ? { example: op.example.response } : {}) },
+        ]),
+      ),
+    };
   if (op.download)
     return {
       description: 'The stored bytes, with the content type they were stored with (JSON, JSON Lines, CSV)',

@@ -7,6 +7,7 @@ import { memberDataOperations } from './ops/members.ts';
 import { quoteOperations } from './ops/quotes.ts';
 import { reportAdminOperations, reportOperations } from './ops/reports.ts';
 import { importAdminOperations, importOperations } from './ops/imports.ts';
+import { exportOperations } from './ops/exports.ts';
 import { ruleAdminOperations, ruleOperations } from './ops/rules.ts';
 import { tierAdminOperations, tierOperations } from './ops/tiers.ts';
 import { referralOperations } from './ops/referrals.ts';
@@ -61,6 +62,7 @@ export const operations: Record<string, Operation> = withExamples({
   ...memberMergeOperations,
   ...importOperations,
   ...memberLocaleOperations,
+  ...exportOperations,
 });
 
 /** The operator (provisioning) table, served under /admin/v1 behind the operator token. */

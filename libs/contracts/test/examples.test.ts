@@ -36,9 +36,13 @@ describe.each([
     '%s: a success example (200, or 202 for a queued job) and, when it takes a body, a request example, all valid',
     (id, op) => {
       const documented = paths[op.path.replace(/:([a-z_]+)/g, '{$1}')]![op.method.toLowerCase()]!;
-      // A download (a job's result) is documented as any content type.
+      // A download (a job's result) is documented as any content type, a paged download as its file types.
       const answer = documented.responses[String(successStatus(op))]!;
-      const success = op.download ? answer.content['*/*'] : answer.content['application/json'];
+      const success = op.download
+        ? answer.content['*/*']
+        : op.pagedDownload
+          ? answer.content[op.pagedDownload.contentTypes[0] as 'application/json']
+          : answer.content['application/json'];
       expect(success.example, `${id} has a response example`).toBeDefined();
       const checkResponse = compile(success.schema);
       expect(checkResponse(success.example), JSON.stringify(checkResponse.errors)).toBe(true);

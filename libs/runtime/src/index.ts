@@ -53,6 +53,18 @@ export {
 } from './jobs.ts';
 export { addJobEndpoints, jobView } from './job-endpoints.ts';
 export {
+  addExportEndpoints,
+  exportRange,
+  Exports,
+  isoTime,
+  sqlExportPage,
+  type ExportColumn,
+  type ExportKey,
+  type ExportRequest,
+  type ExportSource,
+  type SourcePage,
+} from './exports.ts';
+export {
   startTenantDataJob,
   TENANT_EXPORT_JOB,
   TENANT_PURGE_JOB,

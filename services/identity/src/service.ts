@@ -1,4 +1,5 @@
 import {
+  addExportEndpoints,
   addImportEndpoints,
   importKind,
   Imports,
@@ -34,6 +35,7 @@ import type { IdentityConfig } from './config.ts';
 import { identityConsumers } from './consumers.ts';
 import { identityEndpoints } from './endpoints.ts';
 import { memberImportSpec } from './members/member-import.ts';
+import { identityExports } from './members/members-export.ts';
 import { Mailer } from './mail/mailer.ts';
 import { SmtpSecrets } from './mail/smtp-secrets.ts';
 import { tenantMailSettings } from './tenants/mail-settings.ts';
@@ -113,30 +115,35 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
     { members: importKind(memberImportSpec(() => clock.now())) },
     () => clock.now(),
   );
+  const exports = identityExports(rt);
   return {
-    endpoints: addImportEndpoints(
-      identityEndpoints({
-        auth: memberAuth(authDeps),
-        admin: provisioning(pool, outbox, (appId) => credentialsChanged({ app_id: appId })),
-        directory: memberDirectory(pool, outbox, clock),
-        claims: claimCodes(authDeps),
-        codes: memberCodes(authDeps),
-        staff: staffAuth({ ...authDeps, staffTokenTtlMinutes: config.STAFF_TOKEN_TTL_MINUTES }),
-        team: staffTeam({ pool, clock, outbox, replays: authDeps.replays }),
-        members: staffMembers(pool),
-        audit,
-        ...rights,
-        mail: tenantMailSettings({ pool, clock, outbox, secrets: smtpSecrets }),
-        locale: memberLocale({ pool, outbox }),
-        pool,
-      }),
-      imports,
+    endpoints: addExportEndpoints(
+      addImportEndpoints(
+        identityEndpoints({
+          auth: memberAuth(authDeps),
+          admin: provisioning(pool, outbox, (appId) => credentialsChanged({ app_id: appId })),
+          directory: memberDirectory(pool, outbox, clock),
+          claims: claimCodes(authDeps),
+          codes: memberCodes(authDeps),
+          staff: staffAuth({ ...authDeps, staffTokenTtlMinutes: config.STAFF_TOKEN_TTL_MINUTES }),
+          team: staffTeam({ pool, clock, outbox, replays: authDeps.replays }),
+          members: staffMembers(pool),
+          audit,
+          ...rights,
+          mail: tenantMailSettings({ pool, clock, outbox, secrets: smtpSecrets }),
+          locale: memberLocale({ pool, outbox }),
+          pool,
+        }),
+        imports,
+      ),
+      exports,
     ),
     jobs: {
       [ERASE_JOB]: rights.erasure.run,
       [EXPORT_JOB]: rights.exports.run,
       [MERGE_JOB]: rights.merges.run,
       ...imports.handlers(),
+      ...exports.handlers(),
     },
     tenantData: identityTenantTables,
     consumers: identityConsumers(rt, config, { mails, audit }),

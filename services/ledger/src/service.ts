@@ -1,5 +1,6 @@
 import { ledgerTenantTables } from './tenant-tables.ts';
 import {
+  addExportEndpoints,
   addImportEndpoints,
   packageDir,
   ReplayStore,
@@ -39,6 +40,7 @@ import { Transfers } from './transfers/transfers.ts';
 import { reportsOf } from './reports/index.ts';
 import { MemberMerges } from './merges/member-merge.ts';
 import { ledgerImports } from './imports/index.ts';
+import { ledgerExports } from './exports.ts';
 
 export const SERVICE_VERSION = '0.2.0';
 
@@ -172,30 +174,34 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
   const reports = reportsOf(rt);
   const foldReports = () => reports.folder.runNow();
   const imports = ledgerImports(rt, client);
+  const exports = ledgerExports(rt);
   return {
-    endpoints: addImportEndpoints(
-      ledgerEndpoints({
-        cards: cardCatalogue(pool, outbox, (cardId) => cards.changed(cardId)),
-        cashback,
-        points,
-        holds,
-        quotes: quotes(deps, books),
-        pins,
-        desk: staffDesk(deps, books, { points, cashback }),
-        rules: new RuleBook(deps, (cardId) => cards.changed(cardId)),
-        memberEvents: new MemberEvents(deps, books),
-        transfers: new Transfers(deps, books, memberCodes(client)),
-        memberData: ledgerMemberData(pool, members),
-        reports,
-        tiers: tierBook(rt, deps),
-        merges: new MemberMerges(deps, books),
-      }),
-      imports,
+    endpoints: addExportEndpoints(
+      addImportEndpoints(
+        ledgerEndpoints({
+          cards: cardCatalogue(pool, outbox, (cardId) => cards.changed(cardId)),
+          cashback,
+          points,
+          holds,
+          quotes: quotes(deps, books),
+          pins,
+          desk: staffDesk(deps, books, { points, cashback }),
+          rules: new RuleBook(deps, (cardId) => cards.changed(cardId)),
+          memberEvents: new MemberEvents(deps, books),
+          transfers: new Transfers(deps, books, memberCodes(client)),
+          memberData: ledgerMemberData(pool, members),
+          reports,
+          tiers: tierBook(rt, deps),
+          merges: new MemberMerges(deps, books),
+        }),
+        imports,
+      ),
+      exports,
     ),
     tenantData: ledgerTenantTables,
     consumers: ledgerConsumers(),
     tasks: [lotSweeper, tierSweeper, reports.folder],
-    jobs: { ...reports.jobs, [RECOMPUTE_JOB]: recomputeJob(rt), ...imports.handlers() },
+    jobs: { ...reports.jobs, [RECOMPUTE_JOB]: recomputeJob(rt), ...imports.handlers(), ...exports.handlers() },
     caches: [cards.cache, erasedMembers],
     hooks: { sweepLots: () => lotSweeper.sweep(), sweepTiers: () => tierSweeper.sweep(), cards, foldReports },
   };

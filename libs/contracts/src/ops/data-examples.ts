@@ -135,4 +135,22 @@ export const dataOperationExamples: Record<string, OperationExample> = {
     response: { ...executing, validate_job: { ...validateJob, errors: [], result_url: undefined } },
   },
   'staff.imports.errors': { response: 'line,column,reason\n102,email,is not a valid email address\n' },
+  'exports.download': {
+    response:
+      '{"id":1041,"card_id":2,"member_id":17,"event":"staff_added_points","amount":120,"balance_after":860,"purchase_amount":12.00,"reference":"till-4-0012","reward_id":null,"metadata":null,"created_at":"2026-11-25T10:00:00.123456Z"}\n' +
+      '{"id":1042,"card_id":2,"member_id":17,"event":"reward_claimed","amount":-100,"balance_after":760,"purchase_amount":null,"reference":null,"reward_id":5,"metadata":null,"created_at":"2026-11-25T10:04:10.500000Z"}\n',
+  },
+  'exports.create': {
+    response: {
+      job: {
+        id: 'job_ledger_0d8e6a3b-5c1f-4e2a-9b7d-1f3e5a7c9b20',
+        kind: 'export.journal',
+        status: 'queued' as const,
+        progress: { done: 0, total: null },
+        errors: [],
+        created_at: '2026-11-25T10:00:00.000Z',
+        finished_at: null,
+      },
+    },
+  },
 };

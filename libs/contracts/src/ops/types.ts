@@ -32,6 +32,13 @@ export interface Operation<
    */
   download?: boolean;
   /**
+   * The success answer is a file the owning service writes page by page (`DownloadPage`, each under
+   * the NATS message limit), streamed: the gateway asks for the first page (its failure is the
+   * answer), then for the page after each `next` cursor while the client takes what was written,
+   * so neither side holds the whole file. `contentTypes` are the types a page may say it is.
+   */
+  pagedDownload?: { contentTypes: string[] };
+  /**
    * The request body is a file (not JSON), streamed: the gateway refuses other content types
    * (415) and bodies over `maxBytes` (413), and forwards the body in pieces (`UploadChunk`, each
    * under the NATS message limit) to the owning service, which answers the last piece.

@@ -20,6 +20,7 @@ import { sendFailure, sendReply } from '../envelope.ts';
 import { header } from '../headers.ts';
 import { claimIdempotencyKey } from '../idempotency.ts';
 import { addRoute, streamUpload } from '../upload.ts';
+import { streamPages } from '../paged-download.ts';
 
 export interface RoutesOptions {
   config: Pick<GatewayConfig, 'OPERATOR_TOKEN' | 'REQUEST_TIMEOUT_MS' | 'REDIS_KEY_PREFIX'>;
@@ -77,6 +78,8 @@ function forwarder(deps: RoutesOptions, op: Operation): Forward {
     const owner = op.route?.(input.data) ?? op.service;
     const subject = fixed ?? subjects.op(owner, op.operation);
     if (op.download) return streamDownload(deps, subject, { meta, data: input.data }, req, reply);
+    if (op.pagedDownload)
+      return streamPages({ nc, timeoutMs: config.REQUEST_TIMEOUT_MS }, subject, { meta, data: input.data }, req, reply);
     if (op.upload) {
       await beforeSend?.();
       const deps2 = { nc, timeoutMs: config.REQUEST_TIMEOUT_MS };

@@ -1,0 +1,406 @@
+import {
+  AppError,
+  DOWNLOAD_PAGE_BYTES,
+  exportContentTypes,
+  Meta,
+  exportOperations,
+  type ExportEntity,
+  type ServiceName,
+} from '@loyalty/contracts';
+import { z } from 'zod';
+import type { Clock } from './clock.ts';
+import { withTransaction, type Pool, type PoolClient, type Queryable } from './db.ts';
+import type { Endpoints } from './endpoints.ts';
+import { jobView } from './job-endpoints.ts';
+import { RESULT_PART_BYTES, type JobHandler, type JobStep, type JobStore } from './jobs.ts';
+
+/**
+ * Exports, the mechanism the owning services share: a source per entity says which rows, in which
+ * order (a unique key, read by keyset, never by offset), as which columns; PostgreSQL writes each
+ * page's text itself (CSV lines or JSON Lines, joined into one value per page), so a page costs
+ * this process one text value however many rows it holds. A page is at most
+ * {@link DOWNLOAD_PAGE_BYTES} (and at least one row); its `next` cursor (the last key read, the
+ * range's end fixed when the export started) goes to the gateway and back, so no replica keeps
+ * anything between pages. The same pages make the export job's result, stored part by part.
+ */
+
+export type ExportFormat = 'csv' | 'jsonl';
+
+export interface ExportRequest {
+  tenantId: number;
+  entity: ExportEntity;
+  cardId: number | null;
+  /** Rows created at or after this instant (null: from the first). */
+  from: Date | null;
+  /** Rows created before this instant (fixed when the export starts). */
+  to: Date;
+  format: ExportFormat;
+  /** Whether `from` or `to` was given (balances are as they stand now: they refuse a range). */
+  ranged: boolean;
+}
+
+/** One page read by a source: its text (whole lines), how many rows, and where the next starts (null: the end). */
+export interface SourcePage {
+  text: string;
+  rows: number;
+  state: unknown;
+  done: boolean;
+}
+
+export interface ExportSource {
+  /** The column names (the CSV header line). */
+  columns: string[];
+  /** Before the first page (and when a job is asked for): the card exists, the filters apply; an AppError otherwise. */
+  check(req: ExportRequest): Promise<void>;
+  /** The page after `state` (undefined: the first), of at most `maxRows` rows and `maxBytes` bytes (at least one row). */
+  page(req: ExportRequest, state: unknown, limits: { maxRows: number; maxBytes: number }): Promise<SourcePage>;
+}
+
+/** A column of an export: its SQL value and how it is written. */
+export interface ExportColumn {
+  name: string;
+  sql: string;
+  type: 'number' | 'boolean' | 'text' | 'json' | 'time';
+}
+
+/** An instant as text, UTC, to the microsecond (what PostgreSQL keeps): `2024-03-01T10:00:00.123456Z`. */
+export const isoTime = (sql: string) => `to_char((${sql}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/** RFC 4180: a field holding a comma, a quote or a line break is quoted, its quotes doubled; null is empty. */
+const csvQuoted = (text: string) =>
+  `coalesce(CASE WHEN ${text} ~ '[",\\r\\n]' THEN '"' || replace(${text}, '"', '""') || '"' ELSE ${text} END, '')`;
+
+function csvCell(c: ExportColumn): string {
+  if (c.type === 'text') return csvQuoted(`(${c.sql})`);
+  if (c.type === 'json') return csvQuoted(`(${c.sql})::text`);
+  if (c.type === 'time') return `coalesce(${isoTime(c.sql)}, '')`;
+  return `coalesce((${c.sql})::text, '')`;
+}
+
+/** A row's line in `format`, as one SQL text expression (`r` is the row of the columns, for JSON). */
+function lineOf(columns: ExportColumn[], format: ExportFormat): string {
+  if (format === 'jsonl') return `row_to_json(r)::text || E'\\n'`;
+  return `${columns.map(csvCell).join(` || ',' || `)} || E'\\r\\n'`;
+}
+
+const jsonValue = (c: ExportColumn) => (c.type === 'time' ? isoTime(c.sql) : c.sql);
+
+/** A key column of the keyset (unique together, in this order), read back as text. */
+export interface ExportKey {
+  sql: string;
+  type: 'bigint' | 'timestamptz';
+}
+
+const keyText = (k: ExportKey) => (k.type === 'timestamptz' ? isoTime(k.sql) : `(${k.sql})::text`);
+
+/**
+ * One page of rows in key order after `after` (the last key of the page before, as text), written
+ * by PostgreSQL: `from` the tables, `where` the filter (its parameters `params`, `$1`...). Rows are
+ * read up to `maxRows` and cut where their running size passes `maxBytes` (one row at least).
+ * `last` is the key of the last row kept; `more` whether rows may follow.
+ */
+export async function sqlExportPage(
+  db: Queryable,
+  spec: {
+    columns: ExportColumn[];
+    format: ExportFormat;
+    from: string;
+    where: string;
+    params: unknown[];
+    keys: ExportKey[];
+    after: string[] | null;
+    maxRows: number;
+    maxBytes: number;
+  },
+): Promise<{ text: string; rows: number; last: string[] | null; more: boolean }> {
+  const params = [...spec.params];
+  const p = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  const keys = spec.keys.map((k, i) => ({ ...k, alias: `k${i}` }));
+  const prior = spec.after;
+  const after = prior
+    ? ` AND (${keys.map((k) => k.sql).join(', ')}) > (${keys.map((k, i) => `${p(prior[i])}::${k.type}`).join(', ')})`
+    : '';
+  const limit = p(spec.maxRows);
+  const budget = p(spec.maxBytes);
+  const order = keys.map((k) => k.sql).join(', ');
+  const cutOrder = keys.map((k) => k.alias).join(', ');
+  const r = spec.columns.map((c) => `${jsonValue(c)} AS "${c.name}"`).join(', ');
+  const sql = `
+    WITH page AS (
+      SELECT ${keys.map((k) => `${k.sql} AS ${k.alias}, ${keyText(k)} AS t_${k.alias}`).join(', ')},
+             ${lineOf(spec.columns, spec.format)} AS line
+        FROM ${spec.from} CROSS JOIN LATERAL (SELECT ${r}) r
+       WHERE ${spec.where}${after}
+       ORDER BY ${order}
+       LIMIT ${limit}
+    ), cut AS (
+      SELECT *, sum(octet_length(line)) OVER w AS run, row_number() OVER w AS n
+        FROM page WINDOW w AS (ORDER BY ${cutOrder})
+    ), kept AS (
+      SELECT * FROM cut WHERE run <= ${budget} OR n = 1
+    )
+    SELECT coalesce((SELECT string_agg(line, '' ORDER BY n) FROM kept), '') AS text,
+           (SELECT count(*) FROM kept)::int AS rows,
+           (SELECT count(*) FROM page)::int AS fetched,
+           ${keys.map((k) => `(SELECT t_${k.alias} FROM kept ORDER BY n DESC LIMIT 1) AS last_${k.alias}`).join(', ')}`;
+  const { rows } = await db.query<Record<string, string | number | null>>(sql, params);
+  const row = rows[0];
+  if (!row) throw new Error('an export page read no summary row');
+  const kept = Number(row.rows);
+  const last = kept === 0 ? null : keys.map((k) => String(row[`last_${k.alias}`]));
+  // Rows may follow when the page was cut by its size or read as many rows as it could.
+  const more = kept > 0 && (kept < Number(row.fetched) || Number(row.fetched) === spec.maxRows);
+  return { text: String(row.text), rows: kept, last, more };
+}
+
+const Cursor = z.object({
+  /** The range's end, fixed by the first page. */
+  to: z.string(),
+  /** The source's position. */
+  s: z.unknown(),
+  /** Bytes per row so far (sizes the next page's read). */
+  b: z.number().positive(),
+});
+
+const encode = (c: z.output<typeof Cursor>) => Buffer.from(JSON.stringify(c)).toString('base64url');
+function decode(text: string): z.output<typeof Cursor> {
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(text, 'base64url').toString());
+  } catch {
+    value = undefined;
+  }
+  const c = Cursor.safeParse(value);
+  if (!c.success || Number.isNaN(Date.parse(c.data.to)))
+    throw new AppError('validation_error', 'Invalid request: cursor.', {
+      fields: [{ field: 'cursor', message: 'is not a cursor of this export' }],
+    });
+  return c.data;
+}
+
+/** Rows to read for a page of `bytes` at `perRow` bytes a row (a little over, the size cut trims). */
+const rowsFor = (bytes: number, perRow: number) => Math.max(50, Math.min(20_000, Math.ceil((bytes / perRow) * 1.1)));
+/** A first guess of a row's size, before a page says. */
+const FIRST_GUESS = 200;
+
+/**
+ * The instants a query's `from`/`to` stand for: a date is its start (UTC), a `to` date counts whole
+ * (before the next day's start); `to` absent is `now`. A `from` not before `to` is a validation error.
+ */
+export function exportRange(q: { from?: string; to?: string }, now: Date): { from: Date | null; to: Date } {
+  const isDay = (v: string) => /^\d{4}-\d{2}-\d{2}$/.test(v);
+  const from = q.from === undefined ? null : new Date(isDay(q.from) ? `${q.from}T00:00:00Z` : q.from);
+  let to = q.to === undefined ? now : new Date(isDay(q.to) ? `${q.to}T00:00:00Z` : q.to);
+  if (q.to !== undefined && isDay(q.to)) to = new Date(to.getTime() + 86_400_000);
+  if (from && from >= to)
+    throw new AppError('validation_error', 'Invalid request: from.', {
+      fields: [{ field: 'from', message: 'must be before to' }],
+    });
+  return { from, to };
+}
+
+const EXPORT_JOB = 'export';
+const StartInput = z.object({
+  entity: z.string(),
+  card_id: z.number().int().positive().optional(),
+  from: z.string().optional(),
+  to: z.string().optional(),
+  format: z.enum(['csv', 'jsonl']),
+});
+const PageInput = StartInput.extend({ cursor: z.string().nullable() });
+type StartInputT = z.output<typeof StartInput>;
+
+const JobParams = z.object({
+  entity: z.string(),
+  card_id: z.number().nullable(),
+  from: z.string().nullable(),
+  to: z.string(),
+  format: z.enum(['csv', 'jsonl']),
+  ranged: z.boolean(),
+});
+interface JobCheckpoint {
+  s: unknown;
+  size: number;
+  rows: number;
+  b: number;
+  done: boolean;
+}
+/** Bytes an export job writes per step (one transaction): a few pages. */
+const STEP_BYTES = 4 * DOWNLOAD_PAGE_BYTES;
+
+export class Exports {
+  constructor(
+    private readonly opts: {
+      pool: Pool;
+      service: ServiceName;
+      jobs: { store: JobStore; wake(): void };
+      clock: Clock;
+      sources: Partial<Record<ExportEntity, ExportSource>>;
+    },
+  ) {}
+
+  private source(entity: string): [ExportEntity, ExportSource] {
+    const found = Object.entries(this.opts.sources).find(([k]) => k === entity);
+    // The gateway routes only this service's entities here; anything else is not an export.
+    if (!found) throw new AppError('unknown_export');
+    // eslint-disable-next-line @typescript-eslint/consistent-type-assertions -- a key of the sources table
+    return [found[0] as ExportEntity, found[1]];
+  }
+
+  private request(tenantId: number, input: StartInputT, to: Date | null): ExportRequest {
+    const [entity] = this.source(input.entity);
+    const range = exportRange(input, this.opts.clock.now());
+    return {
+      tenantId,
+      entity,
+      cardId: input.card_id ?? null,
+      from: range.from,
+      to: to ?? range.to,
+      format: input.format,
+      ranged: input.from !== undefined || input.to !== undefined,
+    };
+  }
+
+  private filename(req: ExportRequest): string {
+    const stamp = req.to
+      .toISOString()
+      .replace(/[-:]/g, '')
+      .replace(/\.\d+Z$/, 'Z');
+    const card = req.cardId === null ? '' : `-card-${req.cardId}`;
+    return `${req.entity}${card}-${stamp}.${req.format === 'csv' ? 'csv' : 'jsonl'}`;
+  }
+
+  /** One page of a streamed export (`cursor` null: the first, with the CSV header). */
+  async download(tenantId: number, input: z.output<typeof PageInput>) {
+    const cursor = input.cursor === null ? null : decode(input.cursor);
+    const req = this.request(tenantId, input, cursor ? new Date(cursor.to) : null);
+    const [, source] = this.source(input.entity);
+    if (!cursor) await source.check(req);
+    const perRow = cursor?.b ?? FIRST_GUESS;
+    const header = !cursor && req.format === 'csv' ? `${source.columns.join(',')}\r\n` : '';
+    const page = await source.page(req, cursor?.s, {
+      maxRows: rowsFor(DOWNLOAD_PAGE_BYTES - header.length, perRow),
+      maxBytes: DOWNLOAD_PAGE_BYTES - Buffer.byteLength(header),
+    });
+    const text = header + page.text;
+    const bytes = Buffer.byteLength(page.text);
+    const b = page.rows > 0 ? bytes / page.rows : perRow;
+    return {
+      content_type: exportContentTypes[req.format],
+      filename: this.filename(req),
+      data: Buffer.from(text).toString('base64'),
+      rows: page.rows,
+      next: page.done ? null : encode({ to: req.to.toISOString(), s: page.state, b }),
+    };
+  }
+
+  /** Queue the export as a job (the same file, stored as the job's result). */
+  async start(tenantId: number, input: StartInputT) {
+    const { store } = this.opts.jobs;
+    const req = this.request(tenantId, input, null);
+    await this.source(input.entity)[1].check(req);
+    const params: z.output<typeof JobParams> = {
+      entity: req.entity,
+      card_id: req.cardId,
+      from: req.from?.toISOString() ?? null,
+      to: req.to.toISOString(),
+      format: req.format,
+      ranged: req.ranged,
+    };
+    const id = await withTransaction(this.opts.pool, (db) =>
+      store.create(db, { tenantId, kind: `${EXPORT_JOB}.${req.entity}`, params, now: this.opts.clock.now() }),
+    );
+    this.opts.jobs.wake();
+    const job = await store.find(tenantId, id);
+    if (!job) throw new AppError('job_not_found');
+    return { job: jobView(store, job, '/api/v1', this.opts.clock.now()) };
+  }
+
+  /** The job kinds of this service's exports (`export.<entity>`). */
+  handlers(): Record<string, JobHandler<never>> {
+    const kinds = Object.keys(this.opts.sources).map((entity) => [`${EXPORT_JOB}.${entity}`, this.job()] as const);
+    return Object.fromEntries(kinds);
+  }
+
+  private job(): JobHandler<never> {
+    const handler: JobHandler<JobCheckpoint> = async (step) => {
+      const p = JobParams.parse(step.params);
+      const [entity, source] = this.source(p.entity);
+      const req: ExportRequest = {
+        tenantId: step.tenantId,
+        entity,
+        cardId: p.card_id,
+        from: p.from === null ? null : new Date(p.from),
+        to: new Date(p.to),
+        format: p.format,
+        ranged: p.ranged,
+      };
+      const c = step.checkpoint ?? { s: undefined, size: 0, rows: 0, b: FIRST_GUESS, done: false };
+      if (c.done) {
+        await step.succeed(
+          async (db) => {
+            // An empty export still has its (empty) first part to download.
+            if (c.size === 0) await step.appendResult(db, 0, Buffer.alloc(0));
+          },
+          {
+            done: c.rows,
+            total: c.rows,
+            result: { contentType: exportContentTypes[req.format], stored: true, size: c.size },
+          },
+        );
+        return 'finished';
+      }
+      // A few pages read outside the step's transaction, then stored with the checkpoint.
+      const pieces: Buffer[] = [];
+      let next = { ...c };
+      if (c.s === undefined && c.size === 0 && req.format === 'csv')
+        pieces.push(Buffer.from(`${source.columns.join(',')}\r\n`));
+      let bytes = pieces.reduce((n, b) => n + b.length, 0);
+      while (!next.done && bytes < STEP_BYTES) {
+        const page = await source.page(req, next.s, {
+          maxRows: rowsFor(DOWNLOAD_PAGE_BYTES, next.b),
+          maxBytes: DOWNLOAD_PAGE_BYTES,
+        });
+        const piece = Buffer.from(page.text);
+        pieces.push(piece);
+        bytes += piece.length;
+        next = {
+          s: page.state,
+          size: next.size,
+          rows: next.rows + page.rows,
+          b: page.rows > 0 ? piece.length / page.rows : next.b,
+          done: page.done,
+        };
+      }
+      const data = Buffer.concat(pieces);
+      next.size = c.size + data.length;
+      await step.commit((db) => appendFilled(step, db, c.size, data), { checkpoint: next, done: next.rows });
+      return 'more';
+    };
+    // eslint-disable-next-line @typescript-eslint/consistent-type-assertions -- the runner hands back what this handler committed
+    return handler as unknown as JobHandler<never>;
+  }
+}
+
+/** Append `data` to a result of `size` bytes so far, filling each part to RESULT_PART_BYTES. */
+async function appendFilled(step: JobStep<unknown>, db: PoolClient, size: number, data: Buffer): Promise<void> {
+  let rest = data;
+  let at = size;
+  while (rest.length > 0) {
+    const chunk = rest.subarray(0, RESULT_PART_BYTES - (at % RESULT_PART_BYTES));
+    await step.appendResult(db, Math.floor(at / RESULT_PART_BYTES), chunk);
+    at += chunk.length;
+    rest = rest.subarray(chunk.length);
+  }
+}
+
+/** The export operations of a service (routed by entity): a page of the stream, and the job. */
+export function addExportEndpoints(endpoints: Endpoints, exports: Exports): Endpoints {
+  const ops = exportOperations;
+  return endpoints
+    .routed(ops['exports.download'].operation, Meta, PageInput, (d, x) => exports.download(x.meta.tenant_id, d))
+    .routed(ops['exports.create'].operation, Meta, StartInput, (d, x) => exports.start(x.meta.tenant_id, d));
+}

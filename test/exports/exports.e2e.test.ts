@@ -1,0 +1,380 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiClient, startTestSystem, type TestSystem } from '../support/system.ts';
+import { cashbackCard, email, pointsCard } from '../support/ledger.ts';
+
+/**
+ * Exports end to end through the gateway: the journal streamed as JSON Lines and as CSV equals the
+ * journal read with SQL row for row (several pages, awkward text in references and metadata), the
+ * card and time filters select exactly the rows SQL selects, members, balances and lots equal their
+ * tables, bad requests answer the failure envelope, and the job form's file is the streamed one.
+ */
+let sys: TestSystem;
+let creds: { tenantId: number; appId: string; apiKey: string };
+let other: { tenantId: number; appId: string; apiKey: string };
+let points: number;
+let cashback: number;
+let foreignCard: number;
+const ALL = ['points_read', 'points_write', 'cashback_read', 'cashback_write', 'card_read', 'programme_manage'];
+/** Rows written with SQL beside those written through the API: more than one page of the stream. */
+const SEEDED = 6_000;
+
+type Row = Record<string, unknown>;
+const headers = (c = creds) => ({ 'X-App-Id': c.appId, 'X-Api-Key': c.apiKey });
+
+async function download(path: string, c = creds) {
+  const r = await fetch(`${sys.url}${path}`, { headers: headers(c) });
+  const text = await r.text();
+  return { status: r.status, headers: r.headers, text };
+}
+
+const jsonLines = (text: string): Row[] =>
+  text
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as Row);
+
+/** RFC 4180, written here apart from the platform's own reader: quoted fields, doubled quotes, CRLF. */
+function csvRows(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') {
+        field += '"';
+        i++;
+      } else if (ch === '"') quoted = false;
+      else field += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') {
+      row.push(field);
+      field = '';
+    } else if (ch === '\r' && text[i + 1] === '\n') {
+      row.push(field);
+      rows.push(row);
+      row = [];
+      field = '';
+      i++;
+    } else field += ch;
+  }
+  expect(field, 'the file ends with CRLF').toBe('');
+  return rows;
+}
+
+/** The journal as SQL reads it, in the export's order (card, time, id), as the export writes each row. */
+async function journalFromSql(where: string, params: unknown[]): Promise<Row[]> {
+  const { rows } = await sys.db.query<Record<string, string | null> & { metadata: unknown; created_at: Date }>(
+    `SELECT j.id::text, j.card_id::text, j.member_id::text, j.event, j.amount::text, j.balance_after::text,
+            j.purchase_cents::text, j.reference, j.reward_id::text, j.metadata, j.created_at, c.reward_system
+       FROM ledger.journal j JOIN ledger.cards c ON c.id = j.card_id
+      WHERE ${where} ORDER BY j.card_id, j.created_at, j.id`,
+    params,
+  );
+  return rows.map((r) => {
+    const unit = (v: string | null | undefined) =>
+      v === null || v === undefined ? null : r.reward_system === 'cashback' ? Number(v) / 100 : Number(v);
+    return {
+      id: Number(r.id),
+      card_id: Number(r.card_id),
+      member_id: Number(r.member_id),
+      event: r.event,
+      amount: unit(r.amount),
+      balance_after: unit(r.balance_after),
+      purchase_amount: r.purchase_cents === null ? null : Number(r.purchase_cents) / 100,
+      reference: r.reference,
+      reward_id: r.reward_id === null ? null : Number(r.reward_id),
+      metadata: r.metadata,
+      created_at: r.created_at.getTime(),
+    };
+  });
+}
+
+/** An exported journal row in the same shape (times to the millisecond, as JavaScript reads them back). */
+function comparable(row: Row): Row {
+  expect(String(row.created_at)).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
+  return { ...row, created_at: Date.parse(String(row.created_at)) };
+}
+
+/** A CSV journal row read back as the JSON Lines row it stands for. */
+function fromCsv(header: string[], values: string[]): Row {
+  const v = Object.fromEntries(header.map((h, i) => [h, values[i]!]));
+  const num = (s: string) => (s === '' ? null : Number(s));
+  return {
+    id: num(v.id!),
+    card_id: num(v.card_id!),
+    member_id: num(v.member_id!),
+    event: v.event,
+    amount: num(v.amount!),
+    balance_after: num(v.balance_after!),
+    purchase_amount: num(v.purchase_amount!),
+    reference: v.reference === '' ? null : v.reference,
+    reward_id: num(v.reward_id!),
+    metadata: v.metadata === '' ? null : JSON.parse(v.metadata!),
+    created_at: v.created_at,
+  };
+}
+
+beforeAll(async () => {
+  sys = await startTestSystem({ services: ['identity', 'ledger'] });
+  creds = await sys.tenant({ scopes: ALL });
+  other = await sys.tenant({ scopes: ALL });
+  points = await pointsCard(sys, creds.tenantId);
+  cashback = await cashbackCard(sys, creds.tenantId);
+  foreignCard = await pointsCard(sys, other.tenantId);
+  const api = apiClient(sys.url, creds);
+  const foreignApi = apiClient(sys.url, other);
+  sys.clock.advance(Date.parse('2031-01-10T09:00:00Z') - sys.clock.now().getTime());
+  // Through the API: members (one with a name that needs quoting), earns on both cards a day apart.
+  const reg = await api('POST', '/api/v1/auth/member/register', {
+    body: {
+      name: 'Reis, "Caio"',
+      email: email('exp'),
+      phone: `+1555${String(Date.now()).slice(-7)}`,
+      accepts_emails: true,
+    },
+  });
+  expect(reg.status, JSON.stringify(reg.body)).toBe(200);
+  const caio = (reg.body.data!.member as { id: number }).id;
+  for (let day = 0; day < 6; day++) {
+    for (const [card, amount] of [
+      [points, 20 + day],
+      [cashback, 30 + day],
+    ] as const) {
+      const path = card === points ? '/api/v1/loyalty/points/earn' : '/api/v1/cashback/cashback/earn';
+      const r = await api('POST', path, {
+        body: { card_id: card, member_id: caio, purchase_amount: amount, reference: `ref,${day}"${card}` },
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      const w = await api('POST', path, { body: { card_id: card, email: email('walkin'), purchase_amount: amount } });
+      expect(w.status, JSON.stringify(w.body)).toBe(200);
+    }
+    sys.clock.advance(86_400_000);
+  }
+  const f = await foreignApi('POST', '/api/v1/loyalty/points/earn', {
+    body: { card_id: foreignCard, email: email('foreign'), purchase_amount: 10 },
+  });
+  expect(f.status).toBe(200);
+  // With SQL: many rows on the points card for Caio's account, with awkward references and metadata.
+  await sys.db.query(
+    `INSERT INTO ledger.journal (tenant_id, card_id, member_id, event, amount, balance_after, reference, metadata, created_at)
+     SELECT $1, $2, $3, 'staff_adjustment', g, g, CASE WHEN g % 3 = 0 THEN 'line' || chr(10) || 'break, "q" ' || g END,
+            CASE WHEN g % 4 = 0 THEN jsonb_build_object('note', 'say "hi", ' || g, 'n', g) END,
+            timestamptz '2031-01-05T00:00:00Z' + g * interval '1 second 1 microsecond'
+       FROM generate_series(1, $4) g`,
+    [creds.tenantId, points, caio, SEEDED],
+  );
+}, 120_000);
+afterAll(async () => {
+  await sys?.stop();
+});
+
+describe('journal export', () => {
+  it('JSON Lines equal the journal row for row, over several pages, without another tenant’s rows', async () => {
+    const r = await download('/api/v1/exports/journal');
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toBe('application/x-ndjson');
+    expect(r.headers.get('content-disposition')).toMatch(/^attachment; filename="journal-\d{8}T\d{6}Z\.jsonl"$/);
+    expect(r.headers.get('content-length')).toBeNull();
+    expect(r.text.length).toBeGreaterThan(2 * 512 * 1024);
+    const expected = await journalFromSql('j.tenant_id = $1', [creds.tenantId]);
+    expect(expected.length).toBe(SEEDED + 24);
+    expect(jsonLines(r.text).map(comparable)).toEqual(expected);
+  });
+
+  it('CSV has a header line, RFC 4180 quoting and the same rows', async () => {
+    const r = await download('/api/v1/exports/journal?format=csv');
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toBe('text/csv; charset=utf-8');
+    expect(r.headers.get('content-disposition')).toMatch(/filename="journal-\d{8}T\d{6}Z\.csv"$/);
+    const [header, ...rows] = csvRows(r.text);
+    expect(header).toEqual([
+      'id',
+      'card_id',
+      'member_id',
+      'event',
+      'amount',
+      'balance_after',
+      'purchase_amount',
+      'reference',
+      'reward_id',
+      'metadata',
+      'created_at',
+    ]);
+    expect(r.text).toContain('"ref,0""');
+    const expected = await journalFromSql('j.tenant_id = $1', [creds.tenantId]);
+    expect(rows.map((v) => comparable(fromCsv(header!, v)))).toEqual(expected);
+    // Cashback amounts in currency units with two decimals.
+    expect(rows.find((v) => Number(v[1]) === cashback)![4]).toMatch(/^\d+\.\d{2}$/);
+  });
+
+  it('filters by card and by a time range exactly as SQL does', async () => {
+    const byCard = await download(`/api/v1/exports/journal?card_id=${cashback}`);
+    expect(byCard.status).toBe(200);
+    expect(byCard.headers.get('content-disposition')).toContain(`journal-card-${cashback}-`);
+    expect(jsonLines(byCard.text).map(comparable)).toEqual(await journalFromSql('j.card_id = $1', [cashback]));
+
+    const from = '2031-01-05T00:30:00.5Z';
+    const to = '2031-01-12';
+    const ranged = await download(`/api/v1/exports/journal?from=${from}&to=${to}&format=csv`);
+    expect(ranged.status).toBe(200);
+    const [header, ...rows] = csvRows(ranged.text);
+    const expected = await journalFromSql(
+      `j.tenant_id = $1 AND j.created_at >= $2 AND j.created_at < timestamptz '2031-01-13T00:00:00Z'`,
+      [creds.tenantId, from],
+    );
+    expect(expected.length).toBeGreaterThan(0);
+    expect(expected.length).toBeLessThan(SEEDED + 24);
+    expect(rows.map((v) => comparable(fromCsv(header!, v)))).toEqual(expected);
+
+    const empty = await download('/api/v1/exports/journal?from=2030-01-01&to=2030-01-01&format=csv');
+    expect(empty.status).toBe(200);
+    expect(empty.text).toBe(`${header!.join(',')}\r\n`);
+  });
+});
+
+describe('members, balances and lots', () => {
+  it('members: the tenant’s members (the import’s columns after the id), by id', async () => {
+    const r = await download('/api/v1/exports/members');
+    expect(r.status).toBe(200);
+    const { rows } = await sys.db.query<{ id: string; name: string; email: string | null; created_at: Date }>(
+      `SELECT m.id::text, m.name, m.email, m.created_at FROM identity.members m WHERE m.tenant_id = $1 ORDER BY m.id`,
+      [creds.tenantId],
+    );
+    const got = jsonLines(r.text);
+    expect(got.map((m) => [m.id, m.name, m.email, Date.parse(String(m.joined_at))])).toEqual(
+      rows.map((m) => [Number(m.id), m.name, m.email, m.created_at.getTime()]),
+    );
+    expect(Object.keys(got[0]!)).toEqual([
+      'id',
+      'external_id',
+      'name',
+      'email',
+      'phone',
+      'accepts_emails',
+      'joined_at',
+    ]);
+    expect(got.find((m) => m.name === 'Reis, "Caio"')!.accepts_emails).toBe(true);
+    const csv = await download('/api/v1/exports/members?format=csv');
+    expect(csv.text).toContain('"Reis, ""Caio"""');
+    expect(csvRows(csv.text).length).toBe(rows.length + 1);
+  });
+
+  it('balances: every account of the tenant with its balances in the card’s unit', async () => {
+    const r = await download('/api/v1/exports/balances');
+    expect(r.status).toBe(200);
+    const { rows } = await sys.db.query<Record<string, string>>(
+      `SELECT a.card_id::text, a.member_id::text, a.balance::text, a.pending::text, a.held::text, a.entries::text, c.reward_system
+         FROM ledger.accounts a JOIN ledger.cards c ON c.id = a.card_id WHERE a.tenant_id = $1 ORDER BY a.card_id, a.member_id`,
+      [creds.tenantId],
+    );
+    const unit = (r: Record<string, string>, v: string) =>
+      r.reward_system === 'cashback' ? Number(v) / 100 : Number(v);
+    expect(jsonLines(r.text).map((b) => [b.card_id, b.member_id, b.balance, b.pending, b.held, b.entries])).toEqual(
+      rows.map((a) => [
+        Number(a.card_id),
+        Number(a.member_id),
+        unit(a, a.balance!),
+        unit(a, a.pending!),
+        unit(a, a.held!),
+        Number(a.entries),
+      ]),
+    );
+  });
+
+  it('lots: every lot of the card in the range, in order of creation', async () => {
+    const r = await download(`/api/v1/exports/lots?card_id=${points}&from=2031-01-11`);
+    expect(r.status).toBe(200);
+    const { rows } = await sys.db.query<{ id: string; amount: string; remaining: string; created_at: Date }>(
+      `SELECT id::text, amount::text, remaining::text, created_at FROM ledger.lots
+        WHERE card_id = $1 AND created_at >= '2031-01-11' ORDER BY created_at, id`,
+      [points],
+    );
+    expect(rows.length).toBeGreaterThan(0);
+    expect(
+      jsonLines(r.text).map((l) => [l.id, l.amount, l.remaining, Date.parse(String(l.created_at)), l.pending]),
+    ).toEqual(rows.map((l) => [Number(l.id), Number(l.amount), Number(l.remaining), l.created_at.getTime(), false]));
+  });
+});
+
+describe('the job form', () => {
+  it('POST answers 202 with a job whose result is the streamed file, byte for byte', async () => {
+    for (const [entity, query] of [
+      ['journal', 'format=csv&to=2031-01-20'],
+      ['journal', `card_id=${points}&from=2031-01-05T00:10:00Z&to=2031-01-20`],
+      ['members', 'format=csv&to=2031-01-20'],
+      ['balances', 'format=jsonl'],
+    ] as const) {
+      const r = await fetch(`${sys.url}/api/v1/exports/${entity}?${query}`, { method: 'POST', headers: headers() });
+      const body = (await r.json()) as {
+        success: boolean;
+        data: { job: { id: string; kind: string; status: string } };
+      };
+      expect(r.status, JSON.stringify(body)).toBe(202);
+      expect(body.data.job.kind).toBe(`export.${entity}`);
+      expect(body.data.job.id).toMatch(entity === 'members' ? /^job_identity_/ : /^job_ledger_/);
+      let job: { status: string; result_url?: string; progress: { done: number } } | undefined;
+      for (let i = 0; i < 300; i++) {
+        const g = await fetch(`${sys.url}/api/v1/jobs/${body.data.job.id}`, { headers: headers() });
+        job = ((await g.json()) as { data: typeof job }).data;
+        if (job!.status === 'succeeded' || job!.status === 'failed') break;
+        await new Promise((res) => setTimeout(res, 100));
+      }
+      expect(job!.status, JSON.stringify(job)).toBe('succeeded');
+      const file = await download(job!.result_url!);
+      expect(file.status).toBe(200);
+      // Balances are as they stand: the same now as a moment ago, the stream read at once.
+      const streamed = await download(`/api/v1/exports/${entity}?${query}`);
+      expect(file.headers.get('content-type')).toBe(streamed.headers.get('content-type'));
+      expect(file.text.length).toBeGreaterThan(0);
+      expect(file.text).toBe(streamed.text);
+      const rows = query.includes('csv') ? csvRows(streamed.text).length - 1 : jsonLines(streamed.text).length;
+      expect(job!.progress.done).toBe(rows);
+    }
+  });
+
+  it('refuses what the stream refuses, before any job exists', async () => {
+    const r = await fetch(`${sys.url}/api/v1/exports/journal?card_id=999999999`, {
+      method: 'POST',
+      headers: headers(),
+    });
+    expect(r.status).toBe(404);
+    const u = await fetch(`${sys.url}/api/v1/exports/ledger`, { method: 'POST', headers: headers() });
+    expect(u.status).toBe(404);
+    expect(((await u.json()) as { error: { code: string } }).error.code).toBe('unknown_export');
+  });
+});
+
+describe('refusals', () => {
+  const refused = async (path: string, status: number, code: string, c = creds) => {
+    const r = await download(path, c);
+    expect(r.status, r.text).toBe(status);
+    const body = JSON.parse(r.text) as { success: boolean; error: { code: string } };
+    expect(body.success).toBe(false);
+    expect(body.error.code).toBe(code);
+  };
+
+  it('answers the failure envelope for bad input, never a file', async () => {
+    await refused('/api/v1/exports/transactions', 404, 'unknown_export');
+    await refused('/api/v1/exports/journal?format=xml', 400, 'validation_error');
+    await refused('/api/v1/exports/journal?from=2031-02-30', 400, 'validation_error');
+    await refused('/api/v1/exports/journal?from=yesterday', 400, 'validation_error');
+    await refused('/api/v1/exports/journal?from=2031-01-10T10:00:00', 400, 'validation_error');
+    await refused('/api/v1/exports/journal?from=2031-01-12&to=2031-01-11', 400, 'validation_error');
+    await refused('/api/v1/exports/journal?card_id=abc', 400, 'validation_error');
+    await refused('/api/v1/exports/journal?card_id=999999999', 404, 'card_not_found');
+    await refused(`/api/v1/exports/lots?card_id=${foreignCard}`, 404, 'card_not_found');
+    await refused('/api/v1/exports/balances?from=2031-01-01', 400, 'validation_error');
+    await refused(`/api/v1/exports/members?card_id=${points}`, 400, 'validation_error');
+    const reader = await sys.tenant({ scopes: ['points_read'] });
+    await refused('/api/v1/exports/journal', 403, 'insufficient_scope', reader);
+  });
+
+  it('another tenant sees only its own journal', async () => {
+    const r = await download('/api/v1/exports/journal', other);
+    expect(r.status).toBe(200);
+    const rows = jsonLines(r.text);
+    expect(rows.map((x) => x.card_id)).toEqual([foreignCard]);
+  });
+});
