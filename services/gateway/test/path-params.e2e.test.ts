@@ -208,6 +208,8 @@ beforeAll(async () => {
   Object.assign(values, {
     import_id: { path: await anImport(tenant.tenantId), other: await anImport(other.tenantId) },
     job_id: { path: await job(tenant.tenantId), other: await job(other.tenantId) },
+    // An export's entity names what is exported (and its owner): one the path names, another it does not.
+    entity: { path: 'journal', other: 'members' },
     endpoint_id: { path: hooks[0]!.endpoint, other: hooks[1]!.endpoint },
     delivery_id: { path: hooks[0]!.delivery, other: hooks[1]!.delivery },
     tenant_id: { path: tenant.tenantId, other: other.tenantId },
