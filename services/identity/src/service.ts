@@ -10,6 +10,7 @@ import {
   runService,
   ServiceClient,
   type Clock,
+  type Endpoints,
   type Logger,
   type RunningService,
   type ServiceDeclaration,
@@ -91,6 +92,17 @@ async function mailOf(rt: ServiceRuntime, config: IdentityConfig) {
   return { smtpSecrets, mailer };
 }
 
+/** Members in (imports) and out (exports): their endpoints and their jobs. */
+function memberFiles(rt: ServiceRuntime) {
+  const now = () => rt.clock.now();
+  const imports = new Imports(rt.pool, 'identity', rt.jobs, { members: importKind(memberImportSpec(now)) }, now);
+  const exports = identityExports(rt);
+  return {
+    endpoints: (endpoints: Endpoints) => addExportEndpoints(addImportEndpoints(endpoints, imports), exports),
+    handlers: () => ({ ...imports.handlers(), ...exports.handlers() }),
+  };
+}
+
 async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promise<ServiceDeclaration<IdentityHooks>> {
   const { pool, nc, subjects, log, outbox, clock, metrics } = rt;
   const { smtpSecrets, mailer } = await mailOf(rt, config);
@@ -108,42 +120,30 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
   const tasks = identityTasks({ pool, clock, log, metrics, mailer, pace, marketing }, config);
   const { earnMailSender, outgoingMailSender } = tasks;
   const mails = { now: () => clock.now(), wake: () => outgoingMailSender.wake(), marketing };
-  const imports = new Imports(
-    pool,
-    'identity',
-    rt.jobs,
-    { members: importKind(memberImportSpec(() => clock.now())) },
-    () => clock.now(),
-  );
-  const exports = identityExports(rt);
+  const files = memberFiles(rt);
   return {
-    endpoints: addExportEndpoints(
-      addImportEndpoints(
-        identityEndpoints({
-          auth: memberAuth(authDeps),
-          admin: provisioning(pool, outbox, (appId) => credentialsChanged({ app_id: appId })),
-          directory: memberDirectory(pool, outbox, clock),
-          claims: claimCodes(authDeps),
-          codes: memberCodes(authDeps),
-          staff: staffAuth({ ...authDeps, staffTokenTtlMinutes: config.STAFF_TOKEN_TTL_MINUTES }),
-          team: staffTeam({ pool, clock, outbox, replays: authDeps.replays }),
-          members: staffMembers(pool),
-          audit,
-          ...rights,
-          mail: tenantMailSettings({ pool, clock, outbox, secrets: smtpSecrets }),
-          locale: memberLocale({ pool, outbox }),
-          pool,
-        }),
-        imports,
-      ),
-      exports,
+    endpoints: files.endpoints(
+      identityEndpoints({
+        auth: memberAuth(authDeps),
+        admin: provisioning(pool, outbox, (appId) => credentialsChanged({ app_id: appId })),
+        directory: memberDirectory(pool, outbox, clock),
+        claims: claimCodes(authDeps),
+        codes: memberCodes(authDeps),
+        staff: staffAuth({ ...authDeps, staffTokenTtlMinutes: config.STAFF_TOKEN_TTL_MINUTES }),
+        team: staffTeam({ pool, clock, outbox, replays: authDeps.replays }),
+        members: staffMembers(pool),
+        audit,
+        ...rights,
+        mail: tenantMailSettings({ pool, clock, outbox, secrets: smtpSecrets }),
+        locale: memberLocale({ pool, outbox }),
+        pool,
+      }),
     ),
     jobs: {
       [ERASE_JOB]: rights.erasure.run,
       [EXPORT_JOB]: rights.exports.run,
       [MERGE_JOB]: rights.merges.run,
-      ...imports.handlers(),
-      ...exports.handlers(),
+      ...files.handlers(),
     },
     tenantData: identityTenantTables,
     consumers: identityConsumers(rt, config, { mails, audit }),
