@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { clusterEnv } from '../support/cluster-env.ts';
 import { Cluster, type ClusterService } from '../support/cluster.ts';
-import { localNats } from '../support/nats.ts';
-import { createTestDatabase, OPERATOR_TOKEN, REDIS_URL } from '../support/system.ts';
+import { createTestDatabase, OPERATOR_TOKEN } from '../support/system.ts';
 
 /**
  * An import survives the death of the replica executing it (compiled services, each replica its
@@ -25,26 +24,11 @@ describe('an import and a killed replica', () => {
   it('resumes from its checkpoint and applies every line once when the executing replica is killed', async () => {
     const db = await createTestDatabase();
     cleanups.push(db.drop);
-    const root = `impkill${randomBytes(4).toString('hex')}`;
-    const cluster = new Cluster(
-      {
-        DATABASE_URL: db.url,
-        DATABASE_POOL_SIZE: '4',
-        NATS_URL: localNats().url,
-        REDIS_URL,
-        SUBJECT_ROOT: root,
-        REDIS_KEY_PREFIX: `${root}:`,
-        OTP_SECRET: 'imports-otp-secret-0123456789',
-        SECRETS_KEY: randomBytes(32).toString('base64'),
-        AUDIT_KEY: 'imports-audit-key-0123456789abcdef0123456789',
-        OPERATOR_TOKEN,
-        RATE_LIMIT_MAX: '1000000',
-        LOG_LEVEL: 'info',
-        MAIL_NOTIFICATIONS_PER_SECOND: '0',
-        SMTP_URL: 'smtp://127.0.0.1:1',
-      },
-      `${process.cwd()}/var/cluster-logs/import-kill-${root}`,
-    );
+    const { env, root } = clusterEnv(db.url, 'impkill', {
+      MAIL_NOTIFICATIONS_PER_SECOND: '0',
+      SMTP_URL: 'smtp://127.0.0.1:1',
+    });
+    const cluster = new Cluster(env, `${process.cwd()}/var/cluster-logs/import-kill-${root}`);
     cleanups.push(() => cluster.stop());
     await cluster.add('identity', 2);
     await cluster.add('ledger', 2);

@@ -2,10 +2,10 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clusterEnv } from '../support/cluster-env.ts';
 import { Cluster } from '../support/cluster.ts';
 import { MailSink } from '../support/mail-sink.ts';
-import { localNats } from '../support/nats.ts';
-import { createTestDatabase, OPERATOR_TOKEN, REDIS_URL } from '../support/system.ts';
+import { createTestDatabase, OPERATOR_TOKEN } from '../support/system.ts';
 import { WebhookReceiver } from '../support/webhook-receiver.ts';
 
 /**
@@ -112,29 +112,15 @@ describe('tracing across every hop', () => {
     cleanups.push(() => receiver.stop());
     const smtp = await sink.start();
     cleanups.push(() => sink.stop());
-    const root = `trace${randomBytes(4).toString('hex')}`;
-    const cluster = new Cluster(
-      {
-        DATABASE_URL: db.url,
-        DATABASE_POOL_SIZE: '4',
-        NATS_URL: localNats().url,
-        REDIS_URL,
-        SUBJECT_ROOT: root,
-        REDIS_KEY_PREFIX: `${root}:`,
-        OTP_SECRET: 'trace-otp-secret-0123456789',
-        SECRETS_KEY: randomBytes(32).toString('base64'),
-        AUDIT_KEY: 'trace-audit-key-0123456789abcdef0123456789',
-        OPERATOR_TOKEN,
-        LOG_LEVEL: 'info',
-        SMTP_URL: smtp,
-        SANDBOX_SMTP_URL: smtp,
-        EARN_MAIL_WINDOW_SECONDS: '0',
-        WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-        OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
-        OTEL_TRACES_SAMPLER_ARG: '1',
-      },
-      `${process.cwd()}/var/cluster-logs/tracing-${root}`,
-    );
+    const { env, root } = clusterEnv(db.url, 'trace', {
+      SMTP_URL: smtp,
+      SANDBOX_SMTP_URL: smtp,
+      EARN_MAIL_WINDOW_SECONDS: '0',
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+      OTEL_TRACES_SAMPLER_ARG: '1',
+    });
+    const cluster = new Cluster(env, `${process.cwd()}/var/cluster-logs/tracing-${root}`);
     cleanups.push(() => cluster.stop());
     await cluster.add('identity');
     await cluster.add('ledger');

@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { clusterEnv } from '../support/cluster-env.ts';
 import { Cluster } from '../support/cluster.ts';
-import { localNats } from '../support/nats.ts';
-import { createTestDatabase, OPERATOR_TOKEN, REDIS_URL } from '../support/system.ts';
+import { createTestDatabase, OPERATOR_TOKEN } from '../support/system.ts';
 
 /**
  * A member's export and erasure survive the death of the identity replica running them (compiled
@@ -25,26 +24,11 @@ describe('member data jobs and a killed replica', () => {
   it('finishes an export and an erasure once when the replica running each is killed mid-way', async () => {
     const db = await createTestDatabase();
     cleanups.push(db.drop);
-    const root = `pjobs${randomBytes(4).toString('hex')}`;
-    const cluster = new Cluster(
-      {
-        DATABASE_URL: db.url,
-        DATABASE_POOL_SIZE: '4',
-        NATS_URL: localNats().url,
-        REDIS_URL,
-        SUBJECT_ROOT: root,
-        REDIS_KEY_PREFIX: `${root}:`,
-        OTP_SECRET: 'privacy-otp-secret-0123456789',
-        SECRETS_KEY: randomBytes(32).toString('base64'),
-        AUDIT_KEY: 'privacy-audit-key-0123456789abcdef0123456789',
-        OPERATOR_TOKEN,
-        RATE_LIMIT_MAX: '1000000',
-        LOG_LEVEL: 'info',
-        MAIL_NOTIFICATIONS_PER_SECOND: '0',
-        SMTP_URL: 'smtp://127.0.0.1:1',
-      },
-      `${process.cwd()}/var/cluster-logs/privacy-jobs-${root}`,
-    );
+    const { env, root } = clusterEnv(db.url, 'pjobs', {
+      MAIL_NOTIFICATIONS_PER_SECOND: '0',
+      SMTP_URL: 'smtp://127.0.0.1:1',
+    });
+    const cluster = new Cluster(env, `${process.cwd()}/var/cluster-logs/privacy-jobs-${root}`);
     cleanups.push(() => cluster.stop());
     await cluster.add('identity', 2);
     for (const s of ['ledger', 'claims', 'referrals', 'webhooks', 'gateway'] as const) await cluster.add(s);

@@ -1,9 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
+import { clusterEnv } from '../support/cluster-env.ts';
 import { Cluster } from '../support/cluster.ts';
 import { localNats } from '../support/nats.ts';
 import { PrivateNats, PrivatePostgres } from '../support/private-servers.ts';
-import { createTestDatabase, OPERATOR_TOKEN, REDIS_URL } from '../support/system.ts';
+import { createTestDatabase } from '../support/system.ts';
 import { drive, plan, provision, verifyExactlyOnce } from './load.ts';
 
 /**
@@ -18,23 +18,11 @@ afterAll(async () => {
 });
 
 function baseEnv(databaseUrl: string, natsUrl = localNats().url): Record<string, string> {
-  const root = `scale${randomBytes(4).toString('hex')}`;
-  return {
-    DATABASE_URL: databaseUrl,
-    DATABASE_POOL_SIZE: '4',
+  return clusterEnv(databaseUrl, 'scale', {
     NATS_URL: natsUrl,
-    REDIS_URL,
-    SUBJECT_ROOT: root,
-    REDIS_KEY_PREFIX: `${root}:`,
-    OTP_SECRET: 'scale-otp-secret-0123456789',
-    SECRETS_KEY: randomBytes(32).toString('base64'),
-    AUDIT_KEY: 'scale-audit-key-0123456789abcdef0123456789',
-    OPERATOR_TOKEN,
     REQUEST_TIMEOUT_MS: '2000',
-    RATE_LIMIT_MAX: '1000000',
-    LOG_LEVEL: 'info',
     SHUTDOWN_TIMEOUT_MS: '8000',
-  };
+  }).env;
 }
 
 async function startCluster(env: Record<string, string>, logName: string): Promise<Cluster> {

@@ -1,9 +1,9 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { clusterEnv } from '../support/cluster-env.ts';
 import { Cluster } from '../support/cluster.ts';
-import { localNats } from '../support/nats.ts';
-import { createTestDatabase, OPERATOR_TOKEN, REDIS_URL } from '../support/system.ts';
+import { createTestDatabase, OPERATOR_TOKEN } from '../support/system.ts';
 import { WebhookReceiver } from '../support/webhook-receiver.ts';
 
 /**
@@ -25,31 +25,16 @@ describe('webhooks scale-out', () => {
     cleanups.push(() => receiver.stop());
     // A receiver that takes a little time, so the killed replica has deliveries in flight.
     receiver.respond(() => ({ status: 200, delayMs: 25 }));
-    const root = `hooks${randomBytes(4).toString('hex')}`;
-    const cluster = new Cluster(
-      {
-        DATABASE_URL: db.url,
-        DATABASE_POOL_SIZE: '4',
-        NATS_URL: localNats().url,
-        REDIS_URL,
-        SUBJECT_ROOT: root,
-        REDIS_KEY_PREFIX: `${root}:`,
-        OTP_SECRET: 'scale-otp-secret-0123456789',
-        SECRETS_KEY: randomBytes(32).toString('base64'),
-        AUDIT_KEY: 'scale-audit-key-0123456789abcdef0123456789',
-        OPERATOR_TOKEN,
-        RATE_LIMIT_MAX: '1000000',
-        LOG_LEVEL: 'info',
-        MAIL_NOTIFICATIONS_PER_SECOND: '0',
-        SMTP_URL: 'smtp://127.0.0.1:1',
-        WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-        // A short lease, so the dead replica's deliveries come back within the test.
-        WEBHOOK_LEASE_MS: '8000',
-        WEBHOOK_TIMEOUT_MS: '2000',
-        WEBHOOK_POLL_INTERVAL_MS: '200',
-      },
-      `${process.cwd()}/var/cluster-logs/webhooks-kill-${root}`,
-    );
+    const { env, root } = clusterEnv(db.url, 'hooks', {
+      MAIL_NOTIFICATIONS_PER_SECOND: '0',
+      SMTP_URL: 'smtp://127.0.0.1:1',
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      // A short lease, so the dead replica's deliveries come back within the test.
+      WEBHOOK_LEASE_MS: '8000',
+      WEBHOOK_TIMEOUT_MS: '2000',
+      WEBHOOK_POLL_INTERVAL_MS: '200',
+    });
+    const cluster = new Cluster(env, `${process.cwd()}/var/cluster-logs/webhooks-kill-${root}`);
     cleanups.push(() => cluster.stop());
     await cluster.add('identity');
     await cluster.add('ledger');
