@@ -30,6 +30,8 @@ export interface BenchOptions {
   expiryLots: number;
   /** Members and balance lines of the import figure (0: left out). */
   importRows: number;
+  /** Journal rows of the export figure (the growth figure's card grown to this many with SQL; 0 leaves it out). */
+  exportRows: number;
   /** Leave out the webhooks scenario. */
   skipWebhooks: boolean;
   /** Leave out the cost of tracing (a second system with tracing on), and the share it samples. */
@@ -84,6 +86,10 @@ const HELP = `npm run bench -- [options]
   --import-rows <n>     members, then as many balance lines, imported through the operator API for the
                         import figure (default 1000000; 0 leaves it out)
   --skip-imports        leave out the import figure (as --import-rows 0)
+  --export-rows <n>     journal rows exported through the gateway (CSV and JSON Lines) for the export
+                        figure, with the report's latency on that journal (default 10000000; the
+                        growth figure's rows count, the rest is written with SQL; 0 leaves it out)
+  --skip-exports        leave out the export figure (as --export-rows 0)
   --skip-webhooks       leave out the webhooks scenario
   --skip-tracing        leave out the cost of tracing (points_earn again on a system with tracing on)
   --tracing-sampling <r> share of new traces sampled for that figure (default 0.1)
@@ -122,6 +128,8 @@ export function parseOptions(argv: string[]): BenchOptions {
       'skip-webhooks': { type: 'boolean', default: false },
       'import-rows': { type: 'string', default: '1000000' },
       'skip-imports': { type: 'boolean', default: false },
+      'export-rows': { type: 'string', default: '10000000' },
+      'skip-exports': { type: 'boolean', default: false },
       'skip-tracing': { type: 'boolean', default: false },
       'tracing-sampling': { type: 'string', default: '0.1' },
       'tracing-rounds': { type: 'string', default: '3' },
@@ -183,6 +191,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     expiryLots: Math.floor(num('expiry-lots', values['expiry-lots'], 10)),
     skipWebhooks: values['skip-webhooks'],
     importRows: values['skip-imports'] ? 0 : Math.floor(num('import-rows', values['import-rows'], 0)),
+    exportRows: values['skip-exports'] ? 0 : Math.floor(num('export-rows', values['export-rows'], 0)),
     skipTracing: values['skip-tracing'],
     tracingSampling: ratio('tracing-sampling', values['tracing-sampling']),
     tracingRounds: Math.floor(num('tracing-rounds', values['tracing-rounds'], 1)),

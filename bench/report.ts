@@ -55,6 +55,7 @@ export interface GrowthReport {
 export type { ExpiryReport } from './expiry.ts';
 export type { ImportsReport } from './imports.ts';
 import type { ImportsReport } from './imports.ts';
+import { formatExports, type ExportsReport } from './exports.ts';
 import type { ExpiryReport } from './expiry.ts';
 
 export interface BenchReport {
@@ -78,6 +79,8 @@ export interface BenchReport {
   webhooks: WebhooksReport | { skipped: string };
   /** Members and balances imported through the operator API (bench/imports.ts). */
   imports?: ImportsReport | { skipped: string };
+  /** The journal exported through the gateway, and the report's latency on it (bench/exports.ts). */
+  exports?: ExportsReport | { skipped: string };
   /** The points earn on a second system with tracing on (bench/tracing-cost.ts). */
   tracing?: TracingReport | { skipped: string };
   /** The tier recompute job over the tiers card's members (bench/tier-recompute.ts). */
@@ -216,6 +219,8 @@ export function formatTable(r: BenchReport): string {
           .join(', ')}`,
     );
   } else if (r.imports) out.push(`imports: skipped (${r.imports.skipped})`);
+  if (r.exports && 'exports' in r.exports) out.push(formatExports(r.exports));
+  else if (r.exports) out.push(`exports: skipped (${r.exports.skipped})`);
   if ('steady' in r.webhooks) {
     const w = r.webhooks;
     const t = w.targets;

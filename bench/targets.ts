@@ -25,6 +25,7 @@ export const TARGETS = {
   tracingRatio: 0.95,
   importSeconds: 180,
   importRssMb: 150,
+  exportRowsPerSecond: 100_000,
 } as const;
 
 const x = (v: number | null | undefined) => (v === null || v === undefined ? '-' : `${v.toFixed(2)}x`);
@@ -139,6 +140,15 @@ export function checkTargets(r: Omit<BenchReport, 'target_checks'>, membersWhoEa
       imp && imp.rows >= 1_000_000 && importPeak !== null
         ? imp.total_s <= TARGETS.importSeconds && importPeak <= TARGETS.importRssMb
         : null,
+  });
+  const exp = r.exports && 'exports' in r.exports ? r.exports : null;
+  const slowest = exp ? Math.min(...exp.exports.map((e) => e.rows_per_second)) : null;
+  out.push({
+    target: `the journal exported (CSV and JSON Lines) at >= ${TARGETS.exportRowsPerSecond.toLocaleString('en-US')} rows/s at 10,000,000 rows`,
+    figure: exp
+      ? `${slowest?.toLocaleString('en-US')} rows/s (the slower format) at ${exp.journal_rows.toLocaleString('en-US')} rows`
+      : 'not run',
+    met: exp && exp.journal_rows >= 10_000_000 && slowest !== null ? slowest >= TARGETS.exportRowsPerSecond : null,
   });
   return out;
 }

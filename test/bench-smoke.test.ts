@@ -23,6 +23,7 @@ describe('npm run bench (smoke)', () => {
         ...['--duration', '1', '--warmup', '0', '--connections', '2', '--members', '20', '--history-rows', '40'],
         ...['--growth-rows', '400', '--growth-requests', '20', '--redeem-accounts', '2', '--redeem-balance', '0.5'],
         ...['--expiry-lots', '200', '--tier-members', '200', '--tracing-rounds', '1', '--import-rows', '200'],
+        ...['--export-rows', '600'],
         ...['--webhook-seconds', '1', '--webhook-rate', '40', '--webhook-events', '200'],
       ]),
       quiet: true,

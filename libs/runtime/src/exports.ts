@@ -130,7 +130,7 @@ export async function sqlExportPage(
   const r = spec.columns.map((c) => `${jsonValue(c)} AS "${c.name}"`).join(', ');
   const sql = `
     WITH page AS (
-      SELECT ${keys.map((k) => `${k.sql} AS ${k.alias}, ${keyText(k)} AS t_${k.alias}`).join(', ')},
+      SELECT ${keys.map((k) => `${k.sql} AS ${k.alias}`).join(', ')},
              ${lineOf(spec.columns, spec.format)} AS line
         FROM ${spec.from} CROSS JOIN LATERAL (SELECT ${r}) r
        WHERE ${spec.where}${after}
@@ -145,7 +145,7 @@ export async function sqlExportPage(
     SELECT coalesce((SELECT string_agg(line, '' ORDER BY n) FROM kept), '') AS text,
            (SELECT count(*) FROM kept)::int AS rows,
            (SELECT count(*) FROM page)::int AS fetched,
-           ${keys.map((k) => `(SELECT t_${k.alias} FROM kept ORDER BY n DESC LIMIT 1) AS last_${k.alias}`).join(', ')}`;
+           ${keys.map((k) => `(SELECT ${keyText({ ...k, sql: k.alias })} FROM kept ORDER BY n DESC LIMIT 1) AS last_${k.alias}`).join(', ')}`;
   const { rows } = await db.query<Record<string, string | number | null>>(sql, params);
   const row = rows[0];
   if (!row) throw new Error('an export page read no summary row');
