@@ -116,6 +116,7 @@ describe('npm run bench (smoke)', () => {
       'every',
       'points_earn', // with tracing on (a second system, 10 % of new traces sampled)
       '1,000,000', // members and balance lines imported
+      'the', // the journal exported
     ]);
     for (const k of [0, 1, 2, 3, 5, 6, 7]) expect(typeof report.target_checks[k]!.met, `${k}`).toBe('boolean');
     expect(report.target_checks[4]!.met).toBeNull(); // 220 members are not the recompute target's 1,000,000
@@ -124,6 +125,14 @@ describe('npm run bench (smoke)', () => {
     expect(report.target_checks[11]!.met).toBe(true);
     expect(typeof report.target_checks[12]!.met).toBe('boolean');
     expect(report.target_checks[13]!.met).toBeNull(); // 200 rows are not the import target's 1,000,000
+    expect(report.target_checks[14]!.met).toBeNull(); // 600 rows are not the export target's 10,000,000
+    // The export figure: both formats, every row of the journal, memory sampled.
+    expect(report.exports && 'exports' in report.exports && report.exports.checks).toEqual([]);
+    if (report.exports && 'exports' in report.exports) {
+      expect(report.exports.exports.map((e) => e.format)).toEqual(['csv', 'jsonl']);
+      for (const e of report.exports.exports) expect(e.rows).toBe(report.exports.journal_rows);
+      expect(report.exports.journal_rows).toBeGreaterThanOrEqual(600);
+    }
     // The recompute job went over the 200 members written with SQL and the 20 of the tiers scenario.
     expect(report.tier_recompute).toMatchObject({ members: 220, checks: [] });
     expect(
