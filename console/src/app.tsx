@@ -6,6 +6,7 @@ import { AuditPage } from './pages/audit.tsx';
 import { ClaimsPage } from './pages/claims.tsx';
 import { ImportsPage } from './pages/imports.tsx';
 import { MemberPage, MemberSearch } from './pages/members.tsx';
+import { ProgrammePage } from './pages/programme.tsx';
 import { ReferralsPage } from './pages/referrals.tsx';
 import { RulesPage } from './pages/rules.tsx';
 import { SignIn } from './pages/sign-in.tsx';
@@ -33,6 +34,7 @@ const NAV: { path: string; label: string; managers?: boolean }[] = [
   { path: '/claims', label: 'Claims' },
   { path: '/members', label: 'Members' },
   { path: '/adjust', label: 'Adjustments', managers: true },
+  { path: '/programme', label: 'Programme', managers: true },
   { path: '/referrals', label: 'Referrals' },
   { path: '/tiers', label: 'Tiers' },
   { path: '/rules', label: 'Earning rules', managers: true },
@@ -98,6 +100,8 @@ export function App() {
     />
   ) : route.path === '/referrals' ? (
     <ReferralsPage key={cards.length} cards={cards} />
+  ) : route.path === '/programme' ? (
+    <ProgrammePage cards={cards} isManager={isManager} />
   ) : route.path === '/tiers' ? (
     <TiersPage cards={cards} isManager={isManager} />
   ) : route.path === '/rules' ? (

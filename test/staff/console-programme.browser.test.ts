@@ -5,13 +5,14 @@ import { randomUUID } from 'node:crypto';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumPath } from '../../scripts/bootstrap.mjs';
+import { pointsCard, reward, signedIn } from '../support/ledger.ts';
 import { eventually, signIn } from '../support/staff.ts';
 import { apiClient, staffClient, startTestSystem, type TestSystem } from '../support/system.ts';
 
 /**
  * The console's programme pages in a real Chromium against the real stack (identity and the
  * ledger): a member's marketing consents and tiers, the members per tier and the ladder editor,
- * imports (validate, errors, the error file, execute).
+ * imports (validate, errors, the error file, execute) and the programme dashboard.
  * Screenshots go to var/screenshots/. Skipped, with a message, on a machine without Chromium
  * (as console.browser.test.ts).
  */
@@ -23,7 +24,7 @@ if (!CHROMIUM)
 
 const SHOTS = path.resolve(import.meta.dirname, '../../var/screenshots');
 
-describe.skipIf(!CHROMIUM)('staff console: consents, tiers, imports (Chromium)', () => {
+describe.skipIf(!CHROMIUM)('staff console: consents, tiers, imports, programme report (Chromium)', () => {
   let sys: TestSystem;
   let tenantId: number;
   let api: ReturnType<typeof apiClient>;
@@ -345,4 +346,90 @@ describe.skipIf(!CHROMIUM)('staff console: consents, tiers, imports (Chromium)',
     expect(refused.status).toBe(403);
     expect(refused.body.error!.code).toBe('insufficient_role');
   });
+
+  it("shows a card's programme report as a chart with its tables, and downloads it as CSV", async () => {
+    // A card of its own with a point value: 300 points issued, 2 × 100 redeemed, 50 refunded.
+    const shop = await pointsCard(sys, tenantId, { name: 'Shop points', point_value: 0.01 });
+    const prize = await reward(sys, tenantId, shop, 100, { name: 'Free coffee' });
+    const m = await signedIn(api);
+    const earn = await api('POST', '/api/v1/loyalty/points/earn', {
+      body: { card_id: shop, member_id: m.id, purchase_amount: 300, reference: 'till-1' },
+    });
+    expect(earn.status, JSON.stringify(earn.body)).toBe(200);
+    for (let i = 0; i < 2; i++) {
+      const r = await api('POST', '/api/v1/loyalty/points/redeem', {
+        token: m.token,
+        body: { card_id: shop, reward_id: prize },
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+    }
+    const refund = await api('POST', '/api/v1/loyalty/points/refund', {
+      body: { card_id: shop, member_id: m.id, refund_amount: 50, reference: 'till-1' },
+    });
+    expect(refund.status, JSON.stringify(refund.body)).toBe(200);
+    // The rollups are folded from the journal as it is written: the report has them shortly.
+    const answer = await eventually(async () => {
+      const r = await api('GET', `/api/v1/loyalty/cards/${shop}/report`);
+      const data = r.body.data as { totals: { issued: number; refunded: number } } | undefined;
+      return data && data.totals.issued === 300 ? r.body.data : undefined;
+    }, 25_000);
+    expect(answer).toMatchObject({
+      totals: { issued: 300, redeemed: 200, refunded: 50, expired: 0, breakage: 0, active_members: 1 },
+      outstanding: { balance: 50, liability: 0.5 },
+      top_rewards: [{ reward_id: prize, name: 'Free coffee', redemptions: 2, amount: 200 }],
+    });
+
+    await page.getByRole('link', { name: 'Programme' }).click();
+    await page.reload(); // the console loads the tenant's cards when it starts: the new card too
+    await expect.poll(heading).toBe('Programme');
+    await page.getByRole('combobox', { name: 'Card' }).selectOption(String(shop));
+    const figure = (name: string) => page.locator(`[data-figure="${name}"]`).textContent();
+    await expect.poll(() => figure('issued')).toBe('300');
+    expect(await figure('redeemed')).toBe('200');
+    expect(await figure('refunded')).toBe('50');
+    expect(await figure('expired')).toBe('0');
+    expect(await figure('outstanding')).toBe('50');
+    expect(await figure('liability')).toMatch(/0\.50/);
+    expect(await figure('breakage')).toBe('0.0 %');
+    expect(await figure('redemption-rate')).toBe('66.7 %');
+    expect(await figure('active-members')).toBe('1');
+    const prizeRow = page.locator(`tr[data-reward="${prize}"]`);
+    expect(await prizeRow.locator('th, td').allTextContents()).toEqual(['Free coffee', '2', '200']);
+    // The chart: four series (issued, redeemed, expired, refunded), one group per day of the range.
+    const periods = (answer as { periods: { start: string; issued: number }[] }).periods;
+    expect(await page.getByRole('img', { name: /Issued, redeemed, expired and refunded per day/ }).count()).toBe(1);
+    expect(await page.locator('svg rect.bar-a').count()).toBe(periods.length);
+    expect(await page.locator('svg rect.bar-d').count()).toBe(periods.length);
+    const busy = periods.find((p) => p.issued > 0)!;
+    expect(await page.locator(`tr[data-period="${busy.start}"] td`).allTextContents()).toEqual([
+      '300',
+      '200',
+      '0',
+      '50',
+      '0',
+      '1',
+    ]);
+    await shot('programme');
+
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Download CSV' }).click(),
+    ]);
+    const csv = readFileSync(await download.path(), 'utf8')
+      .trim()
+      .split('\n');
+    expect(csv[0]).toBe('period_start,issued,redeemed,expired,refunded,adjusted,active_members');
+    expect(csv).toHaveLength(periods.length + 1);
+    expect(csv).toContain(`${busy.start},300,200,0,50,0,1`);
+
+    // Per month: one period holds it all.
+    await page.getByRole('combobox', { name: 'Per' }).selectOption('month');
+    await expect.poll(() => page.getByRole('img', { name: /per month/ }).count()).toBe(1);
+    expect(await figure('issued')).toBe('300');
+
+    // Staff (not managers) get no report.
+    const refused = await staffClient(sys.url)('GET', `/staff/v1/cards/${shop}/report`, { token: clerkToken });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error!.code).toBe('insufficient_role');
+  }, 90_000);
 });

@@ -132,7 +132,7 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
     // navigation) to the skip link, which moves the focus to the page.
     const focused = () => page.evaluate<string>('document.activeElement.textContent');
     const stops: string[] = [];
-    for (let i = 0; i < 14 && (stops.at(-1) ?? '') !== 'Skip to content'; i++) {
+    for (let i = 0; i < 16 && (stops.at(-1) ?? '') !== 'Skip to content'; i++) {
       await page.keyboard.press('Shift+Tab');
       stops.push(await focused());
     }
@@ -144,6 +144,7 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
       'Earning rules',
       'Tiers',
       'Referrals',
+      'Programme',
       'Adjustments',
       'Members',
       'Claims',

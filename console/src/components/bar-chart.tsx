@@ -1,3 +1,5 @@
+import { useId } from 'preact/hooks';
+
 /**
  * A grouped bar chart in SVG (no chart library: a few bars need no more), with the numbers in a
  * table beside it for screen readers and anyone who prefers them.
@@ -10,18 +12,22 @@ export interface Series {
 
 export function BarChart(props: { title: string; labels: string[]; series: Series[] }) {
   const { labels, series } = props;
+  const titleId = useId();
+  // Many periods: every label would overlap, so about six are written (the table has them all).
+  const every = Math.ceil(labels.length / 6);
   const max = Math.max(1, ...series.flatMap((s) => s.values));
   const width = 560;
   const height = 220;
   const pad = { top: 16, right: 12, bottom: 28, left: 36 };
   const plotH = height - pad.top - pad.bottom;
   const group = (width - pad.left - pad.right) / labels.length;
-  const bar = Math.min(40, (group - 16) / series.length);
+  // Narrow groups (a month of days) keep a quarter of their width as the gap between them.
+  const bar = Math.min(40, (group - Math.min(16, group / 4)) / series.length);
   const ticks = [...new Set([0, Math.round(max / 2), max])];
   return (
     <figure class="chart">
-      <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-labelledby="chart-title">
-        <title id="chart-title">{props.title}</title>
+      <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-labelledby={titleId}>
+        <title id={titleId}>{props.title}</title>
         {ticks.map((t) => {
           const y = pad.top + plotH - (t / max) * plotH;
           return (
@@ -39,14 +45,23 @@ export function BarChart(props: { title: string; labels: string[]; series: Serie
               const h = (s.values[i]! / max) * plotH;
               const x = pad.left + i * group + (group - bar * series.length) / 2 + j * bar;
               return (
-                <rect key={s.name} x={x} y={pad.top + plotH - h} width={bar - 2} height={h} class={s.className}>
+                <rect
+                  key={s.name}
+                  x={x}
+                  y={pad.top + plotH - h}
+                  width={Math.max(1, bar - Math.min(2, bar / 5))}
+                  height={h}
+                  class={s.className}
+                >
                   <title>{`${label}, ${s.name}: ${s.values[i]}`}</title>
                 </rect>
               );
             })}
-            <text x={pad.left + i * group + group / 2} y={height - 8} text-anchor="middle" class="axis">
-              {label}
-            </text>
+            {i % every === 0 && (
+              <text x={pad.left + i * group + group / 2} y={height - 8} text-anchor="middle" class="axis">
+                {label}
+              </text>
+            )}
           </g>
         ))}
       </svg>

@@ -75,22 +75,25 @@ const created: OperationExample = {
   },
 };
 
-export const dataOperationExamples: Record<string, OperationExample> = {
-  'cards.report': {
-    response: {
-      card_id: 2,
-      reward_system: 'points',
-      currency: 'EUR',
-      time_zone: 'Europe/Lisbon',
-      from: '2026-11-01',
-      to: '2026-11-30',
-      granularity: 'month',
-      periods: [{ start: '2026-11-01', ...figures }],
-      totals: { ...figures, breakage: 0.041667, redemption_rate: 0.25 },
-      outstanding: { balance: 830, liability: 8.3, point_value: 0.01 },
-      top_rewards: [{ reward_id: 5, name: 'Free coffee', redemptions: 3, amount: 300 }],
-    },
+const report: OperationExample = {
+  response: {
+    card_id: 2,
+    reward_system: 'points',
+    currency: 'EUR',
+    time_zone: 'Europe/Lisbon',
+    from: '2026-11-01',
+    to: '2026-11-30',
+    granularity: 'month',
+    periods: [{ start: '2026-11-01', ...figures }],
+    totals: { ...figures, breakage: 0.041667, redemption_rate: 0.25 },
+    outstanding: { balance: 830, liability: 8.3, point_value: 0.01 },
+    top_rewards: [{ reward_id: 5, name: 'Free coffee', redemptions: 3, amount: 300 }],
   },
+};
+
+export const dataOperationExamples: Record<string, OperationExample> = {
+  'cards.report': report,
+  'staff.cards.report': report,
   'admin.reports.rebuild': { request: { card_id: 2 }, response: { job: rebuildJob } },
   'imports.create': {
     response: {

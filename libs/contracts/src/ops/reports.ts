@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { Id, IdParam, Text } from '../common.ts';
 import { Job } from './jobs.ts';
 import { defineOperations } from './types.ts';

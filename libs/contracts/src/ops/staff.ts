@@ -5,6 +5,7 @@ import { ClaimRequestRecord, ClaimStatus } from './claims.ts';
 import { CreateQuery, ImportParams, ImportRecord, importKindOwner, importOwner, importUpload } from './imports.ts';
 import { Job } from './jobs.ts';
 import { ConsentChanges, Consents, ConsentSource } from './members.ts';
+import { ProgrammeReport, ReportQuery } from './reports.ts';
 import { ReferralOfReferrer, ReferralPeriod, ReferralStats, TopReferrer } from './referrals.ts';
 import { LineItems, RuleApplied, RuleInput, RuleRecord, RuleTraceEntry, Tags } from './rules.ts';
 import { tierStaffOperations } from './tiers.ts';
@@ -644,6 +645,21 @@ export const staffOperations = defineOperations({
       trace: z.array(RuleTraceEntry),
     }),
     errors: ['card_not_found', 'line_items_mismatch'],
+  },
+  // ---- programme report (ledger, managers), as the merchant API's ------------------------------------
+  'staff.cards.report': {
+    ...staffOp('Staff: reports', 'manager'),
+    service: 'ledger',
+    method: 'GET',
+    path: '/staff/v1/cards/:card_id/report',
+    operation: 'staff.cards.report',
+    idempotent: false,
+    summary:
+      "A card's programme report per day, week or month of its time zone (as GET /api/v1/loyalty/cards/{card_id}/report): issued, redeemed, expired, refunded, active members, outstanding balance and liability, breakage, redemption rate, top rewards",
+    params: RuleCardParams,
+    query: ReportQuery.omit({ card_id: true }),
+    response: ProgrammeReport,
+    errors: ['card_not_found'],
   },
   // ---- imports (identity: members, ledger: balances; managers), as the merchant API's --------------
   'staff.imports.create': {

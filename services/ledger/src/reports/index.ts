@@ -1,5 +1,5 @@
 import type { AdminMeta, OperationInput } from '@loyalty/contracts';
-import { AppError, reportAdminOperations, reportOperations } from '@loyalty/contracts';
+import { AppError, reportAdminOperations, reportOperations, staffOperations } from '@loyalty/contracts';
 import {
   auditActor,
   jobView,
@@ -25,10 +25,11 @@ export function reportsOf(rt: ServiceRuntime) {
   };
 }
 
-/** The report operations of the ledger's table. */
+/** The report operations of the ledger's table (the merchant API's, the console's, the operator's rebuild). */
 export function reportEndpoints(endpoints: Endpoints, reports: Reports): Endpoints {
   return endpoints
     .public(reportOperations['cards.report'], (d, x) => reports.report(x.meta.tenant_id, d))
+    .staff(staffOperations['staff.cards.report'], (d, x) => reports.report(x.meta.tenant_id, d))
     .operator(reportAdminOperations['admin.reports.rebuild'], (d, x) =>
       reports.rebuild(d.tenant_id, d.card_id, x.meta),
     );
