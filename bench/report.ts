@@ -4,6 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Measured } from './load.ts';
 import type { TracingReport } from './tracing-cost.ts';
+import type { MailRenderReport } from './mail-render.ts';
 import type { TierRecomputeReport } from './tier-recompute.ts';
 import type { WebhooksReport } from './webhooks.ts';
 import { formatTargets, type TargetCheck } from './targets.ts';
@@ -85,6 +86,7 @@ export interface BenchReport {
   tracing?: TracingReport | { skipped: string };
   /** The tier recompute job over the tiers card's members (bench/tier-recompute.ts). */
   tier_recompute?: TierRecomputeReport | { skipped: string };
+  mail_render?: MailRenderReport | { skipped: string };
   /** Seconds waited after each phase until every event was published and consumed (null: unknown). */
   event_backlog_wait_s: Record<string, number | null>;
   /** points_earned notifications identity had not mailed yet when the measurements ended. */
@@ -254,6 +256,13 @@ export function formatTable(r: BenchReport): string {
         `${t.earns.rps} rps of ${t.earns.offered_per_s} offered, worst p99 ${fmt(t.earns.worst_p99_ms, 1)} ms, ${t.earns.errors} errors`,
     );
   } else if (r.tier_recompute) out.push(`tier recompute: skipped (${r.tier_recompute.skipped})`);
+  if (r.mail_render && 'render_us_per_mail' in r.mail_render) {
+    const m = r.mail_render;
+    out.push(
+      `mail rendering: ${m.render_us_per_mail} µs a mail; at most ${m.mails_per_second} digests/s for ${m.earn_rps} earns/s ` +
+        `(${m.earn_cpu_us} µs of CPU each) = ${fmt(m.share_of_earn_cpu * 100, 2)} % of the earns' CPU (target <= ${m.target_share * 100} %)`,
+    );
+  } else if (r.mail_render) out.push(`mail rendering: skipped (${r.mail_render.skipped})`);
   if (r.notification_mail_backlog_at_end)
     out.push(
       `notification mails not yet sent at the end: ${r.notification_mail_backlog_at_end} (points-earned mails are one digest per member a minute; see bench/README.md)`,

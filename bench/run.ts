@@ -30,6 +30,7 @@ import { measureTracingCost, type TracingReport } from './tracing-cost.ts';
 import { BenchSetupError, benchNats, PROFILE_DIR, runningSystem, startBenchSystem } from './system.ts';
 import { measureWebhooks, type WebhooksReport } from './webhooks.ts';
 import { measureTierRecompute, type TierRecomputeReport } from './tier-recompute.ts';
+import { measureMailRender, type MailRenderReport } from './mail-render.ts';
 import { checkTargets } from './targets.ts';
 import { cpuPerRequest, sampleCpu } from './cpu.ts';
 import { repoRoot } from '../test/support/cluster.ts';
@@ -242,6 +243,24 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     // events, no mail) for members and accounts of their own.
     const earned = await membersWhoEarned(pool);
     // The recompute job's rate, with earns on the same card meanwhile (its members are written with SQL).
+    // Mail rendering beside the earns, with points-earned digests on (a figure from this run's earn).
+    let mailRender: MailRenderReport | { skipped: string } = { skipped: 'points_earn not run' };
+    const earnForMail = scenarios.find((x) => x.name === 'points_earn');
+    if (earnForMail) {
+      const cpu = earnForMail.cpu_us_per_request.full;
+      mailRender = await measureMailRender({
+        earnRps: earnForMail.rps,
+        earnCpuUs: cpu ? Object.values(cpu).reduce((a, b) => a + b, 0) : null,
+        cores: os.cpus().length,
+        members: fixture.members.length,
+      });
+      log(
+        `mail rendering: ${mailRender.render_us_per_mail} µs a mail (first of a branding ${mailRender.first_layout_ms} ms); ` +
+          `at most ${mailRender.mails_per_second} digests/s for ${earnForMail.rps} earns/s = ${(mailRender.share_of_earn_cpu * 100).toFixed(2)} % of the earns' CPU (target <= 5 %)`,
+      );
+      problems.push(...mailRender.checks);
+    }
+
     let tierRecompute: TierRecomputeReport | { skipped: string };
     if (opts.skipTierRecompute) tierRecompute = { skipped: '--skip-tier-recompute' };
     else if (!pool) tierRecompute = { skipped: 'no database (pass --database-url with --url)' };
@@ -335,6 +354,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       exports,
       tracing,
       tier_recompute: tierRecompute,
+      mail_render: mailRender,
       event_backlog_wait_s: settled,
       notification_mail_backlog_at_end: await system.mailBacklog(),
       targets: {
@@ -347,6 +367,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
         tier_recompute: '1,000,000 members recomputed in at most 120 s, earns served meanwhile',
         tracing: 'points earn with tracing on (10 % sampled) at least 0.95x the same earn with it off',
         exports: 'the journal exported at >= 100,000 rows/s at 10,000,000 rows, in constant memory',
+        mail_render: "rendering the points-earned digests at most 5 % of the earns' CPU",
         imports:
           '1,000,000 members plus 1,000,000 balance lines in at most 3 minutes, at most 150 MB resident in any process',
       },

@@ -135,6 +135,7 @@ describe('npm run bench (smoke)', () => {
     }
     // The recompute job went over the 200 members written with SQL and the 20 of the tiers scenario.
     expect(report.tier_recompute).toMatchObject({ members: 220, checks: [] });
+    expect(report.mail_render).toMatchObject({ checks: [], target_share: 0.05 });
     expect(
       report.tier_recompute && 'members_per_second' in report.tier_recompute && report.tier_recompute.earns.requests,
     ).toBeGreaterThan(0);
