@@ -275,8 +275,18 @@ export class JobStore {
     );
   }
 
-  /** A failed attempt (the handler threw): counted; after `maxAttempts` the job fails with the error. */
-  async attemptFailed(id: string, owner: string, error: JobError, maxAttempts: number, now: Date): Promise<void> {
+  /**
+   * A failed attempt (the handler threw): counted; after `maxAttempts` the job fails with the error,
+   * otherwise it may be leased again once `retryDelayMs` has passed.
+   */
+  async attemptFailed(
+    id: string,
+    owner: string,
+    error: JobError,
+    maxAttempts: number,
+    now: Date,
+    retryDelayMs: (attempts: number) => number = () => 0,
+  ): Promise<void> {
     await withTransaction(this.pool, async (db) => {
       const { rows } = await db.query<{ attempts: number }>(
         `SELECT attempts FROM ${this.table} WHERE id = $1 AND lease_owner = $2 AND status = 'running' FOR UPDATE`,
@@ -285,7 +295,11 @@ export class JobStore {
       const held = rows[0];
       if (!held) return;
       if (held.attempts >= maxAttempts) await this.finish(db, id, { status: 'failed', errors: [error] }, now);
-      else await db.query(`UPDATE ${this.table} SET lease_until = now() WHERE id = $1`, [id]);
+      else
+        await db.query(
+          `UPDATE ${this.table} SET lease_until = now() + make_interval(secs => $2::double precision / 1000) WHERE id = $1`,
+          [id, retryDelayMs(held.attempts)],
+        );
     });
   }
 }
@@ -304,7 +318,14 @@ export interface JobRunnerOptions {
   /** How often an idle replica looks for work. */
   intervalMs?: number;
   maxAttempts?: number;
+  /**
+   * Wait before attempt n+1 after the n-th failed: `retryDelayMs * 2^(n-1)`, at most a minute
+   * (default 1 s: 1, 2, 4, 8 s, so five attempts ride out some 15 s of a service being away).
+   */
+  retryDelayMs?: number;
 }
+
+const MAX_RETRY_DELAY_MS = 60_000;
 
 /**
  * Runs the service's jobs in this replica, one at a time: a `ServicePart` (declared among the
@@ -357,7 +378,10 @@ export class JobRunner {
       }
       log.error({ err, attempt: job.attempts }, 'job step failed; it is tried again from its last checkpoint');
       const message = err instanceof Error ? err.message : String(err);
-      await store.attemptFailed(job.id, this.owner, { code: 'job_step_failed', message }, this.maxAttempts, this.now());
+      const base = this.opts.retryDelayMs ?? 1000;
+      await store.attemptFailed(job.id, this.owner, { code: 'job_step_failed', message }, this.maxAttempts, this.now(), (n) =>
+        Math.min(base * 2 ** Math.max(n - 1, 0), MAX_RETRY_DELAY_MS),
+      );
     }
     return true;
   }

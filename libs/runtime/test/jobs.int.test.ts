@@ -42,8 +42,8 @@ afterAll(async () => {
 const queue = (kind: string, params: unknown = {}, tenantId = 1) =>
   withTransaction(pool, (tx) => store.create(tx, { tenantId, kind, params, now: new Date() }));
 
-const runner = (handlers: Record<string, JobHandler<never>>, leaseMs = 30_000) =>
-  new JobRunner({ store, pool, handlers, log, clock: systemClock, leaseMs, intervalMs: 50, maxAttempts: 3 });
+const runner = (handlers: Record<string, JobHandler<never>>, leaseMs = 30_000, retryDelayMs = 0) =>
+  new JobRunner({ store, pool, handlers, log, clock: systemClock, leaseMs, intervalMs: 50, maxAttempts: 3, retryDelayMs });
 
 /** Counts to `params.to`, one effect row per step, then succeeds with a result of `params.bytes` bytes. */
 const counting =
@@ -142,6 +142,29 @@ describe('jobs', () => {
       errors: [{ code: 'job_step_failed', message: 'always' }],
     });
     expect(await failing.runOne()).toBe(false); // nothing left to run
+  });
+
+  it('waits before trying a failed step again, twice as long after each failure', async () => {
+    const id = await queue('backoff', { to: 2 });
+    let throws = 2;
+    const handler = counting({
+      hang: async (n) => {
+        if (n === 1 && throws-- > 0) throw new Error('the ledger is away');
+      },
+    });
+    const r = runner({ backoff: handler as JobHandler<never> }, 30_000, 300);
+    expect(await r.runOne()).toBe(true); // attempt 1 fails: next not before 300 ms
+    const failedAt = Date.now();
+    expect(await r.runOne()).toBe(false);
+    expect(await store.find(1, id)).toMatchObject({ status: 'running', attempts: 1, done: 0 });
+    await expect.poll(() => r.runOne(), { timeout: 5_000, interval: 20 }).toBe(true); // attempt 2 fails
+    expect(Date.now() - failedAt).toBeGreaterThanOrEqual(280);
+    const secondAt = Date.now();
+    expect(await r.runOne()).toBe(false);
+    await expect.poll(() => r.runOne(), { timeout: 5_000, interval: 20 }).toBe(true); // attempt 3 succeeds
+    expect(Date.now() - secondAt).toBeGreaterThanOrEqual(580);
+    expect(await store.find(1, id)).toMatchObject({ status: 'succeeded', attempts: 3, done: 2 });
+    expect(await effectsOf(id)).toEqual([1, 2]);
   });
 
   it('runs every job once with several replicas working at the same time', async () => {

@@ -289,6 +289,13 @@ describe('delivery engine', () => {
       () => deliveriesOf(ep.id),
       (rows) => rows[0]?.attempt_count === 1,
     );
+    // The retry poller (every 100 ms here) would try the delivery again once the clock jumps by
+    // days, and could give it up on its own ('HTTP 500') before the sweep below gets to it: hold
+    // its next retry beyond the jumps, so what the sweep does is what this test reads.
+    await hooks.db.query(
+      `UPDATE webhooks.deliveries SET next_attempt_at = $2::timestamptz + interval '10 days' WHERE endpoint_id = $1`,
+      [ep.id, hooks.clock.now()],
+    );
     // Earlier tests' failing endpoints are swept too; this one is disabled only after three days.
     const enabled = async () =>
       (await hooks.db.query(`SELECT enabled FROM webhooks.endpoints WHERE id = $1`, [ep.id])).rows[0].enabled;
