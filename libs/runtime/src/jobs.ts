@@ -379,8 +379,13 @@ export class JobRunner {
       log.error({ err, attempt: job.attempts }, 'job step failed; it is tried again from its last checkpoint');
       const message = err instanceof Error ? err.message : String(err);
       const base = this.opts.retryDelayMs ?? 1000;
-      await store.attemptFailed(job.id, this.owner, { code: 'job_step_failed', message }, this.maxAttempts, this.now(), (n) =>
-        Math.min(base * 2 ** Math.max(n - 1, 0), MAX_RETRY_DELAY_MS),
+      await store.attemptFailed(
+        job.id,
+        this.owner,
+        { code: 'job_step_failed', message },
+        this.maxAttempts,
+        this.now(),
+        (n) => Math.min(base * 2 ** Math.max(n - 1, 0), MAX_RETRY_DELAY_MS),
       );
     }
     return true;

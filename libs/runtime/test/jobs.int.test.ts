@@ -43,7 +43,17 @@ const queue = (kind: string, params: unknown = {}, tenantId = 1) =>
   withTransaction(pool, (tx) => store.create(tx, { tenantId, kind, params, now: new Date() }));
 
 const runner = (handlers: Record<string, JobHandler<never>>, leaseMs = 30_000, retryDelayMs = 0) =>
-  new JobRunner({ store, pool, handlers, log, clock: systemClock, leaseMs, intervalMs: 50, maxAttempts: 3, retryDelayMs });
+  new JobRunner({
+    store,
+    pool,
+    handlers,
+    log,
+    clock: systemClock,
+    leaseMs,
+    intervalMs: 50,
+    maxAttempts: 3,
+    retryDelayMs,
+  });
 
 /** Counts to `params.to`, one effect row per step, then succeeds with a result of `params.bytes` bytes. */
 const counting =
