@@ -123,7 +123,8 @@ export async function startTestSystem(
   };
   const services: Partial<Record<ServiceName, RunningService>> = {};
   for (const name of names) services[name] = await starters[name]();
-  const gateway = await startGateway(readGatewayConfig(envOf('gateway')), { log: log('gateway') });
+  // The gateway compares a cached staff session's end with the services' clock.
+  const gateway = await startGateway(readGatewayConfig(envOf('gateway')), { log: log('gateway'), clock });
   const db = new pg.Pool({ connectionString: database.url, max: 2 });
   // pool.end() resolves before the server has closed its connections; the DROP DATABASE ... WITH
   // (FORCE) of stop() can then terminate one (57P01), which an idle client reports on the pool.

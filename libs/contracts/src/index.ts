@@ -145,6 +145,7 @@ export {
   internalOperations,
   ledgerOperations,
   MembersChanged,
+  StaffCredentialsChanged,
   MemberSummary,
   RewardSummary,
 } from './internal.ts';

@@ -46,7 +46,11 @@ export const internalOperations = defineInternalOperations({
     reply: z.object({ purpose: z.string() }),
     meta: z.object({ request_id: Text.min(1).max(128) }),
   },
-  /** Gateway -> identity: resolve a staff token (checked on every call, so a logout acts at once everywhere). */
+  /**
+   * Gateway -> identity: resolve a staff token. A replica trusts the answer for a short TTL at most
+   * (never past the session's end); identity's `credentials-changed` broadcast names the staff
+   * session or user whose credentials changed, and every replica forgets it at once.
+   */
   authenticateStaff: {
     service: 'identity',
     operation: 'internal.staff.authenticate',
@@ -55,10 +59,25 @@ export const internalOperations = defineInternalOperations({
       tenant_id: z.number().int().positive(),
       staff: StaffActorMeta,
       session_id: z.number().int().positive(),
+      /** When the staff session ends (ISO time): the gateway never trusts the token past that. */
+      session_expires_at: z.string().optional(),
     }),
     meta: z.object({ request_id: Text.min(1).max(128) }),
   },
 });
+
+/**
+ * identity's `credentials-changed` broadcast about staff, after the change committed: a staff
+ * session ended (`staff_session_id`: a sign-out), or a staff user's credentials changed
+ * (`staff_id`: role, deactivation, or the tenant deactivated or reactivated). Every gateway
+ * replica forgets what it cached of that session or user. (The same subject names apps by
+ * `app_id` and member sessions by `session_id`.)
+ */
+export const StaffCredentialsChanged = z.union([
+  z.object({ tenant_id: z.number().int().positive(), staff_session_id: z.number().int().positive() }),
+  z.object({ tenant_id: z.number().int().positive(), staff_id: z.number().int().positive() }),
+]);
+export type StaffCredentialsChanged = z.infer<typeof StaffCredentialsChanged>;
 
 /** identity's `members-changed` broadcast: a member became a tombstone (erased); forget what you cached. */
 export const MembersChanged = z.object({

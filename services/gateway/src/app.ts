@@ -5,6 +5,7 @@ import { operations, operatorOperations, staffApiOperations, type Subjects } fro
 import type { Logger, Metrics, NatsConnection, ServiceClient } from '@loyalty/runtime';
 import type { GatewayConfig } from './config.ts';
 import type { CredentialResolver } from './credentials.ts';
+import type { StaffCredentialResolver } from './staff-credentials.ts';
 import { cors } from './plugins/cors.ts';
 import { credentials } from './plugins/credentials.ts';
 import { docs } from './plugins/docs.ts';
@@ -28,7 +29,9 @@ export interface GatewayDeps {
   log: Logger;
   metrics: Metrics;
   credentials: CredentialResolver;
-  /** Calls identity's operations (staff authentication), replies checked against their contracts. */
+  /** Staff tokens, verified by identity and cached briefly. */
+  staffCredentials: StaffCredentialResolver;
+  /** Calls identity's operations (unsubscribe links), replies checked against their contracts. */
   identity: ServiceClient;
 }
 
@@ -75,7 +78,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   if (config.CORS_ORIGINS.length > 0)
     await app.register(cors, { origins: config.CORS_ORIGINS, methods: [...new Set(routes.map((r) => r.method))] });
   await app.register(credentials, { credentials: deps.credentials });
-  await app.register(staffAuthentication, { identity: deps.identity });
+  await app.register(staffAuthentication, { staffCredentials: deps.staffCredentials });
   await app.register(rateLimiting, { config, redis: deps.redis, credentials: deps.credentials });
   await app.register(docs, { publicBaseUrl: config.PUBLIC_BASE_URL });
   await app.register(opsEndpoints, { metrics, publicMetrics: config.PUBLIC_METRICS });

@@ -51,9 +51,10 @@ export const GatewayConfig = z.object({
   /** How long to wait for the owning service before answering 503 service_unavailable. */
   REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
   /**
-   * How long a verified app key is trusted without asking identity again: the hard bound on how long
-   * a revoked or rotated key can still work on a replica that missed the eviction broadcast
-   * (broadcasts normally evict it at once; see credentials.ts).
+   * How long a verified app key, member token or staff token is trusted without asking identity
+   * again: the hard bound on how long a revoked key or ended session can still work on a replica
+   * that missed the eviction broadcast (broadcasts normally evict it at once; see credentials.ts and
+   * staff-credentials.ts).
    */
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
   /** Bearer token of the operator (provisioning) API under /admin/v1. Unset: the admin API refuses every call. */

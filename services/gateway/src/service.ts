@@ -9,11 +9,13 @@ import {
   ServiceClient,
   startInOrder,
   startOpsServer,
+  type Clock,
   type Logger,
 } from '@loyalty/runtime';
 import { buildGateway } from './app.ts';
 import type { GatewayConfig } from './config.ts';
 import { CredentialResolver } from './credentials.ts';
+import { StaffCredentialResolver } from './staff-credentials.ts';
 
 export interface RunningGateway {
   url: string;
@@ -25,11 +27,15 @@ export interface RunningGateway {
 const isAddress = (a: string | AddressInfo | null): a is AddressInfo => typeof a === 'object' && a !== null;
 
 /**
- * Composition root of the gateway: connections, its caches (verified keys and member tokens,
- * forgotten by identity's broadcast and on a NATS reconnect), the Fastify app, the ops port,
- * shutdown in the reverse order.
+ * Composition root of the gateway: connections, its caches (verified keys, member tokens and
+ * staff tokens, forgotten by identity's broadcast and on a NATS reconnect), the Fastify app, the
+ * ops port, shutdown in the reverse order. `clock`: what a cached staff session's end is compared
+ * with (the system clock; tests pass the services' clock).
  */
-export async function startGateway(config: GatewayConfig, opts: { log?: Logger } = {}): Promise<RunningGateway> {
+export async function startGateway(
+  config: GatewayConfig,
+  opts: { log?: Logger; clock?: Clock } = {},
+): Promise<RunningGateway> {
   const log = opts.log ?? createLogger('gateway', config.LOG_LEVEL);
   const subjects = new Subjects(config.SUBJECT_ROOT);
   const nc = await connectNats(config.NATS_URL, 'gateway', log, {
@@ -41,17 +47,13 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger }
   redis.on('error', (err) => log.warn({ err: err.message }, 'redis error'));
   const metrics = new Metrics('gateway');
   const timeoutMs = config.REQUEST_TIMEOUT_MS;
-  const credentials = new CredentialResolver({
-    nc,
-    subjects,
-    ttlMs: config.AUTH_CACHE_TTL_MS,
-    timeoutMs,
-    log,
-    metrics,
-  });
-  const stopCaches = await startInOrder(credentials.caches);
+  const cacheOpts = { nc, subjects, ttlMs: config.AUTH_CACHE_TTL_MS, timeoutMs, log, metrics };
+  const credentials = new CredentialResolver(cacheOpts);
+  const staffCredentials = new StaffCredentialResolver({ ...cacheOpts, clock: opts.clock });
+  const stopCaches = await startInOrder([...credentials.caches, ...staffCredentials.caches]);
   const identity = new ServiceClient(nc, subjects, { timeoutMs, log });
-  const app = await buildGateway({ config, nc, redis, subjects, log, metrics, credentials, identity });
+  const deps = { config, nc, redis, subjects, log, metrics };
+  const app = await buildGateway({ ...deps, credentials, staffCredentials, identity });
   let stopping = false;
   const ops = await startOpsServer({
     host: config.OPS_HOST,

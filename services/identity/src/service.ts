@@ -1,3 +1,4 @@
+import type { StaffCredentialsChanged } from '@loyalty/contracts';
 import {
   addExportEndpoints,
   addImportEndpoints,
@@ -46,6 +47,9 @@ import { provisioning } from './tenants/provisioning.ts';
 import { identityTasks } from './tasks.ts';
 
 export const SERVICE_VERSION = '0.1.0';
+
+/** What identity's `credentials-changed` broadcast names: a member session, an app, or a staff session or user. */
+type CredentialsChange = { tenant_id: number; session_id: number } | { app_id: string } | StaffCredentialsChanged;
 
 export interface IdentityHooks {
   /** Mail every points-earned digest due now (it also runs every EARN_MAIL_INTERVAL_MS): how many were mailed. */
@@ -106,8 +110,9 @@ function memberFiles(rt: ServiceRuntime) {
 async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promise<ServiceDeclaration<IdentityHooks>> {
   const { pool, nc, subjects, log, outbox, clock, metrics } = rt;
   const { smtpSecrets, mailer } = await mailOf(rt, config);
-  // Tell every gateway replica to forget a member token whose session ended, or a rotated or revoked key.
-  const credentialsChanged = (change: { tenant_id: number; session_id: number } | { app_id: string }) =>
+  // Tell every gateway replica to forget a member token whose session ended, a rotated or revoked
+  // key, or a staff session or user that changed.
+  const credentialsChanged = (change: CredentialsChange) =>
     nc.publish(subjects.credentialsChanged(), jsonCodec.encode(change));
   const rights = { ...memberData(rt, config, credentialsChanged), ...dataRightsOf(rt, config, credentialsChanged) };
   const authDeps = authDepsOf(rt, config, mailer, credentialsChanged);
@@ -129,8 +134,12 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
         directory: memberDirectory(pool, outbox, clock),
         claims: claimCodes(authDeps),
         codes: memberCodes(authDeps),
-        staff: staffAuth({ ...authDeps, staffTokenTtlMinutes: config.STAFF_TOKEN_TTL_MINUTES }),
-        team: staffTeam({ pool, clock, outbox, replays: authDeps.replays }),
+        staff: staffAuth({
+          ...authDeps,
+          staffTokenTtlMinutes: config.STAFF_TOKEN_TTL_MINUTES,
+          staffChanged: credentialsChanged,
+        }),
+        team: staffTeam({ pool, clock, outbox, replays: authDeps.replays, staffChanged: credentialsChanged }),
         members: staffMembers(pool),
         audit,
         ...rights,
@@ -190,7 +199,7 @@ function authDepsOf(
 function dataRightsOf(
   rt: ServiceRuntime,
   config: IdentityConfig,
-  credentialsChanged: (change: { tenant_id: number; session_id: number } | { app_id: string }) => void,
+  credentialsChanged: (change: CredentialsChange) => void,
 ) {
   const { pool, clock, outbox, nc, subjects, log } = rt;
   const client = new ServiceClient(nc, subjects, { timeoutMs: config.MEMBER_DATA_TIMEOUT_MS, log });
@@ -212,6 +221,8 @@ function dataRightsOf(
     jobs: rt.jobs,
     retentionDays: config.TENANT_PURGE_RETENTION_DAYS,
     appsChanged: (appIds) => appIds.forEach((appId) => credentialsChanged({ app_id: appId })),
+    staffChanged: (tenantId, staffIds) =>
+      staffIds.forEach((staffId) => credentialsChanged({ tenant_id: tenantId, staff_id: staffId })),
   });
   return { merges, offboarding };
 }

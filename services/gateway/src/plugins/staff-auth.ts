@@ -1,9 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { AppError, internalOperations, type Operation, type StaffMeta } from '@loyalty/contracts';
-import type { ServiceClient } from '@loyalty/runtime';
+import { AppError, type Operation, type StaffMeta } from '@loyalty/contracts';
 import { header } from '../headers.ts';
 import { idempotencyKeyOf } from '../idempotency.ts';
+import type { StaffCredentialResolver } from '../staff-credentials.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -17,26 +17,23 @@ declare module 'fastify' {
 }
 
 export interface StaffAuthOptions {
-  /** Calls identity's operations, replies checked against their contracts. */
-  identity: ServiceClient;
+  /** Resolves staff tokens through identity, verified ones cached briefly (staff-credentials.ts). */
+  staffCredentials: StaffCredentialResolver;
 }
 
 /**
  * Staff token authentication of `/staff/v1` calls: `Authorization: Bearer <staff token>` resolved
- * through identity on every call (no cache: a logout or a deactivation acts at once on every
- * replica), the operation's least role checked, the Idempotency-Key header checked.
+ * through identity and trusted for a short TTL (a sign-out, a role change or a deactivation is
+ * broadcast by identity and forgotten at once on every replica), the operation's least role
+ * checked, the Idempotency-Key header checked.
  */
 export const staffAuthentication = fp<StaffAuthOptions>(
-  async (app, { identity }) => {
+  async (app, { staffCredentials }) => {
     app.decorateRequest('staffMeta', undefined);
     app.decorate('authenticateStaff', (operation: Operation) => async (req: FastifyRequest) => {
       const token = /^Bearer\s+(\S+)$/i.exec(header(req, 'authorization') ?? '')?.[1];
       if (!token) throw new AppError('staff_token_required');
-      const { tenant_id, staff, session_id } = await identity.call(
-        internalOperations.authenticateStaff,
-        { request_id: req.id },
-        { staff_token: token },
-      );
+      const { tenant_id, staff, session_id } = await staffCredentials.resolve(token, req.id);
       if (operation.staffRole === 'manager' && staff.role !== 'manager') throw new AppError('insufficient_role');
       const idempotencyKey = idempotencyKeyOf(req, operation);
       req.staffMeta = {

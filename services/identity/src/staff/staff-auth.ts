@@ -1,4 +1,4 @@
-import { AppError, type StaffMeta } from '@loyalty/contracts';
+import { AppError, type StaffCredentialsChanged, type StaffMeta } from '@loyalty/contracts';
 import { withTransaction, type Logger, type PoolClient, type Queryable } from '@loyalty/runtime';
 import { mailError } from '../mail/mailer.ts';
 import { MAIL_NAME_MAX, mailText } from '../domain/mail-text.ts';
@@ -19,6 +19,11 @@ import { findTenant } from '../store/tenants.ts';
 
 export interface StaffAuthDeps extends MemberAuthDeps {
   staffTokenTtlMinutes: number;
+  /**
+   * Told after a staff session or user changed has committed: identity broadcasts it so every
+   * gateway replica forgets the staff token it may have cached.
+   */
+  staffChanged?: (change: StaffCredentialsChanged) => void;
 }
 
 /** The one purpose of staff sign-in codes (members' codes are `login` and `claim`). */
@@ -27,8 +32,9 @@ const PURPOSE = 'staff';
 /**
  * Staff sign-in: a one-time code mailed to the staff user (the same rules as members' codes: 6
  * digits, 10 minutes, single use, 5 wrong tries, cooldown and hourly cap per staff user), then an
- * opaque staff token (256 bits, stored as SHA-256, 12 hours by default) checked with identity on
- * every call, so a logout or a deactivation acts at once on every gateway replica.
+ * opaque staff token (256 bits, stored as SHA-256, 12 hours by default). A gateway replica trusts
+ * a token identity verified for a short TTL; a logout is broadcast after its commit and before its
+ * answer, so it acts at once on every gateway replica.
  */
 export function staffAuth(deps: StaffAuthDeps) {
   const generic = (minutes: number) => ({
@@ -75,6 +81,7 @@ export function staffAuth(deps: StaffAuthDeps) {
     async logout(meta: StaffMeta) {
       if (!(await revokeStaffSession(deps.pool, meta.session_id, meta.tenant_id, deps.clock.now())))
         throw new AppError('invalid_staff_token');
+      deps.staffChanged?.({ tenant_id: meta.tenant_id, staff_session_id: meta.session_id });
       return { message: 'Signed out. The staff token no longer works.' };
     },
 
@@ -88,14 +95,7 @@ export function staffAuth(deps: StaffAuthDeps) {
     },
 
     /** gateway -> identity: the staff user and tenant of a live token of an active staff user. */
-    async authenticate(d: { staff_token: string }) {
-      const s = liveSession(await findLiveStaffSession(deps.pool, sha256(d.staff_token), deps.clock.now()));
-      return {
-        tenant_id: s.tenant_id,
-        staff: { id: s.staff_id, role: s.role, email: s.email },
-        session_id: s.session_id,
-      };
-    },
+    authenticate: (d: { staff_token: string }) => authenticateToken(deps, d.staff_token),
   };
 }
 
@@ -108,6 +108,13 @@ function liveSession<S extends { tenant_inactive: boolean }>(s: S | undefined): 
   if (!s) throw new AppError('invalid_staff_token');
   if (s.tenant_inactive) throw new AppError('tenant_inactive');
   return s;
+}
+
+/** The staff user, tenant, session and its end of a live token (the gateway caches it until then at most). */
+async function authenticateToken(deps: StaffAuthDeps, token: string) {
+  const s = liveSession(await findLiveStaffSession(deps.pool, sha256(token), deps.clock.now()));
+  const staff = { id: s.staff_id, role: s.role, email: s.email };
+  return { tenant_id: s.tenant_id, staff, session_id: s.session_id, session_expires_at: s.expires_at.toISOString() };
 }
 
 /** Whether the operator deactivated the tenant (its staff cannot sign in). */

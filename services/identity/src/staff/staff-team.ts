@@ -1,4 +1,10 @@
-import { AppError, type AdminMeta, type StaffMeta, type StaffRole } from '@loyalty/contracts';
+import {
+  AppError,
+  type AdminMeta,
+  type StaffCredentialsChanged,
+  type StaffMeta,
+  type StaffRole,
+} from '@loyalty/contracts';
 import { auditActor, recordAudit, type Clock, type Outbox, type Pool, type ReplayStore } from '@loyalty/runtime';
 import {
   findStaff,
@@ -16,6 +22,8 @@ export interface StaffTeamDeps {
   clock: Clock;
   outbox: Outbox;
   replays: ReplayStore;
+  /** Told after a staff user's change committed: every gateway replica forgets what it cached of them. */
+  staffChanged?: (change: StaffCredentialsChanged) => void;
 }
 
 /** A name for a staff user created by email only: the email's local part. */
@@ -24,7 +32,8 @@ const nameOf = (email: string) => email.split('@')[0] ?? email;
 /**
  * The tenant's staff users: managers add, change and deactivate them (the operator creates the
  * first manager). Every change is audited in its own transaction; a tenant always keeps an active
- * manager, and a deactivated user's sessions end at once.
+ * manager, and a deactivated user's sessions end at once (a changed user is broadcast after the
+ * commit, so no gateway replica goes on trusting their old role or sessions).
  */
 export function staffTeam(deps: StaffTeamDeps) {
   return {
@@ -34,7 +43,7 @@ export function staffTeam(deps: StaffTeamDeps) {
       create(deps, meta.tenant_id, d, meta, meta.idempotency_key, 'staff.team.invite'),
 
     async update(d: { staff_id: number; name?: string; role?: StaffRole; active?: boolean }, meta: StaffMeta) {
-      return deps.replays.run(
+      const answer = await deps.replays.run(
         { tenantId: meta.tenant_id, key: meta.idempotency_key, operation: 'staff.team.update', data: d },
         async (db) => {
           // Managers first, then the user: every change of a manager takes the same locks in the same order.
@@ -57,6 +66,9 @@ export function staffTeam(deps: StaffTeamDeps) {
           return { staff };
         },
       );
+      // Committed (or replayed: telling again is harmless), and before the answer reaches the gateway.
+      deps.staffChanged?.({ tenant_id: meta.tenant_id, staff_id: answer.staff.id });
+      return answer;
     },
 
     /** Operator: a staff user (the tenant's first manager) for a tenant named in the path. */

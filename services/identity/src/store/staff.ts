@@ -106,6 +106,7 @@ export async function findLiveStaffSession(
       staff_id: number;
       role: StaffRole;
       email: string;
+      expires_at: Date;
       tenant_inactive: boolean;
     }
   | undefined
@@ -116,9 +117,10 @@ export async function findLiveStaffSession(
     staff_id: number;
     role: StaffRole;
     email: string;
+    expires_at: Date;
     tenant_inactive: boolean;
   }>(
-    `SELECT s.id AS session_id, s.tenant_id, u.id AS staff_id, u.role, u.email,
+    `SELECT s.id AS session_id, s.tenant_id, u.id AS staff_id, u.role, u.email, s.expires_at,
             t.deactivated_at IS NOT NULL AS tenant_inactive
        FROM identity.staff_sessions s JOIN identity.staff_users u ON u.id = s.staff_id
        JOIN identity.tenants t ON t.id = s.tenant_id

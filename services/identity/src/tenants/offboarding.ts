@@ -59,6 +59,8 @@ export interface OffboardingDeps {
   retentionDays: number;
   /** Told after a (de)activation committed: every gateway forgets the tenant's app keys. */
   appsChanged: (appIds: string[]) => void;
+  /** Told after a (de)activation committed: every gateway forgets the tenant's staff tokens. */
+  staffChanged: (tenantId: number, staffIds: number[]) => void;
 }
 
 type ServiceJob = { service: string; job: z.output<typeof StartTenantDataReply>['job'] };
@@ -141,7 +143,7 @@ async function record(
 async function setActive(deps: OffboardingDeps, tenantId: number, active: boolean, meta: AdminMeta, reason?: string) {
   const outcome = await withTransaction(deps.pool, async (db) => {
     const tenant = await locked(db, tenantId);
-    if ((tenant.deactivated_at === null) === active) return { tenant, apps: new Array<string>() };
+    if ((tenant.deactivated_at === null) === active) return { tenant, apps: new Array<string>(), staff: [] };
     const now = deps.clock.now();
     const { rows } = await db.query<LifecycleRow>(
       'UPDATE identity.tenants SET deactivated_at = $2 WHERE id = $1 RETURNING id, deactivated_at',
@@ -155,9 +157,13 @@ async function setActive(deps: OffboardingDeps, tenantId: number, active: boolea
       data: { tenant_id: tenantId },
     });
     const apps = await db.query<{ id: string }>('SELECT id FROM identity.apps WHERE tenant_id = $1', [tenantId]);
-    return { tenant: rows[0] ?? tenant, apps: apps.rows.map((a) => a.id) };
+    const staff = await db.query<{ id: number }>('SELECT id FROM identity.staff_users WHERE tenant_id = $1', [
+      tenantId,
+    ]);
+    return { tenant: rows[0] ?? tenant, apps: apps.rows.map((a) => a.id), staff: staff.rows.map((u) => u.id) };
   });
   deps.appsChanged(outcome.apps);
+  deps.staffChanged(tenantId, outcome.staff);
   return { tenant: view(deps, outcome.tenant) };
 }
 
