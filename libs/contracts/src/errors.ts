@@ -115,6 +115,10 @@ export const errorCatalogue = {
   },
   unknown_import_kind: { status: 422, message: 'Unknown import kind: use members, balances, tiers or history.' },
   invalid_rule: { status: 422, message: 'The rule is not valid; fields says which fields and why.' },
+  invalid_template: {
+    status: 422,
+    message: 'The template is not valid; fields says which field, line and column and why.',
+  },
   invalid_tiers: { status: 422, message: 'The tier settings are not valid; fields says which fields and why.' },
   active_rule_limit: { status: 422, message: 'A card may have at most 100 active rules.' },
   merge_into_itself: { status: 422, message: 'A member cannot be merged into itself.' },

@@ -40,8 +40,16 @@ export {
 } from './ops/jobs.ts';
 export { adminOperations } from './ops/admin.ts';
 export {
+  MAIL_KINDS,
+  MailKind,
   MailLocale,
+  MailPreview,
+  MailTemplate,
+  MailTemplateBody,
+  MailTemplateKind,
   mailOperations,
+  mailTemplateOperations,
+  mailTemplateStaffOperations,
   memberLocaleOperations,
   TenantMailSettings,
   TenantMailSettingsBody,

@@ -18,7 +18,7 @@ import { staffOperationExamples } from './ops/staff-examples.ts';
 import { transferOperationExamples, transferOperations } from './ops/transfers.ts';
 import { tenantOffboardingExamples, tenantOffboardingOperations } from './ops/tenant-offboarding.ts';
 import { memberMergeExamples, memberMergeOperations } from './ops/member-merge.ts';
-import { mailExamples, mailOperations, memberLocaleOperations } from './ops/mail.ts';
+import { mailExamples, mailOperations, mailTemplateOperations, memberLocaleOperations } from './ops/mail.ts';
 import type { Operation, OperationExample } from './ops/types.ts';
 
 /** Examples kept beside their operations (ops/transfers.ts, ...). */
@@ -78,6 +78,7 @@ export const operatorOperations: Record<string, Operation> = withExamples({
   ...tenantOffboardingOperations,
   ...importAdminOperations,
   ...mailOperations,
+  ...mailTemplateOperations,
 });
 
 /** The staff API table, served under /staff/v1 behind staff tokens (the console uses it); its own document. */

@@ -35,12 +35,15 @@ const validBodies: Record<string, Record<string, unknown>> = {
   'tiers.put': { tiers: [{ name: 'Base', rank: 0, entry_threshold: 0, retain_threshold: 0 }] },
   'admin.tiers.put': { tiers: [{ name: 'Base', rank: 0, entry_threshold: 0, retain_threshold: 0 }] },
   'admin.tiers.set': { tier: 'Base', valid_until: '2099-01-01T00:00:00Z', reason: 'test' },
+  'admin.tenant.mail.templates.update': { subject: 'Hi {{name}}', body: 'Hello {{name}}' },
+  'admin.tenant.mail.templates.preview': { subject: 'Hi {{name}}', body: 'Hello {{name}}' },
 };
 
 /** The tables the operations with path parameters write. */
 const TABLES = [
   'identity.tenants',
   'identity.apps',
+  'identity.mail_templates',
   'ledger.cards',
   'ledger.rewards',
   'ledger.rules',
@@ -210,6 +213,9 @@ beforeAll(async () => {
     job_id: { path: await job(tenant.tenantId), other: await job(other.tenantId) },
     // An export's entity names what is exported (and its owner): one the path names, another it does not.
     entity: { path: 'journal', other: 'members' },
+    // A mail template is named by its kind and language.
+    kind: { path: 'claim_approved', other: 'member_code' },
+    locale: { path: 'fr', other: 'en' },
     endpoint_id: { path: hooks[0]!.endpoint, other: hooks[1]!.endpoint },
     delivery_id: { path: hooks[0]!.delivery, other: hooks[1]!.delivery },
     tenant_id: { path: tenant.tenantId, other: other.tenantId },

@@ -1,6 +1,7 @@
 import {
   adminOperations,
   mailOperations,
+  mailTemplateOperations,
   memberLocaleOperations,
   authOperations,
   identityOperations,
@@ -25,6 +26,7 @@ import type { memberConsents } from './members/consents.ts';
 import type { provisioning } from './tenants/provisioning.ts';
 import type { tenantOffboarding } from './tenants/offboarding.ts';
 import type { tenantMailSettings } from './tenants/mail-settings.ts';
+import type { mailTemplates } from './tenants/mail-templates.ts';
 import type { memberLocale } from './members/member-locale.ts';
 import type { memberMerges } from './members/member-merge.ts';
 import type { staffAuth } from './staff/staff-auth.ts';
@@ -47,6 +49,7 @@ export interface IdentityParts {
   merges: ReturnType<typeof memberMerges>;
   consents: ReturnType<typeof memberConsents>;
   mail: ReturnType<typeof tenantMailSettings>;
+  templates: ReturnType<typeof mailTemplates>;
   locale: ReturnType<typeof memberLocale>;
   pool: Pool;
 }
@@ -59,7 +62,7 @@ export function identityEndpoints(parts: IdentityParts): Endpoints {
   const p = adminOperations;
   const s = staffOperations;
   const sa = staffAdminOperations;
-  return mergesAndOffboarding(new Endpoints('identity'), parts)
+  return mailTemplateEndpoints(mergesAndOffboarding(new Endpoints('identity'), parts), parts)
     .public(a['member.check'], (d, c) => auth.check(d, c.meta))
     .public(a['member.register'], (d, c) => auth.register(d, c.meta, c.log))
     .public(a['member.request_otp'], (d, c) => auth.requestOtp(d, c.meta, c.log))
@@ -129,4 +132,22 @@ function mergesAndOffboarding(
     .operator(o['admin.tenant.reactivate'], (d, c) => parts.offboarding.reactivate(d, c.meta))
     .operator(o['admin.tenant.export'], (d, c) => parts.offboarding.export(d, c.meta))
     .operator(o['admin.tenant.purge'], (d, c) => parts.offboarding.purge(d, c.meta));
+}
+
+/** A tenant's mail templates: managers in the staff API (the console), the operator (API and CLI). */
+function mailTemplateEndpoints(endpoints: Endpoints, parts: Pick<IdentityParts, 'templates'>): Endpoints {
+  const t = parts.templates;
+  const s = staffOperations;
+  const o = mailTemplateOperations;
+  return endpoints
+    .staff(s['staff.mail.templates.list'], (_d, c) => t.list(c.meta.tenant_id))
+    .staff(s['staff.mail.templates.get'], (d, c) => t.get(c.meta.tenant_id, d))
+    .staff(s['staff.mail.templates.update'], (d, c) => t.update(c.meta.tenant_id, d, c.meta))
+    .staff(s['staff.mail.templates.reset'], (d, c) => t.reset(c.meta.tenant_id, d, c.meta))
+    .staff(s['staff.mail.templates.preview'], (d, c) => t.preview(c.meta.tenant_id, d))
+    .operator(o['admin.tenant.mail.templates.list'], (d) => t.list(d.tenant_id))
+    .operator(o['admin.tenant.mail.templates.get'], (d) => t.get(d.tenant_id, d))
+    .operator(o['admin.tenant.mail.templates.update'], (d, c) => t.update(d.tenant_id, d, c.meta))
+    .operator(o['admin.tenant.mail.templates.reset'], (d, c) => t.reset(d.tenant_id, d, c.meta))
+    .operator(o['admin.tenant.mail.templates.preview'], (d) => t.preview(d.tenant_id, d));
 }

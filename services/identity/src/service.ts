@@ -41,6 +41,7 @@ import { identityExports } from './members/members-export.ts';
 import { Mailer } from './mail/mailer.ts';
 import { SmtpSecrets } from './mail/smtp-secrets.ts';
 import { tenantMailSettings } from './tenants/mail-settings.ts';
+import { mailTemplates } from './tenants/mail-templates.ts';
 import { memberLocale } from './members/member-locale.ts';
 import { memberAuth } from './members/member-auth.ts';
 import { provisioning } from './tenants/provisioning.ts';
@@ -144,6 +145,7 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
         audit,
         ...rights,
         mail: tenantMailSettings({ pool, clock, outbox, secrets: smtpSecrets }),
+        templates: mailTemplates({ pool, clock, outbox }),
         locale: memberLocale({ pool, outbox }),
         pool,
       }),

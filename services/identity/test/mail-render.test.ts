@@ -120,7 +120,13 @@ describe('template validation', () => {
       {
         field: 'body',
         message: 'unknown variable "nmae" (line 1, column 7); known: name, reward, points, staff_note',
+        line: 1,
+        column: 7,
       },
+    ]);
+    // The place is counted in the field's own lines.
+    expect(errors({ body: 'Hello {{name}},\n\n  Your {{rewrd}} is ready.' })).toEqual([
+      expect.objectContaining({ field: 'body', line: 3, column: 8 }),
     ]);
     expect(errors({ subject: '{{code}}' }, 'points_expiring')[0]).toMatchObject({ field: 'subject' });
     expect(errors({ body: '{{#if balance}}x{{/if}}' })[0]!.message).toMatch(/unknown variable "balance"/);
@@ -139,9 +145,43 @@ describe('template validation', () => {
   });
   it('refuses syntax errors, empty and multi-line subjects, and over-long texts', () => {
     expect(errors({ body: 'Hello {{name' })[0]!.message).toMatch(/^syntax error/);
+    expect(errors({ body: 'Hello,\n\nsee {{#if name}}x{{/if}} and {{name' })[0]).toMatchObject({
+      field: 'body',
+      line: 3,
+      message: expect.stringMatching(/^syntax error on line 3: expected /),
+    });
     expect(errors({ body: '{{#if name}}x' })[0]!.message).toMatch(/syntax error|doesn't match/);
     expect(errors({ subject: '  ' })).toEqual([{ field: 'subject', message: 'must not be empty' }]);
     expect(errors({ subject: 'a\nb' })).toEqual([{ field: 'subject', message: 'must be one line' }]);
     expect(errors({ body: 'x'.repeat(5_001) })).toEqual([{ field: 'body', message: 'at most 5000 characters' }]);
+  });
+});
+
+describe('a tenant\'s own template', () => {
+  const own = {
+    subject: 'Bravo {{name}} : {{reward}}',
+    body: 'Bonjour {{name}},\n\n« {{reward}} » est à vous.{{#if staff_note}}\nMot de l’équipe : {{staff_note}}{{/if}}',
+  };
+  const vars = { name: 'Ana <b>Silva</b>', reward: 'Café & <script>x</script>', points: '1 200', staff_note: '' };
+
+  it('is rendered instead of the default, in the layout, with member text escaped in HTML', async () => {
+    expect(validateTemplate('claim_approved', own)).toEqual([]);
+    const mail = await renderMail({ kind: 'claim_approved', locale: 'fr', vars, branding, template: own });
+    expect(mail.subject).toBe('Bravo Ana <b>Silva</b> : Café & <script>x</script>');
+    expect(mail.text).toMatch(/^Bonjour Ana <b>Silva<\/b>,\n\n« Café & <script>x<\/script> » est à vous\.\n/);
+    expect(mail.html).not.toContain('<script>x');
+    expect(mail.html).not.toContain('<b>Silva');
+    expect(mail.html).toContain('Café &amp; &lt;script&gt;x&lt;/script&gt;');
+    expect(mail.html).toContain('Ana &lt;b&gt;Silva&lt;/b&gt;');
+    expect(mail.html).toContain('lang="fr" dir="ltr"');
+    expect(mail.html).toContain('Café Atlas');
+    // Without a template: the default of the kind and language.
+    const plain = await renderMail({ kind: 'claim_approved', locale: 'fr', vars, branding });
+    expect(plain.subject).toBe('Votre demande de récompense a été acceptée');
+  });
+
+  it('names the same kinds as the contract', async () => {
+    const { MAIL_KINDS: contractKinds } = await import('@loyalty/contracts');
+    expect([...contractKinds]).toEqual([...MAIL_KINDS]);
   });
 });

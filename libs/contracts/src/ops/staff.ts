@@ -9,6 +9,7 @@ import { ProgrammeReport, ReportQuery } from './reports.ts';
 import { ReferralOfReferrer, ReferralPeriod, ReferralStats, TopReferrer } from './referrals.ts';
 import { LineItems, RuleApplied, RuleInput, RuleRecord, RuleTraceEntry, Tags } from './rules.ts';
 import { tierStaffOperations } from './tiers.ts';
+import { mailTemplateStaffOperations } from './mail.ts';
 import { defineOperations } from './types.ts';
 
 /**
@@ -722,6 +723,8 @@ export const staffOperations = defineOperations({
   },
   // ---- tiers (ledger): staff read, managers configure (ops/tiers.ts) -------------------------------
   ...tierStaffOperations,
+  // ---- mail templates (identity, managers; ops/mail.ts) ---------------------------------------------
+  ...mailTemplateStaffOperations,
 });
 
 // ---- operator: the first manager and the chain check ------------------------------------------------

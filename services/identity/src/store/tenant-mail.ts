@@ -19,6 +19,11 @@ export interface TenantMailRow {
   smtp_secure: boolean | null;
   smtp_username: string | null;
   smtp_password: string | null;
+  /**
+   * The tenant's own templates as a stamp, `count:highest revision` (`0:0` without any): changed by
+   * every save and reset, so kept templates are read again only when they changed.
+   */
+  templates_stamp: string;
 }
 
 /** The tenant and its mail settings (all null when it has none): one read per message. */
@@ -26,7 +31,9 @@ export async function findTenantMail(db: Queryable, tenantId: number): Promise<T
   const { rows } = await db.query<TenantMailRow>(
     `SELECT t.id::int AS tenant_id, t.name AS tenant_name, t.sandbox, s.sender_name, s.from_address, s.reply_to,
             s.logo_url, s.primary_color, s.background_color, s.postal_address, s.contact, s.default_locale,
-            s.smtp_host, s.smtp_port, s.smtp_secure, s.smtp_username, s.smtp_password
+            s.smtp_host, s.smtp_port, s.smtp_secure, s.smtp_username, s.smtp_password,
+            (SELECT count(*) || ':' || coalesce(max(m.revision), 0) FROM identity.mail_templates m
+              WHERE m.tenant_id = t.id) AS templates_stamp
        FROM identity.tenants t LEFT JOIN identity.tenant_mail_settings s ON s.tenant_id = t.id
       WHERE t.id = $1`,
     [tenantId],

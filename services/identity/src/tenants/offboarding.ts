@@ -31,6 +31,7 @@ export const identityTenantTables: TenantTable[] = [
   { table: 'audit_log', key: 'tenant_id, seq' },
   { table: 'members' },
   { table: 'staff_users' },
+  { table: 'mail_templates', key: 'tenant_id, kind, locale' },
   { table: 'tenant_mail_settings', key: 'tenant_id', omit: ['smtp_password'] },
   { table: 'tenant_keys', key: 'tenant_id', omit: ['wrapped_key'] },
   { table: 'apps', omit: ['key_hash'] },
