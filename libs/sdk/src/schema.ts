@@ -1956,6 +1956,7 @@ export interface components {
           | 'line_items_mismatch'
           | 'unknown_import_kind'
           | 'invalid_rule'
+          | 'invalid_template'
           | 'invalid_tiers'
           | 'active_rule_limit'
           | 'merge_into_itself'
