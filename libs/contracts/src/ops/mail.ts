@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { AuditActor } from '../audit.ts';
 import { Email, IdParam, Text, Timestamp } from '../common.ts';
 import { defineOperations } from './types.ts';
