@@ -157,7 +157,7 @@ describe('template validation', () => {
   });
 });
 
-describe('a tenant\'s own template', () => {
+describe("a tenant's own template", () => {
   const own = {
     subject: 'Bravo {{name}} : {{reward}}',
     body: 'Bonjour {{name}},\n\n« {{reward}} » est à vous.{{#if staff_note}}\nMot de l’équipe : {{staff_note}}{{/if}}',
