@@ -201,6 +201,25 @@ describe('balances import', () => {
       .reduce((a, i) => a + 10 + i, 0);
     expect(sums[0]).toEqual({ journal: String(total), lots: String(total), pending: String(waiting) });
     expect(await lotsAgree(sys, card)).toBe(50);
+    // Each journal row: the spendable balance after it (a pending lot adds nothing yet), the import
+    // and line in its metadata, its lot warned 7 days (the card's setting) before it expires, its key.
+    const { rows: rowsOk } = await sys.db.query<Record<string, number>>(
+      `SELECT count(*)::int AS n,
+              count(*) FILTER (WHERE balance_after = running)::int AS balance_after,
+              count(*) FILTER (WHERE metadata->'import'->>'earned_at' = '2024-05-01T00:00:00.000Z'
+                                 AND metadata->'import'->>'id' LIKE 'imp_ledger_%'
+                                 AND metadata->>'reason' = 'imported balance')::int AS metadata,
+              count(*) FILTER (WHERE warn_at IS NOT DISTINCT FROM expires_at - interval '168 hours')::int AS warn_at,
+              count(*) FILTER (WHERE key_journal = id)::int AS keys
+         FROM (SELECT j.id, j.balance_after, j.metadata, l.warn_at, l.expires_at, k.journal_id AS key_journal,
+                      sum(CASE WHEN l.pending THEN 0 ELSE j.amount END) OVER (PARTITION BY j.member_id ORDER BY j.id) AS running
+                 FROM ledger.journal j JOIN ledger.lots l ON l.journal_id = j.id
+                 JOIN ledger.import_keys k ON k.card_id = j.card_id AND k.kind = 'balances'
+                                          AND k.external_id = j.metadata->'import'->>'external_id'
+                WHERE j.card_id = $1) x`,
+      [card],
+    );
+    expect(rowsOk[0]).toEqual({ n: 300, balance_after: 300, metadata: 300, warn_at: 300, keys: 300 });
   }, 120_000);
 });
 

@@ -27,62 +27,94 @@ const BOM = '\uFEFF';
  */
 function csvRecords(text: string, final: boolean, firstLine: number) {
   const records: { line: number; values: string[]; unterminated?: boolean }[] = [];
+  const len = text.length;
   let i = 0;
   let line = firstLine;
   let consumed = 0;
-  while (i < text.length) {
+  while (i < len) {
     const start = line;
     const values: string[] = [];
     let field = '';
     let quoted = false;
-    let ended = false;
     let unterminated = false;
-    while (!ended) {
-      if (i >= text.length) {
+    for (;;) {
+      if (i >= len) {
         if (quoted) unterminated = true;
         values.push(field);
-        ended = true;
         break;
       }
-      const c = text.charAt(i);
       if (quoted) {
-        if (c === '"') {
-          if (text[i + 1] === '"') {
-            field += '"';
-            i += 2;
-          } else {
-            quoted = false;
-            i += 1;
-          }
-        } else {
-          if (c === '\n') line += 1;
-          field += c;
-          i += 1;
-        }
-      } else if (c === '"' && field === '') {
+        // Up to the next quote at once: a doubled one is a quote, a single one closes the field.
+        const run = quotedRun(text, i);
+        line += newlines(run.part);
+        field += run.part;
+        i = run.next;
+        quoted = !run.closed;
+        continue;
+      }
+      const c = text.charCodeAt(i);
+      if (c === QUOTE && field === '') {
         quoted = true;
         i += 1;
-      } else if (c === ',') {
+        continue;
+      }
+      // An unquoted run: up to the next comma or line break, taken as one slice.
+      const j = unquotedEnd(text, i);
+      if (j > i) {
+        field += text.slice(i, j);
+        i = j;
+      } else if (c === COMMA) {
         values.push(field);
         field = '';
         i += 1;
-      } else if (c === '\n' || (c === '\r' && text[i + 1] === '\n')) {
+      } else if (c === LF || text.charCodeAt(i + 1) === LF) {
         values.push(field);
-        i += c === '\r' ? 2 : 1;
+        i += c === CR ? 2 : 1;
         line += 1;
-        ended = true;
+        break;
       } else {
-        field += c;
+        field += '\r';
         i += 1;
       }
     }
-    const complete = i < text.length || text.endsWith('\n');
+    const complete = i < len || text.endsWith('\n');
     if (!final && (!complete || unterminated)) return { records, rest: text.slice(consumed), line: start };
     records.push({ line: start, values, ...(unterminated ? { unterminated } : {}) });
     consumed = i;
   }
   return { records, rest: '', line };
 }
+
+/** Where an unquoted run from `i` ends: the next comma or line break (or the end). */
+function unquotedEnd(text: string, i: number): number {
+  let j = i;
+  while (j < text.length) {
+    const d = text.charCodeAt(j);
+    if (d === COMMA || d === LF || d === CR) break;
+    j += 1;
+  }
+  return j;
+}
+
+/** A quoted field's text from `i` to its next quote (a doubled quote is one), where reading goes on, and whether the field closed. */
+function quotedRun(text: string, i: number): { part: string; next: number; closed: boolean } {
+  const q = text.indexOf('"', i);
+  if (q === -1) return { part: text.slice(i), next: text.length, closed: false };
+  if (text.charCodeAt(q + 1) === QUOTE) return { part: text.slice(i, q + 1), next: q + 2, closed: false };
+  return { part: text.slice(i, q), next: q + 1, closed: true };
+}
+
+/** The line feeds in `text`. */
+function newlines(text: string): number {
+  let n = 0;
+  for (let k = text.indexOf('\n'); k !== -1; k = text.indexOf('\n', k + 1)) n += 1;
+  return n;
+}
+
+const QUOTE = 0x22;
+const COMMA = 0x2c;
+const LF = 0x0a;
+const CR = 0x0d;
 
 /** The records of one step's text (`carry` + the step's bytes, decoded), with what is left over. */
 export function readRecords(

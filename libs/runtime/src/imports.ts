@@ -51,6 +51,8 @@ export interface ImportKindSpec<Row> {
   staging: string;
   /** In the step's transaction: merge the staged rows with afterLine < line <= upToLine; how many changed something. */
   merge(db: PoolClient, afterLine: number, upToLine: number, ctx: ImportContext): Promise<number>;
+  /** Staged lines merged per execute step (default 5,000). */
+  mergeBatch?: number;
   /** In the create request's transaction: the card must exist (balances), else card_not_found. */
   check?(db: Queryable, ctx: ImportContext): Promise<void>;
 }
@@ -401,7 +403,7 @@ export class Imports {
     const { rows } = await this.pool.query<{ last: string | null; n: string }>(
       `SELECT max(line)::text AS last, count(*)::text AS n FROM (
          SELECT line FROM ${this.schema}.${spec.staging} WHERE import_id = $1 AND line > $2 ORDER BY line LIMIT $3) b`,
-      [row.id, after, MERGE_BATCH],
+      [row.id, after, spec.mergeBatch ?? MERGE_BATCH],
     );
     const n = Number(rows[0]?.n ?? 0);
     const last = rows[0]?.last === null || rows[0]?.last === undefined ? after : Number(rows[0].last);

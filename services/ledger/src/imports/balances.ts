@@ -7,11 +7,9 @@ import {
   type ServiceClient,
   type ServiceRuntime,
 } from '@loyalty/runtime';
-import { MAX_BALANCE } from '../domain/money.ts';
 import {
   externalId as externalIdOf,
   fieldsOf,
-  lockAccounts,
   memberRef,
   resolveMemberRefs,
   time,
@@ -96,6 +94,8 @@ function parseBalance(fields: Map<string, string>, now: Date): BalanceRow | Prob
 }
 
 type Staged = { line: number; row: BalanceRow };
+/** Lines merged per execute step (one statement; each step one transaction with its checkpoint). */
+const MERGE_BATCH = 20_000;
 type Context = Parameters<ImportKindSpec<BalanceRow>['stage']>[2];
 type Db = Parameters<ImportKindSpec<BalanceRow>['stage']>[0];
 
@@ -106,6 +106,7 @@ export function balanceImportSpec(rt: ServiceRuntime, client: ServiceClient): Im
     check: (db, ctx) => checkCard(db, ctx),
     resolve: (rows, ctx) => resolveMembers(rt.pool, client, rows, ctx),
     stage: stageBalances,
+    mergeBatch: MERGE_BATCH,
     merge: (db, after, upTo, ctx) => mergeBalances(db, after, upTo, ctx, rt.clock.now()),
   };
 }
@@ -181,119 +182,72 @@ async function stageBalances(db: Db, rows: Staged[], ctx: Context): Promise<RowP
   return problems;
 }
 
-interface NewLine {
-  external_id: string;
-  member_id: string;
-  amount: string;
-  earned_at: Date;
-  available_at: Date;
-  expires_at: Date | null;
-}
-
-// Journal rows (staff adjustments naming the import), their lots, the accounts' balances and the
-// import keys' journal ids, in one statement over the step's new lines.
-const APPLY_LINES = `WITH input AS (
-       SELECT * FROM unnest($4::bigint[], $5::bigint[], $6::bigint[], $7::jsonb[], $8::boolean[], $9::timestamptz[],
-                            $10::timestamptz[], $11::timestamptz[], $12::text[])
-         WITH ORDINALITY AS i(member_id, amount, balance_after, metadata, pending, available_at, expires_at, warn_at, external_id, n)),
+// One statement per step, nothing read into the service: the step's lines never applied on the card
+// claim their import keys (each written once, with the journal id it is given from the journal's
+// sequence), the accounts are opened with their balances or updated (in member order, as postings
+// lock them), and the journal rows (staff adjustments naming the import, each with the balance after
+// it) and their lots are written. A line whose key exists changes nothing.
+const MERGE_LINES = `WITH batch AS (
+       SELECT line, external_id, member_id, amount, earned_at, available_at, expires_at, available_at > $6 AS pending
+         FROM ledger.import_balances WHERE import_id = $1 AND line > $2 AND line <= $3),
+     keyed AS (
+       INSERT INTO ledger.import_keys (tenant_id, card_id, kind, external_id, journal_id)
+       SELECT $4, $5, 'balances', external_id, nextval('ledger.journal_id_seq')
+         FROM (SELECT external_id FROM batch ORDER BY line OFFSET 0) b
+       ON CONFLICT DO NOTHING RETURNING external_id, journal_id),
+     input AS (SELECT b.*, k.journal_id FROM keyed k JOIN batch b USING (external_id)),
+     sums AS (
+       SELECT member_id, count(*) AS n,
+              coalesce(sum(amount) FILTER (WHERE NOT pending), 0) AS spendable,
+              coalesce(sum(amount) FILTER (WHERE pending), 0) AS waiting,
+              min(CASE WHEN pending THEN available_at ELSE expires_at END) AS next_change
+         FROM input GROUP BY member_id),
+     account AS (
+       INSERT INTO ledger.accounts AS a (card_id, member_id, tenant_id, balance, pending, entries, next_change_at, created_at, updated_at)
+       SELECT $5, member_id, $4, spendable, waiting, n, next_change, $6, $6 FROM sums ORDER BY member_id
+       ON CONFLICT (card_id, member_id) DO UPDATE
+          SET balance = a.balance + excluded.balance, pending = a.pending + excluded.pending,
+              entries = a.entries + excluded.entries, updated_at = excluded.updated_at,
+              next_change_at = LEAST(a.next_change_at, excluded.next_change_at)
+       RETURNING a.member_id, a.balance, a.pending, a.held),
+     before AS (SELECT a.member_id, a.balance - s.spendable AS balance FROM account a JOIN sums s USING (member_id)),
      entry AS (
-       INSERT INTO ledger.journal (tenant_id, card_id, member_id, event, amount, balance_after, metadata, created_at)
-       SELECT $1, $2, member_id, 'staff_adjustment', amount, balance_after, metadata, $3 FROM input ORDER BY n
-       RETURNING id, metadata->'import'->>'external_id' AS external_id),
+       INSERT INTO ledger.journal (id, tenant_id, card_id, member_id, event, amount, balance_after, metadata, created_at)
+       SELECT i.journal_id, $4, $5, i.member_id, 'staff_adjustment', i.amount,
+              b.balance + sum(CASE WHEN i.pending THEN 0 ELSE i.amount END) OVER (PARTITION BY i.member_id ORDER BY i.line),
+              jsonb_build_object('reason', 'imported balance', 'import', jsonb_build_object(
+                'id', $7::text, 'external_id', i.external_id,
+                'earned_at', to_char(i.earned_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))),
+              $6
+         FROM input i JOIN before b USING (member_id) ORDER BY i.journal_id),
      lot AS (
        INSERT INTO ledger.lots (tenant_id, card_id, member_id, journal_id, amount, remaining, pending, available_at, expires_at, warn_at, created_at)
-       SELECT $1, $2, i.member_id, e.id, i.amount, i.amount, i.pending, i.available_at, i.expires_at, i.warn_at, $3
-         FROM entry e JOIN input i USING (external_id)),
-     accounts AS (
-       UPDATE ledger.accounts a
-          SET balance = a.balance + s.spendable, pending = a.pending + s.waiting, entries = a.entries + s.n, updated_at = $3,
-              next_change_at = LEAST(a.next_change_at, s.next_change)
-         FROM (SELECT member_id, count(*) AS n,
-                      coalesce(sum(amount) FILTER (WHERE NOT pending), 0) AS spendable,
-                      coalesce(sum(amount) FILTER (WHERE pending), 0) AS waiting,
-                      min(CASE WHEN pending THEN available_at ELSE expires_at END) AS next_change
-                 FROM input GROUP BY member_id) s
-        WHERE a.card_id = $2 AND a.member_id = s.member_id)
-     UPDATE ledger.import_keys k SET journal_id = e.id FROM entry e
-      WHERE k.tenant_id = $1 AND k.card_id = $2 AND k.kind = 'balances' AND k.external_id = e.external_id`;
+       SELECT $4, $5, member_id, journal_id, amount, amount, pending, available_at, expires_at,
+              expires_at - interval '86400 seconds' * (SELECT expiry_warning_days FROM ledger.cards WHERE id = $5), $6
+         FROM input ORDER BY journal_id)
+     SELECT count(*)::int AS applied FROM input`;
 
-/** The lines of a step never applied on the card (claimed in import_keys), their accounts opened and locked. */
-async function newLines(
-  db: Parameters<ImportKindSpec<never>['merge']>[0],
-  after: number,
-  upTo: number,
-  ctx: { importId: string; publicId: string; tenantId: number; cardId: number | null },
-  now: Date,
-): Promise<{ rows: NewLine[]; balances: Map<number, bigint>; warnMs: number }> {
-  const { rows } = await db.query<{
-    external_id: string;
-    member_id: string;
-    amount: string;
-    earned_at: Date;
-    available_at: Date;
-    expires_at: Date | null;
-  }>(
-    `WITH batch AS (SELECT * FROM ledger.import_balances WHERE import_id = $1 AND line > $2 AND line <= $3),
-     fresh AS (
-       INSERT INTO ledger.import_keys (tenant_id, card_id, kind, external_id)
-       SELECT $4, $5, 'balances', external_id FROM batch ORDER BY line ON CONFLICT DO NOTHING RETURNING external_id)
-     SELECT b.external_id, b.member_id::text, b.amount::text, b.earned_at, b.available_at, b.expires_at
-       FROM batch b JOIN fresh f USING (external_id) ORDER BY b.line`,
-    [ctx.importId, after, upTo, ctx.tenantId, ctx.cardId],
-  );
-  if (rows.length === 0) return { rows, balances: new Map(), warnMs: 0 };
-  const { rows: card } = await db.query<{ expiry_warning_days: number }>(
-    'SELECT expiry_warning_days FROM ledger.cards WHERE id = $1',
-    [ctx.cardId],
-  );
-  const warnMs = (card[0]?.expiry_warning_days ?? 0) * 86_400_000;
-  const balances = await lockAccounts(
-    db,
-    ctx,
-    rows.map((r) => Number(r.member_id)),
-    now,
-  );
-  return { rows, balances, warnMs };
-}
-
-/** The new lines of a step, applied: accounts, journal rows and lots; how many were new. */
+/** The new lines of a step, applied in one statement: import keys, accounts, journal rows and lots; how many were new. */
 async function mergeBalances(db: Db, after: number, upTo: number, ctx: Context, now: Date): Promise<number> {
-  const { rows, balances: balance, warnMs } = await newLines(db, after, upTo, ctx, now);
-  if (rows.length === 0) return 0;
-  const lines = rows.map((r) => {
-    const member = Number(r.member_id);
-    const amount = BigInt(r.amount);
-    const pending = r.available_at > now;
-    if (!pending) balance.set(member, (balance.get(member) ?? 0n) + amount);
-    return {
-      member,
-      amount: r.amount,
-      after: String(balance.get(member) ?? 0n),
-      pending,
-      available_at: r.available_at,
-      expires_at: r.expires_at,
-      warn_at: r.expires_at ? new Date(r.expires_at.getTime() - warnMs) : null,
-      metadata: JSON.stringify({
-        reason: 'imported balance',
-        import: { id: ctx.publicId, external_id: r.external_id, earned_at: r.earned_at.toISOString() },
-      }),
-      external_id: r.external_id,
-    };
-  });
-  if ([...balance.values()].some((b) => b > BigInt(MAX_BALANCE))) throw new AppError('balance_limit_exceeded');
-  await db.query(APPLY_LINES, [
-    ctx.tenantId,
-    ctx.cardId,
-    now,
-    lines.map((l) => l.member),
-    lines.map((l) => l.amount),
-    lines.map((l) => l.after),
-    lines.map((l) => l.metadata),
-    lines.map((l) => l.pending),
-    lines.map((l) => l.available_at),
-    lines.map((l) => l.expires_at),
-    lines.map((l) => l.warn_at),
-    lines.map((l) => l.external_id),
-  ]);
-  return rows.length;
+  // The step's CTEs are joined on tens of thousands of rows the planner cannot count (a CTE's
+  // estimate, the staged table's statistics from before the upload): a nested loop over them is
+  // quadratic, so this transaction joins them by hashing (or merging).
+  await db.query('SET LOCAL enable_nestloop = off');
+  try {
+    const { rows } = await db.query<{ applied: number }>(MERGE_LINES, [
+      ctx.importId,
+      after,
+      upTo,
+      ctx.tenantId,
+      ctx.cardId,
+      now,
+      ctx.publicId,
+    ]);
+    return rows[0]?.applied ?? 0;
+  } catch (err) {
+    // The accounts' limit (a CHECK: balance + pending + held at most the largest balance) refused a line.
+    if (err instanceof Error && 'constraint' in err && err.constraint === 'accounts_balance_limit')
+      throw new AppError('balance_limit_exceeded');
+    throw err;
+  }
 }
