@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
-import { ApiError, call, type Answer, type Balance, type Card } from '../api.ts';
+import { ApiError, call, type Balance, type Card } from '../api.ts';
 import { Notice, PageTitle, Pager, money, points, problemText, useLoad, when } from '../components/ui.tsx';
+import { TierSection } from './member-tier.tsx';
 
 /** Member look-up by email or phone; the member's page opens at #/members/<id>. */
 export function MemberSearch() {
@@ -135,7 +136,7 @@ export function MemberPage(props: { memberId: number; cards: Card[]; isManager: 
       )}
       {props.isManager && m && <MergeForm memberId={m.id} />}
 
-      {m && <TierSection memberId={m.id} cards={cards} />}
+      {m && <TierSection memberId={m.id} cards={cards} isManager={props.isManager} />}
 
       <section aria-labelledby="balances-h">
         <h2 id="balances-h">Balances</h2>
@@ -307,79 +308,6 @@ function MergeForm(props: { memberId: number }) {
         <button type="submit">Merge into this member</button>
       </form>
       {outcome && <Notice kind={outcome.kind}>{outcome.text}</Notice>}
-    </section>
-  );
-}
-
-type MemberTier = Answer<'staff.tiers.member'>;
-
-/** An amount in what a card's tiers count: points (points earned on a points card) or money. */
-export function tierAmount(n: number, metric: string, card: Card): string {
-  return metric === 'points_earned' && card.reward_system === 'points' ? points(n) : money(n, card.currency);
-}
-
-/**
- * The member's tier on each card that has tiers: the tier, until when it holds, what the window
- * counted so far and a progress bar towards the next tier ("120 points to Gold").
- */
-function TierSection(props: { memberId: number; cards: Card[] }) {
-  const tierOn = async (card: Card): Promise<{ card: Card; tier?: MemberTier }> => {
-    try {
-      return {
-        card,
-        tier: await call('staff.tiers.member', { params: { card_id: card.id, member_id: props.memberId } }),
-      };
-    } catch (err) {
-      // A card without tiers has nothing to show; anything else is a failure.
-      if (err instanceof ApiError && err.code === 'tiers_not_configured') return { card };
-      throw err;
-    }
-  };
-  const tiers = useLoad(() => Promise.all(props.cards.map(tierOn)), [props.memberId]);
-  const shown = (tiers.data ?? []).filter((t): t is { card: Card; tier: MemberTier } => t.tier !== undefined);
-  if (tiers.data && shown.length === 0) return null;
-  return (
-    <section aria-labelledby="tiers-h">
-      <h2 id="tiers-h">Tiers</h2>
-      {tiers.error !== undefined && <Notice kind="error">{problemText(tiers.error)}</Notice>}
-      <ul class="plain tiers">
-        {shown.map(({ card, tier: t }) => {
-          const next = t.next_tier;
-          const amount = (n: number) => tierAmount(n, t.metric, card);
-          return (
-            <li key={card.id} data-testid={`tier-${card.id}`}>
-              <strong>{card.name}</strong>: <span class="badge badge-tier">{t.tier.name}</span>{' '}
-              <span class="muted">
-                {t.valid_until ? `valid until ${new Date(t.valid_until).toLocaleDateString()}` : 'no end date'}
-                {t.manual ? ` · set by hand: ${t.manual.reason}` : ''}
-              </span>
-              <div>
-                {amount(t.qualifying_total)} counted
-                {t.window_start ? ` since ${t.window_start}` : ''}
-              </div>
-              {next && t.needed_for_next !== null ? (
-                <div class="progress">
-                  <progress
-                    max={next.entry_threshold}
-                    value={Math.min(t.qualifying_total, next.entry_threshold)}
-                    aria-label={`Progress to ${next.name}`}
-                  />
-                  <span data-testid={`tier-next-${card.id}`}>
-                    {amount(t.needed_for_next)} to {next.name}
-                  </span>
-                </div>
-              ) : (
-                <div>Highest tier.</div>
-              )}
-              {t.needed_to_retain !== null && t.needed_to_retain > 0 && (
-                <div class="muted">
-                  {amount(t.needed_to_retain)} more to keep {t.tier.name} at its review.
-                </div>
-              )}
-            </li>
-          );
-        })}
-      </ul>
     </section>
   );
 }

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { call, type Answer, type Card } from '../api.ts';
 import { BarChart } from '../components/bar-chart.tsx';
 import { Notice, PageTitle, problemText, useLoad, when } from '../components/ui.tsx';
-import { tierAmount } from './members.tsx';
+import { tierAmount } from './member-tier.tsx';
 
 type Settings = Answer<'staff.tiers.get'>;
 interface Row {
