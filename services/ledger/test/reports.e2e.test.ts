@@ -232,4 +232,71 @@ describe('programme report', () => {
     const noScope = apiClient(sys.url, await sys.tenant({ scopes: ['points_read'] }));
     expect((await noScope('GET', `/api/v1/loyalty/cards/${card}/report`)).status).toBe(403);
   });
+  it('counts active members across a year end and in periods the range covers in part, folded or not', async () => {
+    sys.clock.advance(Date.parse('2032-12-30T12:00:00Z') - sys.clock.now().getTime());
+    const card = await pointsCard(sys, tenantId, { time_zone: 'Europe/Paris' });
+    const [a, b, c] = [email('ya'), email('yb'), email('yc')];
+    const earn = (who: string) =>
+      api('POST', '/api/v1/loyalty/points/earn', { body: { card_id: card, email: who, purchase_amount: 10 } });
+    // Dec 30 a, Dec 31 a and b (folded); Jan 1 a, Jan 2 c (not folded yet when first read).
+    await earn(a);
+    sys.clock.advance(24 * 3600_000);
+    await earn(a);
+    await earn(b);
+    await ledgerHooks().foldReports();
+    sys.clock.advance(24 * 3600_000);
+    await earn(a);
+    sys.clock.advance(24 * 3600_000);
+    await earn(c);
+    const check = async (when: string) => {
+      for (const [from, to] of [
+        ['2032-12-29', '2033-01-02'],
+        ['2032-12-31', '2033-01-01'],
+        ['2032-12-01', '2033-01-31'],
+      ] as const)
+        for (const g of ['day', 'week', 'month'] as const) {
+          const r = await api('GET', `/api/v1/loyalty/cards/${card}/report?from=${from}&to=${to}&granularity=${g}`);
+          expect(r.status, JSON.stringify(r.body)).toBe(200);
+          const report = r.body.data as { periods: Figures[]; totals: { active_members: number } };
+          const expected = await fromJournal(card, from, to, g);
+          for (const p of report.periods)
+            expect(p.active_members, `${when} ${from}..${to} ${g} ${p.start}`).toBe(
+              Number(expected.get(p.start)?.active ?? 0),
+            );
+          const { rows } = await sys.db.query<{ n: string }>(
+            `SELECT count(DISTINCT j.member_id)::text AS n FROM ledger.journal j JOIN ledger.cards c ON c.id = j.card_id
+              WHERE j.card_id = $1 AND (j.created_at AT TIME ZONE c.time_zone)::date BETWEEN $2 AND $3`,
+            [card, from, to],
+          );
+          expect(report.totals.active_members, `${when} ${from}..${to} ${g}`).toBe(Number(rows[0]!.n));
+        }
+    };
+    await check('partly folded');
+    await ledgerHooks().foldReports();
+    await check('folded');
+    const { job } = await sys.admin<{ job: { id: string } }>('POST', `/admin/v1/tenants/${tenantId}/reports/rebuild`, {
+      card_id: card,
+    });
+    let status = '';
+    for (let i = 0; i < 100 && status !== 'succeeded'; i++) {
+      status = (await sys.admin<{ status: string }>('GET', `/admin/v1/jobs/${job.id}`)).status;
+      if (status !== 'succeeded') await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(status).toBe('succeeded');
+    await check('rebuilt');
+    // The rollups of the members active in each day, week and month hold what report_active holds.
+    const { rows: drift } = await sys.db.query(
+      `(SELECT period, start, members FROM ledger.report_active_counts WHERE card_id = $1
+        EXCEPT
+        SELECT g, date_trunc(g, day::timestamp)::date, count(DISTINCT member_id)
+          FROM ledger.report_active, unnest(ARRAY['day', 'week', 'month']) g WHERE card_id = $1 GROUP BY 1, 2)
+       UNION ALL
+       (SELECT g, date_trunc(g, day::timestamp)::date, count(DISTINCT member_id)
+          FROM ledger.report_active, unnest(ARRAY['day', 'week', 'month']) g WHERE card_id = $1 GROUP BY 1, 2
+        EXCEPT
+        SELECT period, start, members FROM ledger.report_active_counts WHERE card_id = $1)`,
+      [card],
+    );
+    expect(drift).toEqual([]);
+  });
 });

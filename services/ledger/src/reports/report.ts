@@ -93,14 +93,10 @@ function rangeOf(input: OperationInput<ReportOp>, timeZone: string, now: Date) {
 const both = (rollup: string, delta: string) => `(${rollup} UNION ALL ${delta})`;
 
 /** The sums a report needs, read from the rollups and the unfolded deltas. */
-async function readSums(pool: Pool, cardId: number, range: { g: Granularity; from: Date; to: Date }) {
+async function readSums(pool: Pool, cardId: number, range: { g: Granularity; from: Date; to: Date; starts: Date[] }) {
   const args = [cardId, dayText(range.from), dayText(range.to)];
   const inRange = 'card_id = $1 AND day BETWEEN $2 AND $3';
   const period = `date_trunc('${range.g}', day)::date`;
-  const active = both(
-    `SELECT day, member_id FROM ledger.report_active WHERE ${inRange}`,
-    `SELECT day, member_id FROM ledger.report_deltas WHERE ${inRange}`,
-  );
   const redeemed = 'reward_id <> 0 AND event = ANY($4)';
   return Promise.all([
     pool.query<{ period: Date; event: string; net: string }>(
@@ -110,11 +106,7 @@ async function readSums(pool: Pool, cardId: number, range: { g: Granularity; fro
       )} x GROUP BY 1, 2`,
       args,
     ),
-    pool.query<{ period: Date; n: string }>(
-      `SELECT ${period} AS period, count(DISTINCT member_id)::text AS n FROM ${active} x GROUP BY 1`,
-      args,
-    ),
-    pool.query<{ n: string }>(`SELECT count(DISTINCT member_id)::text AS n FROM ${active} x`, args),
+    readActive(pool, cardId, range),
     pool.query<{ balance: string | null }>(
       `SELECT (coalesce((SELECT sum(credits + debits) FROM ledger.report_days WHERE card_id = $1 AND day <= $2), 0)
              + coalesce((SELECT sum(amount) FROM ledger.report_deltas WHERE card_id = $1 AND day <= $2), 0))::text AS balance`,
@@ -129,6 +121,118 @@ async function readSums(pool: Pool, cardId: number, range: { g: Granularity; fro
       [...args, [...REDEEMED]],
     ),
   ]);
+}
+
+/** The last day of the period starting on `start`. */
+const periodEnd = (start: Date, g: Granularity) => addDays(nextPeriod(start, g), -1);
+
+/**
+ * The members active in each period and in the whole range, from the active-member rollups
+ * (migration 57) plus the deltas not folded yet, never from members x days: a period the range
+ * covers whole is one row of `report_active_counts` (plus the members its unfolded deltas add); the
+ * range itself and a period it covers in part (its first or last) are one row per member and year
+ * of `report_active_years`, the member's active days, tested against the days of the range.
+ */
+async function readActive(
+  pool: Pool,
+  cardId: number,
+  range: { g: Granularity; from: Date; to: Date; starts: Date[] },
+): Promise<{ byPeriod: Map<string, number>; total: number }> {
+  const { g, from, to } = range;
+  const whole: string[] = [];
+  // The range itself first, then the periods it covers in part.
+  const parts = { keys: ['total'], lo: [dayText(from)], hi: [dayText(to)] };
+  for (const p of range.starts) {
+    const end = periodEnd(p, g);
+    if (p >= from && end <= to) whole.push(dayText(p));
+    else {
+      parts.keys.push(dayText(p));
+      parts.lo.push(dayText(p < from ? from : p));
+      parts.hi.push(dayText(end > to ? to : end));
+    }
+  }
+  // A member of an unfolded delta counts in a whole period unless the rollups have it already.
+  const known =
+    g === 'day'
+      ? 'SELECT 1 FROM ledger.report_active m WHERE m.card_id = $1 AND m.day = d.day AND m.member_id = d.member_id'
+      : 'SELECT 1 FROM ledger.report_active_periods m WHERE m.card_id = $1 AND m.period = $2 AND m.start = d.start AND m.member_id = d.member_id';
+  const [wholeRows, partRows] = await Promise.all([
+    pool.query<{ start: Date; n: string }>(
+      `SELECT start, sum(n)::text AS n FROM (
+         SELECT start, members AS n FROM ledger.report_active_counts
+          WHERE card_id = $1 AND period = $2 AND start = ANY($3::date[])
+         UNION ALL
+         SELECT d.start, count(DISTINCT d.member_id) FROM (
+           SELECT date_trunc($2, day::timestamp)::date AS start, day, member_id FROM ledger.report_deltas
+            WHERE card_id = $1 AND day BETWEEN $4 AND $5) d
+          WHERE d.start = ANY($3::date[]) AND NOT EXISTS (${known})
+          GROUP BY d.start) x
+       GROUP BY start`,
+      [cardId, g, whole, dayText(from), dayText(to)],
+    ),
+    membersBetween(pool, cardId, parts),
+  ]);
+  const byPeriod = new Map(wholeRows.rows.map((r) => [dayText(r.start), Number(r.n)]));
+  partRows.forEach((n, i) => {
+    if (i > 0) byPeriod.set(parts.keys[i]!, n);
+  });
+  return { byPeriod, total: partRows[0] ?? 0 };
+}
+
+const yearOf = (d: Date) => d.getUTCFullYear();
+const dayOfYear = (d: Date) => Math.round((d.getTime() - Date.UTC(d.getUTCFullYear(), 0, 1)) / 86_400_000);
+
+/** The bits of the days from `lo` to `hi` that fall in `year` (bit n: day of the year n + 1), as text. */
+function yearMask(year: number, lo: Date, hi: Date): string {
+  if (year < yearOf(lo) || year > yearOf(hi)) return '0'.repeat(366);
+  const first = yearOf(lo) < year ? 0 : dayOfYear(lo);
+  const last = yearOf(hi) > year ? 365 : dayOfYear(hi);
+  return '0'.repeat(first) + '1'.repeat(last - first + 1) + '0'.repeat(365 - last);
+}
+
+/**
+ * How many members were active in each range of days (at most three: the report's range, its first
+ * and its last period when partly covered): the members whose days of the year meet the range's
+ * (one row per member and year: no de-duplication at all when the ranges lie in one year), plus
+ * the members of unfolded deltas in the range that the rollups do not show active in it.
+ */
+async function membersBetween(
+  pool: Pool,
+  cardId: number,
+  parts: { lo: string[]; hi: string[] },
+): Promise<number[]> {
+  const ranges = parts.lo.map((lo, i) => ({ lo: new Date(`${lo}T00:00:00Z`), hi: new Date(`${parts.hi[i]}T00:00:00Z`) }));
+  const y0 = Math.min(...ranges.map((r) => yearOf(r.lo)));
+  const y1 = Math.max(...ranges.map((r) => yearOf(r.hi)));
+  const years = Array.from({ length: y1 - y0 + 1 }, (_, i) => y0 + i);
+  // Parameter 4 + k: range k's mask of each year, indexed by year - y0 + 1.
+  const masks = ranges.map((r) => years.map((y) => yearMask(y, r.lo, r.hi)));
+  const hit = (k: number) => `bit_count(days & ($${4 + k}::bit(366)[])[year - $2 + 1]) > 0`;
+  const counted = ranges.map((_, k) => `count(*) FILTER (WHERE k${k})::text AS k${k}`).join(', ');
+  const sql =
+    years.length === 1
+      ? `SELECT ${counted} FROM (SELECT ${ranges.map((_, k) => `${hit(k)} AS k${k}`).join(', ')}
+           FROM ledger.report_active_years WHERE card_id = $1 AND year BETWEEN $2 AND $3) x`
+      : `SELECT ${counted} FROM (SELECT ${ranges.map((_, k) => `bool_or(${hit(k)}) AS k${k}`).join(', ')}
+           FROM ledger.report_active_years WHERE card_id = $1 AND year BETWEEN $2 AND $3 GROUP BY member_id) x`;
+  const params = [cardId, y0, y1, ...masks];
+  const [rollups, deltas] = await Promise.all([
+    pool.query<Record<string, string>>(sql, params),
+    pool.query<{ k: number; n: string }>(
+      `SELECT r.k, count(DISTINCT d.member_id)::text AS n
+         FROM unnest($2::date[], $3::date[]) WITH ORDINALITY AS r (lo, hi, k)
+         JOIN ledger.report_deltas d ON d.card_id = $1 AND d.day BETWEEN r.lo AND r.hi
+        WHERE NOT EXISTS (
+          SELECT 1 FROM ledger.report_active_years a
+           WHERE a.card_id = $1 AND a.member_id = d.member_id AND a.year = ANY($4::int[])
+             AND bit_count(a.days & ($5::bit(366)[])[r.k::int][a.year - $6 + 1]) > 0)
+        GROUP BY r.k`,
+      [cardId, parts.lo, parts.hi, years, masks, y0],
+    ),
+  ]);
+  const row = rollups.rows[0] ?? {};
+  const unfolded = new Map(deltas.rows.map((r) => [Number(r.k), Number(r.n)]));
+  return ranges.map((_, k) => Number(row[`k${k}`] ?? 0) + (unfolded.get(k + 1) ?? 0));
 }
 
 /** The sums of each period and of the whole range, by category. */
@@ -154,9 +258,9 @@ export async function programmeReport(
   const card = await findCard(pool, tenantId, input.card_id);
   if (!card) throw new AppError('card_not_found');
   const range = rangeOf(input, card.time_zone, clock.now());
-  const [sums, active, activeTotal, outstanding, rewards] = await readSums(pool, card.id, range);
+  const [sums, active, outstanding, rewards] = await readSums(pool, card.id, range);
   const { byPeriod, totals } = sumsByPeriod(sums.rows);
-  const activeBy = new Map(active.rows.map((r) => [dayText(r.period), Number(r.n)]));
+  const activeBy = active.byPeriod;
   const unit = (v: bigint) => (card.reward_system === 'cashback' ? fromCents(Number(v)) : Number(v));
   const figures = (s: Sums) => ({
     issued: unit(s.issued),
@@ -182,7 +286,7 @@ export async function programmeReport(
     })),
     totals: {
       ...figures(totals),
-      active_members: Number(activeTotal.rows[0]?.n ?? 0),
+      active_members: active.total,
       breakage: ratio(totals.expired, totals.issued),
       redemption_rate: ratio(totals.redeemed, totals.issued),
     },

@@ -8,6 +8,35 @@ import { PeriodicTask, withTransaction, type JobHandler, type Logger, type Pool 
  * so two replicas never upsert the same rollup rows against each other.
  */
 const FOLD_LOCK = 0x7265706f; // 'repo'
+
+/**
+ * The active-member rollups of migration 57, as common table expressions over `active` (the
+ * `report_active` rows just added, each new): the day's count, the members of the week and of the
+ * month with their counts (a member counts once in a period, however many new days it brings), and
+ * the member's days of the year (a bitmap, bit n: day of the year n + 1). Both the fold and the
+ * rebuild end with them, so they hold what `report_active` holds.
+ */
+const ACTIVE_ROLLUPS = `
+       day_counts AS (
+         INSERT INTO ledger.report_active_counts AS c (card_id, period, start, members)
+         SELECT card_id, 'day', day, count(*) FROM active GROUP BY card_id, day ORDER BY card_id, day
+         ON CONFLICT (card_id, period, start) DO UPDATE SET members = c.members + excluded.members),
+       period_members AS (
+         INSERT INTO ledger.report_active_periods (card_id, period, start, member_id)
+         SELECT DISTINCT a.card_id, p.period, date_trunc(p.period, a.day::timestamp)::date, a.member_id
+           FROM active a CROSS JOIN (VALUES ('week'), ('month')) p (period) ORDER BY 1, 2, 3, 4
+         ON CONFLICT DO NOTHING
+         RETURNING card_id, period, start),
+       period_counts AS (
+         INSERT INTO ledger.report_active_counts AS c (card_id, period, start, members)
+         SELECT card_id, period, start, count(*) FROM period_members GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+         ON CONFLICT (card_id, period, start) DO UPDATE SET members = c.members + excluded.members),
+       years AS (
+         INSERT INTO ledger.report_active_years AS y (card_id, year, member_id, days)
+         SELECT card_id, extract(year FROM day)::int, member_id,
+                bit_or(set_bit(B'0'::bit(366), extract(doy FROM day)::int - 1, 1))
+           FROM active GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+         ON CONFLICT (card_id, year, member_id) DO UPDATE SET days = y.days | excluded.days)`;
 const FOLD_BATCH = 50_000;
 
 /** Fold up to `batch` deltas; how many were folded (0 when another replica holds the fold). */
@@ -34,7 +63,9 @@ export async function foldDeltas(pool: Pool, batch = FOLD_BATCH): Promise<number
        active AS (
          INSERT INTO ledger.report_active (card_id, day, member_id)
          SELECT DISTINCT card_id, day, member_id FROM gone ORDER BY 1, 2, 3
-         ON CONFLICT DO NOTHING)
+         ON CONFLICT DO NOTHING
+         RETURNING card_id, day, member_id),
+       ${ACTIVE_ROLLUPS}
        SELECT count(*) AS n FROM gone`,
       [batch],
     );
@@ -42,13 +73,35 @@ export async function foldDeltas(pool: Pool, batch = FOLD_BATCH): Promise<number
   });
 }
 
+/** Deltas folded in a row after which the fold, once caught up, refreshes the rollups' statistics. */
+const ANALYZE_AFTER = 200_000;
+const REPORT_TABLES = [
+  'report_days',
+  'report_active',
+  'report_active_periods',
+  'report_active_counts',
+  'report_active_years',
+  'report_deltas',
+];
+
 /** The fold, in every replica (one at a time by the lock), again at once while a batch was full. */
 export function reportFolder(pool: Pool, log: Logger, intervalMs: number): PeriodicTask<number> {
+  let folded = 0;
   return new PeriodicTask({
     name: 'report-fold',
     intervalMs,
     log,
-    run: () => foldDeltas(pool),
+    run: async () => {
+      const n = await foldDeltas(pool);
+      // Autovacuum may be off or behind: after a burst (a bulk import, a seeded journal) the
+      // rollups' statistics would still describe small tables, and the report's plans with them.
+      folded += n;
+      if (folded >= ANALYZE_AFTER && n < FOLD_BATCH) {
+        folded = 0;
+        await pool.query(`ANALYZE ${REPORT_TABLES.map((t) => `ledger.${t}`).join(', ')}`);
+      }
+      return n;
+    },
     more: (n) => n >= FOLD_BATCH,
   });
 }
@@ -76,10 +129,16 @@ export async function rebuildCard(pool: Pool, cardId: number): Promise<void> {
         WHERE j.card_id = $1 GROUP BY 1, 2, 3, 4, 5`,
       [cardId],
     );
+    for (const table of ['report_active_periods', 'report_active_counts', 'report_active_years'])
+      await db.query(`DELETE FROM ledger.${table} WHERE card_id = $1`, [cardId]);
     await db.query(
-      `INSERT INTO ledger.report_active (card_id, day, member_id)
-       SELECT DISTINCT j.card_id, (j.created_at AT TIME ZONE c.time_zone)::date, j.member_id
-         FROM ledger.journal j JOIN ledger.cards c ON c.id = j.card_id WHERE j.card_id = $1`,
+      `WITH active AS (
+         INSERT INTO ledger.report_active (card_id, day, member_id)
+         SELECT DISTINCT j.card_id, (j.created_at AT TIME ZONE c.time_zone)::date, j.member_id
+           FROM ledger.journal j JOIN ledger.cards c ON c.id = j.card_id WHERE j.card_id = $1
+         RETURNING card_id, day, member_id),
+       ${ACTIVE_ROLLUPS}
+       SELECT 1`,
       [cardId],
     );
     await db.query('COMMIT');
