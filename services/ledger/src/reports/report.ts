@@ -174,7 +174,8 @@ async function readActive(
   ]);
   const byPeriod = new Map(wholeRows.rows.map((r) => [dayText(r.start), Number(r.n)]));
   partRows.forEach((n, i) => {
-    if (i > 0) byPeriod.set(parts.keys[i]!, n);
+    const key = parts.keys[i];
+    if (i > 0 && key !== undefined) byPeriod.set(key, n);
   });
   return { byPeriod, total: partRows[0] ?? 0 };
 }
