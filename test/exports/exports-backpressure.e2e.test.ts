@@ -89,7 +89,8 @@ describe('a streamed export and a client that stops reading', () => {
     expect(bytes).toBeGreaterThan(40e6);
     const total = Math.ceil(bytes / (512 * 1024));
     expect(pages, 'about one request a 512 KB page').toBeGreaterThanOrEqual(total);
-    expect(pages).toBeLessThanOrEqual(total + 2);
+    // Reads are sized a little under a page (so that a page needs no cut by size): pages are ~97 % full.
+    expect(pages).toBeLessThanOrEqual(Math.ceil(total / 0.95) + 2);
     // While it did not read, the pages ahead of the client were what the sockets' buffers hold.
     expect(pagesAtPause).toBeLessThan(total / 2);
     console.log(`export ${mb(bytes)} MB in ${pages} pages; ${pagesAtPause} asked for while the client paused`);

@@ -23,10 +23,10 @@ interface CardUnit {
   cashback: boolean;
 }
 
-/** Amounts in the card's unit: points as they are, cents as currency units with two decimals. */
-const unitOf = (card: CardUnit) => (sql: string) =>
-  card.cashback ? `((${sql})::numeric / 100)::numeric(20, 2)` : `(${sql})`;
-const money = (sql: string) => `((${sql})::numeric / 100)::numeric(20, 2)`;
+/** An amount in the card's unit: points as they are, cents as currency units with two decimals. */
+const unitOf =
+  (card: CardUnit) =>
+  (name: string, sql: string): ExportColumn => ({ name, sql, type: card.cashback ? 'cents' : 'number' });
 
 interface Table {
   columns: string[];
@@ -61,9 +61,9 @@ const journal: Table = {
       { name: 'card_id', sql: 'j.card_id', type: 'number' },
       { name: 'member_id', sql: 'j.member_id', type: 'number' },
       { name: 'event', sql: 'j.event', type: 'text' },
-      { name: 'amount', sql: unit('j.amount'), type: 'number' },
-      { name: 'balance_after', sql: unit('j.balance_after'), type: 'number' },
-      { name: 'purchase_amount', sql: money('j.purchase_cents'), type: 'number' },
+      unit('amount', 'j.amount'),
+      unit('balance_after', 'j.balance_after'),
+      { name: 'purchase_amount', sql: 'j.purchase_cents', type: 'cents' },
       { name: 'reference', sql: 'j.reference', type: 'text' },
       { name: 'reward_id', sql: 'j.reward_id', type: 'number' },
       { name: 'metadata', sql: 'j.metadata', type: 'json' },
@@ -100,8 +100,8 @@ const lots: Table = {
       { name: 'card_id', sql: 'l.card_id', type: 'number' },
       { name: 'member_id', sql: 'l.member_id', type: 'number' },
       { name: 'journal_id', sql: 'l.journal_id', type: 'number' },
-      { name: 'amount', sql: unit('l.amount'), type: 'number' },
-      { name: 'remaining', sql: unit('l.remaining'), type: 'number' },
+      unit('amount', 'l.amount'),
+      unit('remaining', 'l.remaining'),
       { name: 'pending', sql: 'l.pending', type: 'boolean' },
       { name: 'available_at', sql: 'l.available_at', type: 'time' },
       { name: 'expires_at', sql: 'l.expires_at', type: 'time' },
@@ -125,9 +125,9 @@ const balances: Table = {
     return [
       { name: 'card_id', sql: 'a.card_id', type: 'number' },
       { name: 'member_id', sql: 'a.member_id', type: 'number' },
-      { name: 'balance', sql: unit('a.balance'), type: 'number' },
-      { name: 'pending', sql: unit('a.pending'), type: 'number' },
-      { name: 'held', sql: unit('a.held'), type: 'number' },
+      unit('balance', 'a.balance'),
+      unit('pending', 'a.pending'),
+      unit('held', 'a.held'),
       { name: 'entries', sql: 'a.entries', type: 'number' },
       { name: 'opened_at', sql: 'a.created_at', type: 'time' },
       { name: 'updated_at', sql: 'a.updated_at', type: 'time' },
