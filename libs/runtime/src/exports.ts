@@ -122,7 +122,9 @@ const keyText = (k: ExportKey) => (k.type === 'timestamptz' ? isoTime(k.sql) : `
 function pageQueries(page: string, keys: (ExportKey & { alias: string })[], budget: string) {
   const cutOrder = keys.map((k) => k.alias).join(', ');
   const lastOf = (from: string, order: string) =>
-    keys.map((k) => `(SELECT ${keyText({ ...k, sql: k.alias })} FROM ${from} ORDER BY ${order} LIMIT 1) AS last_${k.alias}`);
+    keys.map(
+      (k) => `(SELECT ${keyText({ ...k, sql: k.alias })} FROM ${from} ORDER BY ${order} LIMIT 1) AS last_${k.alias}`,
+    );
   const whole = `${page}, size AS (SELECT coalesce(sum(octet_length(line)), 0) AS bytes, count(*)::int AS n FROM page)
     SELECT CASE WHEN (SELECT bytes FROM size) <= ${budget} OR (SELECT n FROM size) = 1
                 THEN coalesce((SELECT string_agg(line, '' ORDER BY ${cutOrder}) FROM page), '') END AS text,
@@ -185,7 +187,8 @@ export async function sqlExportPage(
     )`;
   const { whole, cut } = pageQueries(page, keys, budget);
   let { rows } = await db.query<Record<string, string | number | null>>(whole, params);
-  if (rows[0] && rows[0].text === null) ({ rows } = await db.query<Record<string, string | number | null>>(cut, params));
+  if (rows[0] && rows[0].text === null)
+    ({ rows } = await db.query<Record<string, string | number | null>>(cut, params));
   const row = rows[0];
   if (!row) throw new Error('an export page read no summary row');
   const kept = Number(row.rows);

@@ -197,12 +197,11 @@ function yearMask(year: number, lo: Date, hi: Date): string {
  * (one row per member and year: no de-duplication at all when the ranges lie in one year), plus
  * the members of unfolded deltas in the range that the rollups do not show active in it.
  */
-async function membersBetween(
-  pool: Pool,
-  cardId: number,
-  parts: { lo: string[]; hi: string[] },
-): Promise<number[]> {
-  const ranges = parts.lo.map((lo, i) => ({ lo: new Date(`${lo}T00:00:00Z`), hi: new Date(`${parts.hi[i]}T00:00:00Z`) }));
+async function membersBetween(pool: Pool, cardId: number, parts: { lo: string[]; hi: string[] }): Promise<number[]> {
+  const ranges = parts.lo.map((lo, i) => ({
+    lo: new Date(`${lo}T00:00:00Z`),
+    hi: new Date(`${parts.hi[i]}T00:00:00Z`),
+  }));
   const y0 = Math.min(...ranges.map((r) => yearOf(r.lo)));
   const y1 = Math.max(...ranges.map((r) => yearOf(r.hi)));
   const years = Array.from({ length: y1 - y0 + 1 }, (_, i) => y0 + i);
