@@ -10,7 +10,7 @@ import { digestVars, type Digest } from '../services/identity/src/mail/earn-mail
 
 /**
  * What rendering mail costs beside the earns that cause it, with points-earned digests on: the CPU
- * of one rendered mail (template, branded MJML layout filled in, text part) measured here in
+ * of one rendered mail (template, the branded layout (MJML compiled at build time) filled in, text part) measured here in
  * this process, times the most mails the run's earns can cause (a member gets at most one digest
  * per EARN_MAIL_WINDOW_SECONDS: members / window a second, never more than the earns), as a share
  * of the CPU those earns cost across every process (the points_earn scenario's CPU per request).
@@ -18,7 +18,7 @@ import { digestVars, type Digest } from '../services/identity/src/mail/earn-mail
  */
 export interface MailRenderReport {
   render_us_per_mail: number;
-  /** The first mail of a new branding and locale: its MJML layout compiled (then kept). */
+  /** The first mail of a new branding and locale: its layout branded (then kept). */
   first_layout_ms: number;
   earn_rps: number;
   earn_cpu_us: number;

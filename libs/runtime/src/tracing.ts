@@ -12,16 +12,7 @@ import {
   type Span,
   type Tracer,
 } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  BasicTracerProvider,
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  TraceIdRatioBasedSampler,
-} from '@opentelemetry/sdk-trace-base';
+import type { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 
 /**
  * Distributed tracing (OpenTelemetry), off unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set. When off,
@@ -52,15 +43,30 @@ export function tracingOn(): boolean {
 /**
  * Start tracing for this process when the environment asks for it; the answer stops it (flushing
  * the spans not yet exported). Idempotent: a second call (tests start several services in one
- * process) keeps the first provider.
+ * process) keeps the first provider. The SDK (provider, exporter, context manager: some 9 MB of
+ * resident memory) is loaded only here, when tracing is on; a process with tracing off loads only
+ * the small `@opentelemetry/api`.
  */
-export function startTracing(
+export async function startTracing(
   service: string,
   env: Record<string, string | undefined> = process.env,
-): { enabled: boolean; stop(): Promise<void> } {
+): Promise<{ enabled: boolean; stop(): Promise<void> }> {
   const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
   const url = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || (base ? `${base.replace(/\/+$/, '')}/v1/traces` : '');
   if (!url || env.OTEL_SDK_DISABLED === 'true') return { enabled: false, stop: async () => undefined };
+  const [
+    { AsyncLocalStorageContextManager },
+    { W3CTraceContextPropagator },
+    { OTLPTraceExporter },
+    { resourceFromAttributes },
+    { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler },
+  ] = await Promise.all([
+    import('@opentelemetry/context-async-hooks'),
+    import('@opentelemetry/core'),
+    import('@opentelemetry/exporter-trace-otlp-http'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/sdk-trace-base'),
+  ]);
   if (provider === undefined) {
     const ratio = samplingRatio(env.OTEL_TRACES_SAMPLER_ARG);
     provider = new BasicTracerProvider({

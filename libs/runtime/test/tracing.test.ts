@@ -12,10 +12,11 @@ import {
 
 describe('tracing', () => {
   it('stays off without an OTLP endpoint: no spans, no context, the plain call', async () => {
-    expect(startTracing('test', {}).enabled).toBe(false);
-    expect(startTracing('test', { OTEL_EXPORTER_OTLP_ENDPOINT: '' }).enabled).toBe(false);
+    expect((await startTracing('test', {})).enabled).toBe(false);
+    expect((await startTracing('test', { OTEL_EXPORTER_OTLP_ENDPOINT: '' })).enabled).toBe(false);
     expect(
-      startTracing('test', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_SDK_DISABLED: 'true' }).enabled,
+      (await startTracing('test', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_SDK_DISABLED: 'true' }))
+        .enabled,
     ).toBe(false);
     expect(tracingOn()).toBe(false);
     expect(await inSpan('x', {}, async (span) => span)).toBeUndefined();

@@ -5,7 +5,7 @@ import { startClaims } from './service.ts';
 const log = createLogger('claims', process.env.LOG_LEVEL ?? 'info');
 try {
   // Before anything connects: PostgreSQL clients made from now on are traced (off unless configured).
-  startTracing('claims');
+  await startTracing('claims');
   const config = readConfig();
   const service = await startClaims(config, { log: createLogger('claims', config.LOG_LEVEL) });
   runUntilSignal(service, log, config.SHUTDOWN_TIMEOUT_MS);

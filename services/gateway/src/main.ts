@@ -5,7 +5,7 @@ import { startGateway } from './service.ts';
 const log = createLogger('gateway', process.env.LOG_LEVEL ?? 'info');
 try {
   // Before anything connects: PostgreSQL clients made from now on are traced (off unless configured).
-  startTracing('gateway');
+  await startTracing('gateway');
   const config = readConfig();
   const gateway = await startGateway(config, { log: createLogger('gateway', config.LOG_LEVEL) });
   runUntilSignal(gateway, log, config.SHUTDOWN_TIMEOUT_MS);

@@ -1,6 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { COMPILED_LAYOUTS_FILE, compiledLayoutsModule } from '../scripts/compile-mail-layouts.ts';
 import {
   catalog,
+  DEFAULT_BACKGROUND,
   defaultBranding,
   Formatter,
   LOCALES,
@@ -48,7 +51,7 @@ describe('default templates', () => {
         expect(mail.text).toContain('12 Boulevard Anfa');
         expect(mail.html.includes(unsubscribe)).toBe(marketing);
         expect(mail.text.includes(unsubscribe)).toBe(marketing);
-        expect(mail.html).not.toMatch(/%%LOYALTY_|\{\{/);
+        expect(mail.html).not.toMatch(/%%LOYALTY_|\{\{|#0f1e2d|#2d1e0f/);
       });
     }
   }
@@ -102,6 +105,27 @@ describe('rendering', () => {
     expect(fr.date('2027-04-01T02:00:00Z')).toBe('31 mars 2027');
     expect(new Formatter('en', 'Not/AZone').date('2027-04-01T02:00:00Z')).toBe('April 1, 2027');
     expect(en.money(5, 'xx')).toBe('5');
+  });
+});
+
+describe('compiled layouts', () => {
+  it('are what MJML makes of the layout source now (npm run mail:layouts writes them)', async () => {
+    expect(readFileSync(COMPILED_LAYOUTS_FILE, 'utf8')).toBe(await compiledLayoutsModule());
+  }, 60_000);
+
+  it('take the tenant’s name without a logo, its colours, and refuse what is not a colour', async () => {
+    const mail = await renderMail({
+      kind: 'member_code',
+      locale: 'fr',
+      vars: sampleVars('member_code', 'fr'),
+      branding: { ...defaultBranding('Épicerie "Nour" & fils'), primary_color: '#123abc', background_color: 'red;x' },
+    });
+    expect(mail.html).toContain('Épicerie &quot;Nour&quot; &amp; fils');
+    expect(mail.html).not.toContain('<img');
+    expect(mail.html).toContain('#123abc');
+    expect(mail.html).toContain(DEFAULT_BACKGROUND);
+    expect(mail.html).not.toContain('red;x');
+    expect(mail.html).not.toMatch(/%%LOYALTY_|#0f1e2d|#2d1e0f/);
   });
 });
 

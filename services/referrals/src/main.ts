@@ -5,7 +5,7 @@ import { startReferrals } from './service.ts';
 const log = createLogger('referrals', process.env.LOG_LEVEL ?? 'info');
 try {
   // Before anything connects: PostgreSQL clients made from now on are traced (off unless configured).
-  startTracing('referrals');
+  await startTracing('referrals');
   const config = readConfig();
   const service = await startReferrals(config, { log: createLogger('referrals', config.LOG_LEVEL) });
   runUntilSignal(service, log, config.SHUTDOWN_TIMEOUT_MS);

@@ -44,9 +44,8 @@ export async function renderMail(input: RenderInput): Promise<RenderedMail> {
   const body = compile(t.body)(input.vars)
     .replace(/[ \t]+\n/g, '\n')
     .trim();
-  const words = phrases[input.locale];
   const marketing = input.unsubscribeUrl !== undefined;
-  const compiled = await layout(input.branding, input.locale, marketing, words);
+  const compiled = layout(input.branding, input.locale, marketing);
   return {
     subject,
     text: `${body}\n${textFooter(input.branding, input.locale, input.unsubscribeUrl)}`,
