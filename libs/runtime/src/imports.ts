@@ -80,8 +80,8 @@ interface ImportRow {
 /** Errors listed in the validate job (all of them are in its error file, up to FILE_ERRORS). */
 const LISTED_ERRORS = 1000;
 const FILE_ERRORS = 100_000;
-/** Stored pieces read per validate step (about 1.5 MB of the file). */
-const CHUNKS_PER_STEP = 4;
+/** Stored pieces read per validate step (about 768 KB of the file: the lines a step holds at once). */
+const CHUNKS_PER_STEP = 2;
 /** A record longer than this is refused (an unclosed quote swallowing the file). */
 const MAX_CARRY = 1024 * 1024;
 const MERGE_BATCH = 5000;

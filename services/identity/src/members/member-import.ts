@@ -68,6 +68,8 @@ export function memberImportSpec(now: () => Date): ImportKindSpec<MemberRow> {
     staging: 'import_members',
     parse: (fields) => parseMember(fields, now()),
     stage: stageMembers,
+    // Lines merged per execute step: one statement each, committed with its checkpoint.
+    mergeBatch: 20_000,
     merge: mergeMembers,
   };
 }
