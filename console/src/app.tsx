@@ -5,6 +5,7 @@ import { AdjustmentsPage } from './pages/adjustments.tsx';
 import { AuditPage } from './pages/audit.tsx';
 import { ClaimsPage } from './pages/claims.tsx';
 import { ImportsPage } from './pages/imports.tsx';
+import { MailPage } from './pages/mail.tsx';
 import { MemberPage, MemberSearch } from './pages/members.tsx';
 import { ProgrammePage } from './pages/programme.tsx';
 import { ReferralsPage } from './pages/referrals.tsx';
@@ -39,6 +40,7 @@ const NAV: { path: string; label: string; managers?: boolean }[] = [
   { path: '/tiers', label: 'Tiers' },
   { path: '/rules', label: 'Earning rules', managers: true },
   { path: '/imports', label: 'Imports', managers: true },
+  { path: '/mail', label: 'Mail', managers: true },
   { path: '/audit', label: 'Audit log', managers: true },
   { path: '/team', label: 'Team', managers: true },
 ];
@@ -108,6 +110,8 @@ export function App() {
     <RulesPage cards={cards} isManager={isManager} />
   ) : route.path === '/imports' ? (
     <ImportsPage cards={cards} isManager={isManager} />
+  ) : route.path === '/mail' ? (
+    <MailPage isManager={isManager} />
   ) : route.path === '/audit' ? (
     <AuditPage isManager={isManager} />
   ) : route.path === '/team' ? (

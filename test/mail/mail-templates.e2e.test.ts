@@ -122,6 +122,42 @@ describe('mail templates through the staff API', () => {
   });
 });
 
+describe('mail branding through the staff API', () => {
+  it('lets a manager change the branding, keeping the From address and SMTP server the operator set', async () => {
+    await sys.admin('PUT', `/admin/v1/tenants/${tenantId}/mail`, {
+      sender_name: 'Café Atlas',
+      from_address: 'fidelite@cafe-atlas.example',
+      default_locale: 'en',
+      smtp: { host: '127.0.0.1', port: 2525, username: null },
+    });
+    const r = await staff('PUT', '/staff/v1/mail/settings', {
+      token,
+      body: { sender_name: 'Café Atlas Anfa', primary_color: '#8a1c2b', default_locale: 'fr' },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.data!.mail).toEqual({
+      sender_name: 'Café Atlas Anfa',
+      reply_to: null,
+      logo_url: null,
+      primary_color: '#8a1c2b',
+      background_color: '#f4f4f4',
+      postal_address: null,
+      contact: null,
+      default_locale: 'fr',
+    });
+    const operator = await sys.admin<{ mail: Record<string, unknown> }>('GET', `/admin/v1/tenants/${tenantId}/mail`);
+    expect(operator.mail).toMatchObject({
+      sender_name: 'Café Atlas Anfa',
+      from_address: 'fidelite@cafe-atlas.example',
+      smtp: { host: '127.0.0.1', port: 2525 },
+    });
+    const bad = await staff('PUT', '/staff/v1/mail/settings', { token, body: { primary_color: 'red' } });
+    expect(bad.status).toBe(400);
+    // Back to the platform's server for the tests after this one.
+    await sys.admin('PUT', `/admin/v1/tenants/${tenantId}/mail`, { sender_name: 'Café Atlas', default_locale: 'en' });
+  });
+});
+
 describe('mail templates through the operator CLI', () => {
   it('sets, shows, previews and resets a template', async () => {
     const out: string[] = [];

@@ -140,6 +140,7 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
       'Sign out',
       'Team',
       'Audit log',
+      'Mail',
       'Imports',
       'Earning rules',
       'Tiers',
@@ -310,6 +311,7 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
     const nav = await page.getByRole('navigation', { name: 'Console' }).textContent();
     expect(nav).not.toContain('Adjustments');
     expect(nav).not.toContain('Audit log');
+    expect(nav).not.toContain('Mail');
     await page.goto(`${sys.url}/console/#/adjust`);
     await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/Only managers can adjust balances/);
     await shot('adjustment-refused-staff');

@@ -50,6 +50,8 @@ export {
   mailOperations,
   mailTemplateOperations,
   mailTemplateStaffOperations,
+  StaffMailSettings,
+  StaffMailSettingsBody,
   memberLocaleOperations,
   TenantMailSettings,
   TenantMailSettingsBody,

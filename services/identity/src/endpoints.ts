@@ -25,7 +25,7 @@ import type { memberExport } from './members/member-export.ts';
 import type { memberConsents } from './members/consents.ts';
 import type { provisioning } from './tenants/provisioning.ts';
 import type { tenantOffboarding } from './tenants/offboarding.ts';
-import type { tenantMailSettings } from './tenants/mail-settings.ts';
+import type { staffMailSettings, tenantMailSettings } from './tenants/mail-settings.ts';
 import type { mailTemplates } from './tenants/mail-templates.ts';
 import type { memberLocale } from './members/member-locale.ts';
 import type { memberMerges } from './members/member-merge.ts';
@@ -50,6 +50,7 @@ export interface IdentityParts {
   consents: ReturnType<typeof memberConsents>;
   mail: ReturnType<typeof tenantMailSettings>;
   templates: ReturnType<typeof mailTemplates>;
+  branding: ReturnType<typeof staffMailSettings>;
   locale: ReturnType<typeof memberLocale>;
   pool: Pool;
 }
@@ -134,12 +135,14 @@ function mergesAndOffboarding(
     .operator(o['admin.tenant.purge'], (d, c) => parts.offboarding.purge(d, c.meta));
 }
 
-/** A tenant's mail templates: managers in the staff API (the console), the operator (API and CLI). */
-function mailTemplateEndpoints(endpoints: Endpoints, parts: Pick<IdentityParts, 'templates'>): Endpoints {
+/** A tenant's mail templates and branding: managers in the staff API (the console), the operator (API and CLI). */
+function mailTemplateEndpoints(endpoints: Endpoints, parts: Pick<IdentityParts, 'templates' | 'branding'>): Endpoints {
   const t = parts.templates;
   const s = staffOperations;
   const o = mailTemplateOperations;
   return endpoints
+    .staff(s['staff.mail.settings.get'], (_d, c) => parts.branding.get(c.meta))
+    .staff(s['staff.mail.settings.update'], (d, c) => parts.branding.update(d, c.meta))
     .staff(s['staff.mail.templates.list'], (_d, c) => t.list(c.meta.tenant_id))
     .staff(s['staff.mail.templates.get'], (d, c) => t.get(c.meta.tenant_id, d))
     .staff(s['staff.mail.templates.update'], (d, c) => t.update(c.meta.tenant_id, d, c.meta))

@@ -40,7 +40,7 @@ import { memberImportSpec } from './members/member-import.ts';
 import { identityExports } from './members/members-export.ts';
 import { Mailer } from './mail/mailer.ts';
 import { SmtpSecrets } from './mail/smtp-secrets.ts';
-import { tenantMailSettings } from './tenants/mail-settings.ts';
+import { staffMailSettings, tenantMailSettings } from './tenants/mail-settings.ts';
 import { mailTemplates } from './tenants/mail-templates.ts';
 import { memberLocale } from './members/member-locale.ts';
 import { memberAuth } from './members/member-auth.ts';
@@ -146,6 +146,7 @@ async function setupIdentity(rt: ServiceRuntime, config: IdentityConfig): Promis
         ...rights,
         mail: tenantMailSettings({ pool, clock, outbox, secrets: smtpSecrets }),
         templates: mailTemplates({ pool, clock, outbox }),
+        branding: staffMailSettings({ pool, clock, outbox }),
         locale: memberLocale({ pool, outbox }),
         pool,
       }),

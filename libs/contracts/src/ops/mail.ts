@@ -93,6 +93,29 @@ export const TenantMailSettingsBody = z.object({
     .default(null),
 });
 
+/** The branding part of a tenant's mail settings, which managers change in the console (not the sender address or SMTP server). */
+export const StaffMailSettings = TenantMailSettings.pick({
+  sender_name: true,
+  reply_to: true,
+  logo_url: true,
+  primary_color: true,
+  background_color: true,
+  postal_address: true,
+  contact: true,
+  default_locale: true,
+}).meta({ id: 'StaffMailSettings' });
+
+export const StaffMailSettingsBody = TenantMailSettingsBody.pick({
+  sender_name: true,
+  reply_to: true,
+  logo_url: true,
+  primary_color: true,
+  background_color: true,
+  postal_address: true,
+  contact: true,
+  default_locale: true,
+});
+
 export const mailOperations = defineOperations({
   'admin.tenant.mail.get': {
     ...base,
@@ -208,6 +231,26 @@ const staffMail = {
  * at once by every replica; a reset goes back to the default.
  */
 export const mailTemplateStaffOperations = defineOperations({
+  'staff.mail.settings.get': {
+    ...staffMail,
+    method: 'GET',
+    path: '/staff/v1/mail/settings',
+    operation: 'staff.mail.settings.get',
+    summary: "The tenant's mail branding: sender name, Reply-To, logo, colours, footer, default language",
+    response: z.object({ mail: StaffMailSettings }),
+    errors: [],
+  },
+  'staff.mail.settings.update': {
+    ...staffMail,
+    method: 'PUT',
+    path: '/staff/v1/mail/settings',
+    operation: 'staff.mail.settings.update',
+    summary:
+      "Set the tenant's mail branding (all of it: an omitted field takes its default); the From address and SMTP server stay the operator's (audited)",
+    body: StaffMailSettingsBody,
+    response: z.object({ mail: StaffMailSettings }),
+    errors: [],
+  },
   'staff.mail.templates.list': {
     ...staffMail,
     method: 'GET',
@@ -400,7 +443,20 @@ const preview = {
   html: '<!doctype html><html lang="fr" dir="ltr">…</html>',
 };
 
+const branding = {
+  sender_name: mail.sender_name,
+  reply_to: mail.reply_to,
+  logo_url: mail.logo_url,
+  primary_color: mail.primary_color,
+  background_color: mail.background_color,
+  postal_address: mail.postal_address,
+  contact: mail.contact,
+  default_locale: mail.default_locale,
+};
+
 export const mailExamples = {
+  'staff.mail.settings.get': { response: { mail: branding } },
+  'staff.mail.settings.update': { request: branding, response: { mail: branding } },
   'staff.mail.templates.list': { response: { kinds } },
   'staff.mail.templates.get': { response: { template } },
   'staff.mail.templates.update': { request: frTemplate, response: { template } },

@@ -12,7 +12,10 @@ export interface ConsoleOptions {
 /**
  * The staff console's static files at /console/ (built from console/src by scripts/build.mjs).
  * Everything it loads is its own (no CDN): the content security policy allows only this origin,
- * no inline script, no framing. Without a build, /console answers 503 saying how to build it.
+ * no inline script, no framing. The Mail page's preview is a mail's HTML in a sandboxed `srcdoc`
+ * frame (no script, an origin of its own), which inherits this policy: a mail's inline styles and
+ * its https logo are allowed for it (`style-src 'unsafe-inline'`, `img-src https:`), scripts stay
+ * this origin's only. Without a build, /console answers 503 saying how to build it.
  */
 export const staffConsole: FastifyPluginAsync<ConsoleOptions> = async (app, { dir }) => {
   if (!existsSync(`${dir}/index.html`)) {
@@ -28,7 +31,7 @@ export const staffConsole: FastifyPluginAsync<ConsoleOptions> = async (app, { di
     scope.addHook('onSend', async (_req, reply, payload) => {
       reply.header(
         'Content-Security-Policy',
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: https:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
       );
       reply.header('X-Content-Type-Options', 'nosniff');
       reply.header('Referrer-Policy', 'no-referrer');

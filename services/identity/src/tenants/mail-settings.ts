@@ -1,4 +1,10 @@
-import { AppError, type AdminMeta, type TenantMailSettingsBody } from '@loyalty/contracts';
+import {
+  AppError,
+  type AdminMeta,
+  type StaffMailSettingsBody,
+  type StaffMeta,
+  type TenantMailSettingsBody,
+} from '@loyalty/contracts';
 import { auditActor, recordAudit, withTransaction, type Clock, type Outbox, type Pool } from '@loyalty/runtime';
 import type { z } from 'zod';
 import type { SmtpSecrets } from '../mail/smtp-secrets.ts';
@@ -92,6 +98,66 @@ export function tenantMailSettings(deps: { pool: Pool; clock: Clock; outbox: Out
         const after = await findTenantMail(db, d.tenant_id);
         if (!after) throw new AppError('tenant_not_found');
         return { mail: view(after) };
+      });
+    },
+  };
+}
+
+/** The branding part of the settings, as managers see it in the console. */
+function brandingView(r: TenantMailRow) {
+  const v = view(r);
+  return {
+    sender_name: v.sender_name,
+    reply_to: v.reply_to,
+    logo_url: v.logo_url,
+    primary_color: v.primary_color,
+    background_color: v.background_color,
+    postal_address: v.postal_address,
+    contact: v.contact,
+    default_locale: v.default_locale,
+  };
+}
+
+/**
+ * A tenant's mail branding through the staff API (managers; the console's Mail page): sender name,
+ * Reply-To, logo, colours, footer and default language, replaced as a whole and audited like the
+ * operator's change. The From address and the SMTP server are kept as the operator set them.
+ */
+export function staffMailSettings(deps: { pool: Pool; clock: Clock; outbox: Outbox }) {
+  return {
+    async get(meta: StaffMeta) {
+      const row = await findTenantMail(deps.pool, meta.tenant_id);
+      if (!row) throw new AppError('tenant_not_found');
+      return { mail: brandingView(row) };
+    },
+    async update(d: z.output<typeof StaffMailSettingsBody>, meta: StaffMeta) {
+      return withTransaction(deps.pool, async (db) => {
+        const before = await findTenantMail(db, meta.tenant_id);
+        if (!before) throw new AppError('tenant_not_found');
+        await saveTenantMail(
+          db,
+          meta.tenant_id,
+          {
+            ...d,
+            from_address: before.from_address,
+            smtp_host: before.smtp_host,
+            smtp_port: before.smtp_port,
+            smtp_secure: before.smtp_secure,
+            smtp_username: before.smtp_username,
+            smtp_password: before.smtp_password,
+          },
+          deps.clock.now(),
+        );
+        await recordAudit(deps.outbox, db, meta.tenant_id, {
+          actor: auditActor(meta),
+          action: 'tenant.mail_updated',
+          target: { tenant_id: meta.tenant_id },
+          details: { default_locale: d.default_locale, branding_only: true },
+          request_id: meta.request_id,
+        });
+        const after = await findTenantMail(db, meta.tenant_id);
+        if (!after) throw new AppError('tenant_not_found');
+        return { mail: brandingView(after) };
       });
     },
   };
