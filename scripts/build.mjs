@@ -2,9 +2,9 @@
 // Workspace libraries (@loyalty/*) are bundled in; npm packages stay external and are loaded
 // from node_modules at run time, so `node services/<name>/dist/main.js` is the production form.
 import { build } from 'esbuild';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import ts from 'typescript';
 
@@ -47,6 +47,24 @@ await Promise.all(
     }),
   ),
 );
+
+// The gateway's OpenAPI documents, generated from the contracts once here rather than at each
+// start (services/gateway/src/openapi-documents.ts): a bundled writer, run, then removed.
+{
+  const writer = path.join(root, 'services', 'gateway', 'dist', 'write-openapi.mjs');
+  await build({
+    entryPoints: [path.join(root, 'services', 'gateway', 'src', 'write-openapi.ts')],
+    outfile: writer,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    logLevel: 'warning',
+    plugins: [externalNpm],
+  });
+  await import(pathToFileURL(writer).href);
+  rmSync(writer);
+}
 
 // The staff console (the workspace package @loyalty/console, console/src, Preact): one browser
 // bundle (app.js + app.css) beside its index.html in console/dist, which the gateway serves at

@@ -2,14 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import swagger, { type StaticDocumentSpec } from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import {
-  buildOpenApiDocument,
-  buildOperatorOpenApiDocument,
-  buildStaffOpenApiDocument,
-  operations,
-  operatorOperations,
-  staffApiOperations,
-} from '@loyalty/contracts';
+import { DOCUMENT_NAMES, DOCUMENTS, documentJson } from '../openapi-documents.ts';
 
 export interface DocsOptions {
   /** Base URL written into the documents' servers lists. */
@@ -21,14 +14,9 @@ export interface DocsOptions {
  * a client or the SDK generator asks again cheaply: `If-None-Match` with that tag answers 304.
  * Swagger UI at `uiPrefix`, in its own scope (each UI shows its own document).
  */
-async function serveDocument(
-  app: FastifyInstance,
-  document: Record<string, unknown>,
-  jsonPath: string,
-  uiPrefix: string,
-): Promise<void> {
+async function serveDocument(app: FastifyInstance, body: string, jsonPath: string, uiPrefix: string): Promise<void> {
+  const document: unknown = JSON.parse(body);
   if (!isOpenApiDocument(document)) throw new Error(`The document served at ${jsonPath} is not an OpenAPI document.`);
-  const body = JSON.stringify(document);
   const etag = `"${createHash('sha256').update(body).digest('base64url')}"`;
   await app.register(async (scope) => {
     await scope.register(swagger, { mode: 'static', specification: { document } });
@@ -54,20 +42,12 @@ function isOpenApiDocument(document: unknown): document is StaticDocumentSpec['d
  * The OpenAPI documents generated from the contract tables: the merchant API at /openapi.json
  * (browsable at /docs), the operator API in its own document at /admin/openapi.json (/admin/docs),
  * so the operator's bearer-token API is not on the merchants' reference; the staff API (the
- * console's) in its own at /staff/openapi.json (/staff/docs).
+ * console's) in its own at /staff/openapi.json (/staff/docs). Built with the project
+ * (openapi-documents.ts), read here.
  */
 export const docs: FastifyPluginAsync<DocsOptions> = async (app, { publicBaseUrl }) => {
-  await serveDocument(app, buildOpenApiDocument(operations, publicBaseUrl), '/openapi.json', '/docs');
-  await serveDocument(
-    app,
-    buildOperatorOpenApiDocument(operatorOperations, publicBaseUrl),
-    '/admin/openapi.json',
-    '/admin/docs',
-  );
-  await serveDocument(
-    app,
-    buildStaffOpenApiDocument(staffApiOperations, publicBaseUrl),
-    '/staff/openapi.json',
-    '/staff/docs',
-  );
+  for (const name of DOCUMENT_NAMES) {
+    const { json, ui } = DOCUMENTS[name];
+    await serveDocument(app, documentJson(name, publicBaseUrl), json, ui);
+  }
 };
