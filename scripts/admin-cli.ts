@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { runImport } from './admin-import.ts';
+import { runExport } from './admin-export.ts';
 
 export const usage = `loyalty-admin: provision tenants, apps, cards, rewards and webhooks through the operator API
 
@@ -90,6 +91,10 @@ Commands:
                                                    stream a file in (members; balances, tiers or past transactions
                                                    of a card), show the validation's progress and errors;
                                                    --execute imports it when valid
+  export --tenant ID --entity journal|members|balances|lots --out FILE [--card ID] [--from T] [--to T]
+         [--format csv|jsonl]                      stream a tenant's export into FILE as it is read (any size;
+                                                   the format from FILE's extension unless given; T a date or
+                                                   an ISO 8601 instant); FILE appears only once complete
   import:get --tenant ID --import IMPORT_ID        an import's status, counts and jobs
   import:execute --tenant ID --import IMPORT_ID    execute a validated import (a job)
   reports:rebuild --tenant ID [--card ID]          rebuild the report rollups of a tenant's cards from the journal
@@ -150,6 +155,11 @@ const options = {
   locale: { type: 'string' },
   subject: { type: 'string' },
   file: { type: 'string' },
+  entity: { type: 'string' },
+  out: { type: 'string' },
+  from: { type: 'string' },
+  to: { type: 'string' },
+  format: { type: 'string' },
   import: { type: 'string' },
   execute: { type: 'boolean', default: false },
   enable: { type: 'boolean', default: false },
@@ -552,6 +562,20 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         json: values.json,
       };
       return await runImport(opts, { ...io, progress: io.progress });
+    }
+    if (command === 'export') {
+      if (!io.env.OPERATOR_TOKEN) throw new UsageError('OPERATOR_TOKEN is not set');
+      const opts = {
+        tenant: need(values.tenant, 'tenant'),
+        entity: need(values.entity, 'entity'),
+        out: need(values.out, 'out'),
+        card: values.card,
+        from: values.from,
+        to: values.to,
+        format: values.format,
+        json: values.json,
+      };
+      return await runExport(opts, { ...io, progress: io.progress });
     }
     const request = requestOf(command, rest, values, io.env);
     const token = io.env.OPERATOR_TOKEN;

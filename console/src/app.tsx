@@ -6,6 +6,7 @@ import { AuditPage } from './pages/audit.tsx';
 import { ClaimsPage } from './pages/claims.tsx';
 import { ImportsPage } from './pages/imports.tsx';
 import { MailPage } from './pages/mail.tsx';
+import { ExportsPage } from './pages/exports.tsx';
 import { MemberPage, MemberSearch } from './pages/members.tsx';
 import { ProgrammePage } from './pages/programme.tsx';
 import { ReferralsPage } from './pages/referrals.tsx';
@@ -41,6 +42,7 @@ const NAV: { path: string; label: string; managers?: boolean }[] = [
   { path: '/rules', label: 'Earning rules', managers: true },
   { path: '/imports', label: 'Imports', managers: true },
   { path: '/mail', label: 'Mail', managers: true },
+  { path: '/exports', label: 'Exports', managers: true },
   { path: '/audit', label: 'Audit log', managers: true },
   { path: '/team', label: 'Team', managers: true },
 ];
@@ -112,6 +114,8 @@ export function App() {
     <ImportsPage cards={cards} isManager={isManager} />
   ) : route.path === '/mail' ? (
     <MailPage isManager={isManager} />
+  ) : route.path === '/exports' ? (
+    <ExportsPage cards={cards} isManager={isManager} />
   ) : route.path === '/audit' ? (
     <AuditPage isManager={isManager} />
   ) : route.path === '/team' ? (

@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, startTestSystem, type TestSystem } from '../support/system.ts';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { runCli } from '../../scripts/admin-cli.ts';
+import { signIn } from '../support/staff.ts';
+import { apiClient, OPERATOR_TOKEN, staffClient, startTestSystem, type TestSystem } from '../support/system.ts';
 import { cashbackCard, email, pointsCard } from '../support/ledger.ts';
 
 /**
@@ -376,5 +381,91 @@ describe('refusals', () => {
     expect(r.status).toBe(200);
     const rows = jsonLines(r.text);
     expect(rows.map((x) => x.card_id)).toEqual([foreignCard]);
+  });
+});
+
+describe('the operator’s and the console’s export', () => {
+  const query = () => `card_id=${points}&format=csv&to=2031-01-20`;
+
+  it('the operator API streams any tenant’s export, the same bytes as the merchant API', async () => {
+    const streamed = await download(`/api/v1/exports/journal?${query()}`);
+    const r = await fetch(`${sys.url}/admin/v1/tenants/${creds.tenantId}/exports/journal?${query()}`, {
+      headers: { authorization: `Bearer ${OPERATOR_TOKEN}` },
+    });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toBe(streamed.headers.get('content-type'));
+    expect(await r.text()).toBe(streamed.text);
+    const noToken = await fetch(`${sys.url}/admin/v1/tenants/${creds.tenantId}/exports/journal`);
+    expect(noToken.status).toBe(401);
+    const unknown = await fetch(`${sys.url}/admin/v1/tenants/${creds.tenantId}/exports/ledgers`, {
+      headers: { authorization: `Bearer ${OPERATOR_TOKEN}` },
+    });
+    expect(unknown.status).toBe(404);
+    expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('unknown_export');
+  });
+
+  it('npm run admin -- export streams it into a file, which appears only when whole', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'export-cli-'));
+    const out: string[] = [];
+    const err: string[] = [];
+    const io = {
+      env: { OPERATOR_TOKEN, LOYALTY_URL: sys.url },
+      out: (t: string) => out.push(t),
+      err: (t: string) => err.push(t),
+      fetch,
+    };
+    const file = path.join(dir, 'journal.csv');
+    const args = ['export', '--tenant', String(creds.tenantId), '--entity', 'journal', '--out', file];
+    const code = await runCli([...args, '--card', String(points), '--to', '2031-01-20'], io);
+    expect(code, err.join('\n')).toBe(0);
+    const streamed = await download(`/api/v1/exports/journal?${query()}`);
+    expect(readFileSync(file, 'utf8')).toBe(streamed.text);
+    expect(out.join('\n')).toContain(`${Buffer.byteLength(streamed.text)} bytes (csv)`);
+    const jsonl = path.join(dir, 'lots.jsonl');
+    expect(await runCli(['export', '--tenant', String(creds.tenantId), '--entity', 'lots', '--out', jsonl], io)).toBe(
+      0,
+    );
+    expect(readFileSync(jsonl, 'utf8')).toBe((await download('/api/v1/exports/lots')).text);
+    const refused = path.join(dir, 'refused.csv');
+    const bad = await runCli(
+      ['export', '--tenant', String(creds.tenantId), '--entity', 'journal', '--out', refused, '--card', '999999999'],
+      io,
+    );
+    expect(bad).toBe(1);
+    expect(err.join('\n')).toContain('card_not_found');
+    expect(existsSync(refused)).toBe(false);
+    expect(existsSync(`${refused}.part`)).toBe(false);
+  });
+
+  it('the console’s export is for managers, of their own tenant', async () => {
+    const managerEmail = `exports.manager.${Date.now()}@example.com`;
+    await sys.admin('POST', `/admin/v1/tenants/${creds.tenantId}/staff`, {
+      email: managerEmail,
+      name: 'Export Manager',
+      role: 'manager',
+    });
+    const staff = staffClient(sys.url);
+    const manager = await signIn(staff, creds.tenantId, managerEmail);
+    const r = await fetch(`${sys.url}/staff/v1/exports/journal?${query()}`, {
+      headers: { authorization: `Bearer ${manager}` },
+    });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-disposition')).toMatch(/^attachment; filename="journal-card-\d+-\d{8}T\d{6}Z\.csv"$/);
+    expect(await r.text()).toBe((await download(`/api/v1/exports/journal?${query()}`)).text);
+    const foreign = await fetch(`${sys.url}/staff/v1/exports/journal?card_id=${foreignCard}`, {
+      headers: { authorization: `Bearer ${manager}` },
+    });
+    expect(foreign.status).toBe(404);
+    const clerkEmail = `exports.clerk.${Date.now()}@example.com`;
+    await sys.admin('POST', `/admin/v1/tenants/${creds.tenantId}/staff`, {
+      email: clerkEmail,
+      name: 'Clerk',
+      role: 'staff',
+    });
+    const clerk = await signIn(staff, creds.tenantId, clerkEmail);
+    const denied = await fetch(`${sys.url}/staff/v1/exports/journal`, {
+      headers: { authorization: `Bearer ${clerk}` },
+    });
+    expect(denied.status).toBe(403);
   });
 });

@@ -120,6 +120,7 @@ export {
   EXPORT_ENTITIES,
   exportContentTypes,
   exportEntities,
+  exportAdminOperations,
   exportOperations,
   exportOwner,
   ExportQuery,

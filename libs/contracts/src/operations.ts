@@ -7,7 +7,7 @@ import { memberDataOperations } from './ops/members.ts';
 import { quoteOperations } from './ops/quotes.ts';
 import { reportAdminOperations, reportOperations } from './ops/reports.ts';
 import { importAdminOperations, importOperations } from './ops/imports.ts';
-import { exportOperations } from './ops/exports.ts';
+import { exportAdminOperations, exportOperations } from './ops/exports.ts';
 import { ruleAdminOperations, ruleOperations } from './ops/rules.ts';
 import { tierAdminOperations, tierOperations } from './ops/tiers.ts';
 import { referralOperations } from './ops/referrals.ts';
@@ -79,6 +79,7 @@ export const operatorOperations: Record<string, Operation> = withExamples({
   ...importAdminOperations,
   ...mailOperations,
   ...mailTemplateOperations,
+  ...exportAdminOperations,
 });
 
 /** The staff API table, served under /staff/v1 behind staff tokens (the console uses it); its own document. */

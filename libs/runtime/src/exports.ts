@@ -4,6 +4,10 @@ import {
   exportContentTypes,
   Meta,
   exportOperations,
+  exportAdminOperations,
+  staffOperations,
+  AdminMeta,
+  StaffMeta,
   type ExportEntity,
   type ServiceName,
 } from '@loyalty/contracts';
@@ -442,10 +446,26 @@ async function appendFilled(step: JobStep<unknown>, db: PoolClient, size: number
   }
 }
 
-/** The export operations of a service (routed by entity): a page of the stream, and the job. */
+const TenantInput = z.object({ tenant_id: z.number().int().positive() });
+
+/**
+ * The export operations of a service (routed by entity): a page of the stream and the job (the
+ * merchant API), a page of the operator's stream (any tenant's, the path names it) and of the
+ * console's (managers, their own tenant's).
+ */
 export function addExportEndpoints(endpoints: Endpoints, exports: Exports): Endpoints {
   const ops = exportOperations;
   return endpoints
     .routed(ops['exports.download'].operation, Meta, PageInput, (d, x) => exports.download(x.meta.tenant_id, d))
-    .routed(ops['exports.create'].operation, Meta, StartInput, (d, x) => exports.start(x.meta.tenant_id, d));
+    .routed(ops['exports.create'].operation, Meta, StartInput, (d, x) => exports.start(x.meta.tenant_id, d))
+    .routed(
+      exportAdminOperations['admin.exports.download'].operation,
+      AdminMeta,
+      PageInput.extend(TenantInput.shape),
+      (d) => exports.download(d.tenant_id, d),
+    )
+    .routed(staffOperations['staff.exports.download'].operation, StaffMeta, PageInput, (d, x) => {
+      if (x.meta.staff.role !== 'manager') return Promise.reject(new AppError('insufficient_role'));
+      return exports.download(x.meta.tenant_id, d);
+    });
 }

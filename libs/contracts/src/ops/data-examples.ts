@@ -143,6 +143,16 @@ export const dataOperationExamples: Record<string, OperationExample> = {
       '{"id":1041,"card_id":2,"member_id":17,"event":"staff_added_points","amount":120,"balance_after":860,"purchase_amount":12.00,"reference":"till-4-0012","reward_id":null,"metadata":null,"created_at":"2026-11-25T10:00:00.123456Z"}\n' +
       '{"id":1042,"card_id":2,"member_id":17,"event":"reward_claimed","amount":-100,"balance_after":760,"purchase_amount":null,"reference":null,"reward_id":5,"metadata":null,"created_at":"2026-11-25T10:04:10.500000Z"}\n',
   },
+  'admin.exports.download': {
+    response:
+      '{"id":1041,"card_id":2,"member_id":17,"event":"staff_added_points","amount":120,"balance_after":860,"purchase_amount":12.00,"reference":"till-4-0012","reward_id":null,"metadata":null,"created_at":"2026-11-25T10:00:00.123456Z"}\n' +
+      '{"id":1042,"card_id":2,"member_id":17,"event":"reward_claimed","amount":-100,"balance_after":760,"purchase_amount":null,"reference":null,"reward_id":5,"metadata":null,"created_at":"2026-11-25T10:04:10.500000Z"}\n',
+  },
+  'staff.exports.download': {
+    response:
+      '{"id":1041,"card_id":2,"member_id":17,"event":"staff_added_points","amount":120,"balance_after":860,"purchase_amount":12.00,"reference":"till-4-0012","reward_id":null,"metadata":null,"created_at":"2026-11-25T10:00:00.123456Z"}\n' +
+      '{"id":1042,"card_id":2,"member_id":17,"event":"reward_claimed","amount":-100,"balance_after":760,"purchase_amount":null,"reference":null,"reward_id":5,"metadata":null,"created_at":"2026-11-25T10:04:10.500000Z"}\n',
+  },
   'exports.create': {
     response: {
       job: {

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { IdParam, Text } from '../common.ts';
 import { AppError } from '../errors.ts';
 import type { ServiceName } from '../subjects.ts';
@@ -99,6 +99,26 @@ export const exportOperations = defineOperations({
       'The same export as a job (for large tenants): answers the job; its result (the file) is downloaded at result_url for 7 days',
     response: z.object({ job: Job }),
     errors: [...errors],
+  },
+});
+
+const TenantParams = z.object({ tenant_id: IdParam });
+
+/** The operator's export (`npm run admin -- export ...` streams it to a file): any tenant's, as the merchant API's. */
+export const exportAdminOperations = defineOperations({
+  'admin.exports.download': {
+    ...common,
+    scope: null,
+    tag: 'Exports (operator)',
+    method: 'GET',
+    path: '/admin/v1/tenants/:tenant_id/exports/:entity',
+    operation: 'admin.exports.download',
+    pagedDownload: { contentTypes: Object.values(exportContentTypes) },
+    summary:
+      "Export a tenant's journal, members, balances or lots as JSON Lines or CSV, streamed as it is read (as GET /api/v1/exports/{entity})",
+    params: ExportParams.extend(TenantParams.shape),
+    response: z.string(),
+    errors: ['invalid_operator_token', ...errors],
   },
 });
 

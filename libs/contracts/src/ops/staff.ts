@@ -4,6 +4,7 @@ import { Email, Id, IdParam, Money, Pagination, Phone, Text, Timestamp, countPar
 import { ClaimRequestRecord, ClaimStatus } from './claims.ts';
 import { CreateQuery, ImportParams, ImportRecord, importKindOwner, importOwner, importUpload } from './imports.ts';
 import { Job } from './jobs.ts';
+import { exportContentTypes, ExportParams, ExportQuery, exportOwner } from './exports.ts';
 import { ConsentChanges, Consents, ConsentSource } from './members.ts';
 import { ProgrammeReport, ReportQuery } from './reports.ts';
 import { ReferralOfReferrer, ReferralPeriod, ReferralStats, TopReferrer } from './referrals.ts';
@@ -661,6 +662,23 @@ export const staffOperations = defineOperations({
     query: ReportQuery.omit({ card_id: true }),
     response: ProgrammeReport,
     errors: ['card_not_found'],
+  },
+  // ---- exports (identity: members, ledger: the rest; managers), as the merchant API's --------------
+  'staff.exports.download': {
+    ...staffOp('Staff: exports', 'manager'),
+    service: 'ledger',
+    route: exportOwner,
+    idempotent: false,
+    method: 'GET',
+    path: '/staff/v1/exports/:entity',
+    operation: 'staff.exports.download',
+    pagedDownload: { contentTypes: Object.values(exportContentTypes) },
+    summary:
+      'Export the journal, members, balances or lots as JSON Lines or CSV, streamed as it is read (as GET /api/v1/exports/{entity})',
+    params: ExportParams,
+    query: ExportQuery,
+    response: z.string(),
+    errors: ['unknown_export', 'card_not_found'],
   },
   // ---- imports (identity: members, ledger: balances; managers), as the merchant API's --------------
   'staff.imports.create': {
