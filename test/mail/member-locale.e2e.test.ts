@@ -114,6 +114,44 @@ describe('member locale', () => {
     expect(back.body.data).toEqual({ member_id: memberId, locale: null, mail_locale: 'en' });
   });
 
+  it("tells the days of ledger events in the card's time zone when the event names it", async () => {
+    const { r, email } = await register({ accepts_emails: true });
+    const memberId = (r.body.data!.member as { id: number }).id;
+    const subjects = new Subjects(sys.env.SUBJECT_ROOT!);
+    const publish = async (type: string, data: Record<string, unknown>) => {
+      const id = randomUUID();
+      const event = { id, type: `ledger.${type}`, tenant_id: tenantId, occurred_at: new Date().toISOString(), data };
+      await nc.jetstream().publish(subjects.event('ledger', type), JSON.stringify(event), { msgID: id });
+    };
+    // 02:00 UTC on April 1st is still March 31st in Los Angeles.
+    await publish('points_expiring', {
+      member_id: memberId,
+      card_id: 1,
+      lots: 1,
+      points: 300,
+      expires_at: '2027-04-01T02:00:00.000Z',
+      expires_on: '2027-04-01',
+      time_zone: 'America/Los_Angeles',
+    });
+    const expiring = await sys.mail.waitFor(email, (m) => m.subject.includes('expire'), 10_000);
+    expect(expiring.subject).toBe('300 points expire on March 31, 2027');
+    await publish('tier_downgrade_warning', {
+      member_id: memberId,
+      card_id: 1,
+      from: 'Gold',
+      to: 'Silver',
+      from_rank: 2,
+      to_rank: 1,
+      valid_until: '2027-04-01T02:00:00.000Z',
+      qualifying_total: 100,
+      points_needed_to_retain: 50,
+      time_zone: 'America/Los_Angeles',
+    });
+    const warning = await sys.mail.waitFor(email, (m) => m.text.includes('Gold'), 10_000);
+    expect(warning.text).toContain('March 31, 2027');
+    expect(warning.text).not.toContain('April 1, 2027');
+  });
+
   it('answers 404 for an unknown member and 400 for a bad language', async () => {
     expect((await api('PUT', '/api/v1/members/999999/locale', { body: { locale: 'fr' } })).status).toBe(404);
     const bad = await api('PUT', '/api/v1/members/1/locale', { body: { locale: 'xx' } });

@@ -106,6 +106,31 @@ describe('points-earned mail digests', () => {
     expect(mailsTo(busy.email)[1]!.text).toContain('You earned 5 points. Your balance is now 155 points.');
   });
 
+  it("tells when pending points become spendable as a day of the card's time zone (the event's time_zone)", async () => {
+    const t = await sys.tenant();
+    const api = apiClient(sys.url, t);
+    const m = await member(api);
+    // 02:00 UTC on April 1st is still March 31st in Los Angeles.
+    await earned(t.tenantId, {
+      member_id: m.id,
+      card_id: 9,
+      points: 40,
+      new_balance: 0,
+      pending: true,
+      available_at: '2027-04-01T02:00:00.000Z',
+      time_zone: 'America/Los_Angeles',
+    });
+    await until(async () => (await joined(t.tenantId, m.id)) === 1);
+    const { rows } = await sys.db.query(
+      `SELECT time_zone FROM identity.earn_mail_digests WHERE tenant_id = $1 AND member_id = $2`,
+      [t.tenantId, m.id],
+    );
+    expect(rows[0]).toEqual({ time_zone: 'America/Los_Angeles' });
+    sys.clock.advance(61_000);
+    await until(() => mailsTo(m.email).length === 1);
+    expect(mailsTo(m.email)[0]!.text).toContain('You earned 40 points. They can be spent from March 31, 2027.');
+  });
+
   it('a redelivered event joins once', async () => {
     const t = await sys.tenant();
     const api = apiClient(sys.url, t);

@@ -281,16 +281,32 @@ describe('expiry', () => {
     await lotsAgree(sys, card, m.id);
   });
 
-  it('mails the member once per lot, expiry_warning_days before', async () => {
-    const card = await pointsCard(sys, tenantId, { expiry_days: 30, expiry_warning_days: 7 });
+  it("mails the member once per lot, expiry_warning_days before, the day told in the card's time zone", async () => {
+    // UTC+14: the expiry's day there is not its UTC day for most of the UTC day.
+    const card = await pointsCard(sys, tenantId, {
+      expiry_days: 30,
+      expiry_warning_days: 7,
+      time_zone: 'Pacific/Kiritimati',
+    });
     const m = await signedIn(api);
     const earned = await earnPoints(card, m.id, 120);
     sys.clock.advance(22 * DAY); // 8 days before: too early
     expect((await ledger().hooks.sweepLots()).warned).toBe(0);
     sys.clock.advance(DAY + 1_000);
     expect((await ledger().hooks.sweepLots()).warned).toBeGreaterThanOrEqual(1);
-    // The day of the expiry, as an English mail writes a day (Intl, the tenant's default locale).
-    const day = new Intl.DateTimeFormat('en', { dateStyle: 'long', timeZone: 'UTC' }).format(
+    const { rows } = await sys.db.query<{ type: string; data: Record<string, unknown> }>(
+      `SELECT payload ->> 'type' AS type, payload -> 'data' AS data FROM ledger.outbox
+        WHERE (subject LIKE '%.points_expiring' OR subject LIKE '%.points_earned') AND payload -> 'data' ->> 'card_id' = $1
+        ORDER BY created_at`,
+      [String(card)],
+    );
+    // Both events the member's mail tells days of carry the card's zone.
+    expect(rows.map((r) => [r.type, r.data.time_zone])).toEqual([
+      ['ledger.points_earned', 'Pacific/Kiritimati'],
+      ['ledger.points_expiring', 'Pacific/Kiritimati'],
+    ]);
+    // The day of the expiry in the card's zone, as an English mail writes a day (Intl, the tenant's default locale).
+    const day = new Intl.DateTimeFormat('en', { dateStyle: 'long', timeZone: 'Pacific/Kiritimati' }).format(
       new Date(earned.expires_at as string),
     );
     const mail = await sys.mail.waitFor(m.email, (x) => x.subject.includes('expire on'));

@@ -337,10 +337,12 @@ describe('reviews at the end of validity', () => {
         to: 'Bronze',
         valid_until: '2026-07-02T00:00:00.000Z',
         points_needed_to_retain: 80,
+        time_zone: 'UTC', // the card's: the mail tells the review's day in it
       }),
     ]);
     const mail = await sys.mail.waitFor(slipping, (m) => m.subject.includes('Silver'));
     expect(mail.text).toContain('80 more points');
+    expect(mail.text).toContain('July 2, 2026');
     expect((await ledger().hooks.sweepTiers()).warned).toBe(0);
     setClock('2026-07-02T00:00:01Z');
     const reviewed = await ledger().hooks.sweepTiers();

@@ -39,6 +39,8 @@ export interface Digest {
   pending_points: string;
   available_at: Date | null;
   new_balance: string | null;
+  /** The card's time zone (null: UTC, or cards of different zones). */
+  time_zone?: string | null;
 }
 
 /** How long a sender owns the digests it took before another replica may take them again. */
@@ -56,6 +58,7 @@ interface Earn {
   availableAt: string | null;
   newBalance: number | null;
   balanceAt: string;
+  timeZone: string | null;
 }
 
 /** An event's earn, or null when it is not one a member can be told about. */
@@ -78,6 +81,7 @@ function earnOf(event: DomainEvent): Earn | null {
     availableAt,
     newBalance: Number.isSafeInteger(Number(d.new_balance)) ? Number(d.new_balance) : null,
     balanceAt: Number.isNaN(Date.parse(event.occurred_at)) ? new Date(0).toISOString() : event.occurred_at,
+    timeZone: typeof d.time_zone === 'string' && d.time_zone.length <= 64 ? d.time_zone : null,
   };
 }
 
@@ -87,6 +91,7 @@ function merge(a: Earn, b: Earn): Earn {
   return {
     ...a,
     cardId: a.cardId === b.cardId ? a.cardId : null,
+    timeZone: a.timeZone === b.timeZone ? a.timeZone : null,
     earns: a.earns + b.earns,
     points: a.points + b.points,
     pendingPoints: a.pendingPoints + b.pendingPoints,
@@ -132,13 +137,15 @@ export function earnDigestHandler(o: { pool: Pool; clock: Clock; windowSeconds: 
       const col = <K extends keyof Earn>(k: K) => earns.map((e) => e[k]);
       await db.query(
         `INSERT INTO identity.earn_mail_digests AS g
-           (tenant_id, member_id, card_id, earns, points, pending_points, available_at, new_balance, balance_at, due_at)
-         SELECT t, m, c, e, p, pp, a, b, ba, $10::timestamptz + make_interval(secs => $11)
+           (tenant_id, member_id, card_id, earns, points, pending_points, available_at, new_balance, balance_at, due_at,
+            time_zone)
+         SELECT t, m, c, e, p, pp, a, b, ba, $10::timestamptz + make_interval(secs => $11), z
            FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[], $6::bigint[],
-                       $7::timestamptz[], $8::bigint[], $9::timestamptz[]) AS x(t, m, c, e, p, pp, a, b, ba)
+                       $7::timestamptz[], $8::bigint[], $9::timestamptz[], $12::text[]) AS x(t, m, c, e, p, pp, a, b, ba, z)
           ORDER BY t, m
          ON CONFLICT (tenant_id, member_id) DO UPDATE SET
            card_id = CASE WHEN g.card_id = EXCLUDED.card_id THEN g.card_id END,
+           time_zone = CASE WHEN g.time_zone = EXCLUDED.time_zone THEN g.time_zone END,
            earns = g.earns + EXCLUDED.earns,
            points = g.points + EXCLUDED.points,
            pending_points = g.pending_points + EXCLUDED.pending_points,
@@ -157,6 +164,7 @@ export function earnDigestHandler(o: { pool: Pool; clock: Clock; windowSeconds: 
           col('balanceAt'),
           o.clock.now(),
           o.windowSeconds,
+          col('timeZone'),
         ],
       );
     });
@@ -248,7 +256,7 @@ export class EarnMailSender {
           SELECT tenant_id, member_id FROM identity.earn_mail_digests
            WHERE due_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
            ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-        RETURNING tenant_id, member_id, card_id, earns, points, pending_points, available_at, new_balance`,
+        RETURNING tenant_id, member_id, card_id, earns, points, pending_points, available_at, new_balance, time_zone`,
       [now, this.batchSize],
     );
     const results = await Promise.all(rows.map((g) => this.send(g)));
@@ -270,6 +278,7 @@ export class EarnMailSender {
         const locale = (await memberLocales(this.o.pool, tenantId, [memberId])).get(memberId);
         const mail = await digestMail(g, mailText(member.name, MAIL_NAME_MAX), tenant, {
           locale: isLocale(locale) ? locale : undefined,
+          timeZone: g.time_zone ?? undefined,
         });
         await this.o.mailer.sendAs(
           tenant,

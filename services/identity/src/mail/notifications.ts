@@ -37,17 +37,25 @@ const rewardOf = (d: Record<string, unknown>, l: Locale) =>
 const staffNote = (d: Record<string, unknown>) => (d.staff_note ? mailText(d.staff_note, MAIL_NOTE_MAX) : '');
 /** A day of an event (`YYYY-MM-DD`): expiries are told by day. */
 const day = (f: Formatter, v: unknown) => mailText(f.date(typeof v === 'string' ? v.slice(0, 10) : ''), 40);
+/** An instant of an event told as its day in the card's time zone (the event's `time_zone`). */
+const dayOf = (f: Formatter, v: unknown) => mailText(f.date(typeof v === 'string' ? v : ''), 40);
+/**
+ * An expiry's day: the first expiry's instant as a day of the card's time zone when the event names
+ * the zone; else the event's day (UTC).
+ */
+const expiryDay = (f: Formatter, d: Record<string, unknown>) =>
+  typeof d.time_zone === 'string' && typeof d.expires_at === 'string' ? dayOf(f, d.expires_at) : day(f, d.expires_on);
 
 export const notifications: Record<string, Notification> = {
   // Points earned: summarized per member in earn-mails.ts, not mailed per event.
   // Lots (ledger): once per lot, the card's expiry_warning_days before it expires.
   'ledger.points_expiring': {
     kind: 'points_expiring',
-    vars: (d, f) => ({ points: num(f, d.points), expires_on: day(f, d.expires_on) }),
+    vars: (d, f) => ({ points: num(f, d.points), expires_on: expiryDay(f, d) }),
   },
   'ledger.cashback_expiring': {
     kind: 'cashback_expiring',
-    vars: (d, f) => ({ amount: mailText(f.money(d.amount, d.currency), 40), expires_on: day(f, d.expires_on) }),
+    vars: (d, f) => ({ amount: mailText(f.money(d.amount, d.currency), 40), expires_on: expiryDay(f, d) }),
   },
   // Tiers (ledger): warning_days before a review that would move the member down.
   'ledger.tier_downgrade_warning': {
@@ -59,7 +67,7 @@ export const notifications: Record<string, Notification> = {
         d.points_needed_to_retain !== undefined
           ? phrases[l].morePoints(num(f, d.points_needed_to_retain))
           : phrases[l].moreSpent(num(f, d.amount_needed_to_retain)),
-      review_on: day(f, d.valid_until),
+      review_on: typeof d.time_zone === 'string' ? dayOf(f, d.valid_until) : day(f, d.valid_until),
     }),
   },
   'claims.claim_approved': {

@@ -226,7 +226,8 @@ export async function returnToLots(db: Queryable, k: AccountKey, holdId: number)
 
 /**
  * Mark up to `limit` spendable lots whose warning time has come and write one expiry-warning event
- * per account and expiry day (`points_expiring` / `cashback_expiring`): once per lot. Lots another
+ * per account and expiry day (`points_expiring` / `cashback_expiring`): once per lot, with the
+ * card's time zone (the member's mail tells the day there). Lots another
  * transaction holds are skipped (every replica runs this). Answers how many lots were warned of.
  */
 export async function warnOfExpiries(
@@ -245,9 +246,10 @@ export async function warnOfExpiries(
        RETURNING l.tenant_id, l.card_id, l.member_id, l.remaining, l.expires_at
      ), notice AS (
        SELECT gen_random_uuid() AS id, m.tenant_id, m.card_id, m.member_id, (m.expires_at AT TIME ZONE 'UTC')::date AS day,
-              min(m.expires_at) AS expires_at, sum(m.remaining) AS amount, count(*) AS n, c.reward_system = 'points' AS points, c.currency
+              min(m.expires_at) AS expires_at, sum(m.remaining) AS amount, count(*) AS n, c.reward_system = 'points' AS points, c.currency,
+              c.time_zone
          FROM marked m JOIN ledger.cards c ON c.id = m.card_id
-        GROUP BY m.tenant_id, m.card_id, m.member_id, day, c.reward_system, c.currency
+        GROUP BY m.tenant_id, m.card_id, m.member_id, day, c.reward_system, c.currency, c.time_zone
      ), event AS (
        INSERT INTO ledger.outbox (id, subject, payload)
        SELECT n.id, CASE WHEN n.points THEN $3 ELSE $4 END,
@@ -255,7 +257,7 @@ export async function warnOfExpiries(
                 'tenant_id', n.tenant_id, 'occurred_at', $5::text, 'data', jsonb_build_object(
                   'member_id', n.member_id, 'card_id', n.card_id, 'lots', n.n,
                   'expires_at', to_char(n.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                  'expires_on', to_char(n.day, 'YYYY-MM-DD'))
+                  'expires_on', to_char(n.day, 'YYYY-MM-DD'), 'time_zone', n.time_zone)
                 || CASE WHEN n.points THEN jsonb_build_object('points', n.amount)
                    ELSE jsonb_build_object('amount', round(n.amount / 100.0, 2), 'currency', n.currency) END)
          FROM notice n

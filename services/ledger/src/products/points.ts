@@ -46,6 +46,8 @@ export const pointsUnit: ProductUnit<PointsTypes> = {
     purchase_amount: fromCents(e.purchaseCents),
     reference: e.reference ?? null,
     ...lotEventFields(e.lot),
+    // The member's mail tells when pending points become spendable as a day of the card's zone.
+    time_zone: e.card.time_zone,
     ...(e.rulesApplied.length > 0 ? { rules_applied: appliedEventView(e.card, e.rulesApplied) } : {}),
   }),
   earnAnswer: (e, change) => ({

@@ -86,7 +86,8 @@ export async function reviewDueTiers(
  * Warn of up to `limit` coming reviews whose warning time has come (FOR UPDATE SKIP LOCKED; the
  * warning mark is cleared in the same statement, so each is considered once): when the window
  * judged at valid_until has not yet met the tier's retain threshold, a `tier_downgrade_warning`
- * event says what is still needed and which tier the member would move to. Answers how many
+ * event says what is still needed and which tier the member would move to (with the card's time
+ * zone: the member's mail tells the review's day there). Answers how many
  * rows were considered and how many warnings were written.
  */
 export async function warnOfDowngrades(
@@ -112,7 +113,7 @@ export async function warnOfDowngrades(
                 'occurred_at', $4::text, 'data', jsonb_build_object(
                   'member_id', d.member_id, 'card_id', d.card_id, 'from', (d.held).name, 'to', t.name,
                   'from_rank', (d.held).rank, 'to_rank', d.to_rank, 'valid_until', ${ISO('d.valid_until')},
-                  'qualifying_total', ${UNITS('d')})
+                  'qualifying_total', ${UNITS('d')}, 'time_zone', d.time_zone)
                 || CASE WHEN d.money THEN jsonb_build_object('amount_needed_to_retain', round(d.needed / 100.0, 2))
                    ELSE jsonb_build_object('points_needed_to_retain', d.needed) END)
          FROM warn d JOIN ledger.tiers t ON t.card_id = d.card_id AND t.rank = d.to_rank
