@@ -441,10 +441,11 @@ export function checkMail(stack: SoakStack, ops: OpRecord[]): Check {
       const email = emailOf.get(id);
       if (email) earners.set(id, email);
     }
+  // The digest's subject in each language a member may have chosen (the default templates).
+  const isDigest = (subject: string) => /^(You earned|Vous avez gagné|لقد ربحت) /.test(subject);
   let digestsMissing = 0;
-  for (const email of earners.values())
-    if (!mailsTo(email).some((s) => s.startsWith('You earned'))) digestsMissing += 1;
-  const digests = stack.mail.messages.filter((m) => m.subject.startsWith('You earned')).length;
+  for (const email of earners.values()) if (!mailsTo(email).some(isDigest)) digestsMissing += 1;
+  const digests = stack.mail.messages.filter((m) => isDigest(m.subject)).length;
   return {
     name: 'mail: a code for every registration, a digest for every member who earned points',
     ok: codesMissing === 0 && digestsMissing === 0,
@@ -688,5 +689,58 @@ export async function checkTiers(db: pg.Client): Promise<Check> {
     ok: wrong.length === 0 && twice.length === 0,
     figure: `${wrong.length} of ${counts[0]?.members ?? 0} member tiers wrong (${counts[0]?.upgraded ?? 0} above the lowest); ${upgrades[0]?.n ?? 0} upgrade events, ${twice.length} members upgraded twice to one tier`,
     details: [...wrong.slice(0, 5), ...twice.slice(0, 5)],
+  };
+}
+
+/**
+ * Exports: each tenant's journal of each card, exported through the gateway after the load, is the
+ * journal row for row (ids, members, events, amounts and balances in the card's unit), and no
+ * export made during the load was answered with a server error.
+ */
+export async function checkExports(
+  db: pg.Client,
+  exported: { tenantId: number; cardId: number; status: number; rows: unknown[] }[],
+  ops: OpRecord[],
+): Promise<Check> {
+  const details: unknown[] = [];
+  let rows = 0;
+  for (const e of exported) {
+    if (e.status !== 200) {
+      details.push({ card: e.cardId, status: e.status });
+      continue;
+    }
+    const { rows: journal } = await db.query<{ line: string; cashback: boolean }>(
+      `SELECT concat_ws('|', j.id, j.member_id, j.event, j.amount, j.balance_after) AS line,
+              c.reward_system = 'cashback' AS cashback
+         FROM ledger.journal j JOIN ledger.cards c ON c.id = j.card_id
+        WHERE j.card_id = $1 ORDER BY j.id`,
+      [e.cardId],
+    );
+    // A cashback card's amounts are exported in currency units with two decimals: back to cents.
+    const cashback = journal[0]?.cashback ?? false;
+    const unit = (v: unknown) => String(cashback ? Math.round(Number(v) * 100) : v);
+    const lines = e.rows
+      .map((r) => {
+        const o = r as Record<string, unknown>;
+        return [o.id, o.member_id, o.event, unit(o.amount), unit(o.balance_after)].join('|');
+      })
+      .sort((a, b) => Number(a.split('|')[0]) - Number(b.split('|')[0]));
+    rows += lines.length;
+    const want = journal.map((r) => r.line);
+    if (lines.length !== want.length || lines.some((l, i) => l !== want[i]))
+      details.push({
+        card: e.cardId,
+        exported: lines.length,
+        journal: want.length,
+        first_difference: lines.find((l, i) => l !== want[i]),
+      });
+  }
+  const during = ops.filter((o) => o.kind === 'journal_export');
+  const failed = during.filter((o) => o.outcome === 'failed');
+  return {
+    name: 'exports: every card journal exported after the load equals the journal row for row',
+    ok: details.length === 0 && exported.length > 0,
+    figure: `${exported.length} card journals, ${rows} rows; ${during.length} exports during the load (${failed.length} without an answer after retries)`,
+    details,
   };
 }

@@ -35,6 +35,8 @@ export const OP_WEIGHTS = {
   member_import: 0.05,
   webhook_create: 0.3,
   webhook_rotate: 0.5,
+  locale: 1,
+  journal_export: 0.3,
 } as const;
 type Scenario = keyof typeof OP_WEIGHTS;
 
@@ -450,7 +452,49 @@ export class Workload {
         return;
       case 'webhook_rotate':
         return this.rotate(t);
+      case 'locale':
+        return this.locale(t);
+      case 'journal_export':
+        return this.journalExport(t);
     }
+  }
+
+  /** A member's mail language changes (or goes back to the tenant's): their mail keeps coming. */
+  private async locale(t: Tenant): Promise<void> {
+    const m = this.member(t);
+    if (!m) return;
+    const locale = this.rng.pick(['en', 'fr', 'ar', null]);
+    await this.call('locale', t, 'PUT', `/api/v1/members/${m.id}/locale`, { body: { locale } });
+  }
+
+  /** A finance team's export of a card's journal while the load goes on (streamed, CSV or JSON Lines). */
+  private async journalExport(t: Tenant): Promise<void> {
+    const card = this.rng.next() < 0.5 ? t.pointsCard : t.cashbackCard;
+    const format = this.rng.next() < 0.5 ? 'csv' : 'jsonl';
+    await this.call('journal_export', t, 'GET', `/api/v1/exports/journal?card_id=${card}&format=${format}`, {});
+  }
+
+  /**
+   * Each tenant's journal of both cards exported once the load has stopped (JSON Lines): what the
+   * check compares, row for row, with the journal.
+   */
+  async finalExports(): Promise<{ tenantId: number; cardId: number; status: number; rows: unknown[] }[]> {
+    const out: { tenantId: number; cardId: number; status: number; rows: unknown[] }[] = [];
+    for (const t of this.tenants)
+      for (const cardId of [t.pointsCard, t.cashbackCard]) {
+        const res = await fetch(`${this.gateways[0]}/api/v1/exports/journal?card_id=${cardId}&format=jsonl`, {
+          headers: { 'x-app-id': t.appId, 'x-api-key': t.apiKey },
+        });
+        const text = await res.text();
+        const rows = res.ok
+          ? text
+              .split('\n')
+              .filter((l) => l.trim() !== '')
+              .map((l): unknown => JSON.parse(l))
+          : [];
+        out.push({ tenantId: t.id, cardId, status: res.status, rows });
+      }
+    return out;
   }
 
   private async register(t: Tenant): Promise<void> {
