@@ -256,7 +256,7 @@ describe('tracing across every hop', () => {
     expect(delivery.attributes['loyalty.webhook.outcome']).toBe('delivered');
     // Identity consumed the same event in the same trace.
     must(w.mailer, 'identity consumer');
-  });
+  }, 120_000); // its own waits: up to 60 s for the delivery, 15 s more for every span
 
   it('traces mail sends and gives a new trace to a request that brings none', async () => {
     // A registration's code: transactional mail, sent whatever the member's consents.

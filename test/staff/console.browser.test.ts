@@ -140,6 +140,7 @@ describe.skipIf(!CHROMIUM)('staff console (Chromium)', () => {
       'Sign out',
       'Team',
       'Audit log',
+      'Exports',
       'Mail',
       'Imports',
       'Earning rules',
