@@ -160,7 +160,13 @@ describe.skipIf(!CHROMIUM)('staff console: mail branding and templates (Chromium
       .locator('iframe[title="HTML preview"]')
       .screenshot({ path: path.join(SHOTS, 'console-mail-preview.png') });
 
-    await page.getByRole('button', { name: 'Reset to default' }).click();
+    // Pressed from the keyboard: the full-page screenshot above briefly changes Chromium's
+    // emulated viewport, and on a loaded machine a pointer click right after it could land on
+    // stale coordinates and be lost (seen in CI); a keyboard press does not depend on layout.
+    const reset = page.getByRole('button', { name: 'Reset to default' });
+    await poll(() => reset.isEnabled()).toBe(true);
+    await reset.focus();
+    await page.keyboard.press('Enter');
     await poll(() => status().textContent()).toBe('claim_approved in French uses the default template again.');
     await poll(() => page.getByTestId('template-state').textContent()).toBe('The default template.');
     await poll(() => page.getByLabel('Subject').inputValue()).toBe('Votre demande de récompense a été acceptée');
