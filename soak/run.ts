@@ -38,6 +38,12 @@ export interface SoakOptions {
   tenants: number;
   /** How long after a fault ends a 503 (or no answer) still counts as the fault's. */
   allowanceSeconds: number;
+  /**
+   * Timeouts (503 "did not answer in time") outside every fault window tolerated, as a share of
+   * all attempts: 0 for a recorded run; the suite's short soak shares two cores with other test
+   * files, where a request can wait seconds for a core with no fault at all.
+   */
+  slowBudget: number;
   recoveryTargetSeconds: number;
   drainSeconds: number;
   maxInFlight: number;
@@ -58,6 +64,7 @@ export function defaultOptions(): SoakOptions {
     everySeconds: [15, 45],
     tenants: 4,
     allowanceSeconds: 15,
+    slowBudget: 0,
     recoveryTargetSeconds: 10,
     drainSeconds: 120,
     maxInFlight: 2000,
@@ -245,7 +252,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       ...(await checkEvents(db, stack, received)),
       checkMail(stack, workload.ops),
       await checkAudit(workload, stack.gateways[0]!, stack.operatorToken),
-      checkServerErrors(workload, injected, opts.allowanceSeconds * 1000),
+      checkServerErrors(workload, injected, opts.allowanceSeconds * 1000, opts.slowBudget),
     ];
     const perFault = recoveryTimes(workload.ops, injected);
     const rec = perFault
@@ -314,6 +321,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         everySeconds: opts.everySeconds,
         tenants: opts.tenants,
         allowanceSeconds: opts.allowanceSeconds,
+        slowBudget: opts.slowBudget,
       },
       startedAt: new Date(t0).toISOString(),
       loadSeconds,

@@ -20,6 +20,9 @@ it('keeps every invariant through 90 s of load and injected faults (seed suite-1
     everySeconds: [12, 24],
     tenants: 3,
     drainSeconds: 90,
+    // Two cores shared with another test file: a few requests may time out with no fault at all
+    // (seen: 2 of 3,516 attempts); more than 0.2 % of them, or any other error, still fails.
+    slowBudget: 0.002,
     out: path.join(repoRoot, 'var', 'soak-suite.json'),
     log: (line: string) => process.env.SOAK_VERBOSE && console.log(`[soak] ${line}`),
   });

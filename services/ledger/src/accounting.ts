@@ -160,7 +160,12 @@ async function postedOrRefused(
   db: Queryable,
 ): Promise<BalanceChange> {
   if (entry !== undefined) return change(p, entry);
-  throw how.direction === 'credit' ? balanceLimit(p) : await how.uncovered(db);
+  if (how.direction === 'debit') throw await how.uncovered(db);
+  // A credit refused: past MAX_BALANCE, or its member was merged away meanwhile (the posting
+  // statement writes nothing for a merged source; member-merge.ts).
+  const { tenantId, memberId } = p.account;
+  if ((await mergedInto(db, tenantId, memberId)) !== memberId) throw new AppError('member_not_found');
+  throw balanceLimit(p);
 }
 
 /**

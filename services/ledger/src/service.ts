@@ -8,6 +8,7 @@ import {
   ServiceClient,
   type Clock,
   type Logger,
+  type PeriodicTask,
   type RunningService,
   type ServiceDeclaration,
   type ServiceRuntime,
@@ -24,8 +25,8 @@ import { memberPins } from './member-pins.ts';
 import { ledgerMemberData } from './member-data.ts';
 import { pointsProduct } from './products/points.ts';
 import { holdsOf } from './lots/holds.ts';
-import type { LotSweep } from './lots/sweeper.ts';
-import type { TierSweep } from './tiers/sweeper.ts';
+import type { LotSweep, LotSweeper } from './lots/sweeper.ts';
+import type { TierSweep, TierSweeper } from './tiers/sweeper.ts';
 import { RECOMPUTE_JOB, recomputeHandler } from './tiers/recompute.ts';
 import { PostingBatcher } from './posting-batcher.ts';
 import { quotes } from './products/quotes.ts';
@@ -49,6 +50,8 @@ export interface LedgerHooks {
   sweepLots(): Promise<LotSweep>;
   /** Run one tier sweep now (review tiers whose validity ended, warn of coming downgrades): tests. */
   sweepTiers(): Promise<TierSweep>;
+  /** Move what credits left on merged sources now (the merge sweep): how many accounts moved (tests). */
+  sweepMerges(): Promise<number>;
   /** The card cache (tests look at what it holds). */
   cards: CardCache;
   /** Fold the report deltas into the rollups now: how many were folded (tests). */
@@ -167,12 +170,12 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
   };
   const books = accounting(deps);
   const holds = holdsOf(deps, books);
-  const tasks = { pool, clock, log, metrics, outbox, holds };
-  const { lotSweeper, tierSweeper } = ledgerTasks(tasks, config, lotSubjects, tierSubjectsOf(rt));
+  const sweepers = ledgerTasks({ pool, clock, log, metrics, outbox, holds }, config, lotSubjects, tierSubjectsOf(rt));
+  const merges = new MemberMerges(deps, books);
+  const mergeSweeper = merges.sweeper(config.LOT_SWEEP_INTERVAL_MS, log);
   const cashback = cashbackProduct(deps, books);
   const points = pointsProduct(deps, books, holds);
   const reports = reportsOf(rt);
-  const foldReports = () => reports.folder.runNow();
   const imports = ledgerImports(rt, client);
   const exports = ledgerExports(rt);
   return {
@@ -192,7 +195,7 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
           memberData: ledgerMemberData(pool, members),
           reports,
           tiers: tierBook(rt, deps),
-          merges: new MemberMerges(deps, books),
+          merges,
         }),
         imports,
       ),
@@ -200,9 +203,25 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
     ),
     tenantData: ledgerTenantTables,
     consumers: ledgerConsumers(),
-    tasks: [lotSweeper, tierSweeper, reports.folder],
+    tasks: [sweepers.lotSweeper, sweepers.tierSweeper, reports.folder, mergeSweeper],
     jobs: { ...reports.jobs, [RECOMPUTE_JOB]: recomputeJob(rt), ...imports.handlers(), ...exports.handlers() },
     caches: [cards.cache, erasedMembers],
-    hooks: { sweepLots: () => lotSweeper.sweep(), sweepTiers: () => tierSweeper.sweep(), cards, foldReports },
+    hooks: ledgerHooks({ ...sweepers, mergeSweeper, cards, reports }),
+  };
+}
+
+function ledgerHooks(parts: {
+  lotSweeper: LotSweeper;
+  tierSweeper: TierSweeper;
+  mergeSweeper: PeriodicTask<number>;
+  cards: CardCache;
+  reports: { folder: { runNow(): Promise<number> } };
+}): LedgerHooks {
+  return {
+    sweepLots: () => parts.lotSweeper.sweep(),
+    sweepTiers: () => parts.tierSweeper.sweep(),
+    sweepMerges: () => parts.mergeSweeper.runNow(),
+    cards: parts.cards,
+    foldReports: () => parts.reports.folder.runNow(),
   };
 }

@@ -1,11 +1,14 @@
 import type { z } from 'zod';
 import { AppError, type MergeMemberDataRequest } from '@loyalty/contracts';
-import { withTransaction, type PoolClient, type Queryable } from '@loyalty/runtime';
+import { PeriodicTask, withTransaction, type Logger, type PoolClient, type Queryable } from '@loyalty/runtime';
 import type { Accounting, LedgerDeps, LedgerMeta } from '../accounting.ts';
 import { MAX_BALANCE } from '../domain/money.ts';
 import { appendJournal, type AccountKey } from '../store/accounts.ts';
 
 type MergeRequest = z.output<typeof MergeMemberDataRequest>;
+
+/** How long after a merge its source's accounts are watched for a stranded credit (sweepStranded). */
+const STRANDED_WINDOW_MS = 86_400_000;
 
 /** The member a merged source now is (the target of its merge), or the member itself. */
 export async function mergedInto(db: Queryable, tenantId: number, memberId: number): Promise<number> {
@@ -64,6 +67,50 @@ export class MemberMerges {
     return { moved };
   }
 
+  /**
+   * What a credit still left on a source after its merge, moved to the target as the merge moves
+   * it. The posting statement refuses credits for a merged source (store/accounts.ts); the one it
+   * cannot see is a credit that opened the source's first account on a card while the merge was
+   * committing (the statement began before the merge's row was there). Merges of the last day
+   * are looked at; each account found is merged again in its own transaction (idempotent by
+   * state: an account emptied meanwhile moves nothing). Answers how many accounts moved.
+   */
+  async sweepStranded(): Promise<number> {
+    const now = this.deps.clock.now();
+    const { rows } = await this.deps.pool.query<{
+      tenant_id: number;
+      card_id: number;
+      source_member_id: number;
+      target_member_id: number;
+    }>(
+      `SELECT m.tenant_id, a.card_id, m.source_member_id, m.target_member_id
+         FROM ledger.merged_members m
+         JOIN ledger.cards c ON c.tenant_id = m.tenant_id
+         JOIN ledger.accounts a ON a.card_id = c.id AND a.member_id = m.source_member_id
+        WHERE m.merged_at > $1 AND a.balance + a.pending + a.held > 0
+        LIMIT 100`,
+      [new Date(now.getTime() - STRANDED_WINDOW_MS)],
+    );
+    let moved = 0;
+    for (const r of rows) {
+      const k = (memberId: number): AccountKey => ({
+        tenantId: Number(r.tenant_id),
+        cardId: Number(r.card_id),
+        memberId: Number(memberId),
+      });
+      const one = await withTransaction(this.deps.pool, (db) =>
+        this.mergeAccount(db, k(r.source_member_id), k(r.target_member_id), this.deps.clock.now()),
+      );
+      if (one.amount > 0) moved++;
+    }
+    return moved;
+  }
+
+  /** The sweep of stranded credits as a task of every replica (each account moves under its row locks). */
+  sweeper(intervalMs: number, log: Logger): PeriodicTask<number> {
+    return new PeriodicTask({ name: 'merge-sweep', intervalMs, run: () => this.sweepStranded(), log });
+  }
+
   /** One card: lock, settle, move lots and holds, amounts and the two journal rows. */
   private async mergeAccount(
     db: PoolClient,
@@ -78,6 +125,11 @@ export class MemberMerges {
     const into = first === target ? a : b;
     if (!from || !into) throw new Error('an account of a merge is missing');
     const total = from.balance + from.pending + from.held;
+    // Marked under the lock: a credit waiting on it finds the mark and writes nothing (store/accounts.ts).
+    await db.query(
+      'UPDATE ledger.accounts SET merged_into = $3 WHERE card_id = $1 AND member_id = $2 AND merged_into IS NULL',
+      [source.cardId, source.memberId, target.memberId],
+    );
     if (total === 0) return { amount: 0, holds: 0 };
     if (into.balance + into.pending + into.held + total > MAX_BALANCE)
       throw new AppError('balance_limit_exceeded', 'The merged balance would pass the maximum balance.', {

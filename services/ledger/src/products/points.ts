@@ -168,6 +168,22 @@ export class PointsProduct extends ProductFlow<PointsTypes> {
    * reply. A refused debit writes nothing, so the same key can succeed later.
    */
   async move(direction: 'debit' | 'credit', d: PointsMove, meta: LedgerMeta) {
+    try {
+      return await this.moveOnce(direction, d, meta);
+    } catch (err) {
+      // A credit refused because the member was merged away while it was posted (the posting
+      // statement refuses a merged source): asked again, it lands on the target.
+      const merged =
+        direction === 'credit' &&
+        err instanceof AppError &&
+        err.code === 'member_not_found' &&
+        (await mergedInto(this.deps.pool, meta.tenant_id, d.member_id)) !== d.member_id;
+      if (merged) return this.moveOnce(direction, d, meta);
+      throw err;
+    }
+  }
+
+  private async moveOnce(direction: 'debit' | 'credit', d: PointsMove, meta: LedgerMeta) {
     if (!meta.idempotency_key) {
       throw new AppError('validation_error', 'Points movements need meta.idempotency_key.', {
         fields: [{ field: 'idempotency_key', message: 'is required' }],

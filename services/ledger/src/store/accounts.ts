@@ -112,14 +112,19 @@ const INPUT = `input AS (
 // credit that would take the account past MAX_BALANCE matches no row (concurrent credits serialize
 // on the row, so none can slip past it together), and nothing at all is written for it. Every term
 // is at most MAX_BALANCE, so the sum cannot overflow int8. next_change_at moves earlier only.
+// Nor does a credit reach a member merged away (member-merge.ts): its accounts carry `merged_into`
+// (read on the locked row, so a credit that waited on the merge's lock sees it), and a new account
+// is not opened for a source in `merged_members`.
 const CREDIT = `account AS (
   INSERT INTO ledger.accounts AS a (card_id, member_id, tenant_id, balance, pending, entries, next_change_at, created_at, updated_at)
   SELECT card_id, member_id, tenant_id, CASE WHEN pending THEN 0 ELSE amount END, CASE WHEN pending THEN amount ELSE 0 END, 1,
          CASE WHEN amount = 0 THEN NULL WHEN pending THEN available_at ELSE expires_at END, at, at
-    FROM input WHERE amount <= ${MAX_BALANCE} ORDER BY n
+    FROM input WHERE amount <= ${MAX_BALANCE}
+     AND NOT EXISTS (SELECT 1 FROM ledger.merged_members mm WHERE mm.source_member_id = input.member_id)
+   ORDER BY n
   ON CONFLICT (card_id, member_id) DO UPDATE SET balance = a.balance + EXCLUDED.balance, pending = a.pending + EXCLUDED.pending,
      entries = a.entries + 1, updated_at = EXCLUDED.updated_at, next_change_at = LEAST(a.next_change_at, EXCLUDED.next_change_at)
-   WHERE a.balance + a.pending + a.held + EXCLUDED.balance + EXCLUDED.pending <= ${MAX_BALANCE}
+   WHERE a.balance + a.pending + a.held + EXCLUDED.balance + EXCLUDED.pending <= ${MAX_BALANCE} AND a.merged_into IS NULL
   RETURNING card_id, member_id, balance, created_at
 )`;
 
