@@ -34,6 +34,8 @@ export interface BenchOptions {
   exportRows: number;
   /** Leave out the webhooks scenario. */
   skipWebhooks: boolean;
+  /** Offered rate of the earns' steady-load run (latency at a fixed rate, not at saturation; 0 leaves it out). */
+  steadyRps: number;
   /** Leave out the cost of tracing (a second system with tracing on), and the share it samples. */
   skipTracing: boolean;
   tracingSampling: number;
@@ -91,6 +93,8 @@ const HELP = `npm run bench -- [options]
                         growth figure's rows count, the rest is written with SQL; 0 leaves it out)
   --skip-exports        leave out the export figure (as --export-rows 0)
   --skip-webhooks       leave out the webhooks scenario
+  --steady-rps <n>      offered rate of a second run of points_earn and cashback_earn at a fixed pace,
+                        for their latency at a steady load (default 1000; 0 leaves it out)
   --skip-tracing        leave out the cost of tracing (points_earn again on a system with tracing on)
   --tracing-sampling <r> share of new traces sampled for that figure (default 0.1)
   --tracing-rounds <n>  turns of points_earn with tracing off and on, alternating (default 3)
@@ -126,6 +130,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       'skip-expiry': { type: 'boolean', default: false },
       'expiry-lots': { type: 'string', default: '1000000' },
       'skip-webhooks': { type: 'boolean', default: false },
+      'steady-rps': { type: 'string', default: '1000' },
       'import-rows': { type: 'string', default: '1000000' },
       'skip-imports': { type: 'boolean', default: false },
       'export-rows': { type: 'string', default: '10000000' },
@@ -190,6 +195,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     skipExpiry: values['skip-expiry'],
     expiryLots: Math.floor(num('expiry-lots', values['expiry-lots'], 10)),
     skipWebhooks: values['skip-webhooks'],
+    steadyRps: Math.floor(num('steady-rps', values['steady-rps'], 0)),
     importRows: values['skip-imports'] ? 0 : Math.floor(num('import-rows', values['import-rows'], 0)),
     exportRows: values['skip-exports'] ? 0 : Math.floor(num('export-rows', values['export-rows'], 0)),
     skipTracing: values['skip-tracing'],

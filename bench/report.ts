@@ -37,6 +37,18 @@ export interface ScenarioReport {
    * and the background work it left) and the tuned statements direct (this process and PostgreSQL).
    */
   cpu_us_per_request: { full: Record<string, number> | null; tuned: Record<string, number> | null };
+  /** The full path's CPU per request ÷ the tuned statements' (both totals over every process), when both were measured. */
+  cpu_ratio_to_tuned: number | null;
+  /** A second run at a fixed offered rate (`--steady-rps`; the earns only): latency at a steady load. */
+  steady: SteadyFigure | null;
+}
+
+export interface SteadyFigure {
+  offered_rps: number;
+  rps: number;
+  p50_ms: number;
+  p99_ms: number;
+  errors: number;
 }
 
 export interface GrowthFigure {
@@ -106,7 +118,10 @@ export function scenarioReport(
   targetRatio: number,
   checks: string[],
   cpu: ScenarioReport['cpu_us_per_request'] = { full: null, tuned: null },
+  steady: SteadyFigure | null = null,
 ): ScenarioReport {
+  const fullCpu = cpu.full?.total;
+  const tunedCpu = cpu.tuned?.total;
   return {
     name,
     description,
@@ -127,6 +142,8 @@ export function scenarioReport(
     target_ratio: targetRatio,
     checks,
     cpu_us_per_request: cpu,
+    cpu_ratio_to_tuned: fullCpu && tunedCpu ? Math.round((fullCpu / tunedCpu) * 100) / 100 : null,
+    steady,
   };
 }
 
@@ -182,7 +199,17 @@ export function formatTable(r: BenchReport): string {
       out.push(`  ${s.name} full path: ${formatCpu(s.cpu_us_per_request.full!)}`);
       if (s.cpu_us_per_request.tuned)
         out.push(`  ${' '.repeat(s.name.length)} tuned direct: ${formatCpu(s.cpu_us_per_request.tuned)}`);
+      if (s.cpu_ratio_to_tuned !== null)
+        out.push(`  ${' '.repeat(s.name.length)} full path ÷ tuned: ${s.cpu_ratio_to_tuned.toFixed(2)}x`);
     }
+  }
+  const steady = r.scenarios.filter((s) => s.steady);
+  if (steady.length > 0) {
+    out.push('', 'Latency at a steady offered rate (--steady-rps):');
+    for (const { name, steady: f } of steady)
+      out.push(
+        `  ${name}: offered ${f!.offered_rps} rps, answered ${fmt(f!.rps, 0)} rps, p50 ${fmt(f!.p50_ms, 2)} ms, p99 ${fmt(f!.p99_ms, 2)} ms, ${f!.errors} errors`,
+      );
   }
   out.push('');
   out.push(

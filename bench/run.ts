@@ -23,6 +23,7 @@ import {
   type ExpiryReport,
   type GrowthReport,
   type ScenarioReport,
+  type SteadyFigure,
 } from './report.ts';
 import { DESCRIPTIONS, EXPECTED_REFUSALS, httpScenario } from './scenarios.ts';
 import { formatProfile, summarizeProfile } from './profile-summary.ts';
@@ -45,6 +46,9 @@ const TARGET_RATIO: Record<ScenarioName, number> = {
   points_history: 0.6,
   cashback_redeem: 0.5,
 };
+
+/** The scenarios that get a second run at a fixed offered rate (`--steady-rps`). */
+const STEADY_SCENARIOS: readonly ScenarioName[] = ['points_earn', 'cashback_earn'];
 
 export async function runBench(opts: BenchOptions): Promise<BenchReport> {
   const log = (line: string) => {
@@ -128,6 +132,31 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       // The CPU of the run and of the background work it left (outbox relay, consumers).
       await settle(`${name} (full path)`);
       const cpuFull = cpuPerRequest(cpuBefore, sampleCpu(system.pids()), full.requests);
+      let steady: SteadyFigure | null = null;
+      if (opts.steadyRps > 0 && STEADY_SCENARIOS.includes(name)) {
+        log(`${name}: steady load, ${opts.steadyRps} requests/s offered, ${opts.duration} s`);
+        const paced = await runHttp({
+          url: system.url,
+          connections: opts.connections,
+          seconds: opts.duration,
+          headers,
+          next: http.next,
+          expectedStatuses: expected,
+          overallRate: opts.steadyRps,
+        });
+        steady = {
+          offered_rps: opts.steadyRps,
+          rps: paced.rps,
+          p50_ms: paced.p50_ms,
+          p99_ms: paced.p99_ms,
+          errors: paced.errors,
+        };
+        await settle(`${name} (steady load)`);
+        if (paced.errors > 0)
+          problems.push(
+            `${name} steady load: ${paced.errors} unexpected errors (statuses ${JSON.stringify(paced.statuses)})`,
+          );
+      }
       const checks = (await http.check?.()) ?? [];
       let base: Measured | null = null;
       let tuned: Measured | null = null;
@@ -169,10 +198,17 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
         checks.push(...((await ceiling.check?.()) ?? []));
       }
       await settle(name);
-      const report = scenarioReport(name, DESCRIPTIONS[name], full, base, tuned, TARGET_RATIO[name], checks, {
-        full: cpuFull,
-        tuned: cpuTuned,
-      });
+      const report = scenarioReport(
+        name,
+        DESCRIPTIONS[name],
+        full,
+        base,
+        tuned,
+        TARGET_RATIO[name],
+        checks,
+        { full: cpuFull, tuned: cpuTuned },
+        steady,
+      );
       scenarios.push(report);
       log(
         `${name}: ${full.rps} rps, p50 ${full.p50_ms} ms, p99 ${full.p99_ms} ms, ${full.errors} errors${base ? `; baseline ${base.rps} rps (${report.ratio}x)` : ''}${tuned ? `; tuned statements direct ${tuned.rps} rps (${report.tuned_ratio}x)` : ''}`,

@@ -1,5 +1,7 @@
-// The targets of the third speed round, each judged against the same run's own
-// baselines, printed beside the figures and kept in latest.json.
+// The speed targets, each judged against the same run's own baselines, printed beside the
+// figures and kept in latest.json: the third round's (throughput ratios, latency at saturation)
+// and the fourth round's (CPU per request of the whole path ÷ the tuned statements', latency at
+// a steady offered rate, throughput kept).
 import type { BenchReport } from './report.ts';
 
 export interface TargetCheck {
@@ -26,6 +28,22 @@ export const TARGETS = {
   importSeconds: 180,
   importRssMb: 150,
   exportRowsPerSecond: 100_000,
+} as const;
+
+/** The fourth speed round: CPU per request of the whole path (every process) ÷ the tuned statements' (bench/baseline-tuned.ts). */
+export const CPU_TARGETS = {
+  cpuRatio: {
+    points_earn: 4,
+    cashback_earn: 4,
+    points_balance: 3,
+    points_history: 3,
+    cashback_redeem: 1.3,
+    points_earn_rules: 5,
+    points_earn_tiers: 5,
+  },
+  steadyRps: 1000,
+  steadyP99Ms: 15,
+  earnTunedRatio: 0.35,
 } as const;
 
 const x = (v: number | null | undefined) => (v === null || v === undefined ? '-' : `${v.toFixed(2)}x`);
@@ -91,6 +109,7 @@ export function checkTargets(r: Omit<BenchReport, 'target_checks'>, membersWhoEa
         ? redeem.ratio >= TARGETS.redeemNaiveRatio && redeem.p99_ms <= TARGETS.redeemP99Ms
         : null,
   });
+  out.push(...fourthRound(r));
   const rss = Object.entries(r.memory_mb);
   const worst = rss.reduce<[string, number] | null>((w, e) => (w === null || e[1] > w[1] ? e : w), null);
   out.push({
@@ -150,6 +169,52 @@ export function checkTargets(r: Omit<BenchReport, 'target_checks'>, membersWhoEa
       : 'not run',
     met: exp && exp.journal_rows >= 10_000_000 && slowest !== null ? slowest >= TARGETS.exportRowsPerSecond : null,
   });
+  return out;
+}
+
+/** The fourth round's targets (CPU_TARGETS) against a run. */
+function fourthRound(r: Omit<BenchReport, 'target_checks'>): TargetCheck[] {
+  const out: TargetCheck[] = [];
+  const scenario = (name: string) => r.scenarios.find((s) => s.name === name);
+  for (const [name, limit] of Object.entries(CPU_TARGETS.cpuRatio)) {
+    const s = scenario(name);
+    const full = s?.cpu_us_per_request.full?.total;
+    const tuned = s?.cpu_us_per_request.tuned?.total;
+    out.push({
+      target: `${name}: CPU per request of the whole path <= ${limit}x the tuned statements'${name.startsWith('points_earn_') ? " (a plain earn's)" : ''}`,
+      figure:
+        s && s.cpu_ratio_to_tuned !== null
+          ? `${x(s.cpu_ratio_to_tuned)} (${full} vs ${tuned} µs)`
+          : s
+            ? 'CPU not measured (no /proc or no baseline)'
+            : 'not run',
+      met: s && s.cpu_ratio_to_tuned !== null ? s.cpu_ratio_to_tuned <= limit : null,
+    });
+  }
+  for (const name of ['points_earn', 'cashback_earn']) {
+    const s = scenario(name);
+    const steady = s?.steady;
+    // The rate must have been offered and (nearly) answered for its latency to say anything.
+    const held = steady
+      ? steady.offered_rps >= CPU_TARGETS.steadyRps && steady.rps >= steady.offered_rps * 0.95
+      : false;
+    out.push({
+      target: `${name}: p99 <= ${CPU_TARGETS.steadyP99Ms} ms at a steady ${CPU_TARGETS.steadyRps.toLocaleString('en-US')} requests/s`,
+      figure: steady
+        ? `p99 ${ms(steady.p99_ms)} at ${steady.rps} of ${steady.offered_rps} requests/s offered, ${steady.errors} errors`
+        : 'not run',
+      met: steady
+        ? steady.offered_rps >= CPU_TARGETS.steadyRps
+          ? held && steady.errors === 0 && steady.p99_ms <= CPU_TARGETS.steadyP99Ms
+          : null
+        : null,
+    });
+    out.push({
+      target: `${name}: throughput >= ${CPU_TARGETS.earnTunedRatio}x the tuned statements direct`,
+      figure: s ? x(s.tuned_ratio) : 'not run',
+      met: s && s.tuned_ratio !== null ? s.tuned_ratio >= CPU_TARGETS.earnTunedRatio : null,
+    });
+  }
   return out;
 }
 
