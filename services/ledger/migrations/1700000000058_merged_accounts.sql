@@ -3,11 +3,8 @@
 -- target and marks the account (`merged_into`) under the row lock it took, so a credit that raced
 -- the merge (its member resolved before identity made the source a tombstone) and waits on that
 -- lock finds the mark and writes nothing, instead of leaving points on an account nobody can
--- reach. A credit that would open a new account for a source finds it in `merged_members`. The
--- index serves the sweep that moves what a credit still left on a source (ledger merge-sweep).
+-- reach. A credit that would open a new account for a source finds it in `merged_members`.
 ALTER TABLE accounts ADD COLUMN merged_into bigint;
-CREATE INDEX merged_members_recent ON merged_members (merged_at);
 
 -- Down Migration
-DROP INDEX merged_members_recent;
 ALTER TABLE accounts DROP COLUMN merged_into;
