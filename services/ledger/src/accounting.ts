@@ -363,6 +363,30 @@ export class Accounting {
     throw err;
   }
 
+  /**
+   * A service's movement retried under its key after the member it first named was merged into
+   * the one it names now (the other service's merge re-pointed its record): the key's stored
+   * answer when it was first asked for a source merged into this member; otherwise `err` again.
+   */
+  async answeredBeforeMerge<A>(
+    meta: LedgerMeta,
+    opts: OperationKey & { data: { member_id: number } },
+    err: unknown,
+  ): Promise<A> {
+    const key = replayKey(meta, opts);
+    if (key === undefined || !(err instanceof AppError) || err.code !== 'idempotency_key_reused') throw err;
+    const { rows } = await this.deps.pool.query<{ source_member_id: string }>(
+      'SELECT source_member_id FROM ledger.merged_members WHERE tenant_id = $1 AND target_member_id = $2',
+      [meta.tenant_id, opts.data.member_id],
+    );
+    for (const { source_member_id } of rows) {
+      const asFirst = { ...key, data: { ...opts.data, member_id: Number(source_member_id) } };
+      const first = await this.deps.replays.find<A>(asFirst).catch(() => undefined);
+      if (first !== undefined) return first;
+    }
+    throw err;
+  }
+
   /** Settle one account now in a transaction of its own, if it is due (a read or a refused debit found it so). */
   private async settle(k: AccountKey): Promise<void> {
     await withTransaction(this.deps.pool, (db) => this.settleLocked(db, k, this.deps.clock.now()));

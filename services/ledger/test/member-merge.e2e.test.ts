@@ -250,3 +250,47 @@ it('moves to the target what a credit left on the source after the merge (the sw
   expect(left.rows[0]).toEqual({ n: 0 });
   await lotsAgree(sys, other);
 });
+
+it("replays a service's credit retried after its member was merged, now naming the target", async () => {
+  // A referral bonus credited to the source whose answer was lost; the referrals service's merge
+  // then made the target the referrer, and its retry names the target under the same key.
+  const card = await pointsCard(sys, tenantId);
+  const source = await signedIn(api);
+  const target = await signedIn(api);
+  const referrals = await connectAs('referrals', { url: sys.env.NATS_URL });
+  try {
+    const credit = (member: number) =>
+      callService(
+        referrals,
+        subjects().op('ledger', ledgerOperations.creditPoints.operation),
+        {
+          meta: {
+            request_id: `bonus-${member}`,
+            tenant_id: tenantId,
+            idempotency_key: `referral:9${source.id}:referrer`,
+          },
+          data: { card_id: card, member_id: member, points: 25, event: 'referral_bonus', reference: `r-${source.id}` },
+        },
+        `bonus-${member}`,
+        10_000,
+      );
+    const first = await credit(source.id);
+    expect(first.ok, JSON.stringify(first)).toBe(true);
+    await merge(source.id, target.id);
+    const again = await credit(target.id);
+    expect(again.ok, JSON.stringify(again)).toBe(true);
+    if (!first.ok || !again.ok) throw new Error('unreachable');
+    expect(again.data).toMatchObject({ transaction_id: (first.data as { transaction_id: number }).transaction_id });
+    const { rows } = await sys.db.query(
+      `SELECT count(*)::int AS n FROM ledger.journal WHERE event = 'referral_bonus' AND card_id = $1`,
+      [card],
+    );
+    expect(rows[0]).toEqual({ n: 1 });
+    // Another member under the key is still refused: only a member merged into the one named now matches.
+    const stranger = await signedIn(api);
+    const reused = await credit(stranger.id);
+    expect(!reused.ok && reused.error.code).toBe('idempotency_key_reused');
+  } finally {
+    await referrals.close();
+  }
+});

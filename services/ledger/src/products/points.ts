@@ -179,7 +179,9 @@ export class PointsProduct extends ProductFlow<PointsTypes> {
         err.code === 'member_not_found' &&
         (await mergedInto(this.deps.pool, meta.tenant_id, d.member_id)) !== d.member_id;
       if (merged) return this.moveOnce(direction, d, meta);
-      throw err;
+      // Retried naming the target of a merge under a key first used for the source: its first answer.
+      const operation = `internal.points.${direction}`;
+      return this.books.answeredBeforeMerge<MoveAnswer>(meta, { operation, data: d, source: 'service' }, err);
     }
   }
 
