@@ -244,7 +244,7 @@ describe.skipIf(!CHROMIUM)('staff console: consents, tiers, imports, programme r
     await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/invalid_tiers/);
     const settings = await api('GET', `/api/v1/loyalty/cards/${card}/tiers`);
     expect(settings.body.data!.tiers).toMatchObject([{}, { retain_threshold: 80 }, { entry_threshold: 150 }]);
-  });
+  }, 90_000); // waits up to 20 s for the recompute job: vitest's 30 s cut it on a loaded machine
 
   it('imports members: validation with the first errors and the error file, then a corrected file executed', async () => {
     const run = randomUUID().slice(0, 6);
@@ -345,7 +345,7 @@ describe.skipIf(!CHROMIUM)('staff console: consents, tiers, imports, programme r
     });
     expect(refused.status).toBe(403);
     expect(refused.body.error!.code).toBe('insufficient_role');
-  });
+  }, 120_000); // six waits of up to 20 s each for the import's jobs
 
   it("shows a card's programme report as a chart with its tables, and downloads it as CSV", async () => {
     // A card of its own with a point value: 300 points issued, 2 × 100 redeemed, 50 refunded.
