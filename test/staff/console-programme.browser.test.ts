@@ -222,10 +222,15 @@ describe.skipIf(!CHROMIUM)('staff console: consents, tiers, imports, programme r
     await shot('tiers');
 
     // Gold from 150 instead of 300: Ana (180 points) moves up once the recompute has run.
+    const version = () => page.locator('form.ladder p.muted').textContent();
+    const before = (await version())!.match(/^Version \d+/)![0];
     await page.getByLabel('Tier 3 entry threshold').fill('150');
     await page.getByLabel('Tier 3 retain threshold').fill('120');
     await page.getByRole('button', { name: 'Save ladder' }).click();
     await expect.poll(() => status().textContent()).toMatch(/Saved: 3 tiers; every member is being recomputed/);
+    // The form shows the new version once the ladder is reloaded, and the outcome stays on screen.
+    await expect.poll(version).not.toMatch(new RegExp(`^${before},`));
+    expect(await status().textContent()).toMatch(/Saved: 3 tiers/);
     await expect
       .poll(
         async () => {

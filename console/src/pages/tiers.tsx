@@ -30,6 +30,8 @@ export function TiersPage(props: { cards: Card[]; isManager: boolean }) {
     [props.cards],
   );
   const [cardId, setCardId] = useState(props.cards[0]?.id);
+  // Kept here, not in the form: saving reloads the ladder, whose new version remounts the form.
+  const [saved, setSaved] = useState<string>();
   const withTiers = (all.data ?? []).filter((s) => s.enabled);
   const card = props.cards.find((c) => c.id === cardId);
   const selected = all.data?.find((s) => s.card_id === cardId);
@@ -89,7 +91,14 @@ export function TiersPage(props: { cards: Card[]; isManager: boolean }) {
           <h2 id="ladder-h">Edit a ladder</h2>
           <label>
             Card
-            <select name="ladder-card" value={cardId} onChange={(e) => setCardId(Number(e.currentTarget.value))}>
+            <select
+              name="ladder-card"
+              value={cardId}
+              onChange={(e) => {
+                setCardId(Number(e.currentTarget.value));
+                setSaved(undefined);
+              }}
+            >
               {props.cards.map((c) => (
                 <option key={c.id} value={c.id}>
                   {c.name}
@@ -98,8 +107,17 @@ export function TiersPage(props: { cards: Card[]; isManager: boolean }) {
             </select>
           </label>
           {selected && card && (
-            <LadderForm key={`${selected.card_id}.${selected.version}`} settings={selected} onSaved={all.reload} />
+            <LadderForm
+              key={`${selected.card_id}.${selected.version}`}
+              settings={selected}
+              onSaving={() => setSaved(undefined)}
+              onSaved={(text) => {
+                setSaved(text);
+                all.reload();
+              }}
+            />
           )}
+          {saved && <Notice kind="ok">{saved}</Notice>}
         </section>
       )}
     </main>
@@ -117,19 +135,20 @@ const rowsOf = (s: Settings): Row[] =>
     : [{ name: 'Bronze', rank: '1', entry: '0', retain: '0' }];
 
 /** The ladder of one card, a row per tier, with the metric and the window; saved whole (PUT). */
-function LadderForm(props: { settings: Settings; onSaved: () => void }) {
+function LadderForm(props: { settings: Settings; onSaving: () => void; onSaved: (text: string) => void }) {
   const s = props.settings;
   const [rows, setRows] = useState<Row[]>(() => rowsOf(s));
   const [metric, setMetric] = useState(s.metric);
   const [win, setWin] = useState(s.window);
   const [days, setDays] = useState(String(s.window_days));
-  const [outcome, setOutcome] = useState<{ kind: 'ok' | 'error'; text: string }>();
+  const [failure, setFailure] = useState<string>();
   const edit = (i: number, field: keyof Row, value: string) =>
     setRows((rs) => rs.map((r, j) => (j === i ? { ...r, [field]: value } : r)));
 
   async function save(e: Event) {
     e.preventDefault();
-    setOutcome(undefined);
+    setFailure(undefined);
+    props.onSaving();
     try {
       const saved = await call('staff.tiers.put', {
         params: { card_id: s.card_id },
@@ -148,13 +167,11 @@ function LadderForm(props: { settings: Settings; onSaved: () => void }) {
           warning_days: s.warning_days,
         },
       });
-      setOutcome({
-        kind: 'ok',
-        text: `Saved: ${saved.tiers.length} tiers${saved.recompute_job_id ? `; every member is being recomputed (job ${saved.recompute_job_id})` : ''}.`,
-      });
-      props.onSaved();
+      props.onSaved(
+        `Saved: ${saved.tiers.length} tiers${saved.recompute_job_id ? `; every member is being recomputed (job ${saved.recompute_job_id})` : ''}.`,
+      );
     } catch (err) {
-      setOutcome({ kind: 'error', text: problemText(err) });
+      setFailure(problemText(err));
     }
   }
 
@@ -279,7 +296,7 @@ function LadderForm(props: { settings: Settings; onSaved: () => void }) {
           Save ladder
         </button>
       </div>
-      {outcome && <Notice kind={outcome.kind}>{outcome.text}</Notice>}
+      {failure && <Notice kind="error">{failure}</Notice>}
     </form>
   );
 }
