@@ -385,21 +385,25 @@ export class Workload {
     return pool.length ? this.rng.pick(pool) : undefined;
   }
 
-  /** An acknowledged write sent again with its key now and then: the answer must be the first one. */
-  private async maybeReplay(
-    first: OpRecord,
-    t: Tenant,
-    opts: { memberToken?: string; bearer?: string },
-  ): Promise<void> {
+  /**
+   * An acknowledged write sent again with its key now and then: the answer must be the first one.
+   * A repeat made with a member's token whose member left the pool meanwhile (merged or erased by
+   * another worker: the token is revoked, and a 401 is the right answer, since authentication comes
+   * before the key is looked at) is not counted as a repeat.
+   */
+  private async maybeReplay(first: OpRecord, t: Tenant, opts: { member?: Member; bearer?: string }): Promise<void> {
     if (first.outcome !== 'ack' || !first.key || this.rng.next() >= 0.05) return;
+    const { member, bearer } = opts;
     const again = await this.call(first.kind, t, first.method, first.path, {
-      ...opts,
+      memberToken: member?.token,
+      bearer,
       body: first.body,
       key: first.key,
       claimId: first.claimId,
     });
     const rec = this.byN.get(again.n);
-    if (rec) {
+    const memberLeft = member !== undefined && !t.members.includes(member);
+    if (rec && !memberLeft) {
       rec.replayOf = first.n;
       rec.replayIdentical = again.status === first.status && again.text === first.text;
     }
@@ -575,7 +579,7 @@ export class Workload {
       key,
       memberToken: from.token,
     });
-    await this.maybeReplay(r, t, { memberToken: from.token });
+    await this.maybeReplay(r, t, { member: from });
   }
 
   /** The points card's programme report (rollups kept from the journal's writes). */
@@ -671,7 +675,7 @@ export class Workload {
         : { card_id: t.cashbackCard, amount: Math.round(this.rng.between(0.5, 4) * 100) / 100, reference: key };
     const path = card === 'points' ? '/api/v1/loyalty/points/redeem' : '/api/v1/cashback/cashback/redeem';
     const r = await this.call(`${card}_redeem`, t, 'POST', path, { body, key, memberToken: m.token });
-    await this.maybeReplay(r, t, { memberToken: m.token });
+    await this.maybeReplay(r, t, { member: m });
   }
 
   private async refund(t: Tenant, card: 'points' | 'cashback'): Promise<void> {
