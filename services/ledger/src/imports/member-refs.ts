@@ -51,33 +51,54 @@ export function externalId(get: (k: string) => string, problems: Problem[]): str
   return id;
 }
 
-/** Outside any transaction: the members the lines name, asked of identity (sets `member_id`; unknown ones are problems). */
+/**
+ * Outside any transaction: the members the lines name, asked of identity (sets `member_id`; unknown
+ * ones are problems). The batches of a step are asked at once: identity and PostgreSQL answer them
+ * side by side instead of one core waiting on the other.
+ */
 export async function resolveMemberRefs(
   client: ServiceClient,
   rows: { line: number; row: MemberRef }[],
   ctx: { importId: string; tenantId: number },
 ): Promise<RowProblem[]> {
-  const problems: RowProblem[] = [];
   const meta: ServiceMeta = { request_id: `import-${ctx.importId}`, tenant_id: ctx.tenantId };
-  for (let i = 0; i < rows.length; i += LOOKUP_BATCH) {
-    const part = rows.slice(i, i + LOOKUP_BATCH);
-    const found = await client.call(importInternalOperations.lookupMembers, meta, {
-      external_ids: [...new Set(part.flatMap((r) => (r.row.member_external_id ? [r.row.member_external_id] : [])))],
-      emails: [...new Set(part.flatMap((r) => (r.row.member_email ? [r.row.member_email] : [])))],
-    });
-    const byId = new Map(found.by_external_id.map((m) => [m.external_id, m.member_id]));
-    const byEmail = new Map(found.by_email.map((m) => [m.email, m.member_id]));
-    for (const { line, row } of part) {
-      const id = row.member_external_id ? byId.get(row.member_external_id) : byEmail.get(row.member_email ?? '');
-      if (id !== undefined) row.member_id = id;
-      else if (row.member_external_id)
-        problems.push({
-          line,
-          column: 'member_external_id',
-          reason: 'no member has this external_id (import members first)',
-        });
-      else problems.push({ line, column: 'member_email', reason: 'no member has this email' });
-    }
+  const parts: { line: number; row: MemberRef }[][] = [];
+  for (let i = 0; i < rows.length; i += LOOKUP_BATCH) parts.push(rows.slice(i, i + LOOKUP_BATCH));
+  const problems = await Promise.all(
+    parts.map(async (part) =>
+      applyLookup(
+        part,
+        await client.call(importInternalOperations.lookupMembers, meta, {
+          external_ids: [...new Set(part.flatMap((r) => (r.row.member_external_id ? [r.row.member_external_id] : [])))],
+          emails: [...new Set(part.flatMap((r) => (r.row.member_email ? [r.row.member_email] : [])))],
+        }),
+      ),
+    ),
+  );
+  return problems.flat();
+}
+
+/** Set each line's member from identity's answer; a line naming nobody is a problem. */
+function applyLookup(
+  part: { line: number; row: MemberRef }[],
+  found: {
+    by_external_id: { external_id: string; member_id: number }[];
+    by_email: { email: string; member_id: number }[];
+  },
+): RowProblem[] {
+  const problems: RowProblem[] = [];
+  const byId = new Map(found.by_external_id.map((m) => [m.external_id, m.member_id]));
+  const byEmail = new Map(found.by_email.map((m) => [m.email, m.member_id]));
+  for (const { line, row } of part) {
+    const id = row.member_external_id ? byId.get(row.member_external_id) : byEmail.get(row.member_email ?? '');
+    if (id !== undefined) row.member_id = id;
+    else if (row.member_external_id)
+      problems.push({
+        line,
+        column: 'member_external_id',
+        reason: 'no member has this external_id (import members first)',
+      });
+    else problems.push({ line, column: 'member_email', reason: 'no member has this email' });
   }
   return problems;
 }
