@@ -108,42 +108,29 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     for (const name of opts.scenarios) {
       const expected = EXPECTED_REFUSALS[name];
       const headers = { 'x-app-id': fixture.app.appId, 'x-api-key': fixture.app.apiKey };
-      if (opts.warmup > 0) {
-        await runHttp({
+      // One run of the scenario's requests against the system: for `seconds`, at most `rate` a second.
+      const load = (next: ReturnType<typeof httpScenario>['next'], seconds: number, overallRate?: number) =>
+        runHttp({
           url: system.url,
           connections: opts.connections,
-          seconds: opts.warmup,
+          seconds,
           headers,
-          next: httpScenario(name, fixture, 'warmup', api, opts.connections).next,
+          next,
           expectedStatuses: expected,
+          ...(overallRate === undefined ? {} : { overallRate }),
         });
-      }
+      if (opts.warmup > 0) await load(httpScenario(name, fixture, 'warmup', api, opts.connections).next, opts.warmup);
       log(`${name}: full path, ${opts.connections} connections, ${opts.duration} s`);
       const http = httpScenario(name, fixture, 'full', api, opts.connections);
       const cpuBefore = sampleCpu(system.pids());
-      const full = await runHttp({
-        url: system.url,
-        connections: opts.connections,
-        seconds: opts.duration,
-        headers,
-        next: http.next,
-        expectedStatuses: expected,
-      });
+      const full = await load(http.next, opts.duration);
       // The CPU of the run and of the background work it left (outbox relay, consumers).
       await settle(`${name} (full path)`);
       const cpuFull = cpuPerRequest(cpuBefore, sampleCpu(system.pids()), full.requests);
       let steady: SteadyFigure | null = null;
       if (opts.steadyRps > 0 && STEADY_SCENARIOS.includes(name)) {
         log(`${name}: steady load, ${opts.steadyRps} requests/s offered, ${opts.duration} s`);
-        const paced = await runHttp({
-          url: system.url,
-          connections: opts.connections,
-          seconds: opts.duration,
-          headers,
-          next: http.next,
-          expectedStatuses: expected,
-          overallRate: opts.steadyRps,
-        });
+        const paced = await load(http.next, opts.duration, opts.steadyRps);
         steady = {
           offered_rps: opts.steadyRps,
           rps: paced.rps,
