@@ -180,6 +180,7 @@ describe('balances import', () => {
       [303, '(line)'],
     ]);
 
+    const { rows: clock } = await sys.db.query<{ now: Date }>('SELECT now() AS now');
     for (const expected of [300, 0]) {
       const ok = await upload(`kind=balances&card_id=${card}`, rows.join('\n'), 'application/jsonl');
       const id = ok.json.data!.id as string;
@@ -189,6 +190,18 @@ describe('balances import', () => {
       const done = await settle(id, ['executed', 'failed']);
       expect(done.counts).toMatchObject({ applied: expected, unchanged: 300 - expected });
     }
+    // An executed import takes the planner statistics of the tables it wrote (a bulk load leaves
+    // them describing the tables as they were before it).
+    const analyzedSince = async (table: string) => {
+      const { rows: stat } = await sys.db.query<{ at: Date | null }>(
+        `SELECT greatest(last_analyze, last_autoanalyze) AS at FROM pg_stat_user_tables
+          WHERE schemaname = 'ledger' AND relname = $1`,
+        [table],
+      );
+      return stat[0]?.at !== null && stat[0]!.at >= clock[0]!.now;
+    };
+    for (const table of ['journal', 'lots', 'accounts', 'import_keys'])
+      await expect.poll(() => analyzedSince(table), { timeout: 5000 }).toBe(true);
     const { rows: sums } = await sys.db.query<{ journal: string; lots: string; pending: string }>(
       `SELECT (SELECT sum(amount) FROM ledger.journal WHERE card_id = $1)::text AS journal,
               (SELECT sum(remaining) FROM ledger.lots WHERE card_id = $1)::text AS lots,

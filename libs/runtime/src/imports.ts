@@ -53,6 +53,15 @@ export interface ImportKindSpec<Row> {
   merge(db: PoolClient, afterLine: number, upToLine: number, ctx: ImportContext): Promise<number>;
   /** Staged lines merged per execute step (default 5,000). */
   mergeBatch?: number;
+  /**
+   * The service's tables the merge writes (schema-qualified). Their planner statistics are taken
+   * again when the import is executed: a bulk load leaves them describing the tables as they were. A members table last analyzed with 20 members
+   * and no external ids was read in full, 1,000,000 rows, for each 5,000 ids a balances import
+   * looked up right after (0.9 s a look-up instead of tens of ms); autovacuum would take them
+   * too, but later. Taking them during the load as well (every 200,000 lines, and the staging
+   * table's) made the execute slower than it saved.
+   */
+  writes?: string[];
   /** In the create request's transaction: the card must exist (balances), else card_not_found. */
   check?(db: Queryable, ctx: ImportContext): Promise<void>;
 }
@@ -337,6 +346,11 @@ export class Imports {
     return 'more';
   }
 
+  /** Take the planner statistics of `tables` again (outside any transaction; a few hundred ms). */
+  private async analyze(tables: string[]): Promise<void> {
+    if (tables.length > 0) await this.pool.query(`ANALYZE ${tables.join(', ')}`);
+  }
+
   private check(spec: ImportKindSpec<never>, records: FileRecord[], ctx: ImportContext) {
     const good: { line: number; row: never }[] = [];
     const problems: RowProblem[] = [];
@@ -408,6 +422,7 @@ export class Imports {
     const n = Number(rows[0]?.n ?? 0);
     const last = rows[0]?.last === null || rows[0]?.last === undefined ? after : Number(rows[0].last);
     if (n === 0) {
+      await this.analyze(spec.writes ?? []);
       await step.succeed(
         async (db) => {
           await db.query(`UPDATE ${this.schema}.imports SET status = 'executed' WHERE id = $1`, [row.id]);

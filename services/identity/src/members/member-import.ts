@@ -66,6 +66,7 @@ function parseMember(fields: Map<string, string>, now: Date): MemberRow | { colu
 export function memberImportSpec(now: () => Date): ImportKindSpec<MemberRow> {
   return {
     staging: 'import_members',
+    writes: ['identity.members'],
     parse: (fields) => parseMember(fields, now()),
     stage: stageMembers,
     // Lines merged per execute step: one statement each, committed with its checkpoint.

@@ -102,6 +102,7 @@ type Db = Parameters<ImportKindSpec<BalanceRow>['stage']>[0];
 export function balanceImportSpec(rt: ServiceRuntime, client: ServiceClient): ImportKindSpec<BalanceRow> {
   return {
     staging: 'import_balances',
+    writes: ['ledger.import_keys', 'ledger.accounts', 'ledger.journal', 'ledger.lots'],
     parse: (fields) => parseBalance(fields, rt.clock.now()),
     check: (db, ctx) => checkCard(db, ctx),
     resolve: (rows, ctx) => resolveMembers(rt.pool, client, rows, ctx),

@@ -162,6 +162,7 @@ async function mergeHistory(db: Db, after: number, upTo: number, ctx: Context, n
 export function historyImportSpec(rt: ServiceRuntime, client: ServiceClient): ImportKindSpec<HistoryRow> {
   return {
     staging: 'import_history',
+    writes: ['ledger.import_keys', 'ledger.history_entries', 'ledger.accounts'],
     parse: (fields) => parseHistory(fields, rt.clock.now()),
     check: (db, ctx) => checkCard(db, ctx, 'history'),
     resolve: (rows, ctx) => resolveHistory(rt.pool, client, rows, ctx),

@@ -148,6 +148,7 @@ async function mergeTiers(db: Db, after: number, upTo: number, ctx: Context, now
 export function tierImportSpec(rt: ServiceRuntime, client: ServiceClient): ImportKindSpec<TierRow> {
   return {
     staging: 'import_tiers',
+    writes: ['ledger.import_keys', 'ledger.member_tiers'],
     parse: (fields) => parseTier(fields, rt.clock.now()),
     check: checkLadder,
     resolve: (rows, ctx) => resolveTiers(rt.pool, client, rows, ctx),
