@@ -108,7 +108,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     for (const name of opts.scenarios) {
       const expected = EXPECTED_REFUSALS[name];
       const headers = { 'x-app-id': fixture.app.appId, 'x-api-key': fixture.app.apiKey };
-      // One run of the scenario's requests against the system: for `seconds`, at most `rate` a second.
+      // One run of the scenario's requests against the system: for `seconds`, at most `overallRate` a second when given.
       const load = (next: ReturnType<typeof httpScenario>['next'], seconds: number, overallRate?: number) =>
         runHttp({
           url: system.url,

@@ -55,11 +55,11 @@ export interface ImportKindSpec<Row> {
   mergeBatch?: number;
   /**
    * The service's tables the merge writes (schema-qualified). Their planner statistics are taken
-   * again when the import is executed: a bulk load leaves them describing the tables as they were. A members table last analyzed with 20 members
-   * and no external ids was read in full, 1,000,000 rows, for each 5,000 ids a balances import
-   * looked up right after (0.9 s a look-up instead of tens of ms); autovacuum would take them
-   * too, but later. Taking them during the load as well (every 200,000 lines, and the staging
-   * table's) made the execute slower than it saved.
+   * again when the import is executed: a bulk load leaves them describing the tables as they were.
+   * A members table last analyzed with 20 members and no external ids was scanned in full, 1,000,000
+   * rows, for each 5,000 ids a balances import looked up right after (0.9 s a look-up instead of
+   * tens of ms); autovacuum would take them too, but later. Taking them during the load as well
+   * (every 200,000 lines, and the staging table's) made the execute slower than it saved.
    */
   writes?: string[];
   /** In the create request's transaction: the card must exist (balances), else card_not_found. */

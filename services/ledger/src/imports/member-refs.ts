@@ -1,5 +1,6 @@
 import { importInternalOperations, type ServiceMeta } from '@loyalty/contracts';
 import type { Queryable, RowProblem, ServiceClient } from '@loyalty/runtime';
+import type { z } from 'zod';
 
 /**
  * What the ledger's import kinds share: a line names its member by `member_external_id` or
@@ -81,10 +82,7 @@ export async function resolveMemberRefs(
 /** Set each line's member from identity's answer; a line naming nobody is a problem. */
 function applyLookup(
   part: { line: number; row: MemberRef }[],
-  found: {
-    by_external_id: { external_id: string; member_id: number }[];
-    by_email: { email: string; member_id: number }[];
-  },
+  found: z.output<typeof importInternalOperations.lookupMembers.reply>,
 ): RowProblem[] {
   const problems: RowProblem[] = [];
   const byId = new Map(found.by_external_id.map((m) => [m.external_id, m.member_id]));
