@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { callPage } from '@loyalty/runtime';
 import { runCli } from '../../scripts/admin-cli.ts';
+import { connectAs } from '../support/nats.ts';
 import { signIn } from '../support/staff.ts';
 import { apiClient, OPERATOR_TOKEN, staffClient, startTestSystem, type TestSystem } from '../support/system.ts';
 import { cashbackCard, email, pointsCard } from '../support/ledger.ts';
@@ -381,6 +383,46 @@ describe('refusals', () => {
     expect(r.status).toBe(200);
     const rows = jsonLines(r.text);
     expect(rows.map((x) => x.card_id)).toEqual([foreignCard]);
+  });
+});
+
+describe('pages read ahead', () => {
+  // The ledger reads the page after the one it answers at once; what it keeps is given only to the
+  // same tenant asking for the same export at the same cursor, and a page is the same bytes whether
+  // it was read ahead or when asked.
+  it('a page read ahead is the page asked for, and never another tenant’s', async () => {
+    const nc = await connectAs('gateway', { url: sys.env.NATS_URL });
+    try {
+      const subject = `${sys.env.SUBJECT_ROOT}.ledger.exports.download`;
+      const ask = (c: { tenantId: number }, cursor: string | null, n: number) =>
+        callPage(
+          nc,
+          subject,
+          {
+            meta: { request_id: `ahead-${n}`, tenant_id: c.tenantId, app_id: 'test', sandbox: false, scopes: ALL },
+            data: { entity: 'journal', format: 'csv', card_id: points, cursor },
+          },
+          `ahead-${n}`,
+          10_000,
+        );
+      const first = await ask(creds, null, 1);
+      if (!first.ok) throw new Error(JSON.stringify(first.error));
+      const cursor = first.page.next;
+      expect(cursor).not.toBeNull();
+      // Another tenant presenting this tenant's cursor: the card is not theirs, so nothing of it.
+      const foreign = await ask(other, cursor, 2);
+      if (foreign.ok) expect(foreign.page.rows).toBe(0);
+      else expect(foreign.error.code).toBe('card_not_found');
+      // The owner asks for it (read ahead), then again (read when asked): the same bytes.
+      const ahead = await ask(creds, cursor, 3);
+      const again = await ask(creds, cursor, 4);
+      if (!ahead.ok || !again.ok) throw new Error('a page failed');
+      expect(ahead.page.rows).toBeGreaterThan(0);
+      expect(Buffer.from(ahead.body).equals(Buffer.from(again.body))).toBe(true);
+      expect(ahead.page).toEqual(again.page);
+    } finally {
+      await nc.close();
+    }
   });
 });
 

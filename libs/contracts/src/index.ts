@@ -117,6 +117,7 @@ export {
   DOWNLOAD_PAGE_BYTES,
   DownloadCursor,
   DownloadPage,
+  DOWNLOAD_PAGE_HEADER,
   EXPORT_ENTITIES,
   exportContentTypes,
   exportEntities,

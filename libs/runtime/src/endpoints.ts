@@ -34,6 +34,18 @@ export class WithMessage<T> {
   ) {}
 }
 
+/**
+ * A reply whose payload is bytes as they are, described by a JSON header (a page of a paged
+ * download: `DownloadPage` in DOWNLOAD_PAGE_HEADER): no JSON envelope, no base64.
+ */
+export class RawReply {
+  constructor(
+    readonly header: string,
+    readonly described: unknown,
+    readonly body: Uint8Array,
+  ) {}
+}
+
 export interface HandlerContext<M> {
   meta: M;
   requestId: string;
@@ -276,6 +288,8 @@ async function handle(
     },
   };
   let reply: ReplyMessage;
+  const h = natsHeaders();
+  h.set(REQUEST_ID_HEADER, requestId);
   try {
     const out = tracingOn()
       ? await inSpan(
@@ -288,6 +302,12 @@ async function handle(
           () => ep.run(decodeRequest(msg), ctx),
         )
       : await ep.run(decodeRequest(msg), ctx);
+    if (out instanceof RawReply) {
+      h.set(out.header, JSON.stringify(out.described));
+      msg.respond(out.body, { headers: h });
+      opts.metrics?.observeNats(operation, 'ok', Number(process.hrtime.bigint() - started) / 1e9);
+      return;
+    }
     reply =
       out instanceof WithMessage
         ? { ok: true, data: out.data, message: out.message, ...(out.replayed ? { replayed: true } : {}) }
@@ -295,8 +315,6 @@ async function handle(
   } catch (err) {
     reply = { ok: false, error: failureOf(err, ctx.log) };
   }
-  const h = natsHeaders();
-  h.set(REQUEST_ID_HEADER, requestId);
   msg.respond(jsonCodec.encode(reply), { headers: h });
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   opts.metrics?.observeNats(operation, reply.ok ? 'ok' : reply.error.code, seconds);

@@ -7,6 +7,8 @@ import {
   exportAdminOperations,
   staffOperations,
   AdminMeta,
+  DownloadPage,
+  DOWNLOAD_PAGE_HEADER,
   StaffMeta,
   type ExportEntity,
   type ServiceName,
@@ -14,7 +16,7 @@ import {
 import { z } from 'zod';
 import type { Clock } from './clock.ts';
 import { withTransaction, type Pool, type PoolClient, type Queryable } from './db.ts';
-import type { Endpoints } from './endpoints.ts';
+import { RawReply, type Endpoints } from './endpoints.ts';
 import { jobView } from './job-endpoints.ts';
 import { RESULT_PART_BYTES, type JobHandler, type JobStep, type JobStore } from './jobs.ts';
 
@@ -251,6 +253,61 @@ export function exportRange(q: { from?: string; to?: string }, now: Date): { fro
   return { from, to };
 }
 
+/** A page as answered (its description, `DownloadPage`, in a header; its bytes the payload), and its `next`. */
+interface PageReply {
+  reply: RawReply;
+  next: string | null;
+}
+
+/** Pages read ahead at most at once in a replica (each at most a page's bytes). */
+const AHEAD_PAGES = 8;
+/** A page read ahead and not asked for within this is dropped (the client went away, or another replica was asked). */
+const AHEAD_TTL_MS = 30_000;
+
+/**
+ * Pages read ahead of streamed exports. A keyset page needs the last key of the page before, so
+ * the pages of one export are read one after another; read only when asked, each page's read
+ * waited on the trip of the one before to the client and back. When a page has a next one, that
+ * one is read at once and kept here until the gateway asks for it (by the same tenant, export and
+ * cursor), so PostgreSQL writes a page while the one before travels. Nothing depends on it: a page
+ * asked of another replica, or after its time, or when this holds {@link AHEAD_PAGES} already, is
+ * read as usual (with several replicas some pages read ahead are read twice).
+ */
+class ReadAhead {
+  private readonly pages = new Map<string, { until: number; page: Promise<PageReply> }>();
+
+  private key(tenantId: number, input: z.output<typeof PageInput>): string {
+    return JSON.stringify([
+      tenantId,
+      input.entity,
+      input.card_id ?? null,
+      input.from ?? null,
+      input.to ?? null,
+      input.format,
+      input.cursor,
+    ]);
+  }
+
+  /** The page read ahead for this request, once (undefined: none). */
+  take(tenantId: number, input: z.output<typeof PageInput>): Promise<PageReply> | undefined {
+    const key = this.key(tenantId, input);
+    const found = this.pages.get(key);
+    this.pages.delete(key);
+    return found && found.until > Date.now() ? found.page : undefined;
+  }
+
+  /** Read this page now, unless as many are held already. */
+  offer(tenantId: number, input: z.output<typeof PageInput>, read: () => Promise<PageReply>): void {
+    const now = Date.now();
+    for (const [key, held] of this.pages) if (held.until <= now) this.pages.delete(key);
+    if (this.pages.size >= AHEAD_PAGES) return;
+    const page = read();
+    // A page never asked for must not be an unhandled rejection; one asked for is read again.
+    page.catch(() => undefined);
+    this.pages.set(this.key(tenantId, input), { until: now + AHEAD_TTL_MS, page });
+  }
+}
+
 const EXPORT_JOB = 'export';
 const StartInput = z.object({
   entity: z.string(),
@@ -281,6 +338,8 @@ interface JobCheckpoint {
 const STEP_BYTES = 4 * DOWNLOAD_PAGE_BYTES;
 
 export class Exports {
+  private readonly ahead = new ReadAhead();
+
   constructor(
     private readonly opts: {
       pool: Pool;
@@ -322,8 +381,21 @@ export class Exports {
     return `${req.entity}${card}-${stamp}.${req.format === 'csv' ? 'csv' : 'jsonl'}`;
   }
 
-  /** One page of a streamed export (`cursor` null: the first, with the CSV header). */
-  async download(tenantId: number, input: z.output<typeof PageInput>) {
+  /**
+   * One page of a streamed export (`cursor` null: the first, with the CSV header). The page after
+   * it is read at once, while this one travels to the client ({@link ReadAhead}).
+   */
+  async download(tenantId: number, input: z.output<typeof PageInput>): Promise<RawReply> {
+    const early = input.cursor === null ? undefined : this.ahead.take(tenantId, input);
+    const page = (early && (await early.catch(() => undefined))) ?? (await this.readPage(tenantId, input));
+    if (page.next !== null) {
+      const next = { ...input, cursor: page.next };
+      this.ahead.offer(tenantId, next, () => this.readPage(tenantId, next));
+    }
+    return page.reply;
+  }
+
+  private async readPage(tenantId: number, input: z.output<typeof PageInput>): Promise<PageReply> {
     const cursor = input.cursor === null ? null : decode(input.cursor);
     const req = this.request(tenantId, input, cursor ? new Date(cursor.to) : null);
     const [, source] = this.source(input.entity);
@@ -334,16 +406,16 @@ export class Exports {
       maxRows: rowsFor(DOWNLOAD_PAGE_BYTES - header.length, perRow),
       maxBytes: DOWNLOAD_PAGE_BYTES - Buffer.byteLength(header),
     });
-    const text = header + page.text;
-    const bytes = Buffer.byteLength(page.text);
-    const b = page.rows > 0 ? bytes / page.rows : perRow;
-    return {
+    const body = Buffer.from(header + page.text);
+    const b = page.rows > 0 ? (body.length - Buffer.byteLength(header)) / page.rows : perRow;
+    const next = page.done ? null : encode({ to: req.to.toISOString(), s: page.state, b });
+    const described: z.input<typeof DownloadPage> = {
       content_type: exportContentTypes[req.format],
       filename: this.filename(req),
-      data: Buffer.from(text).toString('base64'),
       rows: page.rows,
-      next: page.done ? null : encode({ to: req.to.toISOString(), s: page.state, b }),
+      next,
     };
+    return { reply: new RawReply(DOWNLOAD_PAGE_HEADER, described, body), next };
   }
 
   /** Queue the export as a job (the same file, stored as the job's result). */

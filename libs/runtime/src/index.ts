@@ -30,11 +30,18 @@ export {
   Endpoints,
   serveEndpoints,
   WithMessage,
+  RawReply,
   type Endpoint,
   type HandlerContext,
   type ServedEndpoints,
 } from './endpoints.ts';
-export { callService, ContractViolationError, ServiceClient, ServiceUnavailableError } from './service-client.ts';
+export {
+  callPage,
+  callService,
+  ContractViolationError,
+  ServiceClient,
+  ServiceUnavailableError,
+} from './service-client.ts';
 export { Metrics } from './metrics.ts';
 export { startOpsServer, type ReadinessCheck } from './ops-server.ts';
 export {

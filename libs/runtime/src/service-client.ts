@@ -1,9 +1,12 @@
-import { headers as natsHeaders, type NatsConnection } from 'nats';
+import { headers as natsHeaders, type Msg, type NatsConnection } from 'nats';
 import { inSpan, recordingSpan, SpanKind, TRACEPARENT, traceparentOf, tracingOn } from './tracing.ts';
 import type { z } from 'zod';
 import {
   AppError,
+  DOWNLOAD_PAGE_HEADER,
+  DownloadPage,
   REQUEST_ID_HEADER,
+  type ErrorBody,
   type InternalOperation,
   type ReplyMessage,
   type ServiceMeta,
@@ -35,6 +38,48 @@ export class ContractViolationError extends AppError {
   }
 }
 
+/** Send one request (traced inside a traced operation); the reply as it came, or ServiceUnavailableError. */
+async function send(
+  nc: NatsConnection,
+  subject: string,
+  message: { meta: unknown; data: unknown },
+  requestId: string,
+  timeoutMs: number,
+): Promise<Msg> {
+  const h = natsHeaders();
+  h.set(REQUEST_ID_HEADER, requestId);
+  const once = async (): Promise<Msg> => {
+    const traceparent = traceparentOf();
+    if (traceparent) h.set(TRACEPARENT, traceparent);
+    try {
+      return await nc.request(subject, jsonCodec.encode(message), { timeout: timeoutMs, headers: h });
+    } catch {
+      throw new ServiceUnavailableError(subject);
+    }
+  };
+  // A span only inside a traced operation (a request's own look-ups made outside one are not traced).
+  return tracingOn() && recordingSpan()
+    ? inSpan(
+        `nats request ${subject}`,
+        { kind: SpanKind.CLIENT, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject } },
+        once,
+      )
+    : once();
+}
+
+/** A reply's payload as a reply message; ContractViolationError (logged) when it is none. */
+function decodeReply<T>(raw: Uint8Array, subject: string, requestId: string, log: Logger | undefined): ReplyMessage<T> {
+  let reply: unknown;
+  try {
+    reply = jsonCodec.decode(raw);
+  } catch {
+    reply = undefined;
+  }
+  if (isReplyMessage<T>(reply)) return reply;
+  log?.error({ subject, request_id: requestId }, 'undecodable reply');
+  throw new ContractViolationError(subject, 'undecodable reply');
+}
+
 /**
  * One request/reply message: the decoded reply, or a typed failure — `ServiceUnavailableError`
  * for a timeout or no responders, `ContractViolationError` for a reply that is no reply message
@@ -48,35 +93,45 @@ async function request<T>(
   timeoutMs: number,
   log: Logger | undefined,
 ): Promise<ReplyMessage<T>> {
-  const h = natsHeaders();
-  h.set(REQUEST_ID_HEADER, requestId);
-  const send = async (): Promise<Uint8Array> => {
-    const traceparent = traceparentOf();
-    if (traceparent) h.set(TRACEPARENT, traceparent);
-    try {
-      return (await nc.request(subject, jsonCodec.encode(message), { timeout: timeoutMs, headers: h })).data;
-    } catch {
-      throw new ServiceUnavailableError(subject);
-    }
-  };
-  // A span only inside a traced operation (a request's own look-ups made outside one are not traced).
-  const raw =
-    tracingOn() && recordingSpan()
-      ? await inSpan(
-          `nats request ${subject}`,
-          { kind: SpanKind.CLIENT, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject } },
-          send,
-        )
-      : await send();
-  let reply: unknown;
+  const msg = await send(nc, subject, message, requestId, timeoutMs);
+  return decodeReply<T>(msg.data, subject, requestId, log);
+}
+
+/**
+ * One page of a paged download: its description (`DownloadPage`, from the reply's
+ * DOWNLOAD_PAGE_HEADER) and its bytes (the reply's payload, not copied), or the failure reply the
+ * owning service answered (or service_unavailable / internal_error, as {@link callService}).
+ */
+export async function callPage(
+  nc: NatsConnection,
+  subject: string,
+  message: { meta: unknown; data: unknown },
+  requestId: string,
+  timeoutMs: number,
+  log?: Logger,
+): Promise<{ ok: true; page: z.output<typeof DownloadPage>; body: Uint8Array } | { ok: false; error: ErrorBody }> {
   try {
-    reply = jsonCodec.decode(raw);
-  } catch {
-    reply = undefined;
+    const msg = await send(nc, subject, message, requestId, timeoutMs);
+    const described = msg.headers?.get(DOWNLOAD_PAGE_HEADER);
+    if (!described) {
+      const reply = decodeReply(msg.data, subject, requestId, log);
+      if (!reply.ok) return reply;
+      throw new ContractViolationError(subject, 'a page without its description');
+    }
+    const page = DownloadPage.safeParse(parseJson(described));
+    if (!page.success) throw new ContractViolationError(subject, 'a page description that breaks its contract');
+    return { ok: true, page: page.data, body: msg.data };
+  } catch (err) {
+    return { ok: false, error: (err instanceof AppError ? err : new AppError('internal_error')).toBody() };
   }
-  if (isReplyMessage<T>(reply)) return reply;
-  log?.error({ subject, request_id: requestId }, 'undecodable reply');
-  throw new ContractViolationError(subject, 'undecodable reply');
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 /**

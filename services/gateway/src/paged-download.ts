@@ -1,22 +1,18 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, DownloadPage, type ReplyMessage } from '@loyalty/contracts';
-import { callService, withSpan, type NatsConnection } from '@loyalty/runtime';
-import type { z } from 'zod';
+import { callPage, withSpan, type NatsConnection } from '@loyalty/runtime';
 import { sendFailure } from './envelope.ts';
-
-type Page = z.output<typeof DownloadPage>;
 
 /**
  * A paged download (`pagedDownload` in the contract): the owning service writes the file page by
- * page (each at most 512 KB, base64 in one NATS reply) and says where the next page starts
- * (`next`, a cursor only it reads). The first page's failure is the answer (the failure
- * envelope); after it the pages are streamed as they come. The next page is asked for while the
- * one before is written, and the one after that only once the client has taken it (the stream's
- * backpressure), so the gateway holds at most two pages whatever the file's size, and a client
- * that stops reading stops the service's reads too. A page that fails mid-way ends the body
- * without its last chunk: the client sees an incomplete transfer, never a short file that looks
- * whole.
+ * page (each at most 512 KB, the bytes as they are in one NATS reply, described in a header) and
+ * says where the next page starts (`next`, a cursor only it reads). The first page's failure is
+ * the answer (the failure envelope); after it the pages are streamed as they come. The next page
+ * is asked for while the one before is written, and the one after that only once the client has
+ * taken it (the stream's backpressure), so the gateway holds at most two pages whatever the
+ * file's size, and a client that stops reading stops the service's reads too. A page that fails
+ * mid-way ends the body without its last chunk: the client sees an incomplete transfer, never a
+ * short file that looks whole.
  */
 export async function streamPages(
   deps: { nc: NatsConnection; timeoutMs: number },
@@ -26,37 +22,32 @@ export async function streamPages(
   reply: FastifyReply,
 ): Promise<FastifyReply> {
   const data = typeof message.data === 'object' && message.data !== null ? message.data : {};
-  const page = async (cursor: string | null): Promise<ReplyMessage<Page>> => {
-    const answer = await withSpan(req.span, () =>
-      callService(deps.nc, subject, { ...message, data: { ...data, cursor } }, req.id, deps.timeoutMs),
+  const page = (cursor: string | null) =>
+    withSpan(req.span, () =>
+      callPage(deps.nc, subject, { ...message, data: { ...data, cursor } }, req.id, deps.timeoutMs),
     );
-    if (!answer.ok) return answer;
-    const parsed = DownloadPage.safeParse(answer.data);
-    return parsed.success
-      ? { ok: true, data: parsed.data }
-      : { ok: false, error: new AppError('internal_error').toBody() };
-  };
   const first = await page(null);
   if (!first.ok) return sendFailure(reply, first.error);
-  const head = first.data;
+  const { page: head, body: headBody } = first;
   reply
     .code(200)
     .header('content-type', head.content_type)
     .header('content-disposition', `attachment; filename="${head.filename}"`);
-  if (head.next === null) return reply.send(Buffer.from(head.data, 'base64'));
+  const bytes = (body: Uint8Array) => Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  if (head.next === null) return reply.send(bytes(headBody));
   async function* pages(): AsyncGenerator<Buffer> {
-    let current = head;
+    let current = { page: head, body: headBody };
     for (;;) {
-      const cursor = current.next;
+      const cursor = current.page.next;
       // Asked for now, while this page is written; awaited only after the client took this one.
       const coming = cursor === null ? undefined : page(cursor);
       // A client gone before it is awaited leaves it unobserved: no unhandled rejection.
       coming?.catch(() => undefined);
-      yield Buffer.from(current.data, 'base64');
+      yield bytes(current.body);
       if (!coming) return;
       const next = await coming;
       if (!next.ok) throw new Error(`paged download ${subject}: ${next.error.code}: ${next.error.message}`);
-      current = next.data;
+      current = next;
     }
   }
   // Not object mode, a high-water mark of one byte: a page is read only once the last one was

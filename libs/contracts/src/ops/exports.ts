@@ -124,15 +124,17 @@ export const exportAdminOperations = defineOperations({
 
 /**
  * One page of a paged download over NATS: the operation's input plus `cursor` (null for the first
- * page, then the `next` of the page before). A page is at most {@link DOWNLOAD_PAGE_BYTES} of the
- * file, base64, so it fits one NATS reply; `next` null ends the file.
+ * page, then the `next` of the page before). The reply's payload is the page's bytes as they are
+ * (at most {@link DOWNLOAD_PAGE_BYTES}, so it fits one NATS message), described by this object as
+ * JSON in the {@link DOWNLOAD_PAGE_HEADER} header; `next` null ends the file. A failure is an
+ * ordinary reply message (JSON, no such header).
  */
 export const DownloadPage = z.object({
   content_type: z.string(),
   filename: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/),
-  data: z.string().describe('base64'),
   rows: z.number().int().min(0),
   next: z.string().max(2000).nullable(),
 });
+export const DOWNLOAD_PAGE_HEADER = 'Loyalty-Download-Page';
 export const DownloadCursor = z.object({ cursor: z.string().max(2000).nullable() });
 export const DOWNLOAD_PAGE_BYTES = 512 * 1024;
