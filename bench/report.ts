@@ -274,6 +274,12 @@ export function formatTable(r: BenchReport): string {
         `${t.rounds ? ` (off/on by turn: ${t.rounds.map((r) => `${r.off_rps}/${r.on_rps}`).join(', ')}; load average ${t.load_average[0]} -> ${t.load_average[1]})` : ''}` +
         `${t.services_cpu_us ? `; the services' CPU per request off/on: ${t.services_cpu_us.off ?? '-'}/${t.services_cpu_us.on ?? '-'} µs` : ''}; ${t.exports.requests} exports, ${Math.round(t.exports.bytes / 1024)} KB`,
     );
+    if (t.cpu_us_by_process)
+      out.push(
+        `  by process, µs per request off/on: ${Object.entries(t.cpu_us_by_process)
+          .map(([p, c]) => `${p} ${c.off ?? '-'}/${c.on ?? '-'}`)
+          .join(', ')}`,
+      );
   } else if (r.tracing) out.push(`tracing: skipped (${r.tracing.skipped})`);
   if (r.tier_recompute && 'members_per_second' in r.tier_recompute) {
     const t = r.tier_recompute;

@@ -249,6 +249,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
               next: httpScenario('points_earn', fixture, 'full', api, opts.connections).next,
             }),
           plainPids: () => system.pids(),
+          settlePlain: (maxSeconds) => system.settle(maxSeconds),
           rounds: opts.tracingRounds,
           sampling: opts.tracingSampling,
           database: opts.database,
