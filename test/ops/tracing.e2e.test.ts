@@ -212,6 +212,7 @@ describe('tracing across every hop', () => {
       return {
         http: find('gateway', /^POST \/api\/v1\/loyalty\/points\/earn$/),
         request: find('gateway', /^nats request .*\.ledger\.points\.earn$/),
+        claim: find('gateway', /^redis SET$/),
         handler: find('ledger', /^handle points\.earn$/),
         sql: find('ledger', /^pg /),
         publish,
@@ -225,6 +226,7 @@ describe('tracing across every hop', () => {
     const w = wanted();
     const http = must(w.http, 'gateway request');
     const request = must(w.request, 'NATS request');
+    const claim = must(w.claim, 'Idempotency-Key claim');
     const handler = must(w.handler, 'ledger handler');
     const sql = must(w.sql, 'SQL');
     const publish = must(w.publish, 'outbox publish');
@@ -242,6 +244,9 @@ describe('tracing across every hop', () => {
     expect(earn.traceparent).toBe(`00-${callerTrace}-${http.spanId}-01`);
     expect(request.parentSpanId).toBe(http.spanId);
     expect(request.kind).toBe(3); // CLIENT
+    // The gateway hands its request's span to each call by hand (it keeps no async context).
+    expect(claim.parentSpanId).toBe(http.spanId);
+    expect(claim.kind).toBe(3);
     expect(handler.parentSpanId).toBe(request.spanId);
     expect(handler.kind).toBe(2);
     expect(ancestors(sql)).toContain(handler.spanId);

@@ -118,6 +118,8 @@ export {
   failSpan,
   flushTraces,
   inSpan,
+  childSpan,
+  inChildSpan,
   linkTo,
   samplingRatio,
   SpanKind,

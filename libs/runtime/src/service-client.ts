@@ -1,5 +1,15 @@
 import { headers as natsHeaders, type Msg, type NatsConnection } from 'nats';
-import { inSpan, recordingSpan, SpanKind, TRACEPARENT, traceparentOf, tracingOn } from './tracing.ts';
+import {
+  inChildSpan,
+  inSpan,
+  recordingSpan,
+  SpanKind,
+  TRACEPARENT,
+  traceparentOf,
+  traceparentOfSpan,
+  tracingOn,
+  type Span,
+} from './tracing.ts';
 import type { z } from 'zod';
 import {
   AppError,
@@ -38,18 +48,22 @@ export class ContractViolationError extends AppError {
   }
 }
 
-/** Send one request (traced inside a traced operation); the reply as it came, or ServiceUnavailableError. */
+/**
+ * Send one request (traced inside a traced operation); the reply as it came, or
+ * ServiceUnavailableError. `via`: the caller's span, passed by hand (the gateway's request span:
+ * it enters no async context), instead of the active one.
+ */
 async function send(
   nc: NatsConnection,
   subject: string,
   message: { meta: unknown; data: unknown },
   requestId: string,
   timeoutMs: number,
+  via?: Span,
 ): Promise<Msg> {
   const h = natsHeaders();
   h.set(REQUEST_ID_HEADER, requestId);
-  const once = async (): Promise<Msg> => {
-    const traceparent = traceparentOf();
+  const once = async (traceparent: string | undefined): Promise<Msg> => {
     if (traceparent) h.set(TRACEPARENT, traceparent);
     try {
       return await nc.request(subject, jsonCodec.encode(message), { timeout: timeoutMs, headers: h });
@@ -57,14 +71,15 @@ async function send(
       throw new ServiceUnavailableError(subject);
     }
   };
+  const name = `nats request ${subject}`;
+  const opts = {
+    kind: SpanKind.CLIENT,
+    attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
+  };
+  // A trace the sampler left out is passed on as such (the owner's sampler follows its parent).
+  if (via) return inChildSpan(via, name, opts, (span) => once(traceparentOfSpan(span ?? via)));
   // A span only inside a traced operation (a request's own look-ups made outside one are not traced).
-  return tracingOn() && recordingSpan()
-    ? inSpan(
-        `nats request ${subject}`,
-        { kind: SpanKind.CLIENT, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject } },
-        once,
-      )
-    : once();
+  return tracingOn() && recordingSpan() ? inSpan(name, opts, () => once(traceparentOf())) : once(traceparentOf());
 }
 
 /** A reply's payload as a reply message; ContractViolationError (logged) when it is none. */
@@ -92,8 +107,9 @@ async function request<T>(
   requestId: string,
   timeoutMs: number,
   log: Logger | undefined,
+  via?: Span,
 ): Promise<ReplyMessage<T>> {
-  const msg = await send(nc, subject, message, requestId, timeoutMs);
+  const msg = await send(nc, subject, message, requestId, timeoutMs, via);
   return decodeReply<T>(msg.data, subject, requestId, log);
 }
 
@@ -109,9 +125,10 @@ export async function callPage(
   requestId: string,
   timeoutMs: number,
   log?: Logger,
+  via?: Span,
 ): Promise<{ ok: true; page: z.output<typeof DownloadPage>; body: Uint8Array } | { ok: false; error: ErrorBody }> {
   try {
-    const msg = await send(nc, subject, message, requestId, timeoutMs);
+    const msg = await send(nc, subject, message, requestId, timeoutMs, via);
     const described = msg.headers?.get(DOWNLOAD_PAGE_HEADER);
     if (!described) {
       const reply = decodeReply(msg.data, subject, requestId, log);
@@ -156,6 +173,7 @@ function isReplyMessage<T>(v: unknown): v is ReplyMessage<T> {
  * Send one request/reply message and return the decoded reply (the gateway forwards it as it is).
  * A timeout or "no responders" becomes a `service_unavailable` failure reply, an undecodable
  * reply an `internal_error` one (logged with the subject), never an exception the caller must map.
+ * `via`: the caller's span, passed by hand (the gateway's request span) rather than the active one.
  */
 export async function callService<T = unknown>(
   nc: NatsConnection,
@@ -164,9 +182,10 @@ export async function callService<T = unknown>(
   requestId: string,
   timeoutMs: number,
   log?: Logger,
+  via?: Span,
 ): Promise<ReplyMessage<T>> {
   try {
-    return await request<T>(nc, subject, message, requestId, timeoutMs, log);
+    return await request<T>(nc, subject, message, requestId, timeoutMs, log, via);
   } catch (err) {
     return { ok: false, error: (err instanceof AppError ? err : new AppError('internal_error')).toBody() };
   }

@@ -32,6 +32,7 @@ export type { Context, Span };
 
 let tracer: Tracer | undefined;
 let provider: BasicTracerProvider | undefined;
+let asyncContext = false;
 
 export const TRACEPARENT = 'traceparent';
 
@@ -50,6 +51,14 @@ export function tracingOn(): boolean {
 export async function startTracing(
   service: string,
   env: Record<string, string | undefined> = process.env,
+  opts: {
+    /**
+     * Whether the process keeps an active span across awaits (an AsyncLocalStorage context
+     * manager). A process that hands its spans to every call by hand (the gateway) needs none, and
+     * on Node 20 an AsyncLocalStorage, once used, puts a hook on every promise of the process.
+     */
+    asyncContext?: boolean;
+  } = {},
 ): Promise<{ enabled: boolean; stop(): Promise<void> }> {
   const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
   const url = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || (base ? `${base.replace(/\/+$/, '')}/v1/traces` : '');
@@ -74,10 +83,14 @@ export async function startTracing(
       sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) }),
       spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url }), { scheduledDelayMillis: 1_000 })],
     });
-    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
     propagation.setGlobalPropagator(new W3CTraceContextPropagator());
     trace.setGlobalTracerProvider(provider);
     tracer = provider.getTracer('loyalty');
+  }
+  // Several services in one process (tests): one of them asking for it is enough.
+  if (opts.asyncContext !== false && !asyncContext) {
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    asyncContext = true;
   }
   return { enabled: true, stop: flushTraces };
 }
@@ -165,6 +178,43 @@ export function startSpan(name: string, opts: SpanOptions): Span | undefined {
     { kind: opts.kind, attributes: opts.attributes, links: opts.links },
     opts.parent ?? context.active(),
   );
+}
+
+/**
+ * A span made a child of `parent` by hand, no context entered: for a process that passes its spans
+ * explicitly (the gateway hands each call its request's span) and so never installs an async
+ * context. Undefined when tracing is off, there is no parent, or its trace is not sampled.
+ */
+export function childSpan(
+  parent: Span | undefined,
+  name: string,
+  opts: Omit<SpanOptions, 'parent'> = {},
+): Span | undefined {
+  if (!tracer || !parent || !sampled(parent)) return undefined;
+  return tracer.startSpan(
+    name,
+    { kind: opts.kind, attributes: opts.attributes, links: opts.links },
+    trace.setSpan(ROOT_CONTEXT, parent),
+  );
+}
+
+/** Run `fn` in a {@link childSpan} of `parent`, ended when `fn` settles (a throw marks it failed); no context entered. */
+export async function inChildSpan<T>(
+  parent: Span | undefined,
+  name: string,
+  opts: Omit<SpanOptions, 'parent'>,
+  fn: (span: Span | undefined) => Promise<T>,
+): Promise<T> {
+  const span = childSpan(parent, name, opts);
+  if (!span) return fn(undefined);
+  try {
+    return await fn(span);
+  } catch (err) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+    throw err;
+  } finally {
+    span.end();
+  }
 }
 
 /** Run `fn` with `span` as the active span (as it is, when tracing is off or there is no span). */

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import { AppError, type Operation } from '@loyalty/contracts';
-import { inSpan, recordingSpan, SpanKind } from '@loyalty/runtime';
+import { inChildSpan, SpanKind, type Span } from '@loyalty/runtime';
 import { header } from './headers.ts';
 
 /** The longest Idempotency-Key accepted (the services' meta schemas take no more). */
@@ -36,17 +36,17 @@ export async function claimIdempotencyKey(
   prefix: string,
   claim: { tenantId: number; key: string; operation: string },
   timeoutMs: number,
+  span?: Span,
 ): Promise<void> {
   const redisKey = `${prefix}idem:${claim.tenantId}:${claim.key}`;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const previous = await Promise.race([
-    recordingSpan()
-      ? inSpan(
-          'redis SET',
-          { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'db.operation.name': 'SET' } },
-          () => redis.set(redisKey, claim.operation, 'PX', IDEMPOTENCY_KEY_TTL_MS, 'NX', 'GET'),
-        )
-      : redis.set(redisKey, claim.operation, 'PX', IDEMPOTENCY_KEY_TTL_MS, 'NX', 'GET'),
+    inChildSpan(
+      span,
+      'redis SET',
+      { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'db.operation.name': 'SET' } },
+      () => redis.set(redisKey, claim.operation, 'PX', IDEMPOTENCY_KEY_TTL_MS, 'NX', 'GET'),
+    ),
     new Promise<never>((_resolve, reject) => {
       timer = setTimeout(() => reject(new Error('redis timeout')), timeoutMs);
     }),

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { callPage, withSpan, type NatsConnection } from '@loyalty/runtime';
+import { callPage, type NatsConnection } from '@loyalty/runtime';
 import { sendFailure } from './envelope.ts';
 
 /**
@@ -23,9 +23,7 @@ export async function streamPages(
 ): Promise<FastifyReply> {
   const data = typeof message.data === 'object' && message.data !== null ? message.data : {};
   const page = (cursor: string | null) =>
-    withSpan(req.span, () =>
-      callPage(deps.nc, subject, { ...message, data: { ...data, cursor } }, req.id, deps.timeoutMs),
-    );
+    callPage(deps.nc, subject, { ...message, data: { ...data, cursor } }, req.id, deps.timeoutMs, undefined, req.span);
   const first = await page(null);
   if (!first.ok) return sendFailure(reply, first.error);
   const { page: head, body: headBody } = first;

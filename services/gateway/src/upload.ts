@@ -75,6 +75,8 @@ export async function streamUpload(
       },
       req.id,
       deps.timeoutMs,
+      undefined,
+      req.span,
     );
   let held: Buffer[] = [];
   let heldBytes = 0;

@@ -16,10 +16,8 @@ import {
   failSpan,
   SpanKind,
   startSpan,
-  traceIds,
   traceparentOfSpan,
   tracingOn,
-  withSpan,
   type Metrics,
   type Span,
 } from '@loyalty/runtime';
@@ -101,11 +99,10 @@ function traceRequest(req: FastifyRequest, reply: FastifyReply): void {
   req.span = span;
   reply.header('traceparent', traceparentOfSpan(span));
   // The request's log lines name a sampled trace (a trace left out is nowhere to look up).
-  if (span.isRecording())
-    withSpan(span, () => {
-      const ids = traceIds();
-      if (ids) req.log = req.log.child(ids);
-    });
+  if (span.isRecording()) {
+    const { traceId, spanId } = span.spanContext();
+    req.log = req.log.child({ trace_id: traceId, span_id: spanId });
+  }
 }
 
 /**

@@ -13,7 +13,7 @@ import {
   type Operation,
   type Subjects,
 } from '@loyalty/contracts';
-import { callService, withSpan, type Metrics, type NatsConnection } from '@loyalty/runtime';
+import { callService, type Metrics, type NatsConnection, type Span } from '@loyalty/runtime';
 import type { Redis } from 'ioredis';
 import type { GatewayConfig } from '../config.ts';
 import { sendFailure, sendReply } from '../envelope.ts';
@@ -86,10 +86,16 @@ function forwarder(deps: RoutesOptions, op: Operation): Forward {
       const upload = { ...op, upload: op.upload };
       return streamUpload(deps2, upload, subject, { meta, data: input.data }, req, reply, successStatus(op));
     }
-    if (beforeSend) await withSpan(req.span, beforeSend);
+    await beforeSend?.();
     const started = performance.now();
-    const message = await withSpan(req.span, () =>
-      callService(nc, subject, { meta, data: input.data }, req.id, config.REQUEST_TIMEOUT_MS),
+    const message = await callService(
+      nc,
+      subject,
+      { meta, data: input.data },
+      req.id,
+      config.REQUEST_TIMEOUT_MS,
+      undefined,
+      req.span,
     );
     deps.metrics?.observeNatsClient(
       owner,
@@ -115,8 +121,14 @@ async function streamDownload(
 ): Promise<FastifyReply> {
   const data = typeof message.data === 'object' && message.data !== null ? message.data : {};
   const part = async (n: number) => {
-    const answer = await withSpan(req.span, () =>
-      callService(nc, subject, { ...message, data: { ...data, part: n } }, req.id, config.REQUEST_TIMEOUT_MS),
+    const answer = await callService(
+      nc,
+      subject,
+      { ...message, data: { ...data, part: n } },
+      req.id,
+      config.REQUEST_TIMEOUT_MS,
+      undefined,
+      req.span,
     );
     if (!answer.ok) return answer;
     const parsed = JobResultPart.safeParse(answer.data);
@@ -149,16 +161,18 @@ async function streamDownload(
 function idempotencyClaim(
   { config, redis }: RoutesOptions,
   op: Operation,
-  tenantId: number,
-  key: string | undefined,
+  meta: { tenant_id: number; idempotency_key?: string },
+  span: Span | undefined,
 ): (() => Promise<void>) | undefined {
+  const key = meta.idempotency_key;
   if (key === undefined) return undefined;
   return () =>
     claimIdempotencyKey(
       redis,
       config.REDIS_KEY_PREFIX,
-      { tenantId, key, operation: op.operation },
+      { tenantId: meta.tenant_id, key, operation: op.operation },
       config.REQUEST_TIMEOUT_MS,
+      span,
     );
 }
 
@@ -173,7 +187,7 @@ function apiRoutes(app: FastifyInstance, deps: RoutesOptions): void {
       preValidation: app.authenticate(op),
       handler: async (req, reply) => {
         const meta = req.meta;
-        const claim = meta ? idempotencyClaim(deps, op, meta.tenant_id, meta.idempotency_key) : undefined;
+        const claim = meta ? idempotencyClaim(deps, op, meta, req.span) : undefined;
         return forward(req, reply, meta, claim);
       },
     });
@@ -192,7 +206,7 @@ function staffRoutes(app: FastifyInstance, deps: RoutesOptions): void {
       handler: async (req, reply) => {
         const meta = req.staffMeta;
         if (!meta) return forward(req, reply, { request_id: req.id });
-        return forward(req, reply, meta, idempotencyClaim(deps, op, meta.tenant_id, meta.idempotency_key));
+        return forward(req, reply, meta, idempotencyClaim(deps, op, meta, req.span));
       },
     });
   }
