@@ -233,6 +233,14 @@ describe('balances import', () => {
       [card],
     );
     expect(rowsOk[0]).toEqual({ n: 300, balance_after: 300, metadata: 300, warn_at: 300, keys: 300 });
+    // The card's report counts the imported balances as issued, and the members they belong to as
+    // no more active than before (the programme moved in; they did nothing).
+    const report = await fetch(`${sys.url}/api/v1/loyalty/cards/${card}/report?granularity=day`, {
+      headers: headers(),
+    });
+    const figures = (await report.json()) as { data: { totals: { issued: number; active_members: number } } };
+    expect(report.status, JSON.stringify(figures)).toBe(200);
+    expect(figures.data.totals).toMatchObject({ issued: total, active_members: 0 });
   }, 120_000);
 });
 

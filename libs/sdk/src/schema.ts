@@ -2174,7 +2174,7 @@ export interface components {
         point_value: number | null;
       };
       periods: {
-        /** @description members with at least one transaction on the card */
+        /** @description members with at least one transaction on the card (an imported balance is not one) */
         active_members: number;
         /** @description staff adjustments and other movements (signed) */
         adjusted: number;
@@ -2202,7 +2202,7 @@ export interface components {
         reward_id: number;
       }[];
       totals: {
-        /** @description members with at least one transaction on the card */
+        /** @description members with at least one transaction on the card (an imported balance is not one) */
         active_members: number;
         /** @description staff adjustments and other movements (signed) */
         adjusted: number;

@@ -56,7 +56,7 @@ async function fromJournal(cardId: number, from: string, to: string, trunc: stri
             coalesce(-sum(j.amount) FILTER (WHERE j.event IN ('points_expired', 'cashback_expired')), 0)::text AS expired,
             coalesce(-sum(j.amount) FILTER (WHERE j.event IN ('points_refunded', 'cashback_refunded')), 0)::text AS refunded,
             coalesce(sum(j.amount) FILTER (WHERE j.event = 'staff_adjustment'), 0)::text AS adjusted,
-            count(DISTINCT j.member_id)::text AS active
+            count(DISTINCT j.member_id) FILTER (WHERE NOT (j.event = 'staff_adjustment' AND j.metadata ? 'import'))::text AS active
        FROM ledger.journal j JOIN ledger.cards c ON c.id = j.card_id
       WHERE j.card_id = $1 AND (j.created_at AT TIME ZONE c.time_zone)::date BETWEEN $2 AND $3
       GROUP BY 1`,
@@ -265,7 +265,8 @@ describe('programme report', () => {
             );
           const { rows } = await sys.db.query<{ n: string }>(
             `SELECT count(DISTINCT j.member_id)::text AS n FROM ledger.journal j JOIN ledger.cards c ON c.id = j.card_id
-              WHERE j.card_id = $1 AND (j.created_at AT TIME ZONE c.time_zone)::date BETWEEN $2 AND $3`,
+              WHERE j.card_id = $1 AND (j.created_at AT TIME ZONE c.time_zone)::date BETWEEN $2 AND $3
+                AND NOT (j.event = 'staff_adjustment' AND j.metadata ? 'import')`,
             [card, from, to],
           );
           expect(report.totals.active_members, `${when} ${from}..${to} ${g}`).toBe(Number(rows[0]!.n));

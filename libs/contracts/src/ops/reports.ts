@@ -27,7 +27,10 @@ export const ReportFigures = z.object({
   expired: Amount,
   refunded: Amount.describe('taken back by refunds of purchases'),
   adjusted: Amount.describe('staff adjustments and other movements (signed)'),
-  active_members: z.number().int().describe('members with at least one transaction on the card'),
+  active_members: z
+    .number()
+    .int()
+    .describe('members with at least one transaction on the card (an imported balance is not one)'),
 });
 
 export const ProgrammeReport = z

@@ -3,6 +3,7 @@ import type { reportOperations } from '@loyalty/contracts';
 import type { Clock, Pool } from '@loyalty/runtime';
 import { decimalNumber, fromCents, parseDecimal } from '../domain/money.ts';
 import { findCard } from '../store/cards.ts';
+import { activeDelta } from './rollups.ts';
 
 type ReportOp = (typeof reportOperations)['cards.report'];
 type Report = OperationOutput<ReportOp>;
@@ -164,7 +165,7 @@ async function readActive(
          UNION ALL
          SELECT d.start, count(DISTINCT d.member_id) FROM (
            SELECT date_trunc($2, day::timestamp)::date AS start, day, member_id FROM ledger.report_deltas
-            WHERE card_id = $1 AND day BETWEEN $4 AND $5) d
+            WHERE card_id = $1 AND day BETWEEN $4 AND $5 AND ${activeDelta()}) d
           WHERE d.start = ANY($3::date[]) AND NOT EXISTS (${known})
           GROUP BY d.start) x
        GROUP BY start`,
@@ -222,7 +223,7 @@ async function membersBetween(pool: Pool, cardId: number, parts: { lo: string[];
       `SELECT r.k, count(DISTINCT d.member_id)::text AS n
          FROM unnest($2::date[], $3::date[]) WITH ORDINALITY AS r (lo, hi, k)
          JOIN ledger.report_deltas d ON d.card_id = $1 AND d.day BETWEEN r.lo AND r.hi
-        WHERE NOT EXISTS (
+        WHERE ${activeDelta('d')} AND NOT EXISTS (
           SELECT 1 FROM ledger.report_active_years a
            WHERE a.card_id = $1 AND a.member_id = d.member_id AND a.year = ANY($4::int[])
              AND bit_count(a.days & ($5::bit(366)[])[r.k::int][a.year - $6 + 1]) > 0)

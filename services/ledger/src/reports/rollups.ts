@@ -39,6 +39,13 @@ const ACTIVE_ROLLUPS = `
          ON CONFLICT (card_id, year, member_id) DO UPDATE SET days = y.days | excluded.days)`;
 const FOLD_BATCH = 50_000;
 
+/**
+ * The deltas that make a member active on their day: every event but an imported balance (the
+ * programme moving in, not something the member did; a migration would otherwise count every
+ * member it brings as active on the day it ran). SQL over the `event` of deltas named `alias`.
+ */
+export const activeDelta = (alias?: string) => `${alias ? `${alias}.` : ''}event <> 'balance_imported'`;
+
 /** Fold up to `batch` deltas; how many were folded (0 when another replica holds the fold). */
 export async function foldDeltas(pool: Pool, batch = FOLD_BATCH): Promise<number> {
   return withTransaction(pool, async (db) => {
@@ -62,7 +69,7 @@ export async function foldDeltas(pool: Pool, batch = FOLD_BATCH): Promise<number
                entries = r.entries + excluded.entries),
        active AS (
          INSERT INTO ledger.report_active (card_id, day, member_id)
-         SELECT DISTINCT card_id, day, member_id FROM gone ORDER BY 1, 2, 3
+         SELECT DISTINCT card_id, day, member_id FROM gone WHERE ${activeDelta()} ORDER BY 1, 2, 3
          ON CONFLICT DO NOTHING
          RETURNING card_id, day, member_id),
        ${ACTIVE_ROLLUPS}
@@ -135,7 +142,8 @@ export async function rebuildCard(pool: Pool, cardId: number): Promise<void> {
       `WITH active AS (
          INSERT INTO ledger.report_active (card_id, day, member_id)
          SELECT DISTINCT j.card_id, (j.created_at AT TIME ZONE c.time_zone)::date, j.member_id
-           FROM ledger.journal j JOIN ledger.cards c ON c.id = j.card_id WHERE j.card_id = $1
+           FROM ledger.journal j JOIN ledger.cards c ON c.id = j.card_id
+          WHERE j.card_id = $1 AND ledger.report_event(j.event, j.metadata) <> 'balance_imported'
          RETURNING card_id, day, member_id),
        ${ACTIVE_ROLLUPS}
        SELECT 1`,
