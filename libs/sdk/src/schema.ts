@@ -5589,7 +5589,7 @@ export interface operations {
               | {
                   card_id: number;
                   email?: string;
-                  /** @description also evaluate draft (and paused) rules of the card */
+                  /** @description also evaluate draft (and paused) rules of the card; needs the programme_manage scope (else 403 insufficient_scope) */
                   include_drafts?: boolean;
                   /** @description the purchase lines; their total must equal purchase_amount to the cent (422 line_items_mismatch) */
                   line_items?: components['schemas']['LineItem'][];
@@ -5605,7 +5605,7 @@ export interface operations {
                   /** @description at least 0.01, at most two decimals, at most 1000000000 */
                   purchase_amount: number;
                   reference?: string;
-                  /** @description also evaluate these rules of the card, whatever their status */
+                  /** @description also evaluate these rules of the card, whatever their status; needs the programme_manage scope (else 403 insufficient_scope) */
                   rule_ids?: number[];
                   /** @description labels of the purchase (e.g. online, store:12) that rules can require */
                   tags?: string[];
@@ -15261,7 +15261,7 @@ export interface operations {
               | {
                   card_id: number;
                   email?: string;
-                  /** @description also evaluate draft (and paused) rules of the card */
+                  /** @description also evaluate draft (and paused) rules of the card; needs the programme_manage scope (else 403 insufficient_scope) */
                   include_drafts?: boolean;
                   /** @description the purchase lines; their total must equal purchase_amount to the cent (422 line_items_mismatch) */
                   line_items?: components['schemas']['LineItem'][];
@@ -15277,7 +15277,7 @@ export interface operations {
                   /** @description at least 0.01, at most two decimals, at most 1000000000 */
                   purchase_amount: number;
                   reference?: string;
-                  /** @description also evaluate these rules of the card, whatever their status */
+                  /** @description also evaluate these rules of the card, whatever their status; needs the programme_manage scope (else 403 insufficient_scope) */
                   rule_ids?: number[];
                   /** @description labels of the purchase (e.g. online, store:12) that rules can require */
                   tags?: string[];

@@ -444,6 +444,27 @@ describe('simulation', () => {
     });
     expect((await quote({ rule_ids: [draft.id] })).body.data).toMatchObject({ points: 15 });
     expect((await quote({ rule_ids: [999_999] })).status).toBe(404);
+    // An app of the tenant that may quote but not manage the programme sees active rules only.
+    const { app } = await sys.admin<{ app: { app_id: string; api_key: string } }>(
+      'POST',
+      `/admin/v1/tenants/${tenantId}/apps`,
+      { name: 'till', scopes: ['points_read', 'points_write', 'card_read'] },
+    );
+    const till = apiClient(sys.url, { appId: app.app_id, apiKey: app.api_key });
+    const tillQuote = (extra: Body) =>
+      till('POST', `${PTS}/quote`, {
+        body: { operation: 'earn', card_id: card, email: email('till'), purchase_amount: 10, ...extra },
+      });
+    expect((await tillQuote({})).body.data).toMatchObject({ points: 10 });
+    for (const extra of [{ include_drafts: true }, { rule_ids: [draft.id] }]) {
+      const refused = await tillQuote(extra);
+      expect(refused.status, JSON.stringify(refused.body)).toBe(403);
+      expect(refused.body.error).toMatchObject({
+        code: 'insufficient_scope',
+        required_scope: 'programme_manage',
+      });
+      expect(JSON.stringify(refused.body)).not.toContain('draft x2');
+    }
     // Nothing was earned by quoting.
     expect((await earn(card, { email: email('after'), purchase_amount: 10 })).data).toMatchObject({
       points_earned: 10,

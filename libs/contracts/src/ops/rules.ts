@@ -52,13 +52,20 @@ export const earnRuleFields = { line_items: LineItems.optional(), tags: Tags.opt
 
 /** The simulation switches of a quote. */
 export const simulationFields = {
-  include_drafts: z.boolean().optional().describe('also evaluate draft (and paused) rules of the card'),
+  include_drafts: z
+    .boolean()
+    .optional()
+    .describe(
+      'also evaluate draft (and paused) rules of the card; needs the programme_manage scope (else 403 insufficient_scope)',
+    ),
   rule_ids: z
     .array(Id)
     .min(1)
     .max(100)
     .optional()
-    .describe('also evaluate these rules of the card, whatever their status'),
+    .describe(
+      'also evaluate these rules of the card, whatever their status; needs the programme_manage scope (else 403 insufficient_scope)',
+    ),
 };
 
 /** A rule that gave something in an earn (only rules beyond the base earn). */

@@ -68,6 +68,24 @@ interface Quote extends Outcome {
 /** A business rule that would refuse the operation: the quote reports it instead of failing. */
 const refusal = (code: Warning['code'], message: string): Warning => ({ code, message });
 
+/** Who asks for a quote: an app's meta, with the scopes its credentials hold. */
+type QuoteMeta = LedgerMeta & { scopes: readonly string[] };
+
+/**
+ * Drafts, paused rules and rules named by id are the programme's work not yet (or no longer) live:
+ * only an app that manages the programme may simulate them (`include_drafts`, `rule_ids`), as only
+ * it may read them. Any quote scope still quotes what the card's active rules do.
+ */
+function mayInspectRules(d: { operation: string; include_drafts?: boolean; rule_ids?: number[] }, meta: QuoteMeta) {
+  if (d.operation !== 'earn' || (d.include_drafts !== true && d.rule_ids === undefined)) return;
+  if (meta.scopes.includes('programme_manage')) return;
+  throw new AppError(
+    'insufficient_scope',
+    'Simulating draft or named rules (include_drafts, rule_ids) needs the programme_manage scope.',
+    { required_scope: 'programme_manage' },
+  );
+}
+
 /** What a refund refuses before its figures: a quote answers them as warnings. */
 const REFUND_REFUSALS: ReadonlySet<string> = new Set(['line_items_mismatch', 'refund_reference_mismatch']);
 
@@ -95,7 +113,8 @@ export class Quotes {
     private readonly books: Accounting,
   ) {}
 
-  async points(d: z.output<typeof PointsQuoteBody>, meta: LedgerMeta) {
+  async points(d: z.output<typeof PointsQuoteBody>, meta: QuoteMeta) {
+    mayInspectRules(d, meta);
     const card = await cardOfKind(this.deps.cards, meta.tenant_id, d.card_id, 'points');
     const q = await this.quote(card, meta, d, pointsUnit, (r: { reward_id: number }) =>
       this.rewardRedemption(card, meta, r.reward_id),
@@ -113,7 +132,8 @@ export class Quotes {
     };
   }
 
-  async cashback(d: z.output<typeof CashbackQuoteBody>, meta: LedgerMeta) {
+  async cashback(d: z.output<typeof CashbackQuoteBody>, meta: QuoteMeta) {
+    mayInspectRules(d, meta);
     const card = await cardOfKind(this.deps.cards, meta.tenant_id, d.card_id, 'cashback');
     const q = await this.quote(card, meta, d, cashbackUnit, async (r: { amount: number }) => ({
       amount: toCents(r.amount),
