@@ -61,7 +61,7 @@ export interface Operation<
    * everything `staff` may). Absent on a staff table entry: a sign-in operation without a token.
    */
   staffRole?: StaffRole;
-  /** Mutating POSTs accept an Idempotency-Key header. */
+  /** The operation reads an Idempotency-Key header (those that create something or move value); others ignore it. */
   idempotent: boolean;
   summary: string;
   tag: string;
