@@ -418,6 +418,121 @@ describe('history import', () => {
   }, 60_000);
 });
 
+describe('impossible dates', () => {
+  type Listed = { line: number; column: string; reason: string }[];
+  const listed = (checked: Record<string, unknown>) =>
+    (checked.validate_job as { errors: Listed }).errors.map((e) => [e.line, e.column, e.reason]);
+  const FEB_29 = 'has day 29 of February 2099, which has 28 days';
+  const FAR = 'must be an ISO 8601 date (2024-03-01) or time (2024-03-01T10:00:00Z); years run from 0001 to 9999';
+
+  it('are errors of their lines in every kind (a day the month lacks, year 0000, beyond 9999, not a date)', async () => {
+    const members = await runFile(
+      'kind=members',
+      [
+        'external_id,name,joined_at',
+        `z-${run}-1,Feb30,2022-02-30`,
+        `z-${run}-2,Apr31,2021-04-31T10:00:00Z`,
+        `z-${run}-3,Year0,0000-01-01`,
+        `z-${run}-4,Junk,2024-03-01junk`,
+        `z-${run}-5,Offset,2021-04-02T10:00:00+02:00`,
+        `z-${run}-6,Day,2024-02-29`,
+        '',
+      ].join('\n'),
+      'text/csv',
+      [
+        [2, 'joined_at'],
+        [3, 'joined_at'],
+        [4, 'joined_at'],
+        [5, 'joined_at'],
+      ],
+    );
+    expect(listed(members)).toEqual([
+      [2, 'joined_at', 'has day 30 of February 2022, which has 28 days'],
+      [3, 'joined_at', 'has day 31 of April 2021, which has 30 days'],
+      [4, 'joined_at', 'has year 0000: years run from 0001 to 9999'],
+      [5, 'joined_at', 'must be an ISO 8601 date (2024-03-01) or time (2024-03-01T10:00:00Z)'],
+    ]);
+    expect(members.counts).toMatchObject({ lines: 6, invalid: 4, valid: 2 });
+
+    const card = await pointsCard(sys, creds.tenantId);
+    const balance = (i: number, extra: Record<string, unknown>) =>
+      JSON.stringify({ external_id: `zb-${run}-${i}`, member_external_id: `m-${run}-1`, points: 5, ...extra });
+    const balances = await runFile(
+      `kind=balances&card_id=${card}`,
+      [
+        balance(1, { earned_at: '2022-02-30' }),
+        balance(2, { available_at: '2021-04-31T10:00:00Z' }),
+        balance(3, { expires_at: '+275760-09-13T00:00:00Z' }),
+        balance(4, { expires_at: '2099-02-29' }),
+        balance(5, { earned_at: '2024-02-29T23:30:00-01:00', expires_at: '2099-02-28' }),
+      ].join('\n'),
+      'application/x-ndjson',
+      [
+        [1, 'earned_at'],
+        [2, 'available_at'],
+        [3, 'expires_at'],
+        [4, 'expires_at'],
+      ],
+    );
+    expect(listed(balances)).toEqual([
+      [1, 'earned_at', 'has day 30 of February 2022, which has 28 days'],
+      [2, 'available_at', 'has day 31 of April 2021, which has 30 days'],
+      [3, 'expires_at', FAR],
+      [4, 'expires_at', FEB_29],
+    ]);
+
+    await sys.admin('PUT', `/admin/v1/tenants/${creds.tenantId}/cards/${card}/tiers`, {
+      tiers: [
+        { name: 'Bronze', rank: 0, entry_threshold: 0, retain_threshold: 0 },
+        { name: 'Gold', rank: 1, entry_threshold: 500, retain_threshold: 400 },
+      ],
+      window: 'calendar_year',
+    });
+    const tiers = await runFile(
+      `kind=tiers&card_id=${card}`,
+      ['member_external_id,tier,valid_until', `m-${run}-1,Gold,2099-02-29`, `m-${run}-2,Gold,10000-01-01`].join('\n'),
+      'text/csv',
+      [
+        [2, 'valid_until'],
+        [3, 'valid_until'],
+      ],
+    );
+    expect(listed(tiers)).toEqual([
+      [2, 'valid_until', FEB_29],
+      [3, 'valid_until', FAR],
+    ]);
+
+    const history = await runFile(
+      `kind=history&card_id=${card}`,
+      [
+        JSON.stringify({
+          external_id: `zh-${run}-1`,
+          member_external_id: `m-${run}-1`,
+          type: 'earned',
+          points: 5,
+          occurred_at: '0000-01-01T00:00:00Z',
+        }),
+        JSON.stringify({
+          external_id: `zh-${run}-2`,
+          member_external_id: `m-${run}-1`,
+          type: 'earned',
+          points: 5,
+          occurred_at: '2023-11-31',
+        }),
+      ].join('\n'),
+      'application/x-ndjson',
+      [
+        [1, 'occurred_at'],
+        [2, 'occurred_at'],
+      ],
+    );
+    expect(listed(history)).toEqual([
+      [1, 'occurred_at', 'has year 0000: years run from 0001 to 9999'],
+      [2, 'occurred_at', 'has day 31 of November 2023, which has 30 days'],
+    ]);
+  });
+});
+
 describe('bad uploads', () => {
   it('refuse a wrong content type (415), an unknown kind (422), an unknown card (404), a missing card (400), too large (413)', async () => {
     const json = await upload('kind=members', '{}', 'application/json');

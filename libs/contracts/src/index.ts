@@ -129,6 +129,7 @@ export {
   type ExportEntity,
 } from './ops/exports.ts';
 export { ProgrammeReport, reportAdminOperations, reportOperations } from './ops/reports.ts';
+export { ISO_TIME_FORM, parseIsoTime, readIsoTime } from './time.ts';
 export {
   EarnTier,
   ManualTierInput,

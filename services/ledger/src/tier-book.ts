@@ -1,4 +1,4 @@
-import { AppError, type AdminMeta, type Meta, type ServiceMeta, type StaffMeta } from '@loyalty/contracts';
+import { AppError, readIsoTime, type AdminMeta, type Meta, type ServiceMeta, type StaffMeta } from '@loyalty/contracts';
 import {
   auditActor,
   recordAudit,
@@ -197,10 +197,13 @@ export class TierBook {
     const step = ladder.steps.find((s) => s.name.toLowerCase() === d.tier.toLowerCase());
     if (!step) throw new AppError('tier_not_found', `The card has no tier named ${JSON.stringify(d.tier)}.`);
     const now = this.deps.clock.now();
-    const until = new Date(d.valid_until);
-    if (Number.isNaN(until.getTime()) || until.getTime() <= now.getTime()) {
+    const read = readIsoTime(d.valid_until);
+    const until = 'at' in read ? read.at : undefined;
+    if (!until || until.getTime() <= now.getTime()) {
       throw new AppError('invalid_tiers', 'valid_until must be a timestamp in the future.', {
-        fields: [{ field: 'valid_until', message: 'must be an ISO timestamp in the future' }],
+        fields: [
+          { field: 'valid_until', message: 'at' in read ? 'must be an ISO timestamp in the future' : read.problem },
+        ],
       });
     }
     const today = periodKey('day', now, card.time_zone);

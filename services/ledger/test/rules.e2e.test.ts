@@ -100,11 +100,42 @@ describe('managing rules', () => {
       ['conditions.active_until'],
     );
     await bad({ kind: 'fixed', points: 5, conditions: { days_of_week: [] } }, ['conditions.days_of_week']);
+    // Times the calendar does not have: JavaScript would move 2026-02-30 to March 2 and read years 0 and 275760.
+    for (const at of ['2026-02-30T00:00:00Z', '0000-01-01T00:00:00Z', '+275760-09-13T00:00:00Z', '2026-05-01junk'])
+      await bad({ kind: 'fixed', points: 5, conditions: { active_from: at } }, ['conditions.active_from']);
+    await bad({ kind: 'fixed', points: 5, conditions: { active_until: '2026-04-31T00:00:00Z' } }, [
+      'conditions.active_until',
+    ]);
+    const feb30 = await api('POST', rulesOf(card), {
+      body: { name: 'a', kind: 'fixed', points: 5, conditions: { active_from: '2026-02-30T00:00:00Z' } },
+    });
+    expect(feb30.body.error!.fields).toEqual([
+      { field: 'conditions.active_from', message: 'has day 30 of February 2026, which has 28 days' },
+    ]);
     await bad({ kind: 'fixed', points: 5, conditions: { first_purchase: true, every_nth: 3 } }, [
       'conditions.every_nth',
     ]);
     const list = await api('GET', rulesOf(card));
     expect(list.body.data).toMatchObject({ total: 0, rules: [], time_zone: 'UTC' });
+    // A change is checked the same way, and stores nothing.
+    const kept = await rule(card, {
+      name: 'kept',
+      kind: 'fixed',
+      points: 5,
+      conditions: { active_from: '2026-02-28T00:00:00+01:00' },
+    });
+    const patched = await api('PATCH', `${rulesOf(card)}/${kept}`, {
+      body: { conditions: { active_from: '2026-02-29T00:00:00Z', active_until: '2026-03-10T00:00:00Z' } },
+    });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(422);
+    expect(patched.body.error!.fields).toEqual([
+      { field: 'conditions.active_from', message: 'has day 29 of February 2026, which has 28 days' },
+    ]);
+    expect((await api('GET', `${rulesOf(card)}/${kept}`)).body.data!.rule).toMatchObject({
+      version: 1,
+      conditions: { active_from: '2026-02-28T00:00:00+01:00' },
+    });
+    await api('DELETE', `${rulesOf(card)}/${kept}`);
     const tz = await sys
       .admin('POST', `/admin/v1/tenants/${tenantId}/cards/${card}`, { time_zone: 'Mars/Olympus' })
       .catch((e: Error) => e.message);

@@ -499,6 +499,20 @@ describe('the staff API', () => {
     expect(unknown.body.error).toMatchObject({ code: 'tier_not_found' });
     const past = await staff('PUT', path, { token: boss, body: { ...body, valid_until: '2001-01-01T00:00:00Z' } });
     expect(past.status).toBe(422);
+    for (const [at, message] of [
+      ['2099-02-30T00:00:00Z', 'has day 30 of February 2099, which has 28 days'],
+      [
+        '+275760-09-13T00:00:00Z',
+        'must be an ISO 8601 date (2024-03-01) or time (2024-03-01T10:00:00Z); years run from 0001 to 9999',
+      ],
+    ]) {
+      const impossible = await staff('PUT', path, { token: boss, body: { ...body, valid_until: at } });
+      expect(impossible.status, at).toBe(422);
+      expect(impossible.body.error).toMatchObject({
+        code: 'invalid_tiers',
+        fields: [{ field: 'valid_until', message }],
+      });
+    }
     const { rows } = await sys.db.query<{ actor: string }>(
       `SELECT payload -> 'data' -> 'actor' ->> 'email' AS actor FROM ledger.outbox
         WHERE subject LIKE '%audit_recorded' AND payload -> 'data' ->> 'action' = 'tier.set'

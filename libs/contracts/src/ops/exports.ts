@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { IdParam, Text } from '../common.ts';
 import { AppError } from '../errors.ts';
+import { parseIsoTime } from '../time.ts';
 import type { ServiceName } from '../subjects.ts';
 import { Job } from './jobs.ts';
 import { defineOperations } from './types.ts';
@@ -34,15 +35,9 @@ export function exportOwner(params: unknown): ServiceName {
   throw new AppError('unknown_export', undefined, { entities: EXPORT_ENTITIES });
 }
 
-const TIME =
-  /^(\d{4})-(\d{2})-(\d{2})(?:T([01]\d|2[0-3]):([0-5]\d)(?::([0-5]\d)(?:\.\d{1,6})?)?(Z|[+-](?:[01]\d|2[0-3]):[0-5]\d))?$/;
-
 /** Whether `v` is a real calendar date (YYYY-MM-DD) or an ISO 8601 instant with its offset. */
 export function isExportTime(v: string): boolean {
-  const m = TIME.exec(v);
-  if (!m) return false;
-  const day = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
-  return day.toISOString().slice(0, 10) === `${m[1]}-${m[2]}-${m[3]}` && !Number.isNaN(Date.parse(v));
+  return parseIsoTime(v, { offset: true }) !== undefined;
 }
 
 const ExportTime = Text.max(40).refine(isExportTime, {

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { AUDIT_ANCHOR_TOKEN, AuditActor, StaffRole } from '../audit.ts';
 import { Email, Id, IdParam, Money, Pagination, Phone, Text, Timestamp, countParam, pageQuery } from '../common.ts';
+import { parseIsoTime } from '../time.ts';
 import { ClaimRequestRecord, ClaimStatus } from './claims.ts';
 import { CreateQuery, ImportParams, ImportRecord, importKindOwner, importOwner, importUpload } from './imports.ts';
 import { Job } from './jobs.ts';
@@ -169,7 +170,7 @@ const AnchorQuery = z.object({
 });
 
 /** A day (`2026-03-14`) or an instant (ISO 8601) in a query. */
-const DateOrTime = Text.refine((v) => !Number.isNaN(Date.parse(v)) && /^\d{4}-\d{2}-\d{2}/.test(v), {
+const DateOrTime = Text.max(64).refine((v) => parseIsoTime(v) !== undefined, {
   message: 'must be a date (YYYY-MM-DD) or an ISO 8601 timestamp',
 });
 const MemberParams = z.object({ member_id: IdParam });

@@ -1,4 +1,4 @@
-import { Email, Phone } from '@loyalty/contracts';
+import { Email, Phone, readIsoTime } from '@loyalty/contracts';
 import type { ImportKindSpec, Pool, RowProblem } from '@loyalty/runtime';
 
 /**
@@ -51,10 +51,10 @@ function parseMember(fields: Map<string, string>, now: Date): MemberRow | { colu
   }
   let joinedAt = now;
   if (get('joined_at') !== '') {
-    const t = new Date(get('joined_at'));
-    if (Number.isNaN(t.getTime()) || !/^\d{4}-\d{2}-\d{2}/.test(get('joined_at')) || t > now)
-      problems.push({ column: 'joined_at', reason: 'must be an ISO 8601 date or time, not in the future' });
-    else joinedAt = t;
+    const t = readIsoTime(get('joined_at'));
+    if (!('at' in t)) problems.push({ column: 'joined_at', reason: t.problem });
+    else if (t.at > now) problems.push({ column: 'joined_at', reason: 'must not be in the future' });
+    else joinedAt = t.at;
   }
   const consent = get('accepts_emails').toLowerCase();
   if (!TRUE.has(consent) && !FALSE.has(consent))

@@ -70,14 +70,11 @@ function parseBalance(fields: Map<string, string>, now: Date): BalanceRow | Prob
       });
     else cents = Math.round(Number(get('amount')) * 100);
   } else problems.push({ column: 'points', reason: 'points (points card) or amount (cashback card) is required' });
-  const earnedAt = get('earned_at') === '' ? now : time(get('earned_at'));
-  if (!earnedAt || earnedAt > now)
-    problems.push({ column: 'earned_at', reason: 'must be an ISO 8601 date or time, not in the future' });
-  const availableAt = get('available_at') === '' ? (earnedAt ?? now) : time(get('available_at'));
-  if (!availableAt) problems.push({ column: 'available_at', reason: 'must be an ISO 8601 date or time' });
-  const expiresAt = get('expires_at') === '' ? null : time(get('expires_at'));
-  if (expiresAt === undefined) problems.push({ column: 'expires_at', reason: 'must be an ISO 8601 date or time' });
-  else if (expiresAt && expiresAt <= now)
+  const earnedAt = time(get, 'earned_at', problems, now);
+  if (earnedAt && earnedAt > now) problems.push({ column: 'earned_at', reason: 'must not be in the future' });
+  const availableAt = time(get, 'available_at', problems, earnedAt ?? now);
+  const expiresAt = time(get, 'expires_at', problems, null);
+  if (expiresAt && expiresAt <= now)
     problems.push({ column: 'expires_at', reason: 'is in the past: this balance has expired' });
   else if (expiresAt && availableAt && expiresAt <= availableAt)
     problems.push({ column: 'expires_at', reason: 'must be after available_at' });

@@ -80,9 +80,8 @@ function parseHistory(fields: Map<string, string>, now: Date): HistoryRow | Prob
       column: points !== null ? 'points' : 'amount',
       reason: sign > 0 ? `must be positive for ${type}` : `must be negative for ${type}`,
     });
-  const occurredAt = time(get('occurred_at'));
-  if (!occurredAt || occurredAt > now)
-    problems.push({ column: 'occurred_at', reason: 'is required: an ISO 8601 date or time, not in the future' });
+  const occurredAt = time(get, 'occurred_at', problems);
+  if (occurredAt && occurredAt > now) problems.push({ column: 'occurred_at', reason: 'must not be in the future' });
   if (problems.length > 0 || !occurredAt) return problems;
   return { external_id: externalId, ...member, event: `imported_${type}`, points, cents, occurred_at: occurredAt };
 }

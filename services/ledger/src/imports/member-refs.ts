@@ -1,4 +1,4 @@
-import { importInternalOperations, type ServiceMeta } from '@loyalty/contracts';
+import { importInternalOperations, ISO_TIME_FORM, readIsoTime, type ServiceMeta } from '@loyalty/contracts';
 import type { Queryable, RowProblem, ServiceClient } from '@loyalty/runtime';
 import type { z } from 'zod';
 
@@ -17,11 +17,25 @@ export type Problem = { column: string; reason: string };
 
 const LOOKUP_BATCH = 5000;
 
-/** An ISO 8601 date or time, or undefined. */
-export function time(v: string): Date | undefined {
-  if (!/^\d{4}-\d{2}-\d{2}/.test(v)) return undefined;
-  const t = new Date(v);
-  return Number.isNaN(t.getTime()) ? undefined : t;
+/**
+ * A line's time in `column`: an ISO 8601 date or time the calendar has (`readIsoTime`); `fallback`
+ * when empty (none given: the column is required). Undefined, with the problem added, when it is not one.
+ */
+export function time(
+  get: (k: string) => string,
+  column: string,
+  problems: Problem[],
+  fallback?: Date | null,
+): Date | null | undefined {
+  const v = get(column);
+  if (v === '') {
+    if (fallback === undefined) problems.push({ column, reason: `is required: ${ISO_TIME_FORM}` });
+    return fallback;
+  }
+  const read = readIsoTime(v);
+  if ('at' in read) return read.at;
+  problems.push({ column, reason: read.problem });
+  return undefined;
 }
 
 /** A field's trimmed value ('' when absent), and the unknown columns of the line as problems. */

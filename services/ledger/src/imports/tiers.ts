@@ -38,9 +38,8 @@ function parseTier(fields: Map<string, string>, now: Date): TierRow | Problem[] 
   const tier = get('tier');
   if (tier === '' || tier.length > 100)
     problems.push({ column: 'tier', reason: 'is required: a tier name of the card' });
-  const until = time(get('valid_until'));
-  if (!until) problems.push({ column: 'valid_until', reason: 'is required: an ISO 8601 date or time' });
-  else if (until <= now) problems.push({ column: 'valid_until', reason: 'must be in the future' });
+  const until = time(get, 'valid_until', problems);
+  if (until && until <= now) problems.push({ column: 'valid_until', reason: 'must be in the future' });
   if (problems.length > 0 || !until) return problems;
   return { ...member, tier, rank: null, valid_until: until };
 }

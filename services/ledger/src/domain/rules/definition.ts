@@ -1,3 +1,4 @@
+import { readIsoTime } from '@loyalty/contracts';
 import { decimal, toCents } from '../money.ts';
 import { minuteOfDay, PERIODS, WEEKDAYS } from './local-time.ts';
 import {
@@ -78,12 +79,16 @@ function checkLists(out: RuleProblem[], c: RuleConditions): void {
 }
 
 function checkTimes(out: RuleProblem[], c: RuleConditions): void {
-  const from = c.active_from === undefined ? undefined : Date.parse(c.active_from);
-  const until = c.active_until === undefined ? undefined : Date.parse(c.active_until);
-  if (from !== undefined && Number.isNaN(from))
-    out.push({ field: 'conditions.active_from', message: 'must be an ISO timestamp with an offset' });
-  if (until !== undefined && Number.isNaN(until))
-    out.push({ field: 'conditions.active_until', message: 'must be an ISO timestamp with an offset' });
+  const instant = (field: 'active_from' | 'active_until'): number | undefined => {
+    const v = c[field];
+    if (v === undefined) return undefined;
+    const read = readIsoTime(v);
+    if ('at' in read) return read.at.getTime();
+    out.push({ field: `conditions.${field}`, message: read.problem });
+    return Number.NaN;
+  };
+  const from = instant('active_from');
+  const until = instant('active_until');
   if (from !== undefined && until !== undefined && until <= from)
     out.push({ field: 'conditions.active_until', message: 'must be after active_from' });
   const w = c.time_of_day;
