@@ -533,6 +533,30 @@ describe('impossible dates', () => {
   });
 });
 
+describe('unknown columns', () => {
+  it('are an error of the lines that give them a value, in every kind', async () => {
+    const members = await runFile(
+      'kind=members',
+      `external_id,name,bogus\nu-${run}-1,A,\nu-${run}-2,B,val\nu-${run}-3,C,  \n`,
+      'text/csv',
+      [[3, 'bogus']],
+    );
+    expect(members.counts).toMatchObject({ lines: 3, valid: 2, invalid: 1 });
+    const empty = await runFile('kind=members', `external_id,name,bogus\nu-${run}-1,A,\n`, 'text/csv');
+    expect(empty.counts).toMatchObject({ lines: 1, applied: 1 });
+    const card = await pointsCard(sys, creds.tenantId);
+    const line = (i: number, bogus: unknown) =>
+      JSON.stringify({ external_id: `ub-${run}-${i}`, member_external_id: `u-${run}-1`, points: 5, bogus });
+    const balances = await runFile(
+      `kind=balances&card_id=${card}`,
+      [line(1, ''), line(2, 'x'), line(3, null)].join('\n'),
+      'application/x-ndjson',
+      [[2, 'bogus']],
+    );
+    expect(balances.counts).toMatchObject({ lines: 3, valid: 2, invalid: 1 });
+  });
+});
+
 describe('bad uploads', () => {
   it('refuse a wrong content type (415), an unknown kind (422), an unknown card (404), a missing card (400), too large (413)', async () => {
     const json = await upload('kind=members', '{}', 'application/json');

@@ -24,8 +24,9 @@ export const MEMBER_COLUMNS = ['external_id', 'name', 'email', 'phone', 'joined_
 function parseMember(fields: Map<string, string>, now: Date): MemberRow | { column: string; reason: string }[] {
   const problems: { column: string; reason: string }[] = [];
   const get = (k: string) => (fields.get(k) ?? '').trim();
-  for (const k of fields.keys())
-    if (!MEMBER_COLUMNS.includes(k))
+  // An unknown column is an error of the lines that give it a value (a typo would lose data quietly).
+  for (const [k, v] of fields)
+    if (!MEMBER_COLUMNS.includes(k) && v.trim() !== '')
       problems.push({ column: k, reason: `unknown column (known: ${MEMBER_COLUMNS.join(', ')})` });
   const externalId = get('external_id');
   if (!/^[\x21-\x7e]{1,200}$/.test(externalId))

@@ -5,7 +5,7 @@ import type { z } from 'zod';
 /**
  * What the ledger's import kinds share: a line names its member by `member_external_id` or
  * `member_email` (identity resolves them, in batches, outside any transaction), times are ISO
- * 8601, and an unknown column is an error of the line.
+ * 8601, and an unknown column is an error of a line that gives it a value.
  */
 export interface MemberRef {
   member_external_id: string | null;
@@ -38,10 +38,11 @@ export function time(
   return undefined;
 }
 
-/** A field's trimmed value ('' when absent), and the unknown columns of the line as problems. */
+/** A field's trimmed value ('' when absent), and the unknown columns the line gives a value as problems. */
 export function fieldsOf(fields: Map<string, string>, known: string[], problems: Problem[]): (k: string) => string {
-  for (const k of fields.keys())
-    if (!known.includes(k)) problems.push({ column: k, reason: `unknown column (known: ${known.join(', ')})` });
+  for (const [k, v] of fields)
+    if (!known.includes(k) && v.trim() !== '')
+      problems.push({ column: k, reason: `unknown column (known: ${known.join(', ')})` });
   return (k) => (fields.get(k) ?? '').trim();
 }
 
