@@ -172,8 +172,7 @@ function jsonRecord(text: string, line: number): FileRecord {
   try {
     value = JSON.parse(text);
   } catch (err) {
-    const why = err instanceof Error ? err.message : String(err);
-    return { line, problem: { column: '(line)', reason: `not valid JSON: ${why}` } };
+    return { line, problem: { column: '(line)', reason: notJson(err instanceof Error ? err.message : '') } };
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     return { line, problem: { column: '(line)', reason: 'must be a JSON object' } };
@@ -184,4 +183,16 @@ function jsonRecord(text: string, line: number): FileRecord {
     fields.set(k.toLowerCase(), String(v));
   }
   return { line, fields };
+}
+
+/**
+ * Why a line is not JSON, in words that do not depend on the engine's message (V8's name a token
+ * and quote the line, or give a position, or neither): where reading stopped (character 1 is the
+ * line's first) when the engine says, else that it could not be read.
+ */
+function notJson(message: string): string {
+  if (/unexpected end/i.test(message)) return 'not a JSON object: the line ends inside it (a missing } or ")';
+  const at = /at position (\d+)/.exec(message);
+  if (at) return `not a JSON object: it cannot be read from character ${Number(at[1]) + 1} on`;
+  return 'not a JSON object: it cannot be read (one object per line, names and strings in double quotes)';
 }
