@@ -557,6 +557,49 @@ describe('unknown columns', () => {
   });
 });
 
+describe('the errors of an import', () => {
+  it('are listed and filed in line order (then column) across the steps of a file larger than one', async () => {
+    // 25,000 lines of about 50 bytes: some 1.2 MB, four upload pieces, two validate steps of two pieces.
+    const n = 25_000;
+    const planted = new Map<number, 'name' | 'email' | 'both' | 'dup'>([
+      [2, 'email'],
+      [9, 'name'],
+      [10, 'both'],
+      [11, 'name'],
+      [100, 'email'],
+      [1000, 'dup'],
+      [16_000, 'name'],
+      [16_001, 'dup'],
+      [24_999, 'both'],
+    ]);
+    const lines = ['external_id,name,email'];
+    const expected: [number, string][] = [];
+    for (let i = 1; i <= n; i++) {
+      const kind = planted.get(i);
+      const id = kind === 'dup' ? `o-${run}-1` : `o-${run}-${i}`;
+      const name = kind === 'name' || kind === 'both' ? '' : `Ordered member number ${i}`;
+      const mail = kind === 'email' || kind === 'both' ? 'not-an-email' : '';
+      lines.push(`${id},${name},${mail}`);
+      const line = i + 1;
+      if (kind === 'both') expected.push([line, 'email'], [line, 'name']);
+      else if (kind === 'dup') expected.push([line, 'external_id']);
+      else if (kind) expected.push([line, kind]);
+    }
+    const text = `${lines.join('\n')}\n`;
+    expect(Buffer.byteLength(text)).toBeGreaterThan(2 * 384 * 1024);
+    const checked = await runFile('kind=members', text, 'text/csv', expected);
+    expect(checked.counts).toMatchObject({ lines: n, invalid: planted.size });
+    const file = await get((checked.validate_job as { result_url: string }).result_url);
+    expect(
+      file.text
+        .trim()
+        .split('\n')
+        .slice(1)
+        .map((l) => [Number(l.split(',')[0]), l.split(',')[1]]),
+    ).toEqual(expected);
+  }, 60_000);
+});
+
 describe('bad uploads', () => {
   it('refuse a wrong content type (415), an unknown kind (422), an unknown card (404), a missing card (400), too large (413)', async () => {
     const json = await upload('kind=members', '{}', 'application/json');

@@ -377,8 +377,9 @@ export class Imports {
 
   private async finishValidation(step: Parameters<JobHandler<ValidateCheckpoint>>[0], row: ImportRow) {
     const { rows } = await this.pool.query<{ line: string; column_name: string; reason: string }>(
-      `SELECT line::text, column_name, reason FROM ${this.schema}.import_errors WHERE import_id = $1
-        ORDER BY line, column_name LIMIT $2`,
+      // By the stored line, a number: ordered by the text the select makes of it, line 10 came before line 9.
+      `SELECT e.line::text, e.column_name, e.reason FROM ${this.schema}.import_errors e WHERE e.import_id = $1
+        ORDER BY e.line, e.column_name LIMIT $2`,
       [row.id, FILE_ERRORS],
     );
     const errors: JobError[] = rows.slice(0, LISTED_ERRORS).map((e) => ({
