@@ -221,7 +221,10 @@ export class RuleBook {
     return this.change(tenantId, cardId, ruleId, who, async (db, _card, rule, at) => {
       if (rule.status === 'paused') return undefined;
       if (rule.status !== 'active')
-        throw new AppError('rule_state_conflict', `A ${rule.status} rule cannot be paused.`);
+        throw new AppError(
+          'rule_state_conflict',
+          `${/^[aeiou]/.test(rule.status) ? 'An' : 'A'} ${rule.status} rule cannot be paused.`,
+        );
       await setRuleStatus(db, rule.id, 'paused', at);
       return { action: 'rule.paused', details: {} };
     });

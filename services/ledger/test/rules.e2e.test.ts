@@ -188,8 +188,17 @@ describe('managing rules', () => {
     const ended = await api('DELETE', `${rulesOf(card)}/${id}`);
     expect(ended.body.data).toEqual({ rule_id: id, deleted: false, status: 'ended' });
     expect((await api('POST', `${rulesOf(card)}/${id}/activate`)).status).toBe(409);
+    const pauseEnded = await api('POST', `${rulesOf(card)}/${id}/pause`);
+    expect(pauseEnded.status).toBe(409);
+    expect(pauseEnded.body.error).toMatchObject({
+      code: 'rule_state_conflict',
+      message: 'An ended rule cannot be paused.',
+    });
     const draft = (await api('POST', rulesOf(card), { body: { name: 'd', kind: 'fixed', points: 1 } })).body.data!
       .rule as { id: number };
+    expect((await api('POST', `${rulesOf(card)}/${draft.id}/pause`)).body.error).toMatchObject({
+      message: 'A draft rule cannot be paused.',
+    });
     expect((await api('DELETE', `${rulesOf(card)}/${draft.id}`)).body.data).toMatchObject({ status: 'deleted' });
     expect((await api('GET', `${rulesOf(card)}/${draft.id}`)).status).toBe(404);
     const audit = await sys.db.query<{ action: string }>(
