@@ -2333,12 +2333,6 @@ export interface components {
       /** @description day, week, month, year or lifetime (card time zone) */
       period: string;
     };
-    RuleCapInput: {
-      /** @description points, or currency units on a cashback card */
-      limit: number;
-      /** @description day, week, month, year or lifetime (card time zone) */
-      period: string;
-    };
     RuleConditions: {
       /** @description ISO timestamp with offset; inclusive */
       active_from?: string;
@@ -2403,7 +2397,7 @@ export interface components {
        * @description at most this much per member per period; null: no cap
        * @default null
        */
-      cap: components['schemas']['RuleCapInput'] | null;
+      cap: components['schemas']['RuleCap'] | null;
       /**
        * @description stack (adds), best (best of its group) or exclusive (stops lower rules)
        * @default stack
@@ -2450,7 +2444,7 @@ export interface components {
       /** @description at most this much in all, over every member; null: none */
       budget?: number | null;
       /** @description at most this much per member per period; null: no cap */
-      cap?: components['schemas']['RuleCapInput'] | null;
+      cap?: components['schemas']['RuleCap'] | null;
       /** @description stack (adds), best (best of its group) or exclusive (stops lower rules) */
       combination?: string;
       /** @description replaces the conditions as a whole */

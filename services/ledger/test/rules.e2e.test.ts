@@ -115,6 +115,16 @@ describe('managing rules', () => {
     await bad({ kind: 'fixed', points: 5, conditions: { first_purchase: true, every_nth: 3 } }, [
       'conditions.every_nth',
     ]);
+    // A misspelt condition or cap field is refused, not dropped (dropped, the rule would match more).
+    for (const body of [
+      { kind: 'fixed', points: 5, conditions: { min_amout: 20 } },
+      { kind: 'fixed', points: 5, cap: { limit: 5, period: 'week', perod: 'day' } },
+    ]) {
+      const r = await api('POST', rulesOf(card), { body: { name: 'typo', ...body } });
+      expect(r.status, JSON.stringify(r.body)).toBe(400);
+      expect(r.body.error).toMatchObject({ code: 'validation_error' });
+      expect(JSON.stringify(r.body.error!.fields)).toMatch(/min_amout|perod/);
+    }
     const list = await api('GET', rulesOf(card));
     expect(list.body.data).toMatchObject({ total: 0, rules: [], time_zone: 'UTC' });
     // A change is checked the same way, and stores nothing.

@@ -137,6 +137,8 @@ const Conditions = z
     first_purchase: z.boolean().optional(),
     every_nth: z.number().optional().describe("the member's Nth, 2Nth... purchase on the card"),
   })
+  // A misspelt condition refused, not dropped: dropped, it would widen the campaign without a word.
+  .strict()
   .meta({ id: 'RuleConditions' });
 
 const Cap = z
@@ -144,6 +146,7 @@ const Cap = z
     limit: z.number().describe('points, or currency units on a cashback card'),
     period: Text.describe('day, week, month, year or lifetime (card time zone)'),
   })
+  .strict()
   .meta({ id: 'RuleCap' });
 
 const ruleFields = {
