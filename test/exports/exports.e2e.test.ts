@@ -239,6 +239,20 @@ describe('journal export', () => {
     expect(empty.status).toBe(200);
     expect(empty.text).toBe(`${header!.join(',')}\r\n`);
   });
+
+  it('a `to` of 9999-12-31 counts that day whole: the range ends in the year 10000', async () => {
+    const all = jsonLines((await download('/api/v1/exports/journal')).text);
+    for (const entity of ['journal', 'lots', 'members']) {
+      for (const query of ['to=9999-12-31', 'from=1970-01-01&to=9999-12-31', 'to=9999-12-31T23:59:59-05:00']) {
+        const r = await download(`/api/v1/exports/${entity}?${query}`);
+        expect(r.status, `${entity}?${query}: ${r.text.slice(0, 200)}`).toBe(200);
+        expect(r.headers.get('content-disposition')).toMatch(
+          new RegExp(`^attachment; filename="${entity}-100000101T\\d{6}Z\\.jsonl"$`),
+        );
+        if (entity === 'journal') expect(jsonLines(r.text)).toEqual(all);
+      }
+    }
+  });
 });
 
 describe('members, balances and lots', () => {
@@ -312,6 +326,7 @@ describe('the job form', () => {
       ['journal', `card_id=${points}&from=2031-01-05T00:10:00Z&to=2031-01-20`],
       ['members', 'format=csv&to=2031-01-20'],
       ['balances', 'format=jsonl'],
+      ['lots', 'from=1970-01-01&to=9999-12-31'],
     ] as const) {
       const r = await fetch(`${sys.url}/api/v1/exports/${entity}?${query}`, { method: 'POST', headers: headers() });
       const body = (await r.json()) as {

@@ -373,8 +373,11 @@ export class Exports {
   }
 
   private filename(req: ExportRequest): string {
+    // A range ending after 9999 (to=9999-12-31 ends at 10000-01-01) is written with its expanded
+    // year's sign and zeros ("+010000-..."): the stamp keeps only the year's digits.
     const stamp = req.to
       .toISOString()
+      .replace(/^\+0*(?=\d{5})/, '')
       .replace(/[-:]/g, '')
       .replace(/\.\d+Z$/, 'Z');
     const card = req.cardId === null ? '' : `-card-${req.cardId}`;
