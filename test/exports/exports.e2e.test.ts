@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { callPage } from '@loyalty/runtime';
@@ -238,6 +239,32 @@ describe('journal export', () => {
     const empty = await download('/api/v1/exports/journal?from=2030-01-01&to=2030-01-01&format=csv');
     expect(empty.status).toBe(200);
     expect(empty.text).toBe(`${header!.join(',')}\r\n`);
+  });
+
+  it('a file of one page, or an empty one, is chunked as well, without Content-Length', async () => {
+    /** The answer's headers as they came on the wire (node:http, no client reading them for us). */
+    const rawGet = (path: string) =>
+      new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>((resolve, reject) => {
+        http
+          .get(`${sys.url}${path}`, { headers: headers() }, (res) => {
+            let body = '';
+            res.setEncoding('utf8');
+            res.on('data', (d: string) => (body += d));
+            res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+          })
+          .on('error', reject);
+      });
+    for (const query of [`card_id=${cashback}`, `card_id=${cashback}&format=csv`, 'from=2030-01-01&to=2030-01-01']) {
+      const r = await rawGet(`/api/v1/exports/journal?${query}`);
+      expect(r.status, r.body).toBe(200);
+      expect(r.headers['transfer-encoding'], query).toBe('chunked');
+      expect(r.headers['content-length'], query).toBeUndefined();
+      expect(r.body).toBe((await download(`/api/v1/exports/journal?${query}`)).text);
+    }
+    const members = await rawGet('/api/v1/exports/members');
+    expect(members.headers['transfer-encoding']).toBe('chunked');
+    expect(members.headers['content-length']).toBeUndefined();
+    expect(jsonLines(members.body).length).toBeGreaterThan(0);
   });
 
   it('a `to` of 9999-12-31 counts that day whole: the range ends in the year 10000', async () => {

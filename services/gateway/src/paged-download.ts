@@ -12,7 +12,8 @@ import { sendFailure } from './envelope.ts';
  * taken it (the stream's backpressure), so the gateway holds at most two pages whatever the
  * file's size, and a client that stops reading stops the service's reads too. A page that fails
  * mid-way ends the body without its last chunk: the client sees an incomplete transfer, never a
- * short file that looks whole.
+ * short file that looks whole. The answer is always chunked, without Content-Length, even when the
+ * file is one page.
  */
 export async function streamPages(
   deps: { nc: NatsConnection; timeoutMs: number },
@@ -32,7 +33,11 @@ export async function streamPages(
     .header('content-type', head.content_type)
     .header('content-disposition', `attachment; filename="${head.filename}"`);
   const bytes = (body: Uint8Array) => Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  if (head.next === null) return reply.send(bytes(headBody));
+  // A file of one page is streamed too (a Buffer would be sent with a Content-Length), and the
+  // framing is said outright: Node frames a body that never wrote a byte (an empty file) with
+  // Content-Length: 0. So the answer is chunked whatever its size, as documented (HTTP/1.0 has no
+  // chunks: its body ends with the connection, as Node does by itself).
+  if (req.raw.httpVersion !== '1.0') reply.header('transfer-encoding', 'chunked');
   async function* pages(): AsyncGenerator<Buffer> {
     let current = { page: head, body: headBody };
     for (;;) {
