@@ -267,6 +267,40 @@ describe('journal export', () => {
     expect(jsonLines(members.body).length).toBeGreaterThan(0);
   });
 
+  it('the reference’s examples are the files an export writes: CSV with its header, JSON Lines with its keys', async () => {
+    const csv = await download('/api/v1/exports/journal?format=csv');
+    const header = csv.text.slice(0, csv.text.indexOf('\r\n'));
+    const jsonl = await download('/api/v1/exports/journal');
+    const keys = Object.keys(jsonLines(jsonl.text)[0]!);
+    const path = '/api/v1/exports/{entity}';
+    for (const [url, auth] of [
+      ['/openapi.json', {}],
+      ['/staff/openapi.json', {}],
+      ['/admin/openapi.json', { Authorization: `Bearer ${OPERATOR_TOKEN}` }],
+    ] as const) {
+      const r = await fetch(`${sys.url}${url}`, { headers: auth });
+      expect(r.status, url).toBe(200);
+      const doc = (await r.json()) as {
+        paths: Record<
+          string,
+          { get?: { responses: Record<string, { content: Record<string, { example: string }> }> } }
+        >;
+      };
+      const [, op] = Object.entries(doc.paths).find(([p]) => p.endsWith('/exports/{entity}') && p !== path) ?? [];
+      const content = (url === '/openapi.json' ? doc.paths[path] : op)!.get!.responses['200']!.content;
+      const csvExample = content['text/csv; charset=utf-8']!.example;
+      const [exampleHeader, ...rows] = csvRows(csvExample);
+      expect(exampleHeader!.join(','), url).toBe(header);
+      expect(rows.length).toBeGreaterThan(0);
+      for (const row of rows) expect(row.length).toBe(exampleHeader!.length);
+      const lines = jsonLines(content['application/x-ndjson']!.example);
+      expect(lines.length).toBeGreaterThan(0);
+      for (const line of lines) expect(Object.keys(line)).toEqual(keys);
+      // The same rows in both formats.
+      expect(rows.map((v) => fromCsv(exampleHeader!, v))).toEqual(lines);
+    }
+  });
+
   it('a `to` of 9999-12-31 counts that day whole: the range ends in the year 10000', async () => {
     const all = jsonLines((await download('/api/v1/exports/journal')).text);
     for (const entity of ['journal', 'lots', 'members']) {

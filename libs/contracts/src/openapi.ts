@@ -434,7 +434,10 @@ function successResponse(op: Operation, audience: Audience, schemas: SchemaColle
       content: Object.fromEntries(
         op.pagedDownload.contentTypes.map((t) => [
           t,
-          { schema: { type: 'string' }, ...(op.example ? { example: op.example.response } : {}) },
+          {
+            schema: { type: 'string' },
+            ...(op.example ? { example: op.example.byContentType?.[t] ?? op.example.response } : {}),
+          },
         ]),
       ),
     };

@@ -6577,8 +6577,9 @@ export interface operations {
            */
           'application/x-ndjson': string;
           /**
-           * @example {"id":1041,"card_id":2,"member_id":17,"event":"staff_added_points","amount":120,"balance_after":860,"purchase_amount":12.00,"reference":"till-4-0012","reward_id":null,"metadata":null,"created_at":"2026-11-25T10:00:00.123456Z"}
-           *     {"id":1042,"card_id":2,"member_id":17,"event":"reward_claimed","amount":-100,"balance_after":760,"purchase_amount":null,"reference":null,"reward_id":5,"metadata":null,"created_at":"2026-11-25T10:04:10.500000Z"}
+           * @example id,card_id,member_id,event,amount,balance_after,purchase_amount,reference,reward_id,metadata,created_at
+           *     1041,2,17,staff_added_points,120,860,12.00,till-4-0012,,,2026-11-25T10:00:00.123456Z
+           *     1042,2,17,reward_claimed,-100,760,,,5,,2026-11-25T10:04:10.500000Z
            */
           'text/csv; charset=utf-8': string;
         };

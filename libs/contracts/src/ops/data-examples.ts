@@ -1,3 +1,4 @@
+import { exportContentTypes } from './exports.ts';
 import type { OperationExample } from './types.ts';
 
 /** Examples of the data-in-and-out operations: programme reports, imports, exports. */
@@ -91,6 +92,19 @@ const report: OperationExample = {
   },
 };
 
+/** A journal export, in each of its formats (the same two rows). */
+const journalFile = {
+  response:
+    '{"id":1041,"card_id":2,"member_id":17,"event":"staff_added_points","amount":120,"balance_after":860,"purchase_amount":12.00,"reference":"till-4-0012","reward_id":null,"metadata":null,"created_at":"2026-11-25T10:00:00.123456Z"}\n' +
+    '{"id":1042,"card_id":2,"member_id":17,"event":"reward_claimed","amount":-100,"balance_after":760,"purchase_amount":null,"reference":null,"reward_id":5,"metadata":null,"created_at":"2026-11-25T10:04:10.500000Z"}\n',
+  byContentType: {
+    [exportContentTypes.csv]:
+      'id,card_id,member_id,event,amount,balance_after,purchase_amount,reference,reward_id,metadata,created_at\r\n' +
+      '1041,2,17,staff_added_points,120,860,12.00,till-4-0012,,,2026-11-25T10:00:00.123456Z\r\n' +
+      '1042,2,17,reward_claimed,-100,760,,,5,,2026-11-25T10:04:10.500000Z\r\n',
+  },
+};
+
 export const dataOperationExamples: Record<string, OperationExample> = {
   'cards.report': report,
   'staff.cards.report': report,
@@ -138,21 +152,9 @@ export const dataOperationExamples: Record<string, OperationExample> = {
     response: { ...executing, validate_job: { ...validateJob, errors: [], result_url: undefined } },
   },
   'staff.imports.errors': { response: 'line,column,reason\n102,email,is not a valid email address\n' },
-  'exports.download': {
-    response:
-      '{"id":1041,"card_id":2,"member_id":17,"event":"staff_added_points","amount":120,"balance_after":860,"purchase_amount":12.00,"reference":"till-4-0012","reward_id":null,"metadata":null,"created_at":"2026-11-25T10:00:00.123456Z"}\n' +
-      '{"id":1042,"card_id":2,"member_id":17,"event":"reward_claimed","amount":-100,"balance_after":760,"purchase_amount":null,"reference":null,"reward_id":5,"metadata":null,"created_at":"2026-11-25T10:04:10.500000Z"}\n',
-  },
-  'admin.exports.download': {
-    response:
-      '{"id":1041,"card_id":2,"member_id":17,"event":"staff_added_points","amount":120,"balance_after":860,"purchase_amount":12.00,"reference":"till-4-0012","reward_id":null,"metadata":null,"created_at":"2026-11-25T10:00:00.123456Z"}\n' +
-      '{"id":1042,"card_id":2,"member_id":17,"event":"reward_claimed","amount":-100,"balance_after":760,"purchase_amount":null,"reference":null,"reward_id":5,"metadata":null,"created_at":"2026-11-25T10:04:10.500000Z"}\n',
-  },
-  'staff.exports.download': {
-    response:
-      '{"id":1041,"card_id":2,"member_id":17,"event":"staff_added_points","amount":120,"balance_after":860,"purchase_amount":12.00,"reference":"till-4-0012","reward_id":null,"metadata":null,"created_at":"2026-11-25T10:00:00.123456Z"}\n' +
-      '{"id":1042,"card_id":2,"member_id":17,"event":"reward_claimed","amount":-100,"balance_after":760,"purchase_amount":null,"reference":null,"reward_id":5,"metadata":null,"created_at":"2026-11-25T10:04:10.500000Z"}\n',
-  },
+  'exports.download': journalFile,
+  'admin.exports.download': journalFile,
+  'staff.exports.download': journalFile,
   'exports.create': {
     response: {
       job: {

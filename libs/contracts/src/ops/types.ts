@@ -83,6 +83,8 @@ export interface OperationExample {
   request?: unknown;
   response: unknown;
   message?: string;
+  /** A paged download's file in another of its content types than the first (`response` is the first's). */
+  byContentType?: Record<string, string>;
 }
 
 /** An operation one service offers other services over NATS (not an HTTP route). */
