@@ -166,3 +166,39 @@ describe('edge answers in the OpenAPI documents', () => {
     expectOperationAnswer(docs.merchant!, 'GET', '/api/v1/loyalty/points/balance', 431, r.body);
   });
 });
+
+describe('bodies that are not JSON', () => {
+  it.each(['text/plain', 'text/plain; charset=utf-8', 'application/xml', 'application/x-www-form-urlencoded'])(
+    'a JSON route given %s: 415 unsupported_media_type as documented, on each API',
+    async (type) => {
+      for (const [name, method, path, url, auth] of [
+        ['merchant', 'POST', '/api/v1/loyalty/points/earn', '/api/v1/loyalty/points/earn', {}],
+        ['merchant', 'POST', '/api/v1/loyalty/cards/{card_id}/rules', '/api/v1/loyalty/cards/2/rules', {}],
+        ['merchant', 'PATCH', '/api/v1/loyalty/cards/{card_id}/rules/{rule_id}', '/api/v1/loyalty/cards/2/rules/1', {}],
+        ['merchant', 'PUT', '/api/v1/loyalty/cards/{card_id}/tiers', '/api/v1/loyalty/cards/2/tiers', {}],
+        ['staff', 'POST', '/staff/v1/auth/request-code', '/staff/v1/auth/request-code', {}],
+        ['operator', 'POST', '/admin/v1/tenants', '/admin/v1/tenants', { authorization: `Bearer ${OPERATOR_TOKEN}` }],
+      ] as const) {
+        const res = await fetch(`${gateway.url}${url}`, {
+          method,
+          headers: { 'content-type': type, ...auth },
+          body: '{"name":"ct"}',
+        });
+        const body = (await res.json()) as { success: boolean; error: { code: string } };
+        expect([res.status, body.error?.code], `${method} ${url}`).toEqual([415, 'unsupported_media_type']);
+        expect(res.headers.get('x-request-id')).toBeTruthy();
+        expectOperationAnswer(docs[name]!, method, path, 415, body);
+      }
+    },
+  );
+
+  it('the one-click unsubscribe still reads a text/plain body (RFC 8058): the token decides', async () => {
+    const res = await fetch(`${gateway.url}/api/v1/unsubscribe?token=not-a-token`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'List-Unsubscribe=One-Click',
+    });
+    const body = (await res.json()) as { error: { code: string } };
+    expect(body.error.code).toBe('invalid_unsubscribe_token');
+  });
+});

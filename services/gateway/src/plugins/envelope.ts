@@ -107,9 +107,13 @@ function traceRequest(req: FastifyRequest, reply: FastifyReply): void {
 
 /**
  * An empty body on a POST is an empty object, not a parse error. A body nesting deeper than any
- * operation needs is refused here, before validation or logging walk it recursively.
+ * operation needs is refused here, before validation or logging walk it recursively. JSON is the
+ * only body the routes read: Fastify's own text/plain parser is removed, so text/plain is refused
+ * as any other type is (415 unsupported_media_type) instead of reaching validation as a string.
+ * Routes that take another type add their own parser (uploads, the unsubscribe link).
  */
 function addJsonParser(app: FastifyInstance): void {
+  app.removeContentTypeParser('text/plain');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = String(body);
     if (text.trim() === '') return done(null, {});
