@@ -46,6 +46,7 @@ beforeAll(async () => {
 afterAll(async () => gateway?.stop());
 
 const ajv = new Ajv2020({ strict: false, allErrors: true });
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** Asserts that `body` is what `doc`'s shared response `name` describes. */
 function expectShared(doc: Doc, name: keyof typeof edgeResponses, body: unknown): void {
@@ -66,8 +67,8 @@ function expectOperationAnswer(doc: Doc, method: string, path: string, status: n
   expect(validate(body), `${method} ${path} ${status}: ${JSON.stringify(validate.errors)}`).toBe(true);
 }
 
-/** One raw HTTP/1.1 request (headers the fetch API would refuse to send); status line and body. */
-function rawRequest(text: string): Promise<{ status: number; body: unknown }> {
+/** One raw HTTP/1.1 request (headers the fetch API would refuse to send); status line, headers (lower-cased names) and body. */
+function rawRequest(text: string): Promise<{ status: number; headers: Record<string, string>; body: unknown }> {
   const { port } = new URL(gateway.url);
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(port), '127.0.0.1');
@@ -76,7 +77,13 @@ function rawRequest(text: string): Promise<{ status: number; body: unknown }> {
     socket.on('error', reject);
     socket.on('close', () => {
       const [head = '', body = ''] = data.split('\r\n\r\n');
-      resolve({ status: Number(head.split(' ')[1]), body: JSON.parse(body) });
+      const headers = Object.fromEntries(
+        head
+          .split('\r\n')
+          .slice(1)
+          .map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+      );
+      resolve({ status: Number(head.split(' ')[1]), headers, body: JSON.parse(body) });
     });
     socket.write(text);
   });
@@ -111,6 +118,7 @@ describe('edge answers in the OpenAPI documents', () => {
       const res = await fetch(`${gateway.url}${path}`, { method });
       const body = await res.json();
       expect(res.status, path).toBe(414);
+      expect(res.headers.get('x-request-id'), path).toMatch(UUID);
       expectShared(docs[name]!, 'UriTooLong', body);
       // The operation's own entry for 414 (the contract check the e2e tests apply to every answer).
       expect(() => checkResponse(method, path, 414, body)).not.toThrow();
@@ -162,8 +170,35 @@ describe('edge answers in the OpenAPI documents', () => {
       `GET /api/v1/loyalty/points/balance HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(40_000)}\r\nConnection: close\r\n\r\n`,
     );
     expect(r.status).toBe(431);
+    expect(r.headers['x-request-id']).toMatch(UUID);
     for (const doc of Object.values(docs)) expectShared(doc, 'HeadersTooLarge', r.body);
     expectOperationAnswer(docs.merchant!, 'GET', '/api/v1/loyalty/points/balance', 431, r.body);
+  });
+});
+
+describe('requests the HTTP parser refuses', () => {
+  it.each([
+    ['Content-Length: -1'],
+    ['Content-Length: abc'],
+    ['Content-Length: 2\r\nTransfer-Encoding: chunked'],
+    ['Content-Length: 2\r\nContent-Length: 3'],
+  ])('%j: 400 malformed_request with an X-Request-Id of its own', async (framing) => {
+    const ids = new Set<string>();
+    for (let i = 0; i < 2; i++) {
+      const r = await rawRequest(
+        `POST /api/v1/loyalty/points/earn HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+          `X-Request-Id: client-chosen-id\r\n${framing}\r\nConnection: close\r\n\r\n{}`,
+      );
+      expect(r.status).toBe(400);
+      expect(r.body).toEqual({
+        success: false,
+        error: { code: 'malformed_request', message: 'The HTTP request is malformed.' },
+      });
+      expect(r.headers['cache-control']).toBe('no-store');
+      expect(r.headers['x-request-id']).toMatch(UUID);
+      ids.add(r.headers['x-request-id']!);
+    }
+    expect(ids.size, 'a fresh id each time').toBe(2);
   });
 });
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -185,7 +186,8 @@ function drain(stream: IncomingMessage, limit: number): Promise<void> {
  * over the length limit and a path that does not decode, in the envelope instead of Fastify's own body.
  */
 export function frameworkErrors(err: Error & { code?: string }, req: FastifyRequest, reply: FastifyReply): void {
-  // These answers skip the hooks (onSend's Cache-Control among them).
+  // These answers skip the hooks (onRequest's X-Request-Id and onSend's Cache-Control among them).
+  reply.header('X-Request-Id', req.id);
   if (API_PATH.test(req.url)) reply.header('Cache-Control', 'no-store');
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') sendFailure(reply, new AppError('uri_too_long'));
   else if (err.code === 'FST_ERR_BAD_URL')
@@ -196,6 +198,8 @@ export function frameworkErrors(err: Error & { code?: string }, req: FastifyRequ
 /**
  * Requests Node's HTTP parser refuses (Fastify's `clientErrorHandler`, Node's `clientError`): no
  * route runs, so the envelope is written on the socket by hand, then the connection is closed.
+ * The answer has a fresh `X-Request-Id` like every other (a request the parser refused has no
+ * header anyone can trust to keep).
  */
 export function clientErrorHandler(err: Error & { code?: string }, socket: Socket): void {
   // A reset connection has nobody to answer.
@@ -205,8 +209,8 @@ export function clientErrorHandler(err: Error & { code?: string }, socket: Socke
   const body = JSON.stringify({ success: false, error: { code, message: errorCatalogue[code].message } });
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nX-Request-Id: ${randomUUID()}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy();
