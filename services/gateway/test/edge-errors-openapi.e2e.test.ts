@@ -237,3 +237,61 @@ describe('bodies that are not JSON', () => {
     expect(body.error.code).toBe('invalid_unsubscribe_token');
   });
 });
+
+describe('a body declared over the limit', () => {
+  /** The answer to `text` as soon as it has arrived whole (its Content-Length), and how long it took. */
+  function firstAnswer(text: string): Promise<{ ms: number; status: number; body: unknown; socket: net.Socket }> {
+    const { port } = new URL(gateway.url);
+    const started = Date.now();
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(Number(port), '127.0.0.1');
+      let data = '';
+      socket.on('error', reject);
+      socket.on('data', (d) => {
+        data += d.toString();
+        const end = data.indexOf('\r\n\r\n');
+        const length = Number(/\r\ncontent-length: (\d+)/i.exec(data.slice(0, end))?.[1] ?? NaN);
+        if (end < 0 || data.length < end + 4 + length) return;
+        const status = Number(data.split(' ')[1]);
+        resolve({ ms: Date.now() - started, status, body: JSON.parse(data.slice(end + 4)), socket });
+      });
+      socket.write(text);
+    });
+  }
+
+  it.each(['/api/v1/loyalty/points/earn', '/api/v1/loyalty/cards/2/rules', '/staff/v1/auth/request-code'])(
+    '%s: 413 payload_too_large at once, not after waiting for the body',
+    async (path) => {
+      const r = await firstAnswer(
+        `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n{}`,
+      );
+      r.socket.destroy();
+      expect(r.status).toBe(413);
+      expect(r.body).toMatchObject({ success: false, error: { code: 'payload_too_large' } });
+      expect(r.ms).toBeLessThan(2_000);
+      expectOperationAnswer(
+        docs[path.startsWith('/staff') ? 'staff' : 'merchant']!,
+        'POST',
+        path.replace('/2/', '/{card_id}/'),
+        413,
+        r.body,
+      );
+    },
+  );
+
+  it('the connection goes on once the declared body has been read after the answer', async () => {
+    const limit = 64 * 1024;
+    const { port } = new URL(gateway.url);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    let data = '';
+    socket.on('data', (d) => (data += d.toString()));
+    socket.write(
+      `POST /api/v1/loyalty/points/earn HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${2 * limit}\r\n\r\n`,
+    );
+    await expect.poll(() => data, { timeout: 2_000 }).toContain('payload_too_large');
+    socket.write('x'.repeat(2 * limit));
+    socket.write('GET /api/v1/nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    await new Promise((resolve) => socket.on('close', resolve));
+    expect(data).toContain('route_not_found');
+  });
+});

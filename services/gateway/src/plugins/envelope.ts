@@ -139,9 +139,21 @@ function errorMapper(drainLimitBytes: number) {
         new AppError('rate_limited', undefined, { retry_after_seconds: Number(reply.getHeader('retry-after') ?? 1) }),
       );
     if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      // Answering while the client is still sending makes Node close the socket under it: most
-      // clients (fetch among them) then see a reset instead of the 413. Reading the rest first (up
-      // to a bound) lets them read the answer; the connection is closed after it.
+      // Answering with Connection: close while the client is still sending makes Node close the
+      // socket under it: most clients (fetch among them) then see a reset instead of the 413.
+      if (req.headers['content-length'] !== undefined) {
+        // Declared over the limit (Fastify refuses it before reading a byte): answered at once,
+        // without waiting for a body that may never come. The connection stays open while the rest
+        // is read after the answer (up to a bound), so the client can read it; a body not read to
+        // its end within the bound closes the connection.
+        reply.removeHeader('connection');
+        void drain(req.raw, drainLimitBytes).then(() => {
+          if (!req.raw.complete) req.raw.socket.destroy();
+        });
+        return sendFailure(reply, new AppError('payload_too_large'));
+      }
+      // Found over the limit while read (a chunked body): the rest is read first (up to a bound),
+      // then answered, and the connection is closed after it.
       await drain(req.raw, drainLimitBytes);
       reply.header('Connection', 'close');
       return sendFailure(reply, new AppError('payload_too_large'));
