@@ -200,19 +200,29 @@ it('leaves nothing on the source when credits race the merge or follow it (ident
     expect(after.status, JSON.stringify(after.body)).toBe(404);
     expect(after.body.error).toMatchObject({ code: 'member_not_found' });
   }
-  const accounts = await sys.db.query<{ card_id: number; total: string }>(
-    `SELECT card_id, (balance + pending + held)::text AS total FROM ledger.accounts WHERE member_id = $1 ORDER BY card_id`,
-    [source.id],
-  );
-  // A credit that raced the merge went in before it (and moved with it) or was refused.
-  expect(accounts.rows.filter((a) => a.total !== '0')).toEqual([]);
+  const onSource = async () =>
+    (
+      await sys.db.query<{ card_id: number; total: string }>(
+        `SELECT card_id, (balance + pending + held)::text AS total FROM ledger.accounts WHERE member_id = $1 ORDER BY card_id`,
+        [source.id],
+      )
+    ).rows.filter((a) => a.total !== '0');
+  // A credit that raced the merge on an account the source had went in before it (and moved with
+  // it) or was refused. On a card the source never used, a credit whose statement began while the
+  // merge was committing opens the source's first account there, which no lock can stop: the merge
+  // sweep moves it to the target (the next test makes one on purpose). Nothing else is left.
+  const raced = await onSource();
+  for (const a of raced) expect(Number(a.card_id)).toBe(other);
+  const late = raced.reduce((n, a) => n + Number(a.total), 0);
+  if (raced.length > 0) await (sys.services.ledger as RunningLedger).hooks.sweepMerges();
+  expect(await onSource()).toEqual([]);
   const onCard = results.filter((r, k) => r.status === 200 && k % 4 !== 3).length;
   const onOther = results.filter((r, k) => r.status === 200 && k % 4 === 3).length;
   const t = async (c: number) =>
     (await api('GET', `/api/v1/loyalty/points/balance?card_id=${c}&member_id=${target.id}`)).body.data!;
   expect((await t(card)).points_balance).toBe(100 + onCard * 10);
   expect((await t(other)).points_balance ?? 0).toBe(onOther * 10);
-  expect(moved.amount).toBe(100 + (onCard + onOther) * 10);
+  expect((moved.amount ?? 0) + late).toBe(100 + (onCard + onOther) * 10);
   await lotsAgree(sys, card);
   await lotsAgree(sys, other);
 });
