@@ -221,7 +221,7 @@ describe('bodies that are not JSON', () => {
         });
         const body = (await res.json()) as { success: boolean; error: { code: string } };
         expect([res.status, body.error?.code], `${method} ${url}`).toEqual([415, 'unsupported_media_type']);
-        expect(res.headers.get('x-request-id')).toBeTruthy();
+        expect(res.headers.get('x-request-id'), `${method} ${url}`).toMatch(UUID);
         expectOperationAnswer(docs[name]!, method, path, 415, body);
       }
     },
