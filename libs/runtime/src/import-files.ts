@@ -196,3 +196,19 @@ function notJson(message: string): string {
   if (at) return `not a JSON object: it cannot be read from character ${Number(at[1]) + 1} on`;
   return 'not a JSON object: it cannot be read (one object per line, names and strings in double quotes)';
 }
+
+/**
+ * A line's fields read by name (trimmed, '' when absent), with each column the kind does not know
+ * and the line gives a value added to `problems` (an empty unknown column is no error: a
+ * spreadsheet's trailing column; a filled one is, as a typo would lose data quietly).
+ */
+export function lineFields(
+  fields: Map<string, string>,
+  known: readonly string[],
+  problems: { column: string; reason: string }[],
+): (column: string) => string {
+  for (const [k, v] of fields)
+    if (!known.includes(k) && v.trim() !== '')
+      problems.push({ column: k, reason: `unknown column (known: ${known.join(', ')})` });
+  return (column) => (fields.get(column) ?? '').trim();
+}

@@ -149,7 +149,7 @@ export {
   type ImportKindSpec,
   type RowProblem,
 } from './imports.ts';
-export { readRecords, type FileRecord } from './import-files.ts';
+export { lineFields, readRecords, type FileRecord } from './import-files.ts';
 export {
   isSealed,
   masterKey,

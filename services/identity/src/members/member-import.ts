@@ -1,5 +1,5 @@
 import { Email, Phone, readIsoTime } from '@loyalty/contracts';
-import type { ImportKindSpec, Pool, RowProblem } from '@loyalty/runtime';
+import { lineFields, type ImportKindSpec, type Pool, type RowProblem } from '@loyalty/runtime';
 
 /**
  * The `members` import kind: `external_id`, `name`, `email`, `phone`, `joined_at`,
@@ -23,11 +23,7 @@ export const MEMBER_COLUMNS = ['external_id', 'name', 'email', 'phone', 'joined_
 
 function parseMember(fields: Map<string, string>, now: Date): MemberRow | { column: string; reason: string }[] {
   const problems: { column: string; reason: string }[] = [];
-  const get = (k: string) => (fields.get(k) ?? '').trim();
-  // An unknown column is an error of the lines that give it a value (a typo would lose data quietly).
-  for (const [k, v] of fields)
-    if (!MEMBER_COLUMNS.includes(k) && v.trim() !== '')
-      problems.push({ column: k, reason: `unknown column (known: ${MEMBER_COLUMNS.join(', ')})` });
+  const get = lineFields(fields, MEMBER_COLUMNS, problems);
   const externalId = get('external_id');
   if (!/^[\x21-\x7e]{1,200}$/.test(externalId))
     problems.push({ column: 'external_id', reason: 'is required: 1 to 200 visible ASCII characters' });

@@ -1,5 +1,6 @@
 import { AppError } from '@loyalty/contracts';
 import {
+  lineFields,
   type ImportKindSpec,
   type Pool,
   type Queryable,
@@ -9,7 +10,6 @@ import {
 } from '@loyalty/runtime';
 import {
   externalId as externalIdOf,
-  fieldsOf,
   memberRef,
   resolveMemberRefs,
   time,
@@ -47,7 +47,7 @@ export const BALANCE_COLUMNS = [
 ];
 function parseBalance(fields: Map<string, string>, now: Date): BalanceRow | Problem[] {
   const problems: Problem[] = [];
-  const get = fieldsOf(fields, BALANCE_COLUMNS, problems);
+  const get = lineFields(fields, BALANCE_COLUMNS, problems);
   const externalId = externalIdOf(get, problems);
   const member = memberRef(get, problems);
   let points: number | null = null;

@@ -1,8 +1,14 @@
-import type { ImportKindSpec, Pool, RowProblem, ServiceClient, ServiceRuntime } from '@loyalty/runtime';
+import {
+  lineFields,
+  type ImportKindSpec,
+  type Pool,
+  type RowProblem,
+  type ServiceClient,
+  type ServiceRuntime,
+} from '@loyalty/runtime';
 import { checkCard, unitProblems } from './balances.ts';
 import {
   externalId as externalIdOf,
-  fieldsOf,
   lockAccounts,
   memberRef,
   resolveMemberRefs,
@@ -52,7 +58,7 @@ function signed(v: string, decimals: boolean): number | undefined {
 
 function parseHistory(fields: Map<string, string>, now: Date): HistoryRow | Problem[] {
   const problems: Problem[] = [];
-  const get = fieldsOf(fields, HISTORY_COLUMNS, problems);
+  const get = lineFields(fields, HISTORY_COLUMNS, problems);
   const externalId = externalIdOf(get, problems);
   const member = memberRef(get, problems);
   const type = get('type').toLowerCase();

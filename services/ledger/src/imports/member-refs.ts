@@ -38,14 +38,6 @@ export function time(
   return undefined;
 }
 
-/** A field's trimmed value ('' when absent), and the unknown columns the line gives a value as problems. */
-export function fieldsOf(fields: Map<string, string>, known: string[], problems: Problem[]): (k: string) => string {
-  for (const [k, v] of fields)
-    if (!known.includes(k) && v.trim() !== '')
-      problems.push({ column: k, reason: `unknown column (known: ${known.join(', ')})` });
-  return (k) => (fields.get(k) ?? '').trim();
-}
-
 /** The member a line names (member_external_id or member_email), to be resolved later. */
 export function memberRef(get: (k: string) => string, problems: Problem[]): MemberRef {
   const external = get('member_external_id');

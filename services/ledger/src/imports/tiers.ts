@@ -1,15 +1,15 @@
 import { AppError } from '@loyalty/contracts';
-import type { ImportKindSpec, Pool, Queryable, RowProblem, ServiceClient, ServiceRuntime } from '@loyalty/runtime';
-import { checkCard } from './balances.ts';
 import {
-  fieldsOf,
-  lockAccounts,
-  memberRef,
-  resolveMemberRefs,
-  time,
-  type MemberRef,
-  type Problem,
-} from './member-refs.ts';
+  lineFields,
+  type ImportKindSpec,
+  type Pool,
+  type Queryable,
+  type RowProblem,
+  type ServiceClient,
+  type ServiceRuntime,
+} from '@loyalty/runtime';
+import { checkCard } from './balances.ts';
+import { lockAccounts, memberRef, resolveMemberRefs, time, type MemberRef, type Problem } from './member-refs.ts';
 
 /**
  * The `tiers` import kind (a card with tiers): one line per member, `member_external_id` or
@@ -33,7 +33,7 @@ type Staged = { line: number; row: TierRow };
 
 function parseTier(fields: Map<string, string>, now: Date): TierRow | Problem[] {
   const problems: Problem[] = [];
-  const get = fieldsOf(fields, TIER_COLUMNS, problems);
+  const get = lineFields(fields, TIER_COLUMNS, problems);
   const member = memberRef(get, problems);
   const tier = get('tier');
   if (tier === '' || tier.length > 100)
