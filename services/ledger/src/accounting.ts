@@ -11,6 +11,8 @@ import {
 } from '@loyalty/runtime';
 import { planRefund, type RefundPlan } from './lots/terms.ts';
 import { mergedInto } from './merges/member-merge.ts';
+import { memberRank } from './store/tiers.ts';
+import { StaleTierRank } from './tiers/moves.ts';
 import type { JournalEvent } from './domain/journal.ts';
 import { fromCents, MAX_BALANCE } from './domain/money.ts';
 import type { CardCache } from './card-cache.ts';
@@ -161,8 +163,14 @@ async function postedOrRefused(
 ): Promise<BalanceChange> {
   if (entry !== undefined) return change(p, entry);
   if (how.direction === 'debit') throw await how.uncovered(db);
-  // A credit refused: past MAX_BALANCE, or its member was merged away meanwhile (the posting
-  // statement writes nothing for a merged source; member-merge.ts).
+  // A credit refused: its rules were evaluated with a rank the member no longer holds, past
+  // MAX_BALANCE, or its member was merged away meanwhile (the posting statement writes nothing for
+  // a merged source; member-merge.ts).
+  const assumed = p.movement.tier?.assumedRank;
+  if (assumed !== undefined) {
+    const rank = (await memberRank(db, p.account.cardId, p.account.memberId)) ?? null;
+    if (rank !== assumed) throw new StaleTierRank(rank);
+  }
   const { tenantId, memberId } = p.account;
   if ((await mergedInto(db, tenantId, memberId)) !== memberId) throw new AppError('member_not_found');
   throw balanceLimit(p);

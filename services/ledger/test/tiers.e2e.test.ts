@@ -274,6 +274,49 @@ describe('qualification', () => {
     expect(second.rules_applied).toEqual([expect.objectContaining({ name: 'Silver double', points: 10 })]);
   });
 
+  it('evaluates a tier rule with the tier the member holds, also when it changed without an earn of this replica', async () => {
+    // The ledger remembers the rank a member's last earn answered and posts with it; the posting
+    // refuses a rank the member no longer holds, and the earn is evaluated again with the one found.
+    setClock('2026-05-01T09:00:00Z');
+    const card = await pointsCard(sys, tenantId);
+    await withTiers(card);
+    const rule = await api('POST', `/api/v1/loyalty/cards/${card}/rules`, {
+      body: { name: 'Gold triple', kind: 'multiplier', factor: 3, status: 'active', conditions: { tiers: ['Gold'] } },
+    });
+    expect(rule.status, JSON.stringify(rule.body)).toBe(200);
+    const first = await earn(card, { email: email('stale-rank'), purchase_amount: 5 });
+    expect(first).toMatchObject({ points_earned: 5, tier: { name: 'Bronze' } });
+    const member = first.member_id;
+    // Set by hand: no earn answered it, so the ledger still remembers Bronze.
+    await sys.admin('PUT', `/admin/v1/tenants/${tenantId}/cards/${card}/members/${member}/tier`, {
+      tier: 'gold',
+      valid_until: '2026-08-01T00:00:00Z',
+      reason: 'Press partner',
+    });
+    const gold = await earn(card, { member_id: member, purchase_amount: 10 });
+    expect(gold).toMatchObject({ points_earned: 30, tier: { name: 'Gold' } });
+    expect(gold.rules_applied).toEqual([expect.objectContaining({ name: 'Gold triple', points: 20 })]);
+    // Another replica's review ends the tier: the ledger here remembers Gold.
+    await sys.db.query(
+      'UPDATE ledger.member_tiers SET rank = 0, valid_until = NULL, manual_reason = NULL WHERE card_id = $1 AND member_id = $2',
+      [card, member],
+    );
+    const keyed = { card_id: card, member_id: member, purchase_amount: 10 };
+    const headers = { 'idempotency-key': `stale-rank-${card}` };
+    const bronze = await api('POST', `${PTS}/earn`, { body: keyed, headers });
+    expect(bronze.status, JSON.stringify(bronze.body)).toBe(200);
+    expect(bronze.body.data).toMatchObject({ points_earned: 10, tier: { name: 'Bronze' } });
+    expect(bronze.body.data?.rules_applied).toBeUndefined();
+    const again = await api('POST', `${PTS}/earn`, { body: keyed, headers });
+    expect(again.body.data).toEqual(bronze.body.data);
+    // Each earn wrote once: three journal rows, and the balance is their sum.
+    const { rows } = await sys.db.query<{ n: number; total: string }>(
+      'SELECT count(*)::int AS n, sum(amount)::text AS total FROM ledger.journal WHERE card_id = $1 AND member_id = $2',
+      [card, member],
+    );
+    expect(rows[0]).toEqual({ n: 3, total: '45' });
+  });
+
   it('lets the operator set a tier by hand with an expiry and a reason (audited)', async () => {
     setClock('2026-05-01T09:00:00Z');
     const card = await pointsCard(sys, tenantId);

@@ -1,10 +1,18 @@
 import { AppError, type MemberSummary } from '@loyalty/contracts';
 import type { PoolClient } from '@loyalty/runtime';
 import type { Accounting, BalanceChange, LedgerDeps, LedgerMeta, RefundChange } from '../accounting.ts';
-import { qualifyingOfEarn } from '../domain/tiers.ts';
+import { qualifyingOfEarn, stepOfRank } from '../domain/tiers.ts';
 import { findMemberTier, lowerQualifying } from '../store/tiers.ts';
 import { periodKey } from '../domain/rules/index.ts';
-import { earnTierView, MemberRanks, tierBadge, tierForRules, tierMove } from '../tiers/moves.ts';
+import {
+  earnTierView,
+  MemberRanks,
+  rulesReadTier,
+  StaleTierRank,
+  tierBadge,
+  tierForRules,
+  tierMove,
+} from '../tiers/moves.ts';
 import { memberBy } from '../accounting.ts';
 import { cardOfKind } from '../card-catalogue.ts';
 import { toCents } from '../domain/money.ts';
@@ -36,7 +44,12 @@ interface EarnFigures {
   purchaseCents: number;
   applied: AppliedRule[];
   rules?: { rules: unknown[]; allocation: unknown };
+  /** The member's rank the rules were evaluated with, read before the posting (which checks it). */
+  assumedRank?: number | null;
 }
+
+/** Attempts of an earn whose member's rank changed under it before it gives up (503, retryable). */
+const MAX_RANK_ATTEMPTS = 5;
 
 /** No cap or budget used: rules without state read none. */
 const NO_USAGE: RuleUsageState = { member: new Map(), budgets: new Map() };
@@ -88,12 +101,38 @@ export class ProductFlow<T extends ProductTypes> {
     const { member, created } = resolved;
     if (!member.is_active) throw new AppError('member_inactive');
     const buyer = { member, created };
-    const earnReference = d.reference === undefined ? undefined : { cardId: card.id, reference: d.reference };
     const rules = card.rules.filter((r) => r.kind !== 'event');
     // Rules that keep state (caps, budgets, purchase counts) are decided inside a transaction.
     if (!stateless(rules)) return this.earnWithRules(meta, d, card, rules, buyer, facts);
-    // A rule with a tier condition reads the member's tier before the earn (that earn's own upgrade counts from the next one).
-    const tier = await tierForRules(this.ranks, card, rules, member.id);
+    // A rule with a tier condition is evaluated with the member's rank before the earn (that earn's
+    // own upgrade counts from the next one); the posting checks it is still the member's.
+    let rank = rulesReadTier(card, rules) ? await this.ranks.rank(card.id, member.id) : undefined;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.postEarn(meta, d, card, rules, buyer, facts, rank);
+      } catch (err) {
+        if (!(err instanceof StaleTierRank)) throw err;
+        this.ranks.learn(card.id, member.id, err.rank);
+        // Only a rank changing again at each attempt (by other earns of the member) gets here.
+        if (attempt === MAX_RANK_ATTEMPTS) throw new AppError('service_unavailable');
+        rank = err.rank;
+      }
+    }
+  }
+
+  /** An earn whose rules keep no state, posted as `Accounting.posting` posts (its rules evaluated with `rank` when they read the tier). */
+  private postEarn(
+    meta: LedgerMeta,
+    d: EarnRequest,
+    card: RuledCard,
+    rules: CompiledRule[],
+    buyer: { member: MemberSummary; created: boolean },
+    facts: PurchaseFacts,
+    rank: number | null | undefined,
+  ): Promise<T['earnAnswer']> {
+    const { unit } = this;
+    const earnReference = d.reference === undefined ? undefined : { cardId: card.id, reference: d.reference };
+    const tier = rank === undefined || card.tiers === null ? null : stepOfRank(card.tiers, rank ?? undefined).name;
     return this.books.posting(
       meta,
       { operation: unit.operations.earn, data: d, source: 'http', direction: 'credit', earnReference },
@@ -106,9 +145,13 @@ export class ProductFlow<T extends ProductTypes> {
           return this.earnPosting(meta, d, card, buyer, figures, at);
         }
         const evaluation = evaluatePurchase(card, rules, facts, NO_USAGE, at, 0, tier);
-        return this.earnPosting(meta, d, card, buyer, ruledFigures(evaluation, facts), at);
+        return this.earnPosting(meta, d, card, buyer, { ...ruledFigures(evaluation, facts), assumedRank: rank }, at);
       },
-      (change, posting) => this.withTier(card, unit.earnAnswer(posting.earned, change), change),
+      (change, posting) => {
+        if (rank !== undefined && change.tier !== undefined)
+          this.ranks.learn(card.id, buyer.member.id, change.tier.rank);
+        return this.withTier(card, unit.earnAnswer(posting.earned, change), change);
+      },
     );
   }
 
@@ -185,7 +228,7 @@ export class ProductFlow<T extends ProductTypes> {
         at,
         lot,
         rules: figures.rules,
-        tier: tierMove(this.deps.outbox, card, buyer.member.id, at, qualifies || 0),
+        tier: tierMove(this.deps.outbox, card, buyer.member.id, at, qualifies || 0, figures.assumedRank),
       },
       // Identity mails the member on a points earn (once, even if it is delivered again).
       event: events.posting(unit.eventUnit, {

@@ -63,6 +63,12 @@ export interface TierMove {
   timeZone: string;
   /** The lowest rank of the ladder (every member starts there). */
   lowest: number;
+  /**
+   * The member's rank (null: no row) that the earn's rules were evaluated with, read before the
+   * posting: the statement writes nothing when the member's committed rank is another (the caller
+   * evaluates again). Undefined: nothing was assumed.
+   */
+  assumedRank?: number | null;
   /** The `tier_upgraded` event, written only if the statement upgrades (its data gets from, to, valid_until). */
   event: OutboxEvent;
 }
@@ -115,12 +121,17 @@ const INPUT = `input AS (
 // Nor does a credit reach a member merged away (member-merge.ts): its accounts carry `merged_into`
 // (read on the locked row, so a credit that waited on the merge's lock sees it), and a new account
 // is not opened for a source in `merged_members`.
+// Nor is a credit written whose tier move assumed a rank (`r`: the rank the earn's rules with a
+// tier condition were evaluated with, read before the statement) the member no longer holds: its
+// caller evaluates the earn again with the committed rank (accounting.ts, products/flow.ts).
 const CREDIT = `account AS (
   INSERT INTO ledger.accounts AS a (card_id, member_id, tenant_id, balance, pending, entries, next_change_at, created_at, updated_at)
   SELECT card_id, member_id, tenant_id, CASE WHEN pending THEN 0 ELSE amount END, CASE WHEN pending THEN amount ELSE 0 END, 1,
          CASE WHEN amount = 0 THEN NULL WHEN pending THEN available_at ELSE expires_at END, at, at
     FROM input WHERE amount <= ${MAX_BALANCE}
      AND NOT EXISTS (SELECT 1 FROM ledger.merged_members mm WHERE mm.source_member_id = input.member_id)
+     AND (input.tier IS NULL OR NOT input.tier ? 'r' OR input.tier -> 'r' = COALESCE((SELECT to_jsonb(mt.rank)
+            FROM ledger.member_tiers mt WHERE mt.card_id = input.card_id AND mt.member_id = input.member_id), 'null'::jsonb))
    ORDER BY n
   ON CONFLICT (card_id, member_id) DO UPDATE SET balance = a.balance + EXCLUDED.balance, pending = a.pending + EXCLUDED.pending,
      entries = a.entries + 1, updated_at = EXCLUDED.updated_at, next_change_at = LEAST(a.next_change_at, EXCLUDED.next_change_at)
@@ -290,6 +301,7 @@ function tierParameter(t: TierMove) {
     w: t.warningDays,
     tz: t.timeZone,
     low: t.lowest,
+    ...(t.assumedRank === undefined ? {} : { r: t.assumedRank }),
     ev: { id: t.event.id, subject: t.event.subject, envelope: t.event.envelope },
   };
 }

@@ -6,18 +6,23 @@ import { lowestRank, qualifyingOfBonus, stepOfRank, type TierLadder } from '../d
 import type { PostedTier, TierMove } from '../store/accounts.ts';
 import { memberRank, memberRanks } from '../store/tiers.ts';
 
-/** The tier move a credit of `delta` carries on a card with tiers (undefined: the card has none). */
+/**
+ * The tier move a credit of `delta` carries on a card with tiers (undefined: the card has none);
+ * `assumedRank`: the member's rank the earn's rules were evaluated with, which the posting checks.
+ */
 export function tierMove(
   outbox: Outbox,
   card: RuledCard,
   memberId: number,
   at: Date,
   delta: number,
+  assumedRank?: number | null,
 ): TierMove | undefined {
   const ladder = card.tiers;
   if (ladder === null) return undefined;
   return {
     delta,
+    assumedRank,
     day: periodKey('day', at, card.time_zone),
     window: ladder.window,
     windowDays: ladder.windowDays,
@@ -55,23 +60,31 @@ export function tierBadge(ladder: TierLadder, row: { rank: number; valid_until: 
   };
 }
 
+/** Members whose rank a replica remembers (the oldest forgotten first): a few MB at most. */
+const KNOWN_RANKS = 50_000;
+
 /**
- * Members' ranks read outside any transaction, the reads of concurrent earns in one statement: while
- * `statements` reads are in flight the next ones queue up, and the next statement takes them all
- * (as the posting batcher does for postings). Each earn still reads its member's committed rank
- * before its own posting, as a read of its own would.
+ * Members' ranks for the earns outside a transaction whose rules have a tier condition. Such an
+ * earn posts with the rank its rules were evaluated with, and the posting statement refuses it
+ * when the member's committed rank is another (store/accounts.ts); the earn is then evaluated
+ * again with the rank found (`StaleTierRank`). So a rank here needs only to be usually right: the
+ * one the member's last posting on this replica answered, else read, the reads of concurrent
+ * earns in one statement: while `statements` reads are in flight the next ones queue up, and
+ * the next statement takes them all (as the posting batcher does for postings).
  */
 export class MemberRanks {
   private inFlight = 0;
   private readonly waiting: (() => void)[] = [];
-  private readonly loader: DataLoader<{ cardId: number; memberId: number }, number | undefined>;
+  private readonly loader: DataLoader<{ cardId: number; memberId: number }, number | null>;
+  /** The last rank seen of a member (`card:member`; null: no row, the lowest tier). */
+  private readonly known = new Map<string, number | null>();
 
   constructor(db: Queryable, opts: { statements: number; maxBatch: number } = { statements: 2, maxBatch: 500 }) {
     this.loader = new DataLoader(
       async (keys) => {
         try {
           const ranks = await memberRanks(db, keys);
-          return keys.map((k) => ranks.get(`${k.cardId}:${k.memberId}`));
+          return keys.map((k) => ranks.get(`${k.cardId}:${k.memberId}`) ?? null);
         } finally {
           const next = this.waiting.shift();
           if (next) next();
@@ -91,25 +104,55 @@ export class MemberRanks {
     );
   }
 
-  rank(cardId: number, memberId: number): Promise<number | undefined> {
-    return this.loader.load({ cardId, memberId });
+  /** The member's rank as last seen here, else as stored (null: no row, the lowest tier). */
+  async rank(cardId: number, memberId: number): Promise<number | null> {
+    const seen = this.known.get(`${cardId}:${memberId}`);
+    if (seen !== undefined) return seen;
+    const rank = await this.loader.load({ cardId, memberId });
+    this.learn(cardId, memberId, rank);
+    return rank;
   }
+
+  /** Remember the rank a posting answered (or was refused with). */
+  learn(cardId: number, memberId: number, rank: number | null): void {
+    const key = `${cardId}:${memberId}`;
+    if (!this.known.has(key) && this.known.size >= KNOWN_RANKS) {
+      const oldest = this.known.keys().next();
+      if (!oldest.done) this.known.delete(oldest.value);
+    }
+    this.known.set(key, rank);
+  }
+}
+
+/**
+ * An earn's posting found the member's rank to be another than the one its rules were evaluated
+ * with (`TierMove.assumedRank`): nothing was written; evaluate again with `rank`.
+ */
+export class StaleTierRank extends Error {
+  constructor(readonly rank: number | null) {
+    super("the member's tier changed before the posting");
+  }
+}
+
+/** Whether an earn's rules read the member's tier (a rule with a tier condition, on a card with tiers). */
+export function rulesReadTier(card: RuledCard, rules: readonly { when: { tiers: string[] | null } }[]): boolean {
+  return card.tiers !== null && rules.some((r) => r.when.tiers !== null);
 }
 
 /**
  * The member's tier name for earning rules with a tier condition (one read, only on a card with
  * tiers whose rules ask for it); null: the card has no tiers or no rule asks. `db` is the caller's
- * transaction, or the batched reads outside one.
+ * transaction or the pool (earns outside a transaction use MemberRanks and post with the rank
+ * they assumed).
  */
 export async function tierForRules(
-  db: Queryable | MemberRanks,
+  db: Queryable,
   card: RuledCard,
   rules: readonly { when: { tiers: string[] | null } }[],
   memberId: number,
 ): Promise<string | null> {
-  if (card.tiers === null || !rules.some((r) => r.when.tiers !== null)) return null;
-  const rank = db instanceof MemberRanks ? await db.rank(card.id, memberId) : await memberRank(db, card.id, memberId);
-  return stepOfRank(card.tiers, rank).name;
+  if (card.tiers === null || !rulesReadTier(card, rules)) return null;
+  return stepOfRank(card.tiers, await memberRank(db, card.id, memberId)).name;
 }
 
 /** The tier move of a bonus credit (referral, adjustment, member event): only when bonuses qualify. */
