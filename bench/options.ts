@@ -41,6 +41,8 @@ export interface BenchOptions {
   tracingSampling: number;
   /** Turns of points_earn with tracing off and on each. */
   tracingRounds: number;
+  /** Rounds of the rules and tiers earns in turns with the plain earn (0: none). */
+  earnTurns: number;
   /** Leave out the tier recompute figure, and the members it recomputes. */
   skipTierRecompute: boolean;
   tierMembers: number;
@@ -98,6 +100,8 @@ const HELP = `npm run bench -- [options]
   --skip-tracing        leave out the cost of tracing (points_earn again on a system with tracing on)
   --tracing-sampling <r> share of new traces sampled for that figure (default 0.1)
   --tracing-rounds <n>  turns of points_earn with tracing off and on, alternating (default 3)
+  --earn-turns <n>      rounds of points_earn_rules and points_earn_tiers in turns with points_earn on
+                        the same system, for their ratios (default 3; 0: the ratios of the single runs)
   --skip-tier-recompute leave out the tier recompute job's rate (members/s, earns served meanwhile)
   --tier-members <n>    members of the card that job recomputes (default 1000000, written with SQL)
   --webhook-seconds <s> seconds of steady points earns of the webhooks scenario (default 20)
@@ -138,6 +142,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       'skip-tracing': { type: 'boolean', default: false },
       'tracing-sampling': { type: 'string', default: '0.1' },
       'tracing-rounds': { type: 'string', default: '3' },
+      'earn-turns': { type: 'string', default: '3' },
       'skip-tier-recompute': { type: 'boolean', default: false },
       'tier-members': { type: 'string', default: '1000000' },
       'webhook-seconds': { type: 'string', default: '20' },
@@ -201,6 +206,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     skipTracing: values['skip-tracing'],
     tracingSampling: ratio('tracing-sampling', values['tracing-sampling']),
     tracingRounds: Math.floor(num('tracing-rounds', values['tracing-rounds'], 1)),
+    earnTurns: Math.floor(num('earn-turns', values['earn-turns'], 0)),
     skipTierRecompute: values['skip-tier-recompute'],
     tierMembers: Math.floor(num('tier-members', values['tier-members'], 1)),
     webhookSeconds: num('webhook-seconds', values['webhook-seconds'], 0.5),

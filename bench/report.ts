@@ -4,6 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Measured } from './load.ts';
 import type { TracingReport } from './tracing-cost.ts';
+import type { EarnTurnsReport } from './earn-turns.ts';
 import type { MailRenderReport } from './mail-render.ts';
 import type { TierRecomputeReport } from './tier-recompute.ts';
 import type { WebhooksReport } from './webhooks.ts';
@@ -96,6 +97,8 @@ export interface BenchReport {
   exports?: ExportsReport | { skipped: string };
   /** The points earn on a second system with tracing on (bench/tracing-cost.ts). */
   tracing?: TracingReport | { skipped: string };
+  /** The rules and tiers earns in turns with the plain earn (bench/earn-turns.ts). */
+  earn_turns?: EarnTurnsReport | { skipped: string };
   /** The tier recompute job over the tiers card's members (bench/tier-recompute.ts). */
   tier_recompute?: TierRecomputeReport | { skipped: string };
   mail_render?: MailRenderReport | { skipped: string };
@@ -267,6 +270,13 @@ export function formatTable(r: BenchReport): string {
   } else {
     out.push(`webhooks: skipped (${r.webhooks.skipped})`);
   }
+  if (r.earn_turns && 'figures' in r.earn_turns) {
+    for (const [name, f] of Object.entries(r.earn_turns.figures))
+      out.push(
+        `${name} in turns with points_earn (${r.earn_turns.rounds} rounds of ${r.earn_turns.seconds} s): ${f.rps} rps vs ${f.plain_rps} rps = ${f.ratio}x ` +
+          `(plain/${name} by turn: ${f.turns.map((t) => `${t.plain_rps}/${t.rps}`).join(', ')}; CPU per request ${f.cpu_us.plain ?? '-'} / ${f.cpu_us.scenario ?? '-'} µs)`,
+      );
+  } else if (r.earn_turns) out.push(`earns in turns: skipped (${r.earn_turns.skipped})`);
   if (r.tracing && 'ratio' in r.tracing) {
     const t = r.tracing;
     out.push(

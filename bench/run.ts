@@ -28,6 +28,7 @@ import {
 import { DESCRIPTIONS, EXPECTED_REFUSALS, httpScenario } from './scenarios.ts';
 import { formatProfile, summarizeProfile } from './profile-summary.ts';
 import { measureTracingCost, type TracingReport } from './tracing-cost.ts';
+import { measureEarnTurns, type EarnTurnsReport } from './earn-turns.ts';
 import { BenchSetupError, benchNats, PROFILE_DIR, runningSystem, startBenchSystem } from './system.ts';
 import { measureWebhooks, type WebhooksReport } from './webhooks.ts';
 import { measureTierRecompute, type TierRecomputeReport } from './tier-recompute.ts';
@@ -209,6 +210,30 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       problems.push(...checks.map((c) => `${name}: ${c}`));
     }
 
+    // The rules and tiers earns against the plain earn in turns, for their ratios (bench/earn-turns.ts).
+    const earnTurns: EarnTurnsReport | { skipped: string } = await measureEarnTurns({
+      scenarios: opts.scenarios,
+      rounds: opts.earnTurns,
+      seconds: opts.duration,
+      run: (name, seconds) =>
+        runHttp({
+          url: system.url,
+          connections: opts.connections,
+          seconds,
+          headers: { 'x-app-id': fixture.app.appId, 'x-api-key': fixture.app.apiKey },
+          next: httpScenario(name, fixture, 'full', api, opts.connections).next,
+          expectedStatuses: EXPECTED_REFUSALS[name],
+        }),
+      settle: async (maxSeconds) =>
+        opts.settleSeconds > 0 ? system.settle(Math.min(maxSeconds, opts.settleSeconds)) : undefined,
+      pids: () => system.pids(),
+      log,
+    });
+    if ('figures' in earnTurns)
+      for (const [name, f] of Object.entries(earnTurns.figures))
+        if (f.errors.plain + f.errors.scenario > 0)
+          problems.push(`${name} in turns: ${f.errors.scenario} unexpected errors (points_earn ${f.errors.plain})`);
+
     // Webhooks after the HTTP scenarios (its endpoints would add deliveries to their earns), before
     // the growth figure (which writes a million journal rows without events).
     let webhooks: WebhooksReport | { skipped: string } = { skipped: '--skip-webhooks' };
@@ -377,6 +402,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
       imports,
       exports,
       tracing,
+      earn_turns: earnTurns,
       tier_recompute: tierRecompute,
       mail_render: mailRender,
       event_backlog_wait_s: settled,

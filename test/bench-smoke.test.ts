@@ -23,6 +23,7 @@ describe('npm run bench (smoke)', () => {
         ...['--duration', '1', '--warmup', '0', '--connections', '2', '--members', '20', '--history-rows', '40'],
         ...['--growth-rows', '400', '--growth-requests', '20', '--redeem-accounts', '2', '--redeem-balance', '0.5'],
         ...['--expiry-lots', '200', '--tier-members', '200', '--tracing-rounds', '1', '--import-rows', '200'],
+        ...['--earn-turns', '1'],
         ...['--export-rows', '600', '--steady-rps', '30'],
         ...['--webhook-seconds', '1', '--webhook-rate', '40', '--webhook-events', '200'],
       ]),
@@ -75,6 +76,18 @@ describe('npm run bench (smoke)', () => {
       expect('deliveries_per_s' in w.capacity && w.capacity.deliveries_per_s).toBeGreaterThan(0);
       expect(w.targets).toEqual({ deliveries_per_s: 1000, p99_ms: 1000, rate_per_s: 500 });
     }
+    // The rules and tiers earns in a turn each with the plain earn, whose ratios the targets judge.
+    expect(report.earn_turns).toMatchObject({ rounds: 1, seconds: 1 });
+    for (const name of ['points_earn_rules', 'points_earn_tiers'] as const) {
+      const f = report.earn_turns && 'figures' in report.earn_turns ? report.earn_turns.figures[name] : undefined;
+      expect(f?.turns, name).toHaveLength(1);
+      expect(f?.ratio, name).toBeCloseTo(f!.rps / f!.plain_rps, 1);
+      expect(f?.errors, name).toEqual({ plain: 0, scenario: 0 });
+      expect(f?.cpu_us.scenario, name).toBeGreaterThan(0);
+    }
+    expect(report.target_checks.find((c) => c.target.startsWith('points_earn_tiers '))?.figure).toMatch(
+      /^[\d.]+x over 1 turn each \([\d.]+x\); the single runs [\d.]+x$/,
+    );
     for (const service of ['gateway', 'identity', 'ledger', 'claims', 'referrals', 'webhooks'])
       expect(report.memory_mb[service]).toBeGreaterThan(10);
     expect(report.machine.cpu_calibration_ms).toBeGreaterThan(0);
