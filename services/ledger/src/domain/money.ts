@@ -77,4 +77,7 @@ export function divideFloor(numerator: bigint, denominator: bigint): bigint {
   return numerator / denominator;
 }
 
-export const pow10 = (n: number): bigint => 10n ** BigInt(n);
+/** 10^0 .. 10^18: the scales of cents, rates and ratios (every rule and formula asks for one). */
+const POWERS_OF_TEN = Array.from({ length: 19 }, (_, n) => 10n ** BigInt(n));
+
+export const pow10 = (n: number): bigint => POWERS_OF_TEN[n] ?? 10n ** BigInt(n);

@@ -13,6 +13,9 @@ export type MatchResult = { ok: true; matched: Matched } | { ok: false; reason: 
 
 const no = (reason: string): MatchResult => ({ ok: false, reason });
 
+/** What the line conditions see of a purchase without line items. */
+const NO_SKU = { sku: null, category: null } as const;
+
 /** The lines of a purchase (one line of no SKU for a purchase without line items). */
 export function linesOf(o: { cents: number; lines: PurchaseLine[] | null }): PurchaseLine[] {
   return o.lines ?? [{ sku: '', category: null, quantity: 1, cents: o.cents }];
@@ -72,12 +75,14 @@ export function match(rule: CompiledRule, input: EvaluationInput): MatchResult {
     return no(`purchase number ${o.purchaseNumber} is not a multiple of ${w.everyNth}`);
   const lines: number[] = [];
   let cents = 0;
-  linesOf(o).forEach((line, i) => {
-    if (lineMatches(o.lines === null ? { sku: null, category: null } : line, w.skus, w.categories)) {
+  let i = 0;
+  for (const line of linesOf(o)) {
+    if (lineMatches(o.lines === null ? NO_SKU : line, w.skus, w.categories)) {
       lines.push(i);
       cents += line.cents;
     }
-  });
+    i++;
+  }
   if (lines.length === 0) return no('no line matches its SKUs or categories');
   return { ok: true, matched: { lines, cents } };
 }

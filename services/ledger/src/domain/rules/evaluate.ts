@@ -29,7 +29,8 @@ import type {
  * Points round down; cashback rounds half-up to the cent.
  */
 export function evaluateRules(rules: readonly CompiledRule[], input: EvaluationInput): Evaluation {
-  const ordered = [...rules].sort((a, b) => b.priority - a.priority || a.id - b.id);
+  // A card's rules usually come in this order already (by id, all of one priority): then no copy.
+  const ordered = inOrder(rules) ? rules : [...rules].sort(runsBefore);
   const trace: TraceEntry[] = [];
   const given: { rule: CompiledRule; matched: Matched; entry: TraceEntry }[] = [];
   const best = new Map<string, { rule: CompiledRule; matched: Matched; entry: TraceEntry }>();
@@ -66,6 +67,18 @@ export function evaluateRules(rules: readonly CompiledRule[], input: EvaluationI
   }
   for (const b of best.values()) given.push(b);
   return outcome(given, trace, input);
+}
+
+/** Priority, highest first; ties: the lower rule id first. */
+const runsBefore = (a: CompiledRule, b: CompiledRule): number => b.priority - a.priority || a.id - b.id;
+
+function inOrder(rules: readonly CompiledRule[]): boolean {
+  let previous: CompiledRule | undefined;
+  for (const rule of rules) {
+    if (previous !== undefined && runsBefore(previous, rule) > 0) return false;
+    previous = rule;
+  }
+  return true;
 }
 
 /** A best rule beaten in its group gives nothing. */
@@ -156,12 +169,18 @@ export function spread(amount: number, weights: readonly number[]): number[] {
 
 /** spread() in plain numbers: `amount * total` is below 2^53, so every product and remainder is exact. */
 function spreadExact(amount: number, weights: readonly number[], total: number): number[] {
-  const shares = weights.map((x) => Math.floor((amount * x) / total));
-  let left = amount - shares.reduce((a, b) => a + b, 0);
+  const shares: number[] = [];
+  let left = amount;
+  for (const x of weights) {
+    const share = Math.floor((amount * x) / total);
+    shares.push(share);
+    left -= share;
+  }
   if (left === 0) return shares;
-  const rests = weights.map((x, i) => ({ i, r: (amount * x) % total }));
-  rests.sort((a, b) => b.r - a.r || a.i - b.i);
-  for (const { i } of rests) {
+  // The largest remainders first (ties to the earlier), by position: no object per weight.
+  const rests = weights.map((x) => (amount * x) % total);
+  const order = weights.map((_, i) => i).sort((a, b) => (rests[b] ?? 0) - (rests[a] ?? 0) || a - b);
+  for (const i of order) {
     if (left <= 0) break;
     shares[i] = (shares[i] ?? 0) + 1;
     left--;
@@ -199,7 +218,8 @@ function outcome(
         entry.gave,
         matched.lines.map((i) => lines[i]?.cents ?? 0),
       );
-      matched.lines.forEach((i, j) => (earned[i] = (earned[i] ?? 0) + (shares[j] ?? 0)));
+      let j = 0;
+      for (const i of matched.lines) earned[i] = (earned[i] ?? 0) + (shares[j++] ?? 0);
     }
   }
   const order = new Map(trace.map((t, i) => [t.rule_id, i]));
