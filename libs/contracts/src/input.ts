@@ -28,14 +28,19 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  */
 export const MAX_INPUT_DEPTH = 32;
 
-/** Whether a parsed JSON value nests deeper than `max` levels (iterative: safe on any depth). */
+/**
+ * Whether a parsed JSON value nests deeper than `max` levels. It recurses at most `max + 1` calls
+ * deep whatever the value's depth (it stops at the first level beyond `max`), so it is safe on any
+ * depth, and it keeps no list of values to visit: it runs on every request body (twice in the
+ * gateway, once more in the service).
+ */
 export function nestsDeeperThan(value: unknown, max: number): boolean {
-  const stack: { v: unknown; depth: number }[] = [{ v: value, depth: 0 }];
-  for (let top = stack.pop(); top; top = stack.pop()) {
-    const { v, depth } = top;
-    if (typeof v !== 'object' || v === null) continue;
-    if (depth + 1 > max) return true;
-    for (const item of Array.isArray(v) ? v : Object.values(v)) stack.push({ v: item, depth: depth + 1 });
+  if (typeof value !== 'object' || value === null) return false;
+  if (max < 1) return true;
+  if (Array.isArray(value)) {
+    for (const item of value) if (nestsDeeperThan(item, max - 1)) return true;
+  } else if (isRecord(value)) {
+    for (const key in value) if (Object.hasOwn(value, key) && nestsDeeperThan(value[key], max - 1)) return true;
   }
   return false;
 }
