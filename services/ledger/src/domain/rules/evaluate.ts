@@ -203,7 +203,6 @@ function outcome(
   const earned = [...baseShares];
   const fixed: EarnAllocation['fixed'] = [];
   let base = input.base;
-  const applied: AppliedRule[] = [];
   for (const { rule, matched, entry } of given) {
     if (rule.combination === 'exclusive' && rule.replacesBase && o.kind === 'purchase')
       for (const i of matched.lines) {
@@ -211,7 +210,6 @@ function outcome(
         earned[i] = (earned[i] ?? 0) - (baseShares[i] ?? 0);
       }
     if (entry.gave <= 0) continue;
-    applied.push(appliedOf(rule, entry));
     if (rule.kind === 'fixed') fixed.push(fixedOf(rule, entry.gave));
     else if (rule.kind !== 'event') {
       const shares = spread(
@@ -222,8 +220,9 @@ function outcome(
       for (const i of matched.lines) earned[i] = (earned[i] ?? 0) + (shares[j++] ?? 0);
     }
   }
-  const order = new Map(trace.map((t, i) => [t.rule_id, i]));
-  applied.sort((a, b) => (order.get(a.rule_id) ?? 0) - (order.get(b.rule_id) ?? 0));
+  // What gave is in `given` (a beaten best rule or one after an exclusive gave nothing): the
+  // trace is in the order the rules ran, which is the order of the applied rules.
+  const applied = trace.filter((t) => t.gave > 0).map(appliedOf);
   const total = base + applied.reduce((a, r) => a + r.amount, 0);
   const allocation: EarnAllocation = {
     lines: lines.map((l, i) => ({
@@ -238,11 +237,11 @@ function outcome(
   return { base, total, applied, trace, allocation };
 }
 
-function appliedOf(rule: CompiledRule, entry: TraceEntry): AppliedRule {
+function appliedOf(entry: TraceEntry): AppliedRule {
   return {
-    rule_id: rule.id,
-    version: rule.version,
-    name: rule.name,
+    rule_id: entry.rule_id,
+    version: entry.version,
+    name: entry.name,
     amount: entry.gave,
     capped: entry.capped,
     period_key: entry.cap?.period_key ?? null,
