@@ -84,6 +84,15 @@ export class Outbox {
     });
   }
 
+  /**
+   * The subject and the envelope's `type` of this service's events of `type`, for a statement that
+   * writes such an event itself (its id, time and data from its own rows).
+   */
+  naming(type: string): { subject: string; type: string } {
+    const { subjects, service } = this.opts;
+    return { subject: subjects.event(service, type), type: `${service}.${type}` };
+  }
+
   /** The envelope of a new event of this service (a fresh id; `type` becomes `<service>.<type>`). */
   event(e: NewEvent): OutboxEvent {
     const id = randomUUID();

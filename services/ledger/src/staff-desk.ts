@@ -179,7 +179,7 @@ export class StaffDesk {
         metadata: { reason: d.reason, staff_id: meta.staff.id },
         at,
         lot,
-        tier: d.direction === 'add' ? bonusTierMove(this.deps.outbox, card, d.member_id, at, a.units) : undefined,
+        tier: d.direction === 'add' ? bonusTierMove(this.deps.outbox, card, at, a.units) : undefined,
       },
       event: this.events.posting(a.points ? 'points' : 'cents', {
         tenantId: meta.tenant_id,

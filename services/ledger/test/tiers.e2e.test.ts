@@ -190,20 +190,34 @@ describe('qualification', () => {
       // Reviewed on 2026-04-10 on the 30 days before it, which hold nothing yet.
       needed_to_retain: 80,
     });
-    const events = await sys.db.query<{ data: Body }>(
-      `SELECT payload -> 'data' AS data FROM ledger.outbox WHERE subject LIKE '%.tier_upgraded' AND payload -> 'data' ->> 'card_id' = $1`,
+    const events = await sys.db.query<{ id: string; subject: string; payload: Body }>(
+      `SELECT id, subject, payload FROM ledger.outbox WHERE subject LIKE '%.tier_upgraded' AND payload -> 'data' ->> 'card_id' = $1`,
       [String(card)],
     );
-    expect(events.rows.map((r) => r.data)).toEqual([
-      expect.objectContaining({
+    // The posting statement writes the event itself: an envelope like every other event's.
+    expect(events.rows).toHaveLength(1);
+    const [upgraded] = events.rows;
+    expect(upgraded!.subject).toMatch(/\.events\.ledger\.tier_upgraded$/);
+    const posted = await sys.db.query<{ created_at: Date }>('SELECT created_at FROM ledger.journal WHERE id = $1', [
+      crossing.transaction_id,
+    ]);
+    expect(upgraded!.payload).toEqual({
+      id: upgraded!.id,
+      type: 'ledger.tier_upgraded',
+      tenant_id: tenantId,
+      occurred_at: posted.rows[0]!.created_at.toISOString(),
+      data: {
         member_id: member,
         card_id: card,
         from: 'Bronze',
         to: 'Silver',
+        from_rank: 0,
+        to_rank: 1,
         valid_until: '2026-04-10T00:00:00.000Z',
         reason: 'qualified',
-      }),
-    ]);
+        transaction_id: crossing.transaction_id,
+      },
+    });
   });
 
   it('upgrades once when concurrent earns cross the same threshold', async () => {

@@ -228,7 +228,7 @@ export class ProductFlow<T extends ProductTypes> {
         at,
         lot,
         rules: figures.rules,
-        tier: tierMove(this.deps.outbox, card, buyer.member.id, at, qualifies || 0, figures.assumedRank),
+        tier: tierMove(this.deps.outbox, card, at, qualifies || 0, figures.assumedRank),
       },
       // Identity mails the member on a points earn (once, even if it is delivered again).
       event: events.posting(unit.eventUnit, {

@@ -128,7 +128,7 @@ export class MemberEvents {
         at,
         lot,
         rules: journalRulesOf(e.evaluation),
-        tier: bonusTierMove(this.deps.outbox, card, k.memberId, at, total),
+        tier: bonusTierMove(this.deps.outbox, card, at, total),
       },
       event: this.events.posting('points', { tenantId: k.tenantId, event: EVENT_BONUS, at, data }),
     };

@@ -224,7 +224,7 @@ export class PointsProduct extends ProductFlow<PointsTypes> {
             metadata: d.metadata,
             at,
             lot,
-            tier: lot ? bonusTierMove(this.deps.outbox, card, d.member_id, at, d.points) : undefined,
+            tier: lot ? bonusTierMove(this.deps.outbox, card, at, d.points) : undefined,
           },
           event: this.events.posting('points', {
             tenantId: meta.tenant_id,

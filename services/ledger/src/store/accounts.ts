@@ -69,8 +69,11 @@ export interface TierMove {
    * evaluates again). Undefined: nothing was assumed.
    */
   assumedRank?: number | null;
-  /** The `tier_upgraded` event, written only if the statement upgrades (its data gets from, to, valid_until). */
-  event: OutboxEvent;
+  /**
+   * The subject and type of the `tier_upgraded` event the statement writes if it upgrades the
+   * member (its id, time, tenant and data made there: member, card, from, to, valid_until).
+   */
+  upgrade: { subject: string; type: string };
 }
 
 /** What the posting statement answers of a member's tier (credits on cards with tiers). */
@@ -189,11 +192,13 @@ const TIER = (outboxTable: string) => `tq AS (
   RETURNING card_id, member_id, rank, prev_rank, valid_until
 ), tier_event AS (
   INSERT INTO ${outboxTable} (id, subject, payload)
-  SELECT (w.t -> 'ev' ->> 'id')::uuid, w.t -> 'ev' ->> 'subject',
-         jsonb_set(w.t -> 'ev' -> 'envelope', '{data}', (w.t -> 'ev' -> 'envelope' -> 'data') || jsonb_build_object(
-           'from', f.name, 'to', g.name, 'from_rank', x.prev_rank, 'to_rank', x.rank,
-           'valid_until', to_char(x.valid_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'transaction_id', e.id))
+  SELECT u.id, w.t -> 'ev' ->> 's', jsonb_build_object('id', u.id, 'type', w.t -> 'ev' -> 't', 'tenant_id', w.tenant_id,
+           'occurred_at', to_char(w.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+           'data', jsonb_build_object('member_id', w.member_id, 'card_id', w.card_id, 'reason', 'qualified',
+             'from', f.name, 'to', g.name, 'from_rank', x.prev_rank, 'to_rank', x.rank,
+             'valid_until', to_char(x.valid_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'transaction_id', e.id))
     FROM tier x JOIN tw w USING (card_id, member_id) JOIN entry e USING (card_id, member_id)
+    CROSS JOIN LATERAL (SELECT gen_random_uuid() AS id) u
     LEFT JOIN ledger.tiers f ON f.card_id = x.card_id AND f.rank = x.prev_rank
     LEFT JOIN ledger.tiers g ON g.card_id = x.card_id AND g.rank = x.rank
    WHERE x.rank > x.prev_rank
@@ -302,7 +307,7 @@ function tierParameter(t: TierMove) {
     tz: t.timeZone,
     low: t.lowest,
     ...(t.assumedRank === undefined ? {} : { r: t.assumedRank }),
-    ev: { id: t.event.id, subject: t.event.subject, envelope: t.event.envelope },
+    ev: { s: t.upgrade.subject, t: t.upgrade.type },
   };
 }
 

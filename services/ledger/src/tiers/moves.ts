@@ -13,7 +13,6 @@ import { memberRank, memberRanks } from '../store/tiers.ts';
 export function tierMove(
   outbox: Outbox,
   card: RuledCard,
-  memberId: number,
   at: Date,
   delta: number,
   assumedRank?: number | null,
@@ -30,12 +29,7 @@ export function tierMove(
     warningDays: ladder.warningDays,
     timeZone: card.time_zone,
     lowest: lowestRank(ladder),
-    event: outbox.event({
-      type: 'tier_upgraded',
-      tenantId: card.tenant_id,
-      occurredAt: at,
-      data: { member_id: memberId, card_id: card.id, reason: 'qualified' },
-    }),
+    upgrade: outbox.naming('tier_upgraded'),
   };
 }
 
@@ -156,14 +150,8 @@ export async function tierForRules(
 }
 
 /** The tier move of a bonus credit (referral, adjustment, member event): only when bonuses qualify. */
-export function bonusTierMove(
-  outbox: Outbox,
-  card: RuledCard,
-  memberId: number,
-  at: Date,
-  amount: number,
-): TierMove | undefined {
+export function bonusTierMove(outbox: Outbox, card: RuledCard, at: Date, amount: number): TierMove | undefined {
   if (card.tiers === null) return undefined;
   const delta = qualifyingOfBonus(card.tiers, amount);
-  return delta > 0 ? tierMove(outbox, card, memberId, at, delta) : undefined;
+  return delta > 0 ? tierMove(outbox, card, at, delta) : undefined;
 }
