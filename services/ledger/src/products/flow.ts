@@ -48,6 +48,19 @@ interface EarnFigures {
   assumedRank?: number | null;
 }
 
+/** An earn's request with what the ledger found for it: the card, its purchase rules, the member and the purchase's facts. */
+interface Purchase {
+  d: EarnRequest;
+  card: RuledCard;
+  rules: CompiledRule[];
+  buyer: { member: MemberSummary; created: boolean };
+  facts: PurchaseFacts;
+}
+
+/** The earn's reference (unique per card), if it has one. */
+const earnReferenceOf = ({ d, card }: Purchase) =>
+  d.reference === undefined ? undefined : { cardId: card.id, reference: d.reference };
+
 /** Attempts of an earn whose member's rank changed under it before it gives up (503, retryable). */
 const MAX_RANK_ATTEMPTS = 5;
 
@@ -103,13 +116,14 @@ export class ProductFlow<T extends ProductTypes> {
     const buyer = { member, created };
     const rules = card.rules.filter((r) => r.kind !== 'event');
     // Rules that keep state (caps, budgets, purchase counts) are decided inside a transaction.
-    if (!stateless(rules)) return this.earnWithRules(meta, d, card, rules, buyer, facts);
+    const purchase: Purchase = { d, card, rules, buyer, facts };
+    if (!stateless(rules)) return this.earnWithRules(meta, purchase);
     // A rule with a tier condition is evaluated with the member's rank before the earn (that earn's
     // own upgrade counts from the next one); the posting checks it is still the member's.
     let rank = rulesReadTier(card, rules) ? await this.ranks.rank(card.id, member.id) : undefined;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.postEarn(meta, d, card, rules, buyer, facts, rank);
+        return await this.postEarn(meta, purchase, rank);
       } catch (err) {
         if (!(err instanceof StaleTierRank)) throw err;
         this.ranks.learn(card.id, member.id, err.rank);
@@ -121,17 +135,10 @@ export class ProductFlow<T extends ProductTypes> {
   }
 
   /** An earn whose rules keep no state, posted as `Accounting.posting` posts (its rules evaluated with `rank` when they read the tier). */
-  private postEarn(
-    meta: LedgerMeta,
-    d: EarnRequest,
-    card: RuledCard,
-    rules: CompiledRule[],
-    buyer: { member: MemberSummary; created: boolean },
-    facts: PurchaseFacts,
-    rank: number | null | undefined,
-  ): Promise<T['earnAnswer']> {
+  private postEarn(meta: LedgerMeta, purchase: Purchase, rank: number | null | undefined): Promise<T['earnAnswer']> {
     const { unit } = this;
-    const earnReference = d.reference === undefined ? undefined : { cardId: card.id, reference: d.reference };
+    const { d, card, rules, buyer, facts } = purchase;
+    const earnReference = earnReferenceOf(purchase);
     const tier = rank === undefined || card.tiers === null ? null : stepOfRank(card.tiers, rank ?? undefined).name;
     return this.books.posting(
       meta,
@@ -162,16 +169,10 @@ export class ProductFlow<T extends ProductTypes> {
   }
 
   /** An earn on a card with rules: account locked, caps and budgets read, evaluated, posted, counted. */
-  private earnWithRules(
-    meta: LedgerMeta,
-    d: EarnRequest,
-    card: RuledCard,
-    rules: CompiledRule[],
-    buyer: { member: MemberSummary; created: boolean },
-    facts: PurchaseFacts,
-  ): Promise<T['earnAnswer']> {
+  private earnWithRules(meta: LedgerMeta, purchase: Purchase): Promise<T['earnAnswer']> {
     const { unit } = this;
-    const earnReference = d.reference === undefined ? undefined : { cardId: card.id, reference: d.reference };
+    const { d, card, rules, buyer, facts } = purchase;
+    const earnReference = earnReferenceOf(purchase);
     const k = { tenantId: meta.tenant_id, cardId: card.id, memberId: buyer.member.id };
     const opts = { operation: unit.operations.earn, data: d, source: 'http' as const, earnReference };
     return this.books.earnInTransaction(meta, opts, async (db) => {
