@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signIn } from '../../../test/support/staff.ts';
 import { apiClient, staffClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
+import { randomUUID } from 'node:crypto';
 import type { RunningLedger } from '../src/service.ts';
+import { postingStatement, postMany } from '../src/store/accounts.ts';
 import { cashbackCard, email, pointsCard, type Api } from './support.ts';
 
 /**
@@ -218,6 +220,74 @@ describe('qualification', () => {
         transaction_id: crossing.transaction_id,
       },
     });
+  });
+
+  it('writes one upgrade event of its own for each member a single posting statement upgrades', async () => {
+    // Concurrent earns share a posting statement (the ledger's group commit): each upgrade it
+    // decides is an event with an id of its own.
+    setClock('2026-03-12T10:00:00Z');
+    const card = await pointsCard(sys, tenantId);
+    await withTiers(card);
+    const members = [
+      (await earn(card, { email: email('batch-a'), purchase_amount: 5 })).member_id,
+      (await earn(card, { email: email('batch-b'), purchase_amount: 5 })).member_id,
+    ];
+    const at = sys.clock.now();
+    // On a connection of its own, with the events kept in a table no relay reads.
+    const db = await sys.db.connect();
+    try {
+      await db.query('CREATE TEMP TABLE tier_outbox (LIKE ledger.outbox INCLUDING ALL)');
+      const statement = { name: 'test.tier_batch', text: postingStatement('credit', 'pg_temp.tier_outbox') };
+      const postings = members.map((memberId) => {
+        const id = randomUUID();
+        return {
+          account: { tenantId, cardId: card, memberId },
+          movement: {
+            event: 'staff_added_points' as const,
+            amount: 200,
+            at,
+            tier: {
+              delta: 200,
+              day: '2026-03-12',
+              window: 'rolling',
+              windowDays: 365,
+              validityDays: null,
+              warningDays: 30,
+              timeZone: 'UTC',
+              lowest: 0,
+              upgrade: { subject: 'test.tier_upgraded', type: 'ledger.tier_upgraded' },
+            },
+          },
+          event: {
+            id,
+            subject: 'test.points_earned',
+            envelope: {
+              id,
+              type: 'ledger.points_earned',
+              tenant_id: tenantId,
+              occurred_at: at.toISOString(),
+              data: {},
+            },
+            trace: null,
+            unit: 'points' as const,
+          },
+        };
+      });
+      const posted = await postMany(db, 'credit', postings, statement);
+      expect(posted.map((p) => p?.tier)).toEqual([
+        expect.objectContaining({ rank: 1, prevRank: 0 }),
+        expect.objectContaining({ rank: 1, prevRank: 0 }),
+      ]);
+      const { rows } = await db.query<{ id: string; payload: Body }>(
+        `SELECT id, payload FROM pg_temp.tier_outbox WHERE subject = 'test.tier_upgraded'`,
+      );
+      expect(new Set(rows.map((r) => r.id)).size).toBe(2);
+      for (const r of rows) expect(r.payload.id).toBe(r.id);
+      expect(rows.map((r) => (r.payload.data as Body).member_id).sort()).toEqual([...members].sort());
+    } finally {
+      await db.query('DROP TABLE IF EXISTS pg_temp.tier_outbox');
+      db.release();
+    }
   });
 
   it('upgrades once when concurrent earns cross the same threshold', async () => {

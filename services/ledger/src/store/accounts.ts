@@ -192,16 +192,19 @@ const TIER = (outboxTable: string) => `tq AS (
   RETURNING card_id, member_id, rank, prev_rank, valid_until
 ), tier_event AS (
   INSERT INTO ${outboxTable} (id, subject, payload)
-  SELECT u.id, w.t -> 'ev' ->> 's', jsonb_build_object('id', u.id, 'type', w.t -> 'ev' -> 't', 'tenant_id', w.tenant_id,
-           'occurred_at', to_char(w.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-           'data', jsonb_build_object('member_id', w.member_id, 'card_id', w.card_id, 'reason', 'qualified',
-             'from', f.name, 'to', g.name, 'from_rank', x.prev_rank, 'to_rank', x.rank,
-             'valid_until', to_char(x.valid_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'transaction_id', e.id))
-    FROM tier x JOIN tw w USING (card_id, member_id) JOIN entry e USING (card_id, member_id)
-    CROSS JOIN LATERAL (SELECT gen_random_uuid() AS id) u
-    LEFT JOIN ledger.tiers f ON f.card_id = x.card_id AND f.rank = x.prev_rank
-    LEFT JOIN ledger.tiers g ON g.card_id = x.card_id AND g.rank = x.rank
-   WHERE x.rank > x.prev_rank
+  SELECT v.id, v.subject, jsonb_build_object('id', v.id, 'type', v.type, 'tenant_id', v.tenant_id,
+           'occurred_at', to_char(v.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'data', v.data)
+    -- One id per upgrade: a volatile call in a subquery's select list is made for each of its rows
+    -- (one in a FROM item of its own may be made once for the whole statement).
+    FROM (SELECT gen_random_uuid() AS id, w.t -> 'ev' ->> 's' AS subject, w.t -> 'ev' -> 't' AS type, w.tenant_id, w.at,
+                 jsonb_build_object('member_id', w.member_id, 'card_id', w.card_id, 'reason', 'qualified',
+                   'from', f.name, 'to', g.name, 'from_rank', x.prev_rank, 'to_rank', x.rank,
+                   'valid_until', to_char(x.valid_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                   'transaction_id', e.id) AS data
+            FROM tier x JOIN tw w USING (card_id, member_id) JOIN entry e USING (card_id, member_id)
+            LEFT JOIN ledger.tiers f ON f.card_id = x.card_id AND f.rank = x.prev_rank
+            LEFT JOIN ledger.tiers g ON g.card_id = x.card_id AND g.rank = x.rank
+           WHERE x.rank > x.prev_rank) v
 )`;
 
 // Check and debit are one condition on the row: concurrent debits serialize on it and none can
