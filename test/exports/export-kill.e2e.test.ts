@@ -1,8 +1,7 @@
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { clusterEnv } from '../support/cluster-env.ts';
 import { Cluster } from '../support/cluster.ts';
-import { createTestDatabase, OPERATOR_TOKEN } from '../support/system.ts';
+import { createTestDatabase, OPERATOR_TOKEN, testPool } from '../support/system.ts';
 
 /**
  * An export job (the job form, for large tenants) survives the death of the replica running it
@@ -33,7 +32,7 @@ describe('an export job and a killed replica', () => {
     await cluster.add('ledger', 2);
     await cluster.add('gateway');
     const gw = cluster.of('gateway')[0]!.url;
-    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    const pool = testPool(db.url, 2);
     cleanups.push(() => pool.end());
     const call = async <T>(method: string, path: string, headers: Record<string, string>, body?: unknown) => {
       const res = await fetch(`${gw}${path}`, {

@@ -1,8 +1,7 @@
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { clusterEnv } from '../support/cluster-env.ts';
 import { Cluster, type ClusterService } from '../support/cluster.ts';
-import { createTestDatabase, OPERATOR_TOKEN } from '../support/system.ts';
+import { createTestDatabase, OPERATOR_TOKEN, testPool } from '../support/system.ts';
 
 /**
  * An import survives the death of the replica executing it (compiled services, each replica its
@@ -34,7 +33,7 @@ describe('an import and a killed replica', () => {
     await cluster.add('ledger', 2);
     await cluster.add('gateway');
     const gw = cluster.of('gateway')[0]!.url;
-    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    const pool = testPool(db.url, 2);
     cleanups.push(() => pool.end());
     const operator = { authorization: `Bearer ${OPERATOR_TOKEN}` };
     const call = async <T>(method: string, path: string, body?: string, type = 'application/json') => {

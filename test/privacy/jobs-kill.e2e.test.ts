@@ -1,8 +1,7 @@
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { clusterEnv } from '../support/cluster-env.ts';
 import { Cluster } from '../support/cluster.ts';
-import { createTestDatabase, OPERATOR_TOKEN } from '../support/system.ts';
+import { createTestDatabase, OPERATOR_TOKEN, testPool } from '../support/system.ts';
 
 /**
  * A member's export and erasure survive the death of the identity replica running them (compiled
@@ -33,7 +32,7 @@ describe('member data jobs and a killed replica', () => {
     await cluster.add('identity', 2);
     for (const s of ['ledger', 'claims', 'referrals', 'webhooks', 'gateway'] as const) await cluster.add(s);
     const gw = cluster.of('gateway')[0]!.url;
-    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    const pool = testPool(db.url, 2);
     cleanups.push(() => pool.end());
 
     const call = async <T>(method: string, path: string, headers: Record<string, string>, body?: unknown) => {

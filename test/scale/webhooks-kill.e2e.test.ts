@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { clusterEnv } from '../support/cluster-env.ts';
 import { Cluster } from '../support/cluster.ts';
-import { createTestDatabase, OPERATOR_TOKEN } from '../support/system.ts';
+import { createTestDatabase, OPERATOR_TOKEN, testPool } from '../support/system.ts';
 import { WebhookReceiver } from '../support/webhook-receiver.ts';
 
 /**
@@ -109,7 +108,7 @@ describe('webhooks scale-out', () => {
     expect(missing, `${missing.length} of ${total} events never arrived`).toEqual([]);
 
     // Every delivery ends delivered in the log; duplicates (at least once) are few and counted.
-    const pool = new pg.Pool({ connectionString: db.url, max: 1 });
+    const pool = testPool(db.url, 1);
     cleanups.push(() => pool.end());
     const waitDelivered = Date.now() + 30_000;
     let states: Record<string, number> = {};

@@ -24,7 +24,7 @@ import { readReferralsConfig, startReferrals } from '@loyalty/referrals';
 import { readWebhooksConfig, startWebhooks, type RunningWebhooks } from '@loyalty/webhooks';
 import { MailSink } from './mail-sink.ts';
 import { connectAs, localNats, natsUserEnv } from './nats.ts';
-import { createTestDatabase, deleteEventStream, OPERATOR_TOKEN, TEST_AUDIT_KEY } from './system.ts';
+import { createTestDatabase, deleteEventStream, OPERATOR_TOKEN, TEST_AUDIT_KEY, testPool } from './system.ts';
 
 /**
  * One service alone, against the real PostgreSQL and NATS, without the gateway or the other
@@ -210,9 +210,7 @@ export async function startService<N extends ServiceName>(
 
   // The test's own connection (calls and fakes): the harness's unrestricted user.
   const nc: NatsConnection = await connectAs('admin', { url: natsUrl });
-  const db = new pg.Pool({ connectionString: database.url, max: 2 });
-  // See startTestSystem: the forced DROP DATABASE can end an idle client; that is no test failure.
-  db.on('error', () => undefined);
+  const db = testPool(database.url, 2);
   const subscriptions: Subscription[] = [];
   const violations: string[] = [];
   const replicas: Running[N][] = [];

@@ -19,6 +19,18 @@ export const OPERATOR_TOKEN = 'test-operator-token-0123456789';
 /** The audit key of the test systems (identity's AUDIT_KEY): a test that forges rows does not have it. */
 export const TEST_AUDIT_KEY = 'test-audit-key-0123456789abcdef0123456789';
 
+/**
+ * A pool on a test database. pool.end() resolves before the server has closed its connections; the
+ * DROP DATABASE ... WITH (FORCE) that ends a test can then terminate one (57P01), which an idle
+ * client reports on its pool. Without a listener that is an uncaught exception in the test process
+ * (seen on loaded machines), so every test's pool gets one: a connection lost there is no failure.
+ */
+export function testPool(connectionString: string, max: number): pg.Pool {
+  const pool = new pg.Pool({ connectionString, max });
+  pool.on('error', () => undefined);
+  return pool;
+}
+
 /** A database of its own for one test file, dropped at the end: files run in parallel and twice in a row. */
 export async function createTestDatabase(
   adminUrl = ADMIN_URL,
@@ -125,11 +137,7 @@ export async function startTestSystem(
   for (const name of names) services[name] = await starters[name]();
   // The gateway compares a cached staff session's end with the services' clock.
   const gateway = await startGateway(readGatewayConfig(envOf('gateway')), { log: log('gateway'), clock });
-  const db = new pg.Pool({ connectionString: database.url, max: 2 });
-  // pool.end() resolves before the server has closed its connections; the DROP DATABASE ... WITH
-  // (FORCE) of stop() can then terminate one (57P01), which an idle client reports on the pool.
-  // Without a listener that is an uncaught exception in the test process (seen on a loaded machine).
-  db.on('error', () => undefined);
+  const db = testPool(database.url, 2);
 
   const admin = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
     const res = await fetch(`${gateway.url}${path}`, {

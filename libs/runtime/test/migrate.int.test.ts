@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../../../test/support/system.ts';
+import { createTestDatabase, testPool } from '../../../test/support/system.ts';
 import { until } from '../../../test/support/until.ts';
 import { createLogger, migrate } from '../src/index.ts';
 
@@ -19,7 +19,7 @@ const log = createLogger('test', 'silent');
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  admin = new pg.Pool({ connectionString: db.url, max: 4 });
+  admin = testPool(db.url, 4);
 });
 afterAll(async () => {
   await admin?.end();

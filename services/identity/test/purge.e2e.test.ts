@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Metrics, PURGE_BATCH, purge, sharedPurgeRules } from '@loyalty/runtime';
-import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
+import { apiClient, startTestSystem, testPool, type TestSystem } from '../../../test/support/system.ts';
 
 /**
  * The periodic purge (runService, every PURGE_INTERVAL_MS; here run by hand with the test's
@@ -98,7 +97,7 @@ it('purges in bounded batches, and two replicas purging at once delete every row
     [rows],
   );
   // A second replica's purge: its own pool and metrics, the same tables.
-  const other = new pg.Pool({ connectionString: sys.env.DATABASE_URL, max: 1 });
+  const other = testPool(sys.env.DATABASE_URL!, 1);
   try {
     const [a, b] = await Promise.all([
       purgeNow(),
