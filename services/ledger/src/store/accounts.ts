@@ -109,11 +109,17 @@ export interface Posting {
 // trip and one commit for all of them, atomic without BEGIN/COMMIT, and each account row is
 // touched once. An account may appear only once per statement (ON CONFLICT DO UPDATE cannot
 // change a row twice): callers split batches (see posting-batcher.ts).
+// The JSON columns (metadata, the event's envelope, the earning rules, the tier move) come as one
+// JSON array each, element n - 1 the posting's (JSON null: none), not as arrays of JSON texts: the
+// driver would escape every quote of every text into an array literal (a ruled earn's rules and
+// allocation are kilobytes of them) and PostgreSQL would unescape them again.
 const INPUT = `input AS (
-  SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::text[], $7::bigint[], $8::text[], $9::bigint[],
-                       $10::jsonb[], $11::uuid[], $12::text[], $13::jsonb[], $14::boolean[], $15::boolean[], $16::timestamptz[], $17::timestamptz[], $18::timestamptz[], $19::jsonb[], $20::text[], $21::jsonb[])
-    WITH ORDINALITY AS i(card_id, member_id, tenant_id, amount, at, event, purchase_cents, reference, reward_id, metadata, event_id, subject, envelope, cents,
-                         pending, available_at, expires_at, warn_at, rules, trace, tier, n)
+  SELECT i.*, NULLIF($10::jsonb -> (i.n::integer - 1), 'null') AS metadata, $13::jsonb -> (i.n::integer - 1) AS envelope,
+         NULLIF($19::jsonb -> (i.n::integer - 1), 'null') AS rules, NULLIF($21::jsonb -> (i.n::integer - 1), 'null') AS tier
+    FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::text[], $7::bigint[], $8::text[], $9::bigint[],
+                $11::uuid[], $12::text[], $14::boolean[], $15::boolean[], $16::timestamptz[], $17::timestamptz[], $18::timestamptz[], $20::text[])
+    WITH ORDINALITY AS i(card_id, member_id, tenant_id, amount, at, event, purchase_cents, reference, reward_id, event_id, subject, cents,
+                         pending, available_at, expires_at, warn_at, trace, n)
 )`;
 
 // A credit opens the account on first use and adds to its spendable balance, or to `pending` while
@@ -271,8 +277,8 @@ export function postingStatement(direction: 'credit' | 'debit', outboxTable = 'l
 
 const STATEMENTS = { credit: postingStatement('credit'), debit: postingStatement('debit') };
 
-/** The statement's parameters for `postings` (parallel arrays). */
-function postingValues(postings: Posting[]): unknown[][] {
+/** The statement's parameters for `postings` (parallel arrays; the JSON columns as one JSON array each). */
+function postingValues(postings: Posting[]): unknown[] {
   return [
     postings.map((p) => p.account.cardId),
     postings.map((p) => p.account.memberId),
@@ -283,18 +289,18 @@ function postingValues(postings: Posting[]): unknown[][] {
     postings.map((p) => p.movement.purchaseCents ?? null),
     postings.map((p) => p.movement.reference ?? null),
     postings.map((p) => p.movement.rewardId ?? null),
-    postings.map((p) => (p.movement.metadata ? JSON.stringify(p.movement.metadata) : null)),
+    JSON.stringify(postings.map((p) => p.movement.metadata ?? null)),
     postings.map((p) => p.event.id),
     postings.map((p) => p.event.subject),
-    postings.map((p) => JSON.stringify(p.event.envelope)),
+    JSON.stringify(postings.map((p) => p.event.envelope)),
     postings.map((p) => p.event.unit === 'cents'),
     postings.map((p) => p.movement.lot?.pending ?? false),
     postings.map((p) => p.movement.lot?.availableAt ?? p.movement.at),
     postings.map((p) => p.movement.lot?.expiresAt ?? null),
     postings.map((p) => p.movement.lot?.warnAt ?? null),
-    postings.map((p) => (p.movement.rules ? JSON.stringify(p.movement.rules) : null)),
+    JSON.stringify(postings.map((p) => p.movement.rules ?? null)),
     postings.map((p) => p.event.trace ?? null),
-    postings.map((p) => (p.movement.tier ? JSON.stringify(tierParameter(p.movement.tier)) : null)),
+    JSON.stringify(postings.map((p) => (p.movement.tier ? tierParameter(p.movement.tier) : null))),
   ];
 }
 
