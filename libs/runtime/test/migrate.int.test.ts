@@ -164,3 +164,25 @@ describe('no-transaction migrations', () => {
     expect(await indexValid(schema, 'big_id')).toBe(true);
   });
 });
+
+describe('the shared tables', () => {
+  it('store a large event payload and a large replayed answer compressed with lz4', async () => {
+    const schema = 'lz4_test';
+    await migrate({ databaseUrl: db.url, schema, dir: folder({ '0001_none.sql': 'SELECT 1;' }), log });
+    const big = { data: Array.from({ length: 60 }, (_, k) => ({ rule_id: k, name: `Rule number ${k}`, points: k })) };
+    await admin.query(`INSERT INTO ${schema}.outbox (id, subject, payload) VALUES (gen_random_uuid(), 's', $1)`, [
+      JSON.stringify(big),
+    ]);
+    await admin.query(
+      `INSERT INTO ${schema}.idempotency_keys (tenant_id, key, request_hash, response) VALUES (1, 'k', 'h', $1)`,
+      [JSON.stringify(big)],
+    );
+    const { rows } = await admin.query<{ payload: string; response: string; same: boolean }>(
+      `SELECT pg_column_compression(o.payload) AS payload, pg_column_compression(k.response) AS response,
+              o.payload = $1::text::jsonb AND k.response = $1::text AS same
+         FROM ${schema}.outbox o, ${schema}.idempotency_keys k`,
+      [JSON.stringify(big)],
+    );
+    expect(rows).toEqual([{ payload: 'lz4', response: 'lz4', same: true }]);
+  });
+});

@@ -255,6 +255,29 @@ describe('kinds and conditions', () => {
     expect((await earn(card, { member_id: m, purchase_amount: 5 })).data).toMatchObject({ points_earned: 5 + 7 });
   });
 
+  it('a 20-line purchase: what each line earned is kept exactly, compressed with lz4', async () => {
+    const card = await pointsCard(sys, tenantId);
+    await rule(card, { name: 'pastry x2', kind: 'multiplier', factor: 2, conditions: { categories: ['pastry'] } });
+    const lines = Array.from({ length: 20 }, (_, k) => ({
+      sku: `sku-${k}-${'x'.repeat(40)}`,
+      name: `Line number ${k} of a long basket`,
+      category: k % 2 === 0 ? 'pastry' : 'drink',
+      quantity: 1,
+      unit_price: 1,
+    }));
+    const r = await earn(card, { email: email('lz4'), purchase_amount: 20, line_items: lines });
+    expect(r.data).toMatchObject({ points_earned: 30 });
+    const { rows } = await sys.db.query<{ lines: number; allocation: string | null; rules: string | null }>(
+      `SELECT jsonb_array_length(allocation -> 'lines') AS lines, pg_column_compression(allocation) AS allocation,
+              pg_column_compression(rules) AS rules
+         FROM ledger.journal_rules WHERE journal_id = $1`,
+      [r.data!.transaction_id],
+    );
+    // The row is over PostgreSQL's 2 KB threshold: its largest value is compressed, with lz4 (a
+    // server without lz4 would have kept pglz and refused nothing).
+    expect(rows).toEqual([{ lines: 20, allocation: 'lz4', rules: null }]);
+  });
+
   it('best of a group, exclusive stops lower rules and may replace the base, first purchase', async () => {
     const card = await pointsCard(sys, tenantId);
     await rule(card, { name: 'b small', kind: 'fixed', points: 3, combination: 'best', group: 'g', priority: 5 });
