@@ -26,7 +26,7 @@ import {
   type SteadyFigure,
 } from './report.ts';
 import { DESCRIPTIONS, EXPECTED_REFUSALS, httpScenario } from './scenarios.ts';
-import { formatProfile, summarizeProfile } from './profile-summary.ts';
+import { formatHeapProfile, formatProfile, summarizeHeapProfile, summarizeProfile } from './profile-summary.ts';
 import { measureTracingCost, type TracingReport } from './tracing-cost.ts';
 import { measureEarnTurns, type EarnTurnsReport } from './earn-turns.ts';
 import { BenchSetupError, benchNats, PROFILE_DIR, runningSystem, startBenchSystem } from './system.ts';
@@ -461,7 +461,7 @@ function cpuCalibration(): number {
   return Math.round(best);
 }
 
-/** The CPU profile each service wrote at exit (file names carry the pid), summarized. */
+/** The CPU and allocation profiles each service wrote at exit (file names carry the pid), summarized. */
 function printProfiles(pids: Record<string, number>): void {
   const files = existsSync(PROFILE_DIR) ? readdirSync(PROFILE_DIR) : [];
   for (const [service, pid] of Object.entries(pids)) {
@@ -470,12 +470,10 @@ function printProfiles(pids: Record<string, number>): void {
       console.log(`${service}: no CPU profile written (pid ${pid})`);
       continue;
     }
-    console.log(
-      formatProfile(
-        `${service} (${path.relative(process.cwd(), path.join(PROFILE_DIR, file))})`,
-        summarizeProfile(path.join(PROFILE_DIR, file)),
-      ),
-    );
+    const where = (f: string) => `${service} (${path.relative(process.cwd(), path.join(PROFILE_DIR, f))})`;
+    console.log(formatProfile(where(file), summarizeProfile(path.join(PROFILE_DIR, file))));
+    const heap = files.find((f) => f.includes(`.${pid}.`) && f.endsWith('.heapprofile'));
+    if (heap) console.log(formatHeapProfile(where(heap), summarizeHeapProfile(path.join(PROFILE_DIR, heap))));
   }
 }
 
