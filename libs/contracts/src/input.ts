@@ -72,7 +72,10 @@ export function buildOperationInput(op: InputSchemas, parts: InputParts): Operat
   };
   const issues: z.core.$ZodIssue[] = [];
   const data = parseParts(op, source, issues);
-  const fields: InputIssue[] = issues.map((i) => ({ field: i.path.join('.') || '(body)', message: i.message }));
+  const fields: InputIssue[] = issues.flatMap(issueFields).map(({ path, message }) => ({
+    field: path.map(String).join('.') || '(body)',
+    message,
+  }));
   if (body !== undefined && !isRecord(body)) fields.push({ field: '(body)', message: 'must be a JSON object' });
   if (isRecord(params)) {
     for (const name of Object.keys(params)) {
@@ -97,19 +100,35 @@ export function operationInput<O extends InputSchemas>(op: O): z.ZodType<Operati
     }
     const issues: z.core.$ZodIssue[] = [];
     const data = parseParts(op, input && typeof input === 'object' ? input : {}, issues);
-    for (const { message, path } of issues) ctx.addIssue({ code: 'custom', message, path });
+    for (const { message, path } of issues.flatMap(issueFields)) ctx.addIssue({ code: 'custom', message, path });
     // The parts' outputs together are the operation's input (each validated by its own schema).
     // eslint-disable-next-line @typescript-eslint/consistent-type-assertions -- the merge of the parts' validated outputs
     return data as OperationInput<O>;
   });
 }
 
-/** Validates `source` with each of the operation's part schemas, merging their outputs; issues go to `issues`. */
+/** A field a strict object does not have is not there to be given: one issue per unknown key, naming it. */
+export const UNKNOWN_FIELD = 'is not a field of this request (misspelt?)';
+
+/** The refused fields of one zod issue: an unknown key of a strict object is named itself, one issue per key. */
+function issueFields(issue: z.core.$ZodIssue): { path: PropertyKey[]; message: string }[] {
+  if (issue.code === 'unrecognized_keys')
+    return issue.keys.map((key) => ({ path: [...issue.path, key], message: UNKNOWN_FIELD }));
+  return [{ path: issue.path, message: issue.message }];
+}
+
+/**
+ * Validates `source` with each of the operation's part schemas, merging their outputs; issues go to
+ * `issues`. The body's schema sees the source without the path parameters' and the query's names,
+ * so a strict body (one that refuses fields it does not have) refuses only what the body added.
+ */
 function parseParts(op: InputSchemas, source: object, issues: z.core.$ZodIssue[]): Record<string, unknown> {
   const data: Record<string, unknown> = {};
+  const elsewhere = new Set([...Object.keys(op.params?.shape ?? {}), ...Object.keys(op.query?.shape ?? {})]);
+  const bodySource = Object.fromEntries(Object.entries(source).filter(([k]) => !elsewhere.has(k)));
   for (const part of [op.params, op.query, op.body]) {
     if (part === undefined) continue;
-    const r = part.safeParse(source);
+    const r = part.safeParse(part === op.body ? bodySource : source);
     if (r.success) Object.assign(data, r.data);
     else issues.push(...r.error.issues);
   }

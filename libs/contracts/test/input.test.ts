@@ -36,6 +36,25 @@ describe('buildOperationInput', () => {
     expect(!r.ok && r.fields.map((f) => f.field)).toEqual(['request_id', '(body)']);
   });
 
+  it('a strict body refuses the fields it does not have, naming each, but not the path parameters', () => {
+    const patch = { params: op.params, body: z.object({ name: z.string().optional() }).strict() };
+    expect(buildOperationInput(patch, { params: { request_id: '7' }, body: { name: 'x' } })).toEqual({
+      ok: true,
+      data: { request_id: 7, name: 'x' },
+    });
+    expect(buildOperationInput(patch, { params: { request_id: '7' }, body: { nmae: 'x', colour: 1 } })).toEqual({
+      ok: false,
+      fields: [
+        { field: 'nmae', message: 'is not a field of this request (misspelt?)' },
+        { field: 'colour', message: 'is not a field of this request (misspelt?)' },
+      ],
+    });
+    // The service validates the merged object the same way: the path parameter is not a body field.
+    expect(operationInput(patch).safeParse({ request_id: 7, name: 'x' }).success).toBe(true);
+    const refused = operationInput(patch).safeParse({ request_id: 7, nmae: 'x' });
+    expect(refused.success || refused.error.issues.map((i) => i.path)).toEqual([['nmae']]);
+  });
+
   it('operationInput validates the merged data a service receives the same way', () => {
     expect(operationInput(op).parse({ request_id: '7', staff_note: 'ok' })).toEqual({
       request_id: 7,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
+import { apiClient, OPERATOR_TOKEN, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
 import { cashbackCard, email, lotsAgree, pointsCard, type Api } from './support.ts';
 
 /**
@@ -150,6 +150,54 @@ describe('managing rules', () => {
       .admin('POST', `/admin/v1/tenants/${tenantId}/cards/${card}`, { time_zone: 'Mars/Olympus' })
       .catch((e: Error) => e.message);
     expect(tz).toContain('invalid_time_zone');
+  });
+
+  it('refuses a misspelt top-level field of a change (a rule, a card, a reward), naming it and changing nothing', async () => {
+    const card = await pointsCard(sys, tenantId);
+    const id = await rule(card, { name: 'typo target', kind: 'multiplier', factor: 2 });
+    const fieldsOf = (error: unknown) => (error as { fields: { field: string; message: string }[] }).fields;
+    // `nmae` and `factr` would have been dropped: the rule kept as it was, answered 200 as if changed.
+    const patched = await api('PATCH', `${rulesOf(card)}/${id}`, { body: { nmae: 'renamed', factr: 3 } });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(400);
+    expect(patched.body.error).toMatchObject({ code: 'validation_error' });
+    expect(fieldsOf(patched.body.error).map((f) => f.field)).toEqual(['nmae', 'factr']);
+    expect(fieldsOf(patched.body.error)[0]!.message).toMatch(/not a field/);
+    // A known field beside a misspelt one is not applied either: the request is refused whole.
+    const mixed = await api('PATCH', `${rulesOf(card)}/${id}`, { body: { factor: 3, priorty: 5 } });
+    expect(mixed.status).toBe(400);
+    expect(fieldsOf(mixed.body.error).map((f) => f.field)).toEqual(['priorty']);
+    expect((await api('GET', `${rulesOf(card)}/${id}`)).body.data!.rule).toMatchObject({
+      name: 'typo target',
+      factor: 2,
+      priority: 0,
+      version: 1,
+    });
+    // The path parameters are not body fields, and a right change still works.
+    const fine = await api('PATCH', `${rulesOf(card)}/${id}`, { body: { name: 'renamed' } });
+    expect(fine.status, JSON.stringify(fine.body)).toBe(200);
+    // The operator's changes of a card and of a reward (partial updates like a PATCH) refuse the same way.
+    const operator = async (path: string, body: unknown) => {
+      const r = await fetch(`${sys.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      return { status: r.status, body: (await r.json()) as { error?: unknown; data?: Record<string, unknown> } };
+    };
+    const cardPath = `/admin/v1/tenants/${tenantId}/cards/${card}`;
+    const c = await operator(cardPath, { referer_bonus: 50, name: 'Renamed card' });
+    expect(c.status, JSON.stringify(c.body)).toBe(400);
+    expect(fieldsOf(c.body.error).map((f) => f.field)).toEqual(['referer_bonus']);
+    const { card: stored } = await sys.admin<{ card: { name: string; referrer_bonus: number } }>('GET', cardPath);
+    expect(stored).toMatchObject({ referrer_bonus: 0 });
+    expect(stored.name).not.toBe('Renamed card');
+    const { reward } = await sys.admin<{ reward: { id: number } }>('POST', `${cardPath}/rewards`, {
+      name: 'Coffee',
+      points_cost: 10,
+    });
+    const w = await operator(`${cardPath}/rewards/${reward.id}`, { activ: false });
+    expect(w.status, JSON.stringify(w.body)).toBe(400);
+    expect(fieldsOf(w.body.error).map((f) => f.field)).toEqual(['activ']);
   });
 
   it('creates once under an Idempotency-Key and limits a card to 100 active rules', async () => {

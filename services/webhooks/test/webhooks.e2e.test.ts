@@ -553,7 +553,7 @@ describe('API', () => {
     expect(list.body.data!.endpoints).toHaveLength(1);
   });
 
-  it('changes the URL, types and description, and refuses what is not a URL or an event type', async () => {
+  it('changes the URL, types and description, and refuses what is not a URL, an event type or a field it has', async () => {
     const m = await merchant(sys);
     const ep = await endpoint(m.api, receiver.url('/before'));
     const changed = await m.api('PATCH', `/api/v1/webhooks/endpoints/${ep.id}`, {
@@ -574,11 +574,16 @@ describe('API', () => {
       [{ event_types: ['points.minted'] }, 'event_types.0'],
       [{ event_types: [] }, 'event_types'],
       [{}, '(body)'],
+      // A misspelt field is refused, naming it, rather than dropped (the endpoint would stay enabled).
+      [{ enabeld: false }, 'enabeld'],
+      [{ description: 'kept?', evnt_types: ['claim.approved'] }, 'evnt_types'],
     ] as const) {
       const r = await m.api('PATCH', `/api/v1/webhooks/endpoints/${ep.id}`, { body });
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect((r.body.error!.fields as { field: string }[]).map((f) => f.field)).toContain(field);
     }
+    const after = await m.api('GET', `/api/v1/webhooks/endpoints/${ep.id}`);
+    expect(after.body.data!.endpoint).toMatchObject({ enabled: true, description: null });
   });
 
   it('pings an endpoint: a signed `ping` event, logged as a delivery', async () => {

@@ -64,7 +64,7 @@ export const adminOperations = defineOperations({
     operation: 'admin.tenant.update',
     summary: "Set or clear a tenant's contact email (null: the operator's address is used)",
     params: TenantParams,
-    body: z.object({ contact_email: Email.nullable() }),
+    body: z.object({ contact_email: Email.nullable() }).strict(),
     response: z.object({ tenant: Tenant }),
     errors: ['invalid_operator_token', 'tenant_not_found'],
   },

@@ -682,27 +682,29 @@ export const ledgerAdminOperations = defineOperations({
     summary:
       'Change some settings of a card (fields left out keep their value; the reward system cannot change; expiry and pending settings apply to credits made after the change)',
     params: CardParams,
-    body: z.object({
-      name: Text.trim().min(1).max(200).optional(),
-      description: Text.trim().max(2000).optional(),
-      currency: Text.trim()
-        .toUpperCase()
-        .regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code')
-        .optional(),
-      cashback_config: CashbackConfigInput.partial().optional(),
-      points_ratio: PointsRatio.optional(),
-      referrer_bonus: cardSettings.referrer_bonus.optional(),
-      referee_bonus: cardSettings.referee_bonus.optional(),
-      referral_bonus_on_first_purchase: cardSettings.referral_bonus_on_first_purchase.optional(),
-      claim_lifetime_hours: cardSettings.claim_lifetime_hours.optional(),
-      expiry_days: cardSettings.expiry_days.optional(),
-      pending_days: cardSettings.pending_days.optional(),
-      expiry_warning_days: cardSettings.expiry_warning_days.optional(),
-      transfers_enabled: cardSettings.transfers_enabled.optional(),
-      transfer_monthly_cap: cardSettings.transfer_monthly_cap.optional(),
-      time_zone: cardSettings.time_zone.optional(),
-      point_value: cardSettings.point_value.optional(),
-    }),
+    body: z
+      .object({
+        name: Text.trim().min(1).max(200).optional(),
+        description: Text.trim().max(2000).optional(),
+        currency: Text.trim()
+          .toUpperCase()
+          .regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO 4217 code')
+          .optional(),
+        cashback_config: CashbackConfigInput.partial().strict().optional(),
+        points_ratio: PointsRatio.optional(),
+        referrer_bonus: cardSettings.referrer_bonus.optional(),
+        referee_bonus: cardSettings.referee_bonus.optional(),
+        referral_bonus_on_first_purchase: cardSettings.referral_bonus_on_first_purchase.optional(),
+        claim_lifetime_hours: cardSettings.claim_lifetime_hours.optional(),
+        expiry_days: cardSettings.expiry_days.optional(),
+        pending_days: cardSettings.pending_days.optional(),
+        expiry_warning_days: cardSettings.expiry_warning_days.optional(),
+        transfers_enabled: cardSettings.transfers_enabled.optional(),
+        transfer_monthly_cap: cardSettings.transfer_monthly_cap.optional(),
+        time_zone: cardSettings.time_zone.optional(),
+        point_value: cardSettings.point_value.optional(),
+      })
+      .strict(),
     response: z.object({ card: CardRecord }),
     errors: ['invalid_operator_token', 'card_not_found', 'wrong_card_type', 'invalid_time_zone'],
   },
@@ -749,12 +751,14 @@ export const ledgerAdminOperations = defineOperations({
     operation: 'admin.reward.update',
     summary: 'Change a reward (e.g. active: false withdraws it from redemption and claims)',
     params: RewardParams,
-    body: z.object({
-      name: Text.trim().min(1).max(200).optional(),
-      description: Text.trim().max(2000).optional(),
-      points_cost: z.number().int().positive().max(1_000_000_000).optional(),
-      active: z.boolean().optional(),
-    }),
+    body: z
+      .object({
+        name: Text.trim().min(1).max(200).optional(),
+        description: Text.trim().max(2000).optional(),
+        points_cost: z.number().int().positive().max(1_000_000_000).optional(),
+        active: z.boolean().optional(),
+      })
+      .strict(),
     response: z.object({ reward: RewardRecord }),
     errors: ['invalid_operator_token', 'card_not_found', 'reward_not_found'],
   },

@@ -197,6 +197,8 @@ export const RulePatch = z
     cap: ruleFields.cap.optional(),
     budget: ruleFields.budget.optional(),
   })
+  // A misspelt field refused, not dropped: dropped, the change the caller meant would not happen.
+  .strict()
   .describe(
     'fields left out keep their value; null removes a value; editing an active or paused rule makes a new version',
   )

@@ -276,7 +276,7 @@ export const staffOperations = defineOperations({
     summary:
       "Change a staff user's name or role, or deactivate them (their sessions end at once); the last active manager stays",
     params: z.object({ staff_id: IdParam }),
-    body: z.object({ name: StaffName.optional(), role: StaffRole.optional(), active: z.boolean().optional() }),
+    body: z.object({ name: StaffName.optional(), role: StaffRole.optional(), active: z.boolean().optional() }).strict(),
     response: z.object({ staff: StaffUser }),
     errors: ['staff_not_found', 'last_manager'],
   },

@@ -127,6 +127,7 @@ const UpdateBody = z
     description: Description.nullable().optional(),
     enabled: z.boolean().optional(),
   })
+  .strict()
   .refine((b) => Object.values(b).some((v) => v !== undefined), 'name at least one field to change');
 const DeliveriesQuery = z.object({ status: z.enum(webhookDeliveryStatuses).optional(), ...pageQuery(20, 100) });
 
