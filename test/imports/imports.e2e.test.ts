@@ -436,6 +436,7 @@ describe('impossible dates', () => {
         `z-${run}-4,Junk,2024-03-01junk`,
         `z-${run}-5,Offset,2021-04-02T10:00:00+02:00`,
         `z-${run}-6,Day,2024-02-29`,
+        `z-${run}-7,Local,2024-03-01T10:00:00`,
         '',
       ].join('\n'),
       'text/csv',
@@ -444,6 +445,7 @@ describe('impossible dates', () => {
         [3, 'joined_at'],
         [4, 'joined_at'],
         [5, 'joined_at'],
+        [8, 'joined_at'],
       ],
     );
     expect(listed(members)).toEqual([
@@ -451,8 +453,14 @@ describe('impossible dates', () => {
       [3, 'joined_at', 'has day 31 of April 2021, which has 30 days'],
       [4, 'joined_at', 'has year 0000: years run from 0001 to 9999'],
       [5, 'joined_at', 'must be an ISO 8601 date (2024-03-01) or time (2024-03-01T10:00:00Z)'],
+      // A time without its offset would be read in the server's own time zone.
+      [
+        8,
+        'joined_at',
+        'must be an ISO 8601 date (2024-03-01) or time (2024-03-01T10:00:00Z) with its offset (Z or +01:00)',
+      ],
     ]);
-    expect(members.counts).toMatchObject({ lines: 6, invalid: 4, valid: 2 });
+    expect(members.counts).toMatchObject({ lines: 7, invalid: 5, valid: 2 });
 
     const card = await pointsCard(sys, creds.tenantId);
     const balance = (i: number, extra: Record<string, unknown>) =>

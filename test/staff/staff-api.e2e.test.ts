@@ -267,6 +267,22 @@ describe('claims queue', () => {
     expect((filtered.body.data!.claim_requests as { id: number }[]).map((r) => r.id)).toEqual([first]);
     const future = await staff('GET', '/staff/v1/claims?from=2999-01-01', { token: clerk });
     expect(future.body.data!.claim_requests).toEqual([]);
+    // A time without its offset was read in the server's own time zone: refused, naming the field.
+    for (const query of [
+      'from=2000-01-01T00:00:00',
+      'to=2999-01-01T10:00',
+      'from=2000-01-01T00:00:00Z&to=2999-01-01 10:00',
+    ])
+      for (const path of ['/staff/v1/claims', '/staff/v1/audit']) {
+        const local = await staff('GET', `${path}?${query}`, { token: path === '/staff/v1/audit' ? manager : clerk });
+        expect(local.status, `${path}?${query}`).toBe(400);
+        expect(local.body.error).toMatchObject({ code: 'validation_error' });
+        expect((local.body.error!.fields as { field: string }[]).map((f) => f.field)).toEqual([
+          query.includes('to=') ? 'to' : 'from',
+        ]);
+      }
+    const instant = await staff('GET', `/staff/v1/claims?from=2000-01-01T00:00:00%2B01:00`, { token: clerk });
+    expect(instant.status).toBe(200);
     const again = await staff('POST', `/staff/v1/claims/${first}/reject`, {
       token: clerk,
       headers: { 'idempotency-key': randomUUID() },

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { isExportTime } from '../src/ops/exports.ts';
 import { parseIsoTime, readIsoTime } from '../src/time.ts';
 
-const problem = (v: string, opts?: { offset?: boolean }) => {
-  const r = readIsoTime(v, opts);
+const problem = (v: string) => {
+  const r = readIsoTime(v);
   return 'problem' in r ? r.problem : undefined;
 };
 
@@ -23,7 +23,6 @@ describe('readIsoTime', () => {
       '2024-03-01T10:00:00-0530',
       '2024-03-01 10:00:00Z',
       '2024-03-01t10:00:00z',
-      '2024-03-01T10:00:00',
     ])
       expect(parseIsoTime(v)?.getTime(), v).toBe(new Date(v).getTime());
     expect(parseIsoTime('0001-01-01')?.toISOString()).toBe('0001-01-01T00:00:00.000Z');
@@ -67,9 +66,12 @@ describe('readIsoTime', () => {
       expect(problem(v), v).toBe('must be an ISO 8601 date (2024-03-01) or time (2024-03-01T10:00:00Z)');
   });
 
-  it('asks for the offset of a time when told to (exports), not of a date', () => {
-    expect(problem('2024-03-01T10:00:00', { offset: true })).toMatch(/with its offset/);
-    expect(parseIsoTime('2024-03-01', { offset: true })?.toISOString()).toBe('2024-03-01T00:00:00.000Z');
+  it('asks for the offset of a time (the server would read one without it in its own time zone), not of a date', () => {
+    for (const v of ['2024-03-01T10:00:00', '2024-03-01T10:00', '2024-03-01 10:00:00.5'])
+      expect(problem(v), v).toBe(
+        'must be an ISO 8601 date (2024-03-01) or time (2024-03-01T10:00:00Z) with its offset (Z or +01:00)',
+      );
+    expect(parseIsoTime('2024-03-01')?.toISOString()).toBe('2024-03-01T00:00:00.000Z');
     expect(isExportTime('2024-03-01T10:00:00Z')).toBe(true);
     expect(isExportTime('2024-03-01T10:00:00')).toBe(false);
     expect(isExportTime('2022-02-30')).toBe(false);

@@ -112,6 +112,29 @@ describe('managing rules', () => {
     expect(feb30.body.error!.fields).toEqual([
       { field: 'conditions.active_from', message: 'has day 30 of February 2026, which has 28 days' },
     ]);
+    // A time without its offset names no instant of its own: it was read in the server's time zone.
+    const local = await api('POST', rulesOf(card), {
+      body: {
+        name: 'a',
+        kind: 'fixed',
+        points: 5,
+        conditions: { active_from: '2026-05-01T00:00:00', active_until: '2026-06-01 00:00' },
+      },
+    });
+    expect(local.status, JSON.stringify(local.body)).toBe(422);
+    expect(local.body.error).toMatchObject({
+      code: 'invalid_rule',
+      fields: [
+        {
+          field: 'conditions.active_from',
+          message: 'must be an ISO 8601 date (2024-03-01) or time (2024-03-01T10:00:00Z) with its offset (Z or +01:00)',
+        },
+        {
+          field: 'conditions.active_until',
+          message: 'must be an ISO 8601 date (2024-03-01) or time (2024-03-01T10:00:00Z) with its offset (Z or +01:00)',
+        },
+      ],
+    });
     await bad({ kind: 'fixed', points: 5, conditions: { first_purchase: true, every_nth: 3 } }, [
       'conditions.every_nth',
     ]);

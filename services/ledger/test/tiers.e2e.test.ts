@@ -632,6 +632,11 @@ describe('the staff API', () => {
         '+275760-09-13T00:00:00Z',
         'must be an ISO 8601 date (2024-03-01) or time (2024-03-01T10:00:00Z); years run from 0001 to 9999',
       ],
+      // Without its offset a time was read in the server's own time zone.
+      [
+        '2099-01-01T00:00:00',
+        'must be an ISO 8601 date (2024-03-01) or time (2024-03-01T10:00:00Z) with its offset (Z or +01:00)',
+      ],
     ]) {
       const impossible = await staff('PUT', path, { token: boss, body: { ...body, valid_until: at } });
       expect(impossible.status, at).toBe(422);

@@ -37,7 +37,7 @@ export function exportOwner(params: unknown): ServiceName {
 
 /** Whether `v` is a real calendar date (YYYY-MM-DD) or an ISO 8601 instant with its offset. */
 export function isExportTime(v: string): boolean {
-  return parseIsoTime(v, { offset: true }) !== undefined;
+  return parseIsoTime(v) !== undefined;
 }
 
 const ExportTime = Text.max(40).refine(isExportTime, {

@@ -169,9 +169,9 @@ const AnchorQuery = z.object({
     ),
 });
 
-/** A day (`2026-03-14`) or an instant (ISO 8601) in a query. */
+/** A day (`2026-03-14`) or an instant (ISO 8601 with its offset) in a query. */
 const DateOrTime = Text.max(64).refine((v) => parseIsoTime(v) !== undefined, {
-  message: 'must be a date (YYYY-MM-DD) or an ISO 8601 timestamp',
+  message: 'must be a date (YYYY-MM-DD) or an ISO 8601 timestamp with its offset (2026-03-14T10:00:00Z)',
 });
 const MemberParams = z.object({ member_id: IdParam });
 const RuleCardParams = z.object({ card_id: IdParam });
@@ -481,8 +481,12 @@ export const staffOperations = defineOperations({
     query: z.object({
       card_id: IdParam.optional(),
       status: ClaimStatus.optional(),
-      from: DateOrTime.optional().describe('created at or after (a date is its start, UTC)'),
-      to: DateOrTime.optional().describe('created before the end of this date (UTC), or before this instant'),
+      from: DateOrTime.optional().describe(
+        'created at or after (a date is its start, UTC; a time needs its offset, e.g. 2026-03-14T10:00:00Z)',
+      ),
+      to: DateOrTime.optional().describe(
+        'created before the end of this date (UTC), or before this instant (with its offset)',
+      ),
       ...pageQuery(20, 100),
     }),
     response: z.object({ claim_requests: z.array(StaffClaimRequest), pagination: Pagination }),
@@ -555,8 +559,10 @@ export const staffOperations = defineOperations({
       action: Text.trim()
         .regex(/^[a-z_]{1,32}(\.[a-z_]{1,32})?$/, 'must be an action (claim.approved) or its first part (claim)')
         .optional(),
-      from: DateOrTime.optional(),
-      to: DateOrTime.optional(),
+      from: DateOrTime.optional().describe(
+        'at or after (a date is its start, UTC; a time needs its offset, e.g. 2026-03-14T10:00:00Z)',
+      ),
+      to: DateOrTime.optional().describe('before the end of this date (UTC), or before this instant (with its offset)'),
       ...pageQuery(50, 200),
     }),
     response: z.object({ entries: z.array(AuditRow), pagination: Pagination }),
@@ -795,8 +801,8 @@ export const staffAdminOperations = defineOperations({
  */
 export function queryDateRange(q: { from?: string; to?: string }): { from?: Date; to?: Date } {
   const isDay = (v: string) => /^\d{4}-\d{2}-\d{2}$/.test(v);
-  const from = q.from === undefined ? undefined : new Date(isDay(q.from) ? `${q.from}T00:00:00Z` : q.from);
-  let to = q.to === undefined ? undefined : new Date(isDay(q.to) ? `${q.to}T00:00:00Z` : q.to);
+  const from = q.from === undefined ? undefined : parseIsoTime(q.from);
+  let to = q.to === undefined ? undefined : parseIsoTime(q.to);
   if (to && q.to !== undefined && isDay(q.to)) to = new Date(to.getTime() + 86_400_000);
   return { from, to };
 }

@@ -137,7 +137,9 @@ export const MemberTier = z
 export const ManualTierInput = z
   .object({
     tier: Text.trim().min(1).max(100).describe('the name of a tier of the card'),
-    valid_until: Text.max(64).describe('when the tier is reviewed as any other (ISO timestamp, in the future)'),
+    valid_until: Text.max(64).describe(
+      'when the tier is reviewed as any other (ISO timestamp with its offset, in the future)',
+    ),
     reason: Text.trim().min(1).max(500),
   })
   .meta({ id: 'ManualTierInput' });
