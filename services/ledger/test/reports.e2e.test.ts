@@ -232,6 +232,55 @@ describe('programme report', () => {
     const noScope = apiClient(sys.url, await sys.tenant({ scopes: ['points_read'] }));
     expect((await noScope('GET', `/api/v1/loyalty/cards/${card}/report`)).status).toBe(403);
   });
+  it('takes the days of years 0001 to 9999 as they are, as exports do (JavaScript reads years 0 to 99 as 19xx)', async () => {
+    const card = await pointsCard(sys, tenantId);
+    const report = async (q: string) => {
+      const r = await api('GET', `/api/v1/loyalty/cards/${card}/report?${q}`);
+      expect(r.status, `${q}: ${JSON.stringify(r.body)}`).toBe(200);
+      const data = r.body.data as { from: string; to: string; periods: { start: string; issued: number }[] };
+      return { from: data.from, to: data.to, starts: data.periods.map((p) => p.start) };
+    };
+    expect(await report('from=0050-01-01&to=0050-03-31&granularity=month')).toEqual({
+      from: '0050-01-01',
+      to: '0050-03-31',
+      starts: ['0050-01-01', '0050-02-01', '0050-03-01'],
+    });
+    expect(await report('from=0099-12-01&to=0100-01-31&granularity=month')).toEqual({
+      from: '0099-12-01',
+      to: '0100-01-31',
+      starts: ['0099-12-01', '0100-01-01'],
+    });
+    // A default `from` (29 days before `to`) in year 0099: its month started in 1999, so no period at all.
+    expect(await report('to=0100-01-20&granularity=month')).toEqual({
+      from: '0099-12-22',
+      to: '0100-01-20',
+      starts: ['0099-12-01', '0100-01-01'],
+    });
+    // 0001-01-01 was a Monday; the default `from` (29 days before `to`) starts no earlier than it.
+    expect(await report('from=0001-01-01&to=0001-01-14&granularity=week')).toEqual({
+      from: '0001-01-01',
+      to: '0001-01-14',
+      starts: ['0001-01-01', '0001-01-08'],
+    });
+    const first = await report('to=0001-01-03');
+    expect(first).toEqual({ from: '0001-01-01', to: '0001-01-03', starts: ['0001-01-01', '0001-01-02', '0001-01-03'] });
+    expect((await report('to=0012-02-29&granularity=day')).starts).toHaveLength(30);
+    expect(await report('from=9999-12-01&to=9999-12-31&granularity=month')).toEqual({
+      from: '9999-12-01',
+      to: '9999-12-31',
+      starts: ['9999-12-01'],
+    });
+    // What the calendar does not have is refused, naming why.
+    for (const [q, message] of [
+      ['from=0000-12-31&to=0001-01-31', 'has year 0000: years run from 0001 to 9999'],
+      ['from=0050-02-29&to=0050-03-31', 'has day 29 of February 0050, which has 28 days'],
+    ]) {
+      const r = await api('GET', `/api/v1/loyalty/cards/${card}/report?${q}`);
+      expect(r.status, q).toBe(400);
+      expect(r.body.error).toMatchObject({ code: 'validation_error', fields: [{ field: 'from', message }] });
+    }
+  });
+
   it('counts active members across a year end and in periods the range covers in part, folded or not', async () => {
     sys.clock.advance(Date.parse('2032-12-30T12:00:00Z') - sys.clock.now().getTime());
     const card = await pointsCard(sys, tenantId, { time_zone: 'Europe/Paris' });

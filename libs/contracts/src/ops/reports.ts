@@ -9,7 +9,7 @@ import { defineOperations } from './types.ts';
  * from rollups the ledger keeps as it writes its journal (never a scan of the journal).
  */
 const LocalDay = Text.regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD').describe(
-  "a day of the card's time zone, YYYY-MM-DD",
+  "a day of the card's time zone, YYYY-MM-DD (years 0001 to 9999, taken as they are)",
 );
 
 export const ReportQuery = z.object({

@@ -1,4 +1,4 @@
-import { AppError, type OperationInput, type OperationOutput } from '@loyalty/contracts';
+import { AppError, readIsoTime, type OperationInput, type OperationOutput } from '@loyalty/contracts';
 import type { reportOperations } from '@loyalty/contracts';
 import type { Clock, Pool } from '@loyalty/runtime';
 import { decimalNumber, fromCents, parseDecimal } from '../domain/money.ts';
@@ -42,29 +42,45 @@ function addTo(s: Sums, event: string, net: bigint): void {
   s[c] += c === 'issued' || c === 'adjusted' ? net : -net;
 }
 
-const DAY = /^(\d{4})-(\d{2})-(\d{2})$/;
+/*
+ * Days are those of the calendar the whole API uses, years 0001 to 9999 (as exports), each exactly:
+ * `Date.UTC` and `new Date(y, m, d)` read a year 0 to 99 as 1900 to 1999, so no day here is ever
+ * built from a year number that way (setUTCFullYear, setUTCMonth and ISO text are exact).
+ */
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+/** The first day there is (a default `from` 29 days before an earlier `to` starts here). */
+const FIRST_DAY = new Date('0001-01-01T00:00:00Z');
 function parseDay(text: string, field: string): Date {
-  const m = DAY.exec(text);
-  const d = m ? new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]))) : undefined;
-  if (!d || Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== text)
+  const read = DAY.test(text) ? readIsoTime(text) : { problem: 'must be a date YYYY-MM-DD' };
+  if ('problem' in read)
     throw new AppError('validation_error', `Invalid request: ${field}.`, {
-      fields: [{ field, message: 'must be a real date YYYY-MM-DD' }],
+      fields: [{ field, message: read.problem }],
     });
-  return d;
+  return read.at;
 }
 const dayText = (d: Date) => d.toISOString().slice(0, 10);
 const addDays = (d: Date, n: number) => new Date(d.getTime() + n * 86_400_000);
+/** January 1 of `year`, exactly (Date.UTC would move years 0 to 99 to the 1900s). */
+function newYear(year: number): Date {
+  const d = new Date(0);
+  d.setUTCFullYear(year, 0, 1);
+  return d;
+}
 
 /** The first day of the period holding `d` (weeks start on Monday). */
 export function periodStart(d: Date, g: Granularity): Date {
   if (g === 'day') return d;
   if (g === 'week') return addDays(d, -((d.getUTCDay() + 6) % 7));
-  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1));
+  const first = new Date(d.getTime());
+  first.setUTCDate(1);
+  return first;
 }
 function nextPeriod(d: Date, g: Granularity): Date {
   if (g === 'day') return addDays(d, 1);
   if (g === 'week') return addDays(d, 7);
-  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1));
+  const next = new Date(d.getTime());
+  next.setUTCMonth(next.getUTCMonth() + 1, 1);
+  return next;
 }
 
 /** Today in a time zone, as YYYY-MM-DD. */
@@ -78,7 +94,9 @@ const ratio = (a: bigint, b: bigint) => (b === 0n ? null : Math.round((Number(a)
 function rangeOf(input: OperationInput<ReportOp>, timeZone: string, now: Date) {
   const g = input.granularity;
   const to = parseDay(input.to ?? todayIn(timeZone, now), 'to');
-  const from = input.from === undefined ? addDays(to, -29) : parseDay(input.from, 'from');
+  const defaultFrom = addDays(to, -29);
+  const from =
+    input.from !== undefined ? parseDay(input.from, 'from') : defaultFrom < FIRST_DAY ? FIRST_DAY : defaultFrom;
   const refuse = (message: string) =>
     new AppError('validation_error', 'Invalid request: from.', { fields: [{ field: 'from', message }] });
   if (from > to) throw refuse('must not be after to');
@@ -182,7 +200,7 @@ async function readActive(
 }
 
 const yearOf = (d: Date) => d.getUTCFullYear();
-const dayOfYear = (d: Date) => Math.round((d.getTime() - Date.UTC(d.getUTCFullYear(), 0, 1)) / 86_400_000);
+const dayOfYear = (d: Date) => Math.round((d.getTime() - newYear(d.getUTCFullYear()).getTime()) / 86_400_000);
 
 /** The bits of the days from `lo` to `hi` that fall in `year` (bit n: day of the year n + 1), as text. */
 function yearMask(year: number, lo: Date, hi: Date): string {
