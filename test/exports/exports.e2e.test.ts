@@ -417,6 +417,44 @@ describe('the job form', () => {
     }
   });
 
+  it("keeps the job's file from an app without programme_manage, which still reads the job's status", async () => {
+    const r = await fetch(`${sys.url}/api/v1/exports/members?format=csv`, { method: 'POST', headers: headers() });
+    const body = (await r.json()) as { data: { job: { id: string } } };
+    expect(r.status, JSON.stringify(body)).toBe(202);
+    const id = body.data.job.id;
+    // Another app of the same tenant, with the read scopes only.
+    const { app } = await sys.admin<{ app: { app_id: string; api_key: string } }>(
+      'POST',
+      `/admin/v1/tenants/${creds.tenantId}/apps`,
+      { name: 'read only', scopes: ['points_read', 'cashback_read', 'card_read'] },
+    );
+    const reader = { tenantId: creds.tenantId, appId: app.app_id, apiKey: app.api_key };
+    let job: { status: string; result_url?: string } | undefined;
+    for (let i = 0; i < 300; i++) {
+      const g = await fetch(`${sys.url}/api/v1/jobs/${id}`, { headers: headers(reader) });
+      expect(g.status).toBe(200);
+      job = ((await g.json()) as { data: typeof job }).data;
+      if (job!.status === 'succeeded' || job!.status === 'failed') break;
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    expect(job).toMatchObject({ status: 'succeeded', result_url: `/api/v1/jobs/${id}/result` });
+    // The file (every member's name, email and phone) is not theirs to take.
+    const refused = await download(job!.result_url!, reader);
+    expect(refused.status, refused.text).toBe(403);
+    expect(refused.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(JSON.parse(refused.text)).toEqual({
+      success: false,
+      error: {
+        code: 'insufficient_scope',
+        message: expect.stringContaining('programme_manage'),
+        required_scope: 'programme_manage',
+      },
+    });
+    const file = await download(job!.result_url!);
+    expect(file.status).toBe(200);
+    expect(file.text.split('\r\n')[0]).toBe('id,external_id,name,email,phone,accepts_emails,joined_at');
+  });
+
   it('refuses what the stream refuses, before any job exists', async () => {
     const r = await fetch(`${sys.url}/api/v1/exports/journal?card_id=999999999`, {
       method: 'POST',

@@ -17,14 +17,20 @@ beforeAll(async () => {
   sys = await startTestSystem({ services: ['identity', 'ledger'] });
   ledgerJobs = new JobStore(sys.db, 'ledger');
   identityJobs = new JobStore(sys.db, 'identity');
-  a = await sys.tenant();
-  b = await sys.tenant();
+  // Results need the scope that started their job (programme_manage for these test kinds).
+  a = await sys.tenant({ scopes: ['points_read', 'programme_manage'] });
+  b = await sys.tenant({ scopes: ['points_read', 'programme_manage'] });
 }, 120_000);
 afterAll(async () => sys?.stop());
 
 /** A job of `tenantId` in `store`, finished with `result` (or left queued without one). */
-async function job(store: JobStore, tenantId: number, result?: { contentType: string; data: Buffer }): Promise<string> {
-  const id = await store.create(sys.db, { tenantId, kind: 'test.export', params: { n: 1 }, now: new Date() });
+async function job(
+  store: JobStore,
+  tenantId: number,
+  result?: { contentType: string; data: Buffer },
+  kind = 'test.export',
+): Promise<string> {
+  const id = await store.create(sys.db, { tenantId, kind, params: { n: 1 }, now: new Date() });
   if (!result) return id;
   const rowId = store.rowId(id);
   if (!rowId) throw new Error(`not a ${id}`);
@@ -103,6 +109,47 @@ describe('GET /api/v1/jobs/:job_id', () => {
     const foreign = await download(`/api/v1/jobs/${id}/result`, b);
     expect(foreign.status).toBe(404);
     expect(((await foreign.json()) as { error: { code: string } }).error.code).toBe('job_not_found');
+  });
+
+  it('needs the scope that started the job to download its result; any app of the tenant reads its status', async () => {
+    const data = Buffer.from('{"member":"data"}');
+    const exported = await job(ledgerJobs, a.tenantId, { contentType: 'application/json', data });
+    const memberExport = await job(
+      identityJobs,
+      a.tenantId,
+      { contentType: 'application/json', data },
+      'member.export',
+    );
+    const { app } = await sys.admin<{ app: { app_id: string; api_key: string } }>(
+      'POST',
+      `/admin/v1/tenants/${a.tenantId}/apps`,
+      { name: 'reader', scopes: ['points_read', 'cashback_read', 'card_read'] },
+    );
+    const reader = { appId: app.app_id, apiKey: app.api_key };
+    for (const [id, scope, creds] of [
+      [exported, 'programme_manage', reader],
+      [memberExport, 'members_manage', reader],
+      [memberExport, 'members_manage', a],
+    ] as const) {
+      expect((await apiClient(sys.url, creds)('GET', `/api/v1/jobs/${id}`)).status).toBe(200);
+      const res = await download(`/api/v1/jobs/${id}/result`, creds);
+      expect(res.status, id).toBe(403);
+      expect(((await res.json()) as { error: unknown }).error).toMatchObject({
+        code: 'insufficient_scope',
+        required_scope: scope,
+      });
+    }
+    const { app: manager } = await sys.admin<{ app: { app_id: string; api_key: string } }>(
+      'POST',
+      `/admin/v1/tenants/${a.tenantId}/apps`,
+      { name: 'data requests', scopes: ['members_manage'] },
+    );
+    const own = await download(`/api/v1/jobs/${memberExport}/result`, {
+      appId: manager.app_id,
+      apiKey: manager.api_key,
+    });
+    expect(own.status).toBe(200);
+    expect(Buffer.from(await own.arrayBuffer()).equals(data)).toBe(true);
   });
 
   it('answers 404 job_result_not_found while a job has no result', async () => {

@@ -34,6 +34,7 @@ export {
   jobAdminOperations,
   jobOperations,
   jobOwner,
+  jobResultScope,
   JobResultPart,
   JobResultPartRequest,
   JobStatus,

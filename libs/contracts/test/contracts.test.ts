@@ -8,6 +8,7 @@ import {
   identityOperations,
   IdParam,
   internalOperations,
+  jobResultScope,
   ledgerOperations,
   Metadata,
   Money,
@@ -19,6 +20,22 @@ import {
   successStatus,
 } from '../src/index.ts';
 import { unwrap } from '../../../test/support/zod-schema.ts';
+
+describe('job results', () => {
+  it('need the scope of the operation that starts jobs of their kind', () => {
+    for (const [kind, id] of [
+      ['export.journal', 'exports.create'],
+      ['export.members', 'exports.create'],
+      ['import.validate', 'imports.create'],
+      ['import.execute', 'imports.execute'],
+      ['tiers.recompute', 'tiers.put'],
+      ['member.export', 'members.export'],
+      ['member.erase', 'members.erase'],
+      ['member.merge', 'members.merge'],
+    ] as const)
+      expect(jobResultScope(kind), kind).toBe(operations[id]!.scope);
+  });
+});
 
 describe('contract table', () => {
   it('has unique method + path and unique service operations', () => {

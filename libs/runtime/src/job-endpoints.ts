@@ -4,6 +4,7 @@ import {
   AppError,
   jobAdminOperations,
   jobOperations,
+  jobResultScope,
   JobResultPartRequest,
   Meta,
   type Job,
@@ -38,14 +39,23 @@ async function foundJob(store: JobStore, tenantId: number | undefined, jobId: st
   return job;
 }
 
-/** One part of a job's result, for the gateway to stream (`last` ends the download). */
+/**
+ * One part of a job's result, for the gateway to stream (`last` ends the download). An app's
+ * request (`scopes`) needs the scope that started the job (jobResultScope); the operator's does not.
+ */
 export async function resultPart(
   store: JobStore,
   tenantId: number | undefined,
   input: { job_id: string; part: number },
   now: Date,
+  scopes?: readonly string[],
 ) {
   const job = await foundJob(store, tenantId, input.job_id);
+  const needed = jobResultScope(job.kind);
+  if (scopes && !scopes.includes(needed))
+    throw new AppError('insufficient_scope', `Downloading this job's result needs the ${needed} scope.`, {
+      required_scope: needed,
+    });
   const data = job.status === 'succeeded' ? await store.resultPart(tenantId, input.job_id, input.part, now) : undefined;
   if (!data || job.result_type === null || job.result_size === null) throw new AppError('job_result_not_found');
   const size = Number(job.result_size);
@@ -67,7 +77,7 @@ export function addJobEndpoints(endpoints: Endpoints, store: JobStore, clock: Cl
       jobView(store, await foundJob(store, meta.tenant_id, job_id), '/api/v1', clock.now()),
     )
     .routed(jobOperations['jobs.result'].operation, Meta, JobResultPartRequest, async (input, { meta }) =>
-      resultPart(store, meta.tenant_id, input, clock.now()),
+      resultPart(store, meta.tenant_id, input, clock.now(), meta.scopes),
     )
     .routed(jobAdminOperations['admin.jobs.get'].operation, AdminMeta, JobParams, async ({ job_id }) => {
       const job = await foundJob(store, undefined, job_id);

@@ -395,7 +395,7 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * Download a succeeded job's result (streamed, with its content type); kept 7 days
+     * Download a succeeded job's result (streamed, with its content type); kept 7 days. Needs the scope that started the job: members_manage for a member's (member.*), programme_manage for any other (exports, imports)
      * @description No scope required.
      */
     get: operations['jobs.result'];
@@ -8137,7 +8137,7 @@ export interface operations {
           };
         };
       };
-      /** @description `tenant_inactive` */
+      /** @description `tenant_inactive`, `insufficient_scope` */
       403: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -8152,7 +8152,7 @@ export interface operations {
           'application/json': components['schemas']['Failure'] & {
             error?: {
               /** @enum {unknown} */
-              code?: 'tenant_inactive';
+              code?: 'tenant_inactive' | 'insufficient_scope';
             };
           };
         };

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { Id, Text, Timestamp } from '../common.ts';
 import { AppError } from '../errors.ts';
+import type { Scope } from '../messages.ts';
 import { services, type ServiceName } from '../subjects.ts';
 import { defineOperations } from './types.ts';
 
@@ -20,6 +21,19 @@ export function jobOwner(params: unknown): ServiceName {
   const service = services.find((s) => s === owner);
   if (!service) throw new AppError('job_not_found');
   return service;
+}
+
+/**
+ * The scope an app needs to download the result of a job of `kind`: the scope of the operation that
+ * starts such jobs. A result is what the job read out (a member's personal data, a programme's
+ * rows, an import's bad lines), so it is not for every app of the tenant, as the job's status is: a
+ * read-only app that learns a job id cannot take the file. `member.*` jobs (a member's export,
+ * erasure, merge) are started with members_manage; every other kind (exports, imports, tier
+ * recomputations, and the operator's own jobs of the tenant) with programme_manage or by the
+ * operator, whose data is the programme's.
+ */
+export function jobResultScope(kind: string): Scope {
+  return kind.startsWith('member.') ? 'members_manage' : 'programme_manage';
 }
 
 export const JobStatus = z.enum(['queued', 'running', 'succeeded', 'failed']);
@@ -75,9 +89,10 @@ export const jobOperations = defineOperations({
     operation: 'jobs.result',
     tag: 'Jobs',
     download: true,
-    summary: "Download a succeeded job's result (streamed, with its content type); kept 7 days",
+    summary:
+      "Download a succeeded job's result (streamed, with its content type); kept 7 days. Needs the scope that started the job: members_manage for a member's (member.*), programme_manage for any other (exports, imports)",
     response: z.string(),
-    errors: ['job_not_found', 'job_result_not_found'],
+    errors: ['job_not_found', 'insufficient_scope', 'job_result_not_found'],
   },
 });
 
