@@ -124,8 +124,12 @@ function issueFields(issue: z.core.$ZodIssue): { path: PropertyKey[]; message: s
  */
 function parseParts(op: InputSchemas, source: object, issues: z.core.$ZodIssue[]): Record<string, unknown> {
   const data: Record<string, unknown> = {};
-  const elsewhere = new Set([...Object.keys(op.params?.shape ?? {}), ...Object.keys(op.query?.shape ?? {})]);
-  const bodySource = Object.fromEntries(Object.entries(source).filter(([k]) => !elsewhere.has(k)));
+  const elsewhere = namesOutsideBody(op);
+  // Most operations have no path or query parameters (an earn): their body sees the source as it is.
+  const bodySource =
+    op.body === undefined || elsewhere.size === 0
+      ? source
+      : Object.fromEntries(Object.entries(source).filter(([k]) => !elsewhere.has(k)));
   for (const part of [op.params, op.query, op.body]) {
     if (part === undefined) continue;
     const r = part.safeParse(part === op.body ? bodySource : source);
@@ -133,4 +137,16 @@ function parseParts(op: InputSchemas, source: object, issues: z.core.$ZodIssue[]
     else issues.push(...r.error.issues);
   }
   return data;
+}
+
+const outsideBody = new WeakMap<InputSchemas, ReadonlySet<string>>();
+
+/** The names of an operation's path and query parameters (worked out once per operation). */
+function namesOutsideBody(op: InputSchemas): ReadonlySet<string> {
+  let names = outsideBody.get(op);
+  if (names === undefined) {
+    names = new Set([...Object.keys(op.params?.shape ?? {}), ...Object.keys(op.query?.shape ?? {})]);
+    outsideBody.set(op, names);
+  }
+  return names;
 }
