@@ -7,7 +7,7 @@
 //     registry answers, a stand-in is built under the same name from Debian packages and the npm
 //     registry (scripts/containers/standins.mjs, cached) and the summary says so;
 //  3. every image of deploy/Dockerfile (gateway, identity, ledger, claims, referrals, webhooks, migrate);
-//  4. deploy/compose.yaml up (project loyalty-test, gateway on GATEWAY_PORT, default 38300), until
+//  4. deploy/compose.yaml up (project loyalty-test, gateway on GATEWAY_PORT, default 28300, below the ephemeral range a client connection may take a port from), until
 //     every container is healthy;
 //  5. the smoke flow through the gateway (scripts/containers/flow.mjs);
 //  6. a burst of earns, each with its own Idempotency-Key, during which the ledger container is
@@ -36,8 +36,8 @@ import { productionPackages } from './prune-node-modules.mjs';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const composeFile = path.join(root, 'deploy', 'compose.yaml');
 const PROJECT = process.env.COMPOSE_PROJECT_NAME || 'loyalty-test';
-const GATEWAY_PORT = process.env.GATEWAY_PORT || '38300';
-const MAILPIT_UI_PORT = process.env.MAILPIT_UI_PORT || '38325';
+const GATEWAY_PORT = process.env.GATEWAY_PORT || '28300';
+const MAILPIT_UI_PORT = process.env.MAILPIT_UI_PORT || '28325';
 const BURST = Number(process.env.BURST ?? 600);
 const BURST_CONCURRENCY = Number(process.env.BURST_CONCURRENCY ?? 16);
 // Every container healthy within this (HEALTH_TIMEOUT seconds): a busy 2-core machine needs minutes.
@@ -596,4 +596,7 @@ for (const t of timings) lines.push(`  ${t.name.padEnd(48)} ${seconds(t.ms).padS
 lines.push(`  ${'total'.padEnd(48)} ${seconds(performance.now() - startedAll).padStart(8)}`);
 lines.push(failed ? `RESULT: FAILED (${failed.message.split('\n')[0]})` : 'RESULT: OK');
 console.log(lines.join('\n'));
-process.exitCode = failed ? 1 : 0;
+// Exit at once: after a failure a poll or a child's handle of the failed step may still be
+// pending, and the process would wait on it (one run was still waiting minutes after its result,
+// under CI's 40-minute timeout).
+process.exit(failed ? 1 : 0);
