@@ -4,7 +4,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { has, reachable, stopProcess } from '../../scripts/bootstrap.mjs';
 
 /**
@@ -32,7 +32,7 @@ process.on('SIGINT', () => {
   });
   service.kill('SIGTERM');
 });
-console.log(JSON.stringify({ ready: true, url: infra.nats.url, started: infra.ownNats?.pid ?? null }));
+console.log(JSON.stringify({ ready: true, url: infra.nats.url, started: infra.ownNats?.pid ?? null, service: service.pid }));
 `;
 
 async function freePort(): Promise<number> {
@@ -52,8 +52,21 @@ const alive = (pid: number) => {
   }
 };
 
+/**
+ * The service-like children the fixtures started. A fixture that is killed (SIGKILL, a run that
+ * dies without cleaning up) leaves its child running: each test ends with none of them alive.
+ */
+const services: number[] = [];
+afterEach(async () => {
+  const left = services.splice(0).filter(alive);
+  for (const pid of left) process.kill(pid, 'SIGKILL');
+  for (let i = 0; i < 50 && left.some(alive); i++) await new Promise((r) => setTimeout(r, 100));
+});
+
 /** Runs the fixture until it printed its ready line. */
-async function startFixture(natsPort: number): Promise<{ child: ChildProcess; port: number; started: number | null }> {
+async function startFixture(
+  natsPort: number,
+): Promise<{ child: ChildProcess; port: number; started: number | null; service: number }> {
   const child = spawn(process.execPath, [path.join(scratch, 'scripts', 'fixture.mjs')], {
     cwd: scratch,
     env: { ...process.env, LOYALTY_NATS_PORT: String(natsPort), LOYALTY_NATS_URL: '' },
@@ -61,7 +74,7 @@ async function startFixture(natsPort: number): Promise<{ child: ChildProcess; po
   });
   let out = '';
   child.stderr!.on('data', (d) => (out += d));
-  const ready = await new Promise<{ url: string; started: number | null }>((resolve, reject) => {
+  const ready = await new Promise<{ url: string; started: number | null; service: number }>((resolve, reject) => {
     child.stdout!.on('data', (d) => {
       out += d;
       const line = out.split('\n').find((l) => l.startsWith('{"ready"'));
@@ -69,7 +82,8 @@ async function startFixture(natsPort: number): Promise<{ child: ChildProcess; po
     });
     child.once('exit', (code) => reject(new Error(`the fixture exited (${code}):\n${out}`)));
   });
-  return { child, port: Number(new URL(ready.url).port), started: ready.started };
+  services.push(ready.service);
+  return { child, port: Number(new URL(ready.url).port), started: ready.started, service: ready.service };
 }
 
 const exited = (child: ChildProcess) =>
@@ -90,12 +104,14 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe.skipIf(!natsInstalled)("npm start and this checkout's own nats-server", () => {
   it('Ctrl-C stops the nats-server the run started, after the services, and exits 0', async () => {
-    const { child, port, started } = await startFixture(await freePort());
+    const { child, port, started, service } = await startFixture(await freePort());
     expect(started).toEqual(expect.any(Number));
     expect(alive(started!)).toBe(true);
+    expect(alive(service)).toBe(true);
     expect(await reachable(port)).toBe(true);
     child.kill('SIGINT');
     expect(await exited(child)).toBe(0);
+    expect(alive(service)).toBe(false);
     expect(alive(started!)).toBe(false);
     expect(await reachable(port)).toBe(false);
   }, 60_000);
@@ -103,6 +119,7 @@ describe.skipIf(!natsInstalled)("npm start and this checkout's own nats-server",
   it('leaves alone a nats-server that was already running when it started (npm test uses it too)', async () => {
     const port = await freePort();
     // A first run that dies without cleaning up leaves its server running: that one is "already running".
+    // (Its service-like child too, which afterEach ends.)
     const first = await startFixture(port);
     first.child.kill('SIGKILL');
     await exited(first.child);
@@ -111,6 +128,7 @@ describe.skipIf(!natsInstalled)("npm start and this checkout's own nats-server",
       expect(second).toMatchObject({ port, started: null });
       second.child.kill('SIGINT');
       expect(await exited(second.child)).toBe(0);
+      expect(alive(second.service)).toBe(false);
       expect(alive(first.started!)).toBe(true);
       expect(await reachable(port)).toBe(true);
     } finally {
