@@ -567,6 +567,67 @@ export async function checkRuleCaps(db: pg.Client): Promise<Check> {
   };
 }
 
+/**
+ * Earning-rule updates (PATCH, which takes no Idempotency-Key and is never repeated): each
+ * acknowledged update answered a version of its own that holds what it asked; each rule's versions
+ * after its first number between its acknowledged updates and those plus its unanswered ones (a
+ * refused update made none, a rule never updated has one version).
+ */
+export async function checkRuleUpdates(db: pg.Client, ops: OpRecord[]): Promise<Check> {
+  const { rows } = await db.query<{ rule_id: string; version: number; definition: Record<string, unknown> }>(
+    'SELECT rule_id, version, definition FROM ledger.rule_versions',
+  );
+  const versions = new Map<number, Map<number, Record<string, unknown>>>();
+  for (const r of rows) {
+    const m = versions.get(Number(r.rule_id)) ?? new Map<number, Record<string, unknown>>();
+    m.set(Number(r.version), r.definition);
+    versions.set(Number(r.rule_id), m);
+  }
+  const updates = ops.filter((o) => o.kind === 'rule_update');
+  const perRule = new Map<number, { answered: number[]; unanswered: number }>();
+  for (const id of versions.keys()) perRule.set(id, { answered: [], unanswered: 0 });
+  const details: unknown[] = [];
+  let wrong = 0;
+  for (const o of updates) {
+    const ruleId = Number(o.path.split('/').at(-1));
+    const r = perRule.get(ruleId) ?? { answered: [], unanswered: 0 };
+    perRule.set(ruleId, r);
+    if (o.outcome === 'failed') r.unanswered += 1;
+    if (o.outcome !== 'ack') continue;
+    const version = o.text
+      ? (JSON.parse(o.text) as { data?: { rule?: { version?: number } } }).data?.rule?.version
+      : undefined;
+    const definition = version === undefined ? undefined : versions.get(ruleId)?.get(version);
+    const asked = Object.entries(o.body as Record<string, unknown>);
+    if (version !== undefined) r.answered.push(version);
+    if (!definition || asked.some(([k, v]) => definition[k] !== v)) {
+      wrong += 1;
+      if (details.length < 10) details.push({ rule: ruleId, asked: o.body, version, definition: definition ?? null });
+    }
+  }
+  let shared = 0;
+  let outOfRange = 0;
+  let added = 0;
+  for (const [ruleId, r] of perRule) {
+    const distinct = new Set(r.answered).size;
+    shared += r.answered.length - distinct;
+    const extra = (versions.get(ruleId)?.size ?? 0) - 1;
+    added += Math.max(0, extra);
+    if (extra < r.answered.length || extra > r.answered.length + r.unanswered) {
+      outOfRange += 1;
+      if (details.length < 10)
+        details.push({ rule: ruleId, new_versions: extra, acknowledged: r.answered.length, unanswered: r.unanswered });
+    }
+  }
+  const count = (outcome: OpRecord['outcome']) => updates.filter((o) => o.outcome === outcome).length;
+  return {
+    name: 'rule updates: one new version per acknowledged update, holding what it asked; none per refused one',
+    ok: wrong === 0 && shared === 0 && outOfRange === 0,
+    figure: `${count('ack')} updates acknowledged, ${count('refused')} refused, ${count('failed')} unanswered; ${added} new versions of ${versions.size} rules; ${wrong} answers naming a version missing or not holding the update, ${shared} versions answered twice, ${outOfRange} rules whose new versions are not between the acknowledged updates and those plus the unanswered`,
+    details,
+  };
+}
+
 /** Members' ids and emails from the acknowledged registrations. */
 function registeredEmails(ops: OpRecord[]): Map<number, string> {
   const emailOf = new Map<number, string>();
@@ -755,6 +816,62 @@ export async function checkExports(
     name: 'exports: every card journal exported after the load equals the journal row for row',
     ok: details.length === 0 && exported.length > 0,
     figure: `${exported.length} card journals, ${rows} rows; ${during.length} exports during the load (${failed.length} without an answer after retries)`,
+    details,
+  };
+}
+
+/**
+ * Job results: every journal export run as a job and downloaded during the load (GET
+ * /api/v1/jobs/{job_id}/result, by the app that started it) holds journal rows only, field for
+ * field (ids, cards, members, events, amounts and balances in the card's unit), each once; and no
+ * download of a succeeded job's result was refused. (Jobs that failed or never ended fail the jobs
+ * check.) Whether a result holds every row of its range is not judged: a posting whose transaction
+ * began before the export's end may commit after the export read past it.
+ */
+export async function checkJobResults(db: pg.Client, ops: OpRecord[]): Promise<Check> {
+  const downloads = ops.filter((o) => o.kind === 'job_result');
+  const read = downloads.filter((o) => o.outcome === 'ack' && o.rows);
+  const ids = [...new Set(read.flatMap((o) => o.rows!.map((l) => Number(l.split('|')[0]))))].filter(
+    Number.isSafeInteger,
+  );
+  const { rows } = await db.query<{ id: string; line: string; cashback: boolean }>(
+    `SELECT j.id, concat_ws('|', j.id, j.card_id, j.member_id, j.event, j.amount, j.balance_after) AS line,
+            c.reward_system = 'cashback' AS cashback
+       FROM ledger.journal j JOIN ledger.cards c ON c.id = j.card_id WHERE j.id = ANY($1)`,
+    [ids],
+  );
+  const journal = new Map(rows.map((r) => [Number(r.id), r]));
+  const details: unknown[] = [];
+  let total = 0;
+  let wrong = 0;
+  let repeated = 0;
+  for (const o of read) {
+    const seen = new Set<number>();
+    for (const l of o.rows!) {
+      total += 1;
+      const [id, card, member, event, amount, balance] = l.split('|');
+      if (seen.has(Number(id))) {
+        repeated += 1;
+        if (details.length < 10) details.push({ path: o.path, repeated: l });
+        continue;
+      }
+      seen.add(Number(id));
+      const j = journal.get(Number(id));
+      // A cashback card's amounts are exported in currency units with two decimals: back to cents.
+      const unit = (v: string | undefined) => String(j?.cashback ? Math.round(Number(v) * 100) : v);
+      if (j?.line !== [id, card, member, event, unit(amount), unit(balance)].join('|')) {
+        wrong += 1;
+        if (details.length < 10) details.push({ path: o.path, exported: l, journal: j?.line ?? null });
+      }
+    }
+  }
+  const started = ops.filter((o) => o.kind === 'export_job');
+  const refused = downloads.filter((o) => o.outcome === 'refused');
+  for (const o of refused.slice(0, 5)) details.push({ path: o.path, status: o.status, code: o.code });
+  return {
+    name: "job results: each export job's result downloaded holds journal rows only, field for field, each once",
+    ok: wrong === 0 && repeated === 0 && refused.length === 0,
+    figure: `${started.filter((o) => o.outcome === 'ack').length} export jobs started (${started.filter((o) => o.outcome === 'failed').length} unanswered); ${read.length} results downloaded, ${total} rows: ${wrong} not the journal's, ${repeated} repeated; ${refused.length} downloads refused, ${downloads.filter((o) => o.outcome === 'failed').length} without an answer after retries`,
     details,
   };
 }

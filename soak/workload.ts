@@ -37,6 +37,8 @@ export const OP_WEIGHTS = {
   webhook_rotate: 0.5,
   locale: 1,
   journal_export: 0.3,
+  job_result: 0.3,
+  rule_update: 0.5,
 } as const;
 type Scenario = keyof typeof OP_WEIGHTS;
 
@@ -63,6 +65,11 @@ export interface OpRecord {
   replayIdentical?: boolean;
   /** Claim decisions: the claim decided. */
   claimId?: number;
+  /**
+   * A job result downloaded (a journal export): its rows as `id|card_id|member_id|event|amount|balance_after`,
+   * in the card's unit as exported (compared with the journal at the end).
+   */
+  rows?: string[];
 }
 
 /** An attempt answered with a 5xx or not at all (the 5xx invariant reads these). */
@@ -96,6 +103,8 @@ export interface Tenant {
   pendingClaims: { id: number; at: number }[];
   endpoints: { id: number; url: string }[];
   referred: Set<number>;
+  /** The points card's earning rules (the multiplier, the capped bonus, the birthday rule). */
+  rules: { id: number; kind: 'multiplier' | 'fixed' | 'event' }[];
 }
 
 const PER_ATTEMPT_TIMEOUT_MS = 8000;
@@ -136,6 +145,7 @@ export class Workload {
       reference?: string;
       memberToken?: string;
       bearer?: string;
+      /** Keep an acknowledged answer's text (kept by default for a write with a key). */
       keepText?: boolean;
       claimId?: number;
       /** A body sent as it is (an import's file) instead of JSON. */
@@ -143,7 +153,7 @@ export class Workload {
       /** Recorded as the operation's body for the checks, not sent. */
       record?: unknown;
     } = {},
-  ): Promise<OpRecord & { data?: Record<string, unknown> }> {
+  ): Promise<OpRecord & { data?: Record<string, unknown>; answer?: string }> {
     const n = ++this.n;
     const rec: OpRecord = {
       n,
@@ -196,9 +206,11 @@ export class Workload {
     };
     const retrying = retryingFetch(base, { attempts: 6, baseDelayMs: 250, maxDelayMs: 4000 });
     let data: Record<string, unknown> | undefined;
+    let answer: string | undefined;
     try {
       const res = await retrying(new Request(`${this.gateways[0]}${path}`, { method, headers, body: bodyText }));
       const text = await res.text();
+      answer = text;
       rec.status = res.status;
       let parsed: { data?: Record<string, unknown>; error?: { code?: string } } = {};
       try {
@@ -212,7 +224,7 @@ export class Workload {
       // still apply, so its effect is unknown (at most one), not refused (none).
       const undecided = res.status === 409 && rec.code === 'idempotency_in_progress';
       rec.outcome = res.status < 300 ? 'ack' : res.status < 500 && !undecided ? 'refused' : 'failed';
-      if (rec.outcome === 'ack' && opts.key && opts.keepText !== false) rec.text = text;
+      if (rec.outcome === 'ack' && (opts.key ? opts.keepText !== false : opts.keepText === true)) rec.text = text;
     } catch {
       rec.status = 0;
       rec.outcome = 'failed';
@@ -220,7 +232,7 @@ export class Workload {
     rec.endedAt = Date.now();
     this.ops.push(rec);
     this.byN.set(n, rec);
-    return { ...rec, data };
+    return { ...rec, data, answer };
   }
 
   private async admin<T>(method: string, path: string, body?: unknown): Promise<T> {
@@ -281,10 +293,17 @@ export class Workload {
         { name: 'Soak reward', points_cost: rewardCost },
       );
       // Earning rules on the points card, one capped per member and day and with a budget, so earns
-      // go through the rules; checkRuleCaps verifies that no cap or budget was passed.
+      // go through the rules; checkRuleCaps verifies that no cap or budget was passed. Their ids are
+      // kept: ruleUpdate retunes them during the load.
       const rules = `/admin/v1/tenants/${tenant.id}/cards/${points.card.id}/rules`;
-      await this.admin('POST', rules, { name: 'Soak x2', kind: 'multiplier', factor: 2, status: 'active' });
-      await this.admin('POST', rules, {
+      type Created = { rule: { id: number } };
+      const multiplier = await this.admin<Created>('POST', rules, {
+        name: 'Soak x2',
+        kind: 'multiplier',
+        factor: 2,
+        status: 'active',
+      });
+      const capped = await this.admin<Created>('POST', rules, {
         name: 'Soak capped bonus',
         kind: 'fixed',
         points: 7,
@@ -292,7 +311,7 @@ export class Workload {
         budget: 500,
         status: 'active',
       });
-      await this.admin('POST', rules, {
+      const birthday = await this.admin<Created>('POST', rules, {
         name: 'Soak birthday',
         kind: 'event',
         event: 'birthday',
@@ -327,6 +346,11 @@ export class Workload {
         pendingClaims: [],
         endpoints: [],
         referred: new Set(),
+        rules: [
+          { id: multiplier.rule.id, kind: 'multiplier' },
+          { id: capped.rule.id, kind: 'fixed' },
+          { id: birthday.rule.id, kind: 'event' },
+        ],
       };
       t.staffToken = await this.staffSignIn(t.id, managerEmail);
       this.tenants.push(t);
@@ -460,6 +484,10 @@ export class Workload {
         return this.locale(t);
       case 'journal_export':
         return this.journalExport(t);
+      case 'job_result':
+        return this.jobResult(t);
+      case 'rule_update':
+        return this.ruleUpdate(t);
     }
   }
 
@@ -476,6 +504,69 @@ export class Workload {
     const card = this.rng.next() < 0.5 ? t.pointsCard : t.cashbackCard;
     const format = this.rng.next() < 0.5 ? 'csv' : 'jsonl';
     await this.call('journal_export', t, 'GET', `/api/v1/exports/journal?card_id=${card}&format=${format}`, {});
+  }
+
+  /**
+   * The same export as a job (the last minute of a card's journal, JSON Lines): started, followed
+   * until it ends, and its result downloaded by the app that started it (which has the scope,
+   * programme_manage, that a result needs). The rows downloaded are kept for checkJobResults.
+   */
+  private async jobResult(t: Tenant): Promise<void> {
+    const card = this.rng.next() < 0.5 ? t.pointsCard : t.cashbackCard;
+    const from = encodeURIComponent(new Date(Date.now() - 60_000).toISOString());
+    const started = await this.call(
+      'export_job',
+      t,
+      'POST',
+      `/api/v1/exports/journal?card_id=${card}&format=jsonl&from=${from}`,
+    );
+    const job = started.data?.job as { id?: unknown } | undefined;
+    if (started.outcome !== 'ack' || typeof job?.id !== 'string') return;
+    if ((await this.jobStatus(t, job.id)) !== 'succeeded') return;
+    const r = await this.call('job_result', t, 'GET', `/api/v1/jobs/${job.id}/result`);
+    const rec = this.byN.get(r.n);
+    if (r.outcome !== 'ack' || !rec || r.answer === undefined) return;
+    rec.rows = r.answer
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => {
+        try {
+          const o = JSON.parse(l) as Record<string, unknown>;
+          return [o.id, o.card_id, o.member_id, o.event, o.amount, o.balance_after].join('|');
+        } catch {
+          return `not JSON: ${l.slice(0, 80)}`; // no journal row matches it
+        }
+      });
+  }
+
+  /** A job followed until it has ended (or a minute has passed). */
+  private async jobStatus(t: Tenant, id: string): Promise<string | undefined> {
+    for (let i = 0; i < 60; i++) {
+      const r = await this.call('job_read', t, 'GET', `/api/v1/jobs/${id}`);
+      const status = (r.data as { status?: string } | undefined)?.status;
+      if (status === 'succeeded' || status === 'failed') return status;
+      await new Promise((res) => setTimeout(res, 1000));
+    }
+    return undefined;
+  }
+
+  /**
+   * A programme manager retunes one of the points card's earning rules while members earn: the
+   * multiplier's factor, the capped bonus's points or the birthday rule's points (never a cap or a
+   * budget, which checkRuleCaps reads from the current version). An active rule gets a new version
+   * per update. A PATCH takes no Idempotency-Key, so it is never repeated; the answer is kept for
+   * checkRuleUpdates.
+   */
+  private async ruleUpdate(t: Tenant): Promise<void> {
+    const rule = this.rng.pick(t.rules);
+    const body =
+      rule.kind === 'multiplier'
+        ? { factor: this.rng.pick([2, 3]) }
+        : { points: rule.kind === 'fixed' ? this.rng.pick([5, 7, 9]) : this.rng.pick([20, 25, 30]) };
+    await this.call('rule_update', t, 'PATCH', `/api/v1/loyalty/cards/${t.pointsCard}/rules/${rule.id}`, {
+      body,
+      keepText: true,
+    });
   }
 
   /**
