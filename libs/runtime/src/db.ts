@@ -1,7 +1,7 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { Logger } from './logger.ts';
+import { openTransaction } from './open-transaction.ts';
 import { failSpan, inSpan, recordingSpan, SpanKind, tracingOn } from './tracing.ts';
 
 export type Pool = pg.Pool;
@@ -94,13 +94,6 @@ function statementText(first: unknown): string | undefined {
 const pendingCommits = new WeakMap<Queryable, (() => void)[]>();
 
 /**
- * Marks the async context of an open transaction, so that `ServiceClient` can refuse network calls
- * made inside one. Not in production: an AsyncLocalStorage puts a hook on every promise of the
- * process, and the rule is proven by development and the test suite, which run with it.
- */
-const openTransaction = process.env.NODE_ENV === 'production' ? undefined : new AsyncLocalStorage<true>();
-
-/**
  * Run `fn` in one transaction; commit when it resolves, roll back when it throws. Callbacks given
  * to `afterCommit` for its client run once the COMMIT has succeeded.
  */
@@ -129,11 +122,6 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
     // A connection-level failure destroys the client instead of returning it to the pool.
     client.release(failure instanceof Error && isConnectionLost(failure) ? failure : undefined);
   }
-}
-
-/** Whether the caller runs inside `withTransaction` (always false in production; see `openTransaction`). */
-export function inTransaction(): boolean {
-  return openTransaction?.getStore() === true;
 }
 
 /**

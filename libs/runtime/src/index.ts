@@ -5,7 +5,6 @@ export { ManualClock, systemClock, type Clock } from './clock.ts';
 export {
   afterCommit,
   createPool,
-  inTransaction,
   isConnectionLost,
   isUniqueViolation,
   packageDir,
@@ -15,6 +14,7 @@ export {
   type Queryable,
   returnedRow,
 } from './db.ts';
+export { inTransaction } from './open-transaction.ts';
 export { migrate, migrationName, NO_TRANSACTION_SUFFIX, upStatements } from './migrate.ts';
 export { connectNats, jsonCodec, natsReady, type NatsAuth, type NatsConnection } from './nats.ts';
 export {

@@ -2,7 +2,6 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { runner } from 'node-pg-migrate';
 import type { Logger } from './logger.ts';
 import { sharedMigrations } from './shared-tables.ts';
 
@@ -109,6 +108,10 @@ async function applyMigrations(
 
 /** Ordinary migrations: the next `count` pending ones, through node-pg-migrate, in one transaction. */
 async function runOrdinary(run: MigrationRun, count: number): Promise<string[]> {
+  // Loaded only when there is an ordinary migration to apply: node-pg-migrate brings jiti, glob and
+  // their sources (some 10 MB of resident memory) into a process that keeps them for good, and a
+  // service started without migrating, or with none pending, never needs them.
+  const { runner } = await import('node-pg-migrate');
   const done = await runner({
     databaseUrl: run.opts.databaseUrl,
     schema: run.opts.schema,

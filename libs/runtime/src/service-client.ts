@@ -22,7 +22,7 @@ import {
   type ServiceMeta,
   type Subjects,
 } from '@loyalty/contracts';
-import { inTransaction } from './db.ts';
+import { inTransaction } from './open-transaction.ts';
 import type { Logger } from './logger.ts';
 import { jsonCodec } from './nats.ts';
 
