@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import swagger, { type StaticDocumentSpec } from '@fastify/swagger';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import swaggerUi from '@fastify/swagger-ui';
+import { stringify as toYaml } from 'yaml';
 import { DOCUMENT_NAMES, DOCUMENTS, documentJson } from '../openapi-documents.ts';
 
 export interface DocsOptions {
@@ -10,32 +12,68 @@ export interface DocsOptions {
 }
 
 /**
- * Serve one document at `jsonPath`, serialised once, with a strong ETag (a hash of the body) so
- * a client or the SDK generator asks again cheaply: `If-None-Match` with that tag answers 304.
- * Swagger UI at `uiPrefix`, in its own scope (each UI shows its own document).
+ * One served document, held gzip-compressed: the merchant API's is 744 KB of JSON (1.5 MB as a
+ * JavaScript string, as much again parsed), 40 KB compressed. A client that accepts gzip (every
+ * browser, curl --compressed, fetch) gets the held bytes as they are; another gets them inflated.
+ * Each representation has its own strong ETag, as HTTP asks of different content codings.
  */
-async function serveDocument(app: FastifyInstance, body: string, jsonPath: string, uiPrefix: string): Promise<void> {
-  const document: unknown = JSON.parse(body);
-  if (!isOpenApiDocument(document)) throw new Error(`The document served at ${jsonPath} is not an OpenAPI document.`);
-  const etag = `"${createHash('sha256').update(body).digest('base64url')}"`;
-  await app.register(async (scope) => {
-    await scope.register(swagger, { mode: 'static', specification: { document } });
-    await scope.register(swaggerUi, { routePrefix: uiPrefix });
-  });
-  app.get(jsonPath, { logLevel: 'warn' }, async (req, reply) => {
-    reply.header('ETag', etag);
-    const given = req.headers['if-none-match'];
-    if (typeof given === 'string' && given.split(',').some((t) => t.trim() === etag || t.trim() === '*'))
-      return reply.code(304).send();
-    return reply.type('application/json; charset=utf-8').send(body);
+interface HeldDocument {
+  gzip: Buffer;
+  etag: { identity: string; gzip: string };
+}
+
+function hold(body: string): HeldDocument {
+  const tag = createHash('sha256').update(body).digest('base64url');
+  return { gzip: gzipSync(body), etag: { identity: `"${tag}"`, gzip: `"${tag}-gzip"` } };
+}
+
+/** Whether `Accept-Encoding` takes gzip (named, or `*`, with a quality above zero). */
+export function acceptsGzip(header: string | undefined): boolean {
+  if (!header) return false;
+  return header.split(',').some((part) => {
+    const [coding = '', ...params] = part.split(';').map((s) => s.trim().toLowerCase());
+    if (coding !== 'gzip' && coding !== '*') return false;
+    const q = params.find((p) => p.startsWith('q='));
+    return q === undefined || Number(q.slice(2)) > 0;
   });
 }
 
-/** The contract tables' documents come typed as plain records; swagger's static mode wants an OpenAPI one. */
-function isOpenApiDocument(document: unknown): document is StaticDocumentSpec['document'] {
-  if (typeof document !== 'object' || document === null) return false;
-  const { openapi, info, paths } = { openapi: undefined, info: undefined, paths: undefined, ...document };
-  return typeof openapi === 'string' && typeof info === 'object' && info !== null && typeof paths === 'object';
+function notModified(req: FastifyRequest, etag: string): boolean {
+  const given = req.headers['if-none-match'];
+  return typeof given === 'string' && given.split(',').some((t) => t.trim() === etag || t.trim() === '*');
+}
+
+/**
+ * The `swagger()` decorator Swagger UI reads its document from (its `/json` and `/yaml` routes),
+ * under the name of `@fastify/swagger`, whose static mode would give the same decorator but keep
+ * the parsed document for good: here it is inflated and parsed when the UI asks for it.
+ */
+const documentDecorator = fp<{ document: HeldDocument }>(
+  async (scope, { document }) => {
+    const parsed = (): unknown => JSON.parse(gunzipSync(document.gzip).toString('utf8'));
+    scope.decorate('swagger', (opts?: { yaml?: boolean }) => (opts?.yaml ? toYaml(parsed()) : parsed()));
+  },
+  { name: '@fastify/swagger', fastify: '5.x' },
+);
+
+/**
+ * Serve one document at `jsonPath` with its strong ETag (`If-None-Match` with that tag answers
+ * 304), and Swagger UI at `uiPrefix`, in its own scope (each UI shows its own document).
+ */
+async function serveDocument(app: FastifyInstance, body: string, jsonPath: string, uiPrefix: string): Promise<void> {
+  const document = hold(body);
+  await app.register(async (scope) => {
+    await scope.register(documentDecorator, { document });
+    await scope.register(swaggerUi, { routePrefix: uiPrefix });
+  });
+  app.get(jsonPath, { logLevel: 'warn' }, async (req, reply) => {
+    const gzip = acceptsGzip(req.headers['accept-encoding']);
+    const etag = gzip ? document.etag.gzip : document.etag.identity;
+    reply.header('ETag', etag).header('Vary', 'Accept-Encoding');
+    if (notModified(req, etag)) return reply.code(304).send();
+    reply.type('application/json; charset=utf-8');
+    return gzip ? reply.header('Content-Encoding', 'gzip').send(document.gzip) : reply.send(gunzipSync(document.gzip));
+  });
 }
 
 /**
@@ -43,7 +81,7 @@ function isOpenApiDocument(document: unknown): document is StaticDocumentSpec['d
  * (browsable at /docs), the operator API in its own document at /admin/openapi.json (/admin/docs),
  * so the operator's bearer-token API is not on the merchants' reference; the staff API (the
  * console's) in its own at /staff/openapi.json (/staff/docs). Built with the project
- * (openapi-documents.ts), read here.
+ * (openapi-documents.ts), read here once and held compressed.
  */
 export const docs: FastifyPluginAsync<DocsOptions> = async (app, { publicBaseUrl }) => {
   for (const name of DOCUMENT_NAMES) {
