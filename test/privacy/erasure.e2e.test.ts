@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, startTestSystem, type TestSystem } from '../support/system.ts';
+import { apiClient, OPERATOR_TOKEN, startTestSystem, type TestSystem } from '../support/system.ts';
+import { checkResponse } from '../support/contract.ts';
 import { eventually } from '../support/staff.ts';
 import {
   books,
@@ -201,5 +202,81 @@ describe('POST /api/v1/members/{member_id}/erase', () => {
     const res = await t.api('POST', '/api/v1/members/999999999/erase');
     expect(res.status).toBe(404);
     expect(res.body.error?.code).toBe('member_not_found');
+  });
+
+  it("answers an erased or merged-away member's tier 404 member_not_found, and sets them none by hand", async () => {
+    // Tiers were answered from the tier and account rows a tombstone keeps: 200 with the erased
+    // member's tier, and a tier set by hand for them (audited, announced as tier.upgraded).
+    const { card } = await sys.admin<{ card: { id: number } }>('POST', `/admin/v1/tenants/${t.tenantId}/cards`, {
+      name: 'Tiered',
+      reward_system: 'points',
+      points_ratio: 1,
+    });
+    const ladder = await t.api('PUT', `/api/v1/loyalty/cards/${card.id}/tiers`, {
+      body: {
+        tiers: [
+          { name: 'Bronze', rank: 0, entry_threshold: 0, retain_threshold: 0 },
+          { name: 'Gold', rank: 1, entry_threshold: 100, retain_threshold: 50 },
+        ],
+      },
+    });
+    expect(ladder.status, JSON.stringify(ladder.body)).toBe(200);
+    const [erased, duplicate, kept] = [
+      await register(t.api, 'Tia'),
+      await register(t.api, 'Dee'),
+      await register(t.api, 'Kim'),
+    ];
+    for (const p of [erased, duplicate, kept]) {
+      const earn = await t.api('POST', '/api/v1/loyalty/points/earn', {
+        body: { card_id: card.id, member_id: p.id, purchase_amount: 150 },
+      });
+      expect(earn.body.data?.tier).toMatchObject({ name: 'Gold', upgraded: true });
+    }
+    expect((await t.api('POST', `/api/v1/members/${erased.id}/erase`)).status).toBe(202);
+    const merge = await t.api('POST', `/api/v1/members/${kept.id}/merge`, { body: { source_member_id: duplicate.id } });
+    expect(merge.status, JSON.stringify(merge.body)).toBe(202);
+
+    const operator = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${sys.url}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${OPERATOR_TOKEN}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const json: unknown = await res.json();
+      checkResponse(method, path, res.status, json);
+      return { status: res.status, body: json as { error?: { code: string } } };
+    };
+    const manual = { tier: 'Bronze', valid_until: '2099-01-01T00:00:00Z', reason: 'Set by hand' };
+    for (const gone of [erased, duplicate]) {
+      const own = await t.api('GET', `/api/v1/loyalty/cards/${card.id}/members/${gone.id}/tier`);
+      expect(own.status, JSON.stringify(own.body)).toBe(404);
+      expect(own.body.error?.code).toBe('member_not_found');
+      const staffView = await t.staff('GET', `/staff/v1/cards/${card.id}/members/${gone.id}/tier`, {
+        token: t.staffToken,
+      });
+      expect(staffView.status).toBe(404);
+      const path = `/admin/v1/tenants/${t.tenantId}/cards/${card.id}/members/${gone.id}/tier`;
+      expect((await operator('GET', path)).body.error?.code).toBe('member_not_found');
+      const set = await operator('PUT', path, manual);
+      expect(set.status).toBe(404);
+      expect(set.body.error?.code).toBe('member_not_found');
+      const byStaff = await t.staff('PUT', `/staff/v1/cards/${card.id}/members/${gone.id}/tier`, {
+        token: t.staffToken,
+        body: manual,
+      });
+      expect(byStaff.status).toBe(404);
+    }
+    const { rows } = await sys.db.query(
+      'SELECT member_id FROM ledger.member_tiers WHERE card_id = $1 AND manual_reason IS NOT NULL',
+      [card.id],
+    );
+    expect(rows).toEqual([]);
+    // A living member is answered as before.
+    const alive = await t.api('GET', `/api/v1/loyalty/cards/${card.id}/members/${kept.id}/tier`);
+    expect(alive.status).toBe(200);
+    expect(alive.body.data).toMatchObject({ tier: { name: 'Gold' } });
   });
 });

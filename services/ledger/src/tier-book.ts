@@ -166,17 +166,18 @@ export class TierBook {
     return { ...(await this.settings(tenantId, cardId)), recompute_job_id: jobId };
   }
 
-  /** The member's tier and progress (`tiers_not_configured` on a card without tiers). */
+  /**
+   * The member's tier and progress (`tiers_not_configured` on a card without tiers). The member is
+   * checked with the member directory first, as a balance read does: an erased or merged-away
+   * member (a tombstone) answers member_not_found even though its account and tier rows stay.
+   */
   async member(meta: ServiceMeta, cardId: number, memberId: number) {
     const card = await this.cardOrFail(meta.tenant_id, cardId);
     const ladder = await this.ladderOrFail(card);
+    await this.deps.members.mustExist(meta, memberId);
     const row = await findMemberTier(this.deps.pool, card.id, memberId);
     const today = periodKey('day', this.deps.clock.now(), card.time_zone);
-    let joined = row?.joined_on ?? (await joinedOn(this.deps.pool, card.id, memberId, card.time_zone));
-    if (joined === null) {
-      await this.deps.members.mustExist(meta, memberId);
-      joined = today;
-    }
+    const joined = row?.joined_on ?? (await joinedOn(this.deps.pool, card.id, memberId, card.time_zone)) ?? today;
     return memberTierView(this.deps.pool, card, ladder, memberId, row, today, joined);
   }
 
@@ -206,12 +207,10 @@ export class TierBook {
         ],
       });
     }
+    // A tombstone (erased or merged away) keeps its account rows: it gets no tier (nor the event).
+    await this.deps.members.mustExist(meta, memberId);
     const today = periodKey('day', now, card.time_zone);
-    let joined = await joinedOn(this.deps.pool, card.id, memberId, card.time_zone);
-    if (joined === null) {
-      await this.deps.members.mustExist(meta, memberId);
-      joined = today;
-    }
+    const joined = (await joinedOn(this.deps.pool, card.id, memberId, card.time_zone)) ?? today;
     const window = await windowOf(this.deps.pool, ladder, today, joined);
     await withTransaction(this.deps.pool, async (db) => {
       const { prevRank } = await setManualTier(
