@@ -279,4 +279,34 @@ describe('POST /api/v1/members/{member_id}/erase', () => {
     expect(alive.status).toBe(200);
     expect(alive.body.data).toMatchObject({ tier: { name: 'Gold' } });
   });
+
+  it("takes an erased member's referral code for no code: validate and apply refuse it, nobody is paid", async () => {
+    // Validate answered is_valid: false, but apply accepted the code and paid the referrer bonus
+    // to the erased member (and the referee's), answering "bonus points were awarded to both".
+    const referrerOf = await register(t.api, 'Ray');
+    const code = await t.api('GET', `/api/v1/loyalty/cards/${t.pointsCard}/members/${referrerOf.id}/referral-code`);
+    expect(code.status).toBe(200);
+    const referralCode = code.body.data!.referral_code as string;
+    expect((await t.api('POST', `/api/v1/members/${referrerOf.id}/erase`)).status).toBe(202);
+    const referee = await register(t.api, 'Neve');
+    const valid = await t.api('POST', '/api/v1/loyalty/referrals/validate-code', {
+      body: { card_id: t.pointsCard, referral_code: referralCode },
+    });
+    expect(valid.body.data).toEqual({ is_valid: false, referrer: null });
+    const applied = await t.api('POST', '/api/v1/loyalty/referrals/apply', {
+      body: { card_id: t.pointsCard, referral_code: referralCode, referee_member_id: referee.id },
+    });
+    expect(applied.status, JSON.stringify(applied.body)).toBe(404);
+    expect(applied.body.error?.code).toBe('referral_code_not_found');
+    const { rows } = await sys.db.query(
+      'SELECT id FROM referrals.referrals WHERE tenant_id = $1 AND referrer_id = $2',
+      [t.tenantId, referrerOf.id],
+    );
+    expect(rows).toEqual([]);
+    const paid = await sys.db.query(
+      `SELECT member_id FROM ledger.journal WHERE tenant_id = $1 AND event = 'referral_bonus' AND member_id IN ($2, $3)`,
+      [t.tenantId, referrerOf.id, referee.id],
+    );
+    expect(paid.rows).toEqual([]);
+  });
 });

@@ -108,6 +108,19 @@ interface ApplyRequest {
 type AppliedReply = { message: string; data: { referral: ReturnType<typeof appliedReferralView> } };
 
 /**
+ * The code an apply names, of the card and of a member who still is one: the code of a member
+ * erased (a tombstone) is no code, as validate answers, since its bonus would go to nobody.
+ */
+async function liveCode(deps: ProgrammeDeps, meta: Meta, d: ApplyRequest) {
+  const normalized = normalizeReferralCode(d.referral_code);
+  const code = normalized ? await findCode(deps.pool, meta.tenant_id, normalized) : undefined;
+  if (!code || code.card_id !== d.card_id) throw new AppError('referral_code_not_found');
+  const referrer = (await deps.clients.members(meta, [code.member_id])).get(code.member_id);
+  if (!referrer || !referrer.is_active) throw new AppError('referral_code_not_found');
+  return code;
+}
+
+/**
  * Write the referral (pending) first, then pay both bonuses through the ledger, then mark it
  * completed: a crash or failure in between leaves it pending with its payment due, which a
  * retried apply or the sweeper finishes without paying twice.
@@ -127,9 +140,7 @@ async function applyReferral(deps: ProgrammeDeps, d: ApplyRequest, meta: Meta) {
   };
 
   const card = await pointsCard(clients, meta, d.card_id);
-  const normalized = normalizeReferralCode(d.referral_code);
-  const code = normalized ? await findCode(pool, meta.tenant_id, normalized) : undefined;
-  if (!code || code.card_id !== d.card_id) throw new AppError('referral_code_not_found');
+  const code = await liveCode(deps, meta, d);
   const referee = await clients.member(meta, d.referee_member_id);
   checkApplicable(card, code.member_id, referee.id);
 
