@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../scripts/admin-cli.ts';
 import { OPERATOR_TOKEN, startTestSystem, type TestSystem } from '../support/system.ts';
 import { lotsAgree, pointsCard } from '../support/ledger.ts';
+import { checkResponse } from '../support/contract.ts';
 
 /**
  * Bulk imports end to end through the gateway: a 10,000-line members file with planted errors
@@ -655,6 +656,28 @@ describe('bad uploads', () => {
     expect(foreign.status).toBe(404);
     expect((await get('/api/v1/imports/imp_ledger_00000000-0000-0000-0000-000000000000')).status).toBe(404);
     expect((await get('/api/v1/imports/nonsense')).status).toBe(404);
+  });
+
+  it("refuse the operator's members import for a tenant that does not exist (404 tenant_not_found)", async () => {
+    // It was accepted (202), validated, and its execute job failed on the tenant's foreign key.
+    const unknown = await fetch(`${sys.url}/admin/v1/tenants/999999/imports?kind=members`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, 'Content-Type': 'text/csv' },
+      body: 'external_id,name,email\nghost-1,Ghost,ghost@example.com\n',
+    });
+    const body = (await unknown.json()) as Json;
+    checkResponse('POST', '/admin/v1/tenants/999999/imports', unknown.status, body);
+    expect(unknown.status, JSON.stringify(body)).toBe(404);
+    expect(body.error?.code).toBe('tenant_not_found');
+    const { rows } = await sys.db.query('SELECT id FROM identity.imports WHERE tenant_id = 999999');
+    expect(rows).toEqual([]);
+    // A tenant that exists is served as before.
+    const known = await fetch(`${sys.url}/admin/v1/tenants/${creds.tenantId}/imports?kind=members`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, 'Content-Type': 'text/csv' },
+      body: 'external_id,name\nop-1,Op\n',
+    });
+    expect(known.status).toBe(202);
   });
 });
 

@@ -60,6 +60,8 @@ const calls: Record<ServiceName, { service: ServiceName; operation: string }[]> 
     identityOperations.issueMemberOtp,
     identityOperations.verifyMemberOtp,
     importInternalOperations.lookupMembers,
+    // The operator's card creation names a tenant, which identity knows.
+    identityOperations.getTenant,
   ],
   claims: [
     identityOperations.getMembers,

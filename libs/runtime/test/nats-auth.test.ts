@@ -80,6 +80,7 @@ describe('natsPermissions', () => {
         'loyalty.identity.internal.member_otp.issue',
         'loyalty.identity.internal.member_otp.verify',
         'loyalty.identity.internal.member.lookup',
+        'loyalty.identity.internal.tenant.get',
         '_INBOX_gateway.>',
         '_INBOX_identity.>',
         '_INBOX_claims.>',

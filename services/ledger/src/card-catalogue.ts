@@ -240,9 +240,14 @@ export class CardCatalogue {
     private readonly outbox: Outbox,
     /** Told of every changed card (every replica forgets its cached copy). */
     private readonly changed: (cardId: number) => void = () => undefined,
+    /** The operator named this tenant: it must exist (identity answers tenant_not_found otherwise). */
+    private readonly tenantMustExist: (tenantId: number, requestId: string) => Promise<void> = async () => undefined,
   ) {}
 
   async createCard(d: NewCardInput, meta: AdminMeta) {
+    // The ledger keeps no list of tenants: without asking identity, a card was made for a tenant
+    // that does not exist (and a tenant created later with that id found it as its own).
+    await this.tenantMustExist(d.tenant_id, meta.request_id);
     const card = newCard(d);
     applySettings(card, d);
     try {
@@ -399,8 +404,9 @@ export function cardCatalogue(
   pool: Pool,
   outbox: Outbox,
   changed: (cardId: number) => void = () => undefined,
+  tenantMustExist?: (tenantId: number, requestId: string) => Promise<void>,
 ): CardCatalogue {
-  return new CardCatalogue(pool, outbox, changed);
+  return new CardCatalogue(pool, outbox, changed, tenantMustExist);
 }
 
 type NewCardInput = CardSettingsInput & {

@@ -1,3 +1,4 @@
+import { identityOperations } from '@loyalty/contracts';
 import { ledgerTenantTables } from './tenant-tables.ts';
 import {
   addExportEndpoints,
@@ -148,6 +149,12 @@ function lotEventSubjects(subjects: ServiceRuntime['subjects']) {
   });
 }
 
+/** The operator named a tenant: identity answers tenant_not_found unless it exists. */
+function tenantCheck(client: ServiceClient) {
+  return async (tenantId: number, requestId: string): Promise<void> =>
+    void (await client.call(identityOperations.getTenant, { request_id: requestId, tenant_id: tenantId }, {}));
+}
+
 async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<ServiceDeclaration<LedgerHooks>> {
   const { pool, nc, subjects, log, metrics, outbox, clock } = rt;
   // Cards are cached per replica; a replica that changes a card tells every other one.
@@ -182,7 +189,7 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
     endpoints: addExportEndpoints(
       addImportEndpoints(
         ledgerEndpoints({
-          cards: cardCatalogue(pool, outbox, (cardId) => cards.changed(cardId)),
+          cards: cardCatalogue(pool, outbox, (cardId) => cards.changed(cardId), tenantCheck(client)),
           cashback,
           points,
           holds,

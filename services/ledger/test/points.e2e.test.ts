@@ -2,6 +2,7 @@ import type { NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Subjects } from '@loyalty/contracts';
 import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
+import { checkResponse } from '../../../test/support/contract.ts';
 import { connectAs } from '../../../test/support/nats.ts';
 import {
   cashbackCard,
@@ -500,5 +501,17 @@ describe('provisioning', () => {
     expect(foreign.body.error!.code).toBe('card_not_found');
     const noToken = await fetch(`${sys.url}${base}`);
     expect(noToken.status).toBe(401);
+    // A tenant that does not exist gets no card (one was made, and a tenant created later with
+    // that id would have found it as its own).
+    const ghost = await call('POST', '/admin/v1/tenants/999999/cards', {
+      name: 'Ghost',
+      reward_system: 'points',
+      points_ratio: 1,
+    });
+    checkResponse('POST', '/admin/v1/tenants/999999/cards', ghost.status, ghost.body);
+    expect(ghost.status).toBe(404);
+    expect(ghost.body.error!.code).toBe('tenant_not_found');
+    const { rows } = await sys.db.query('SELECT id FROM ledger.cards WHERE tenant_id = 999999');
+    expect(rows).toEqual([]);
   });
 });

@@ -155,6 +155,7 @@ export const importAdminOperations = defineOperations({
     response: ImportRecord,
     errors: [
       'invalid_operator_token',
+      'tenant_not_found',
       'unknown_import_kind',
       'card_not_found',
       'tiers_not_configured',

@@ -672,7 +672,13 @@ export const ledgerAdminOperations = defineOperations({
         path: ['points_ratio'],
       }),
     response: z.object({ card: CardRecord }),
-    errors: ['invalid_operator_token', 'card_identifier_taken', 'invalid_time_zone', 'wrong_card_type'],
+    errors: [
+      'invalid_operator_token',
+      'tenant_not_found',
+      'card_identifier_taken',
+      'invalid_time_zone',
+      'wrong_card_type',
+    ],
   },
   'admin.card.update': {
     ...admin,

@@ -1,4 +1,4 @@
-import { Email, Phone, readIsoTime } from '@loyalty/contracts';
+import { AppError, Email, Phone, readIsoTime } from '@loyalty/contracts';
 import { lineFields, type ImportKindSpec, type Pool, type RowProblem } from '@loyalty/runtime';
 
 /**
@@ -69,6 +69,14 @@ export function memberImportSpec(now: () => Date): ImportKindSpec<MemberRow> {
     // Lines merged per execute step: one statement each, committed with its checkpoint.
     mergeBatch: 20_000,
     merge: mergeMembers,
+    // The operator names the tenant: one that does not exist gets no import (its members could
+    // never be written, the tenant's foreign key refuses them, and the execute job failed).
+    // Members are not per card: a card_id given is not kept.
+    async check(db, ctx) {
+      const { rows } = await db.query('SELECT 1 FROM identity.tenants WHERE id = $1', [ctx.tenantId]);
+      if (rows.length === 0) throw new AppError('tenant_not_found');
+      ctx.cardId = null;
+    },
   };
 }
 
