@@ -116,7 +116,7 @@ function ruleEndpoints(endpoints: Endpoints, book: RuleBook, events: MemberEvent
     .staff(s['staff.rules.create'], (d, x) => book.create(x.meta.tenant_id, d.card_id, d, x.meta))
     .staff(s['staff.rules.activate'], (d, x) => book.activate(x.meta.tenant_id, d.card_id, d.rule_id, x.meta))
     .staff(s['staff.rules.pause'], (d, x) => book.pause(x.meta.tenant_id, d.card_id, d.rule_id, x.meta))
-    .staff(s['staff.rules.preview'], (d, x) => quotes.preview(d, x.meta.tenant_id))
+    .staff(s['staff.rules.preview'], (d, x) => quotes.preview(d, x.meta))
     .public(r['rules.list'], (d, x) => book.list(x.meta.tenant_id, d.card_id))
     .public(r['rules.create'], (d, x) => book.create(x.meta.tenant_id, d.card_id, d, x.meta))
     .public(r['rules.get'], (d, x) => book.get(x.meta.tenant_id, d.card_id, d.rule_id))

@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, OPERATOR_TOKEN, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
+import { signIn } from '../../../test/support/staff.ts';
+import {
+  apiClient,
+  OPERATOR_TOKEN,
+  staffClient,
+  startTestSystem,
+  type TestSystem,
+} from '../../../test/support/system.ts';
 import { cashbackCard, email, lotsAgree, pointsCard, type Api } from './support.ts';
 
 /**
@@ -613,5 +620,37 @@ describe('simulation', () => {
     expect((await earn(card, { email: email('after'), purchase_amount: 10 })).data).toMatchObject({
       points_earned: 10,
     });
+  });
+
+  it("the console's preview applies a named member's caps, and refuses an unknown or foreign member", async () => {
+    // An unknown member_id was previewed as a new member's purchase (200, no caps used), where the
+    // manager meant someone: the quote answers 404 member_not_found, and so does the preview now.
+    const card = await pointsCard(sys, tenantId);
+    await rule(card, { name: 'ten', kind: 'fixed', points: 10, cap: { limit: 15, period: 'month' } });
+    const member = (await earn(card, { email: email('previewed'), purchase_amount: 10 })).data!.member_id as number;
+    const other = await sys.tenant();
+    const stranger = (
+      await apiClient(sys.url, other)('POST', `${PTS}/earn`, {
+        body: { card_id: await pointsCard(sys, other.tenantId), email: email('stranger'), purchase_amount: 1 },
+      })
+    ).body.data!.member_id as number;
+    await sys.admin('POST', `/admin/v1/tenants/${tenantId}/staff`, {
+      email: 'preview-boss@example.com',
+      role: 'manager',
+    });
+    const staff = staffClient(sys.url);
+    const token = await signIn(staff, tenantId, 'preview-boss@example.com');
+    const preview = (body: Body) =>
+      staff('POST', `/staff/v1/cards/${card}/rules/preview`, { token, body: { purchase_amount: 10, ...body } });
+    expect((await preview({})).body.data).toMatchObject({ total: 20, rules_applied: [{ points: 10 }] });
+    expect((await preview({ member_id: member })).body.data).toMatchObject({
+      total: 15,
+      rules_applied: [{ points: 5, capped: true }],
+    });
+    for (const id of [999_999, stranger]) {
+      const refused = await preview({ member_id: id });
+      expect(refused.status, JSON.stringify(refused.body)).toBe(404);
+      expect(refused.body.error).toMatchObject({ code: 'member_not_found' });
+    }
   });
 });

@@ -644,7 +644,9 @@ export const staffOperations = defineOperations({
       purchase_amount: Money.refine((v) => v > 0, 'must be greater than 0'),
       line_items: LineItems.optional(),
       tags: Tags.optional(),
-      member_id: Id.optional().describe("the member whose caps and purchase count apply (none: a new member's)"),
+      member_id: Id.optional().describe(
+        "the member whose caps and purchase count apply (none: a new member's); an unknown or erased one is 404 member_not_found",
+      ),
     }),
     response: z.object({
       card_id: Id,
@@ -653,7 +655,7 @@ export const staffOperations = defineOperations({
       rules_applied: z.array(RuleApplied),
       trace: z.array(RuleTraceEntry),
     }),
-    errors: ['card_not_found', 'line_items_mismatch'],
+    errors: ['card_not_found', 'member_not_found', 'line_items_mismatch'],
   },
   // ---- programme report (ledger, managers), as the merchant API's ------------------------------------
   'staff.cards.report': {

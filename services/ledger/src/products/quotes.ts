@@ -157,14 +157,17 @@ export class Quotes {
 
   /**
    * The console's preview: what a sample purchase would earn on the card with its active rules,
-   * its drafts and paused rules, with the trace (no member needed; a member_id brings its caps).
+   * its drafts and paused rules, with the trace (no member needed; a member_id brings its caps: an
+   * unknown, foreign or erased member is member_not_found, as in a quote, not a new member's preview).
    */
   async preview(
     d: { card_id: number; purchase_amount: number; line_items?: LineItemInput[]; tags?: string[]; member_id?: number },
-    tenantId: number,
+    meta: { tenant_id: number; request_id: string },
   ) {
+    const tenantId = meta.tenant_id;
     const card = await this.deps.cards.get(tenantId, d.card_id);
     if (!card) throw new AppError('card_not_found');
+    if (d.member_id !== undefined) await this.deps.members.mustExist(meta, d.member_id);
     const facts = purchaseFacts(d);
     const rules = await simulatedRules(this.deps.pool, card, { include_drafts: true });
     const k = d.member_id === undefined ? undefined : { tenantId, cardId: card.id, memberId: d.member_id };
