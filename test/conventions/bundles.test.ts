@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,5 +29,20 @@ describe('compiled bundles', () => {
       expect(staticImports(code).has('node-pg-migrate'), service).toBe(false);
       expect(code).toContain('import("node-pg-migrate")');
     }
+  });
+
+  it("loading the PostgreSQL driver does not load fetch's undici (pg is patched: its Cloudflare probe built a Response)", () => {
+    // A process of its own: what it has loaded is only what importing pg loaded.
+    const r = spawnSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "await import('pg'); console.log(JSON.stringify(process.moduleLoadList.filter((m) => m.includes('undici'))))",
+      ],
+      { cwd: path.join(root, 'services', 'ledger', 'dist'), encoding: 'utf8' },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual([]);
   });
 });
