@@ -9,6 +9,7 @@ import { connectAs } from '../support/nats.ts';
 import { signIn } from '../support/staff.ts';
 import { apiClient, OPERATOR_TOKEN, staffClient, startTestSystem, type TestSystem } from '../support/system.ts';
 import { cashbackCard, email, pointsCard } from '../support/ledger.ts';
+import { checkResponse } from '../support/contract.ts';
 
 /**
  * Exports end to end through the gateway: the journal streamed as JSON Lines and as CSV equals the
@@ -558,6 +559,24 @@ describe('the operator’s and the console’s export', () => {
     });
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('unknown_export');
+  });
+
+  it('refuses a tenant that does not exist with 404 tenant_not_found (it streamed an empty file)', async () => {
+    for (const entity of ['journal', 'members', 'balances', 'lots']) {
+      const path = `/admin/v1/tenants/999999/exports/${entity}`;
+      const r = await fetch(`${sys.url}${path}?format=csv`, { headers: { authorization: `Bearer ${OPERATOR_TOKEN}` } });
+      const body = (await r.json()) as { error?: { code: string } };
+      checkResponse('GET', path, r.status, body);
+      expect(r.status, entity).toBe(404);
+      expect(body.error?.code, entity).toBe('tenant_not_found');
+    }
+    // A tenant with nothing to export still gets its (empty) file.
+    const empty = await sys.tenant({ scopes: ALL });
+    const r = await fetch(`${sys.url}/admin/v1/tenants/${empty.tenantId}/exports/members`, {
+      headers: { authorization: `Bearer ${OPERATOR_TOKEN}` },
+    });
+    expect(r.status).toBe(200);
+    expect(await r.text()).toBe('');
   });
 
   it('npm run admin -- export streams it into a file, which appears only when whole', async () => {

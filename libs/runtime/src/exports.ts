@@ -347,8 +347,15 @@ export class Exports {
       jobs: { store: JobStore; wake(): void };
       clock: Clock;
       sources: Partial<Record<ExportEntity, ExportSource>>;
+      /** The operator names a tenant: tenant_not_found unless it exists. */
+      tenantMustExist: (tenantId: number, requestId: string) => Promise<void>;
     },
   ) {}
+
+  /** Before the operator's export of a tenant (the merchant API's and the console's are their own tenant's). */
+  tenantMustExist(tenantId: number, requestId: string): Promise<void> {
+    return this.opts.tenantMustExist(tenantId, requestId);
+  }
 
   private source(entity: string): [ExportEntity, ExportSource] {
     const found = Object.entries(this.opts.sources).find(([k]) => k === entity);
@@ -526,7 +533,8 @@ const TenantInput = z.object({ tenant_id: z.number().int().positive() });
 /**
  * The export operations of a service (routed by entity): a page of the stream and the job (the
  * merchant API), a page of the operator's stream (any tenant's, the path names it) and of the
- * console's (managers, their own tenant's).
+ * console's (managers, their own tenant's). The operator's first page asks whether the tenant
+ * exists (tenant_not_found otherwise): a mistyped tenant id was streamed as an empty file.
  */
 export function addExportEndpoints(endpoints: Endpoints, exports: Exports): Endpoints {
   const ops = exportOperations;
@@ -537,7 +545,10 @@ export function addExportEndpoints(endpoints: Endpoints, exports: Exports): Endp
       exportAdminOperations['admin.exports.download'].operation,
       AdminMeta,
       PageInput.extend(TenantInput.shape),
-      (d) => exports.download(d.tenant_id, d),
+      async (d, x) => {
+        if (d.cursor === null) await exports.tenantMustExist(d.tenant_id, x.meta.request_id);
+        return exports.download(d.tenant_id, d);
+      },
     )
     .routed(staffOperations['staff.exports.download'].operation, StaffMeta, PageInput, (d, x) => {
       if (x.meta.staff.role !== 'manager') return Promise.reject(new AppError('insufficient_role'));

@@ -60,7 +60,7 @@ const calls: Record<ServiceName, { service: ServiceName; operation: string }[]> 
     identityOperations.issueMemberOtp,
     identityOperations.verifyMemberOtp,
     importInternalOperations.lookupMembers,
-    // The operator's card creation names a tenant, which identity knows.
+    // The operator's card creation, journal exports and report rebuilds name a tenant, which identity knows.
     identityOperations.getTenant,
   ],
   claims: [

@@ -202,9 +202,13 @@ function tableSource(pool: Pool, table: Table): ExportSource {
 }
 
 /** The ledger's export sources and the jobs that store them as files. */
-export function ledgerExports(rt: ServiceRuntime): Exports {
+export function ledgerExports(
+  rt: ServiceRuntime,
+  tenantMustExist: (tenantId: number, requestId: string) => Promise<void>,
+): Exports {
   return new Exports({
     pool: rt.pool,
+    tenantMustExist,
     service: 'ledger',
     jobs: rt.jobs,
     clock: rt.clock,

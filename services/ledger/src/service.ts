@@ -182,9 +182,9 @@ async function setupLedger(rt: ServiceRuntime, config: LedgerConfig): Promise<Se
   const mergeSweeper = merges.sweeper(config.LOT_SWEEP_INTERVAL_MS, log);
   const cashback = cashbackProduct(deps, books);
   const points = pointsProduct(deps, books, holds);
-  const reports = reportsOf(rt);
+  const reports = reportsOf(rt, tenantCheck(client));
   const imports = ledgerImports(rt, client);
-  const exports = ledgerExports(rt);
+  const exports = ledgerExports(rt, tenantCheck(client));
   return {
     endpoints: addExportEndpoints(
       addImportEndpoints(

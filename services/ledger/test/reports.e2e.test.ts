@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningService } from '@loyalty/runtime';
 import type { LedgerHooks } from '../src/service.ts';
-import { apiClient, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
+import { apiClient, OPERATOR_TOKEN, startTestSystem, type TestSystem } from '../../../test/support/system.ts';
+import { checkResponse } from '../../../test/support/contract.ts';
 import { email, pointsCard, reward, signedIn, type Api } from './support.ts';
 
 /**
@@ -231,6 +232,23 @@ describe('programme report', () => {
     expect((await other('GET', `/api/v1/loyalty/cards/${card}/report`)).status).toBe(404);
     const noScope = apiClient(sys.url, await sys.tenant({ scopes: ['points_read'] }));
     expect((await noScope('GET', `/api/v1/loyalty/cards/${card}/report`)).status).toBe(403);
+  });
+
+  it('refuses a rebuild for a tenant that does not exist with 404 tenant_not_found, and queues no job', async () => {
+    // A mistyped tenant id queued a job that succeeded doing nothing.
+    const { rows: before } = await sys.db.query(`SELECT count(*)::int AS n FROM ledger.jobs WHERE tenant_id = 999999`);
+    const path = '/admin/v1/tenants/999999/reports/rebuild';
+    const r = await fetch(`${sys.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, 'Content-Type': 'application/json' },
+      body: '{}',
+    });
+    const body = (await r.json()) as { error?: { code: string } };
+    checkResponse('POST', path, r.status, body);
+    expect(r.status).toBe(404);
+    expect(body.error?.code).toBe('tenant_not_found');
+    const { rows: after } = await sys.db.query(`SELECT count(*)::int AS n FROM ledger.jobs WHERE tenant_id = 999999`);
+    expect(after).toEqual(before);
   });
   it('takes the days of years 0001 to 9999 as they are, as exports do (JavaScript reads years 0 to 99 as 19xx)', async () => {
     const card = await pointsCard(sys, tenantId);

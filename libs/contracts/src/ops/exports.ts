@@ -113,7 +113,7 @@ export const exportAdminOperations = defineOperations({
       "Export a tenant's journal, members, balances or lots as JSON Lines or CSV, streamed as it is read (as GET /api/v1/exports/{entity})",
     params: ExportParams.extend(TenantParams.shape),
     response: z.string(),
-    errors: ['invalid_operator_token', ...errors],
+    errors: ['invalid_operator_token', 'tenant_not_found', ...errors],
   },
 });
 

@@ -100,6 +100,6 @@ export const reportAdminOperations = defineOperations({
     params: z.object({ tenant_id: IdParam }),
     body: z.object({ card_id: Id.optional().describe('only this card') }),
     response: z.object({ job: Job }),
-    errors: ['invalid_operator_token', 'card_not_found'],
+    errors: ['invalid_operator_token', 'tenant_not_found', 'card_not_found'],
   },
 });

@@ -8,6 +8,7 @@ import {
   type ServiceRuntime,
 } from '@loyalty/runtime';
 import { z } from 'zod';
+import { findTenant } from '../store/tenants.ts';
 
 /**
  * The members export: a tenant's members (not the erased or merged-away tombstones) by id, with
@@ -68,5 +69,9 @@ export function identityExports(rt: ServiceRuntime): Exports {
     jobs: rt.jobs,
     clock: rt.clock,
     sources: { members: membersSource(rt.pool) },
+    // The operator's export names the tenant: one that does not exist is not an empty file.
+    async tenantMustExist(tenantId) {
+      if (!(await findTenant(rt.pool, tenantId))) throw new AppError('tenant_not_found');
+    },
   });
 }

@@ -14,14 +14,17 @@ import { rebuildJob, reportFolder } from './rollups.ts';
 export type Reports = ReturnType<typeof reportsOf>;
 
 /** Programme reports: the fold of the rollups (a task), the rebuild (a job) and the report itself. */
-export function reportsOf(rt: ServiceRuntime) {
+export function reportsOf(rt: ServiceRuntime, tenantMustExist: (tenantId: number, requestId: string) => Promise<void>) {
   return {
     folder: reportFolder(rt.pool, rt.log, 1000),
     jobs: { 'reports.rebuild': rebuildJob(rt.pool) },
     report: (tenantId: number, input: OperationInput<(typeof reportOperations)['cards.report']>) =>
       programmeReport(rt.pool, rt.clock, tenantId, input),
-    rebuild: (tenantId: number, cardId: number | undefined, meta: AdminMeta) =>
-      rebuildReports(rt, tenantId, cardId, meta),
+    rebuild: async (tenantId: number, cardId: number | undefined, meta: AdminMeta) => {
+      // The operator names the tenant: a mistyped id queued a job that succeeded doing nothing.
+      await tenantMustExist(tenantId, meta.request_id);
+      return rebuildReports(rt, tenantId, cardId, meta);
+    },
   };
 }
 
