@@ -309,4 +309,44 @@ describe('POST /api/v1/members/{member_id}/erase', () => {
     );
     expect(paid.rows).toEqual([]);
   });
+
+  it("pays no referrer bonus to a referrer erased while the referral waited for the referee's first purchase", async () => {
+    // The referee's purchase made the referral due and both bonuses were credited: the erased
+    // referrer's tombstone got its 20 points.
+    const { card } = await sys.admin<{ card: { id: number } }>('POST', `/admin/v1/tenants/${t.tenantId}/cards`, {
+      name: 'First purchase',
+      reward_system: 'points',
+      points_ratio: 1,
+      referrer_bonus: 20,
+      referee_bonus: 10,
+      referral_bonus_on_first_purchase: true,
+    });
+    const gone = await register(t.api, 'Gus');
+    const referee = await register(t.api, 'Pia');
+    const code = await t.api('GET', `/api/v1/loyalty/cards/${card.id}/members/${gone.id}/referral-code`);
+    const applied = await t.api('POST', '/api/v1/loyalty/referrals/apply', {
+      body: { card_id: card.id, referral_code: code.body.data!.referral_code, referee_member_id: referee.id },
+    });
+    expect(applied.status, JSON.stringify(applied.body)).toBe(200);
+    expect(applied.body.data!.referral).toMatchObject({ status: 'pending', referrer_bonus: 20 });
+    expect((await t.api('POST', `/api/v1/members/${gone.id}/erase`)).status).toBe(202);
+    const earn = await t.api('POST', '/api/v1/loyalty/points/earn', {
+      body: { card_id: card.id, member_id: referee.id, purchase_amount: 5 },
+    });
+    expect(earn.status, JSON.stringify(earn.body)).toBe(200);
+    const referral = await eventually(async () => {
+      const { rows } = await sys.db.query<{ status: string; referrer_bonus: number; referee_bonus: number }>(
+        'SELECT status, referrer_bonus, referee_bonus FROM referrals.referrals WHERE card_id = $1',
+        [card.id],
+      );
+      return rows[0]?.status === 'completed' ? rows[0] : undefined;
+    });
+    // The referee is paid; the referral says what was paid.
+    expect(referral).toEqual({ status: 'completed', referrer_bonus: 0, referee_bonus: 10 });
+    const paid = await sys.db.query<{ member_id: string; amount: string }>(
+      `SELECT member_id::text, amount::text FROM ledger.journal WHERE card_id = $1 AND event = 'referral_bonus'`,
+      [card.id],
+    );
+    expect(paid.rows).toEqual([{ member_id: String(referee.id), amount: '10' }]);
+  });
 });

@@ -111,8 +111,16 @@ export const ResolveMemberRequest = z
   });
 export const ResolveMemberReply = z.object({ member: MemberSummary, created: z.boolean() });
 
-export const GetMembersRequest = z.object({ ids: z.array(z.number().int().positive()).max(1000) });
-export const GetMembersReply = z.object({ members: z.array(MemberSummary) });
+export const GetMembersRequest = z.object({
+  ids: z.array(z.number().int().positive()).max(1000),
+  /** Also answer `merged`: which of the ids are merged-away tombstones, and into whom. */
+  merged: z.boolean().optional(),
+});
+export const GetMembersReply = z.object({
+  members: z.array(MemberSummary),
+  /** When asked: the ids merged into another member (a tombstone not listed here was erased). */
+  merged: z.array(z.object({ id: z.number().int(), into: z.number().int() })).optional(),
+});
 
 export const IssueClaimOtpRequest = z.object({
   member_email: Text,
@@ -147,7 +155,9 @@ export const VerifyMemberOtpRequest = z.object({
 /**
  * Identity's operations for other services. Every request carries the caller's `meta` (tenant).
  * - resolve_member: find by id/email/phone within the tenant (or create); `member_not_found` otherwise.
- * - get_members: summaries of many members of the tenant (unknown ids are left out).
+ * - get_members: summaries of many members of the tenant (unknown ids are left out); with
+ *   `merged`, also which of the ids were merged into another member (the others left out are
+ *   erased or unknown).
  * - issue_claim_otp: mail a claim verification code (same rules as login codes: 6 digits,
  *   10 minutes, single use, limited tries, cooldown and hourly cap); `member_not_found`.
  * - verify_claim_otp: consume a claim code; `invalid_verification_code` when missing, wrong, used,

@@ -10,7 +10,7 @@ import {
   type PoolClient,
   type Queryable,
 } from '@loyalty/runtime';
-import { bonusCredits, isPurchaseEarn, type Referral } from './domain/referral.ts';
+import { bonusCredits, isPurchaseEarn, type BonusParty, type Referral } from './domain/referral.ts';
 import type { ReferralsClients } from './clients.ts';
 import {
   awaitingFirstPurchase,
@@ -79,9 +79,27 @@ export type BonusPayments = ReturnType<typeof bonusPayments>;
 function payer(deps: PaymentDeps): Pay {
   const { pool, clients, outbox, clock } = deps;
 
+  /**
+   * Credit each party's bonus, but none to a party erased meanwhile (a referral waiting for the
+   * referee's first purchase outlives its referrer's erasure): its bonus is withheld. A party
+   * merged away is credited: the ledger lands it on the member it was merged into.
+   */
   async function credit(meta: ServiceMeta, r: Referral) {
     const tx: { referrer?: number; referee?: number } = {};
-    for (const c of bonusCredits(r)) {
+    const withheld: BonusParty[] = [];
+    const credits = bonusCredits(r);
+    const erased =
+      credits.length === 0
+        ? new Set<number>()
+        : await clients.erased(
+            meta,
+            credits.map((c) => c.memberId),
+          );
+    for (const c of credits) {
+      if (erased.has(c.memberId)) {
+        withheld.push(c.party);
+        continue;
+      }
       const reply = await clients.creditBonus(meta, c.key, {
         cardId: r.card_id,
         memberId: c.memberId,
@@ -91,12 +109,12 @@ function payer(deps: PaymentDeps): Pay {
       });
       tx[c.party] = reply.transaction_id;
     }
-    return tx;
+    return { tx, withheld };
   }
 
-  /** Completion in the caller's transaction, with its event. */
-  async function complete(db: Queryable, r: Referral, tx: { referrer?: number; referee?: number }): Promise<Referral> {
-    const done = await completeReferral(db, r.id, tx, clock.now());
+  /** Completion in the caller's transaction, with its event (a withheld bonus is recorded as 0). */
+  async function complete(db: Queryable, r: Referral, paid: Awaited<ReturnType<typeof credit>>): Promise<Referral> {
+    const done = await completeReferral(db, r.id, paid.tx, clock.now(), paid.withheld);
     if (!done) return (await findReferral(db, r.id)) ?? r; // someone else completed it first
     await outbox.record(db, {
       type: 'referral_completed',
@@ -108,9 +126,9 @@ function payer(deps: PaymentDeps): Pay {
   }
 
   return async (meta, r, alsoInTx) => {
-    const tx = await credit(meta, r);
+    const paid = await credit(meta, r);
     const done = await withTransaction(pool, async (db) => {
-      const d = await complete(db, r, tx);
+      const d = await complete(db, r, paid);
       await alsoInTx?.(db, d);
       return d;
     });

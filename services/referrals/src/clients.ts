@@ -28,6 +28,19 @@ export function referralsClients(client: ServiceClient) {
       const { members } = await client.call(identityOperations.getMembers, meta, { ids: unique });
       return new Map(members.map((m) => [m.id, m]));
     },
+    /**
+     * Of `ids`, the members erased: neither a member any more nor merged into one (a merged-away
+     * member's credit lands on the member it was merged into).
+     */
+    async erased(meta: ServiceMeta, ids: number[]): Promise<Set<number>> {
+      const unique = [...new Set(ids)];
+      const { members, merged = [] } = await client.call(identityOperations.getMembers, meta, {
+        ids: unique,
+        merged: true,
+      });
+      const known = new Set([...members.map((m) => m.id), ...merged.map((m) => m.id)]);
+      return new Set(unique.filter((id) => !known.has(id)));
+    },
     /** Credit bonus points under a deterministic key: a repeat replays the first credit. */
     creditBonus(
       meta: ServiceMeta,

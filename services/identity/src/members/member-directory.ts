@@ -2,7 +2,7 @@ import { AppError, Email, Phone, type MemberSummary, type ServiceMeta } from '@l
 import { isUniqueViolation, withTransaction, type Clock, type Outbox, type Pool } from '@loyalty/runtime';
 import { maskEmail, maskPhone } from '../domain/masking.ts';
 import { recordMemberRegistered } from '../events.ts';
-import { findMemberBy, insertMember, membersByIds, type Member } from '../store/members.ts';
+import { findMemberBy, insertMember, membersByIds, mergedMembers, type Member } from '../store/members.ts';
 
 export function summary(m: Member): MemberSummary {
   return {
@@ -68,8 +68,13 @@ export function memberDirectory(pool: Pool, outbox: Outbox, clock: Clock) {
       }
     },
 
-    async getMany(d: { ids: number[] }, meta: ServiceMeta): Promise<{ members: MemberSummary[] }> {
-      return { members: (await membersByIds(pool, meta.tenant_id, d.ids)).map(summary) };
+    async getMany(
+      d: { ids: number[]; merged?: boolean | undefined },
+      meta: ServiceMeta,
+    ): Promise<{ members: MemberSummary[]; merged?: { id: number; into: number }[] }> {
+      const members = (await membersByIds(pool, meta.tenant_id, d.ids)).map(summary);
+      if (!d.merged) return { members };
+      return { members, merged: await mergedMembers(pool, meta.tenant_id, d.ids) };
     },
   };
 }

@@ -72,6 +72,21 @@ export async function membersByIds(db: Queryable, tenantId: number, ids: number[
   return rows;
 }
 
+/** Of `ids`, the tombstones of a merge and the member each was merged into. */
+export async function mergedMembers(
+  db: Queryable,
+  tenantId: number,
+  ids: number[],
+): Promise<{ id: number; into: number }[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<{ id: string; into: string }>(
+    `SELECT id, merged_into AS into FROM identity.members
+      WHERE tenant_id = $1 AND id = ANY($2::bigint[]) AND merged_into IS NOT NULL`,
+    [tenantId, ids],
+  );
+  return rows.map((r) => ({ id: Number(r.id), into: Number(r.into) }));
+}
+
 /** A member as staff see it: unmasked, with its creation time. */
 export interface MemberView {
   id: number;

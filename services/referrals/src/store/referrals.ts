@@ -102,11 +102,15 @@ export async function completeReferral(
   id: number,
   tx: { referrer?: number; referee?: number },
   now: Date,
+  /** Parties whose bonus was not paid (erased meanwhile): their bonus is recorded as 0. */
+  withheld: readonly ('referrer' | 'referee')[] = [],
 ): Promise<Referral | undefined> {
   const { rows } = await db.query<Referral>(
-    `UPDATE referrals.referrals SET status = 'completed', completed_at = $2, referrer_transaction_id = $3, referee_transaction_id = $4
+    `UPDATE referrals.referrals SET status = 'completed', completed_at = $2, referrer_transaction_id = $3, referee_transaction_id = $4,
+            referrer_bonus = CASE WHEN 'referrer' = ANY($5::text[]) THEN 0 ELSE referrer_bonus END,
+            referee_bonus = CASE WHEN 'referee' = ANY($5::text[]) THEN 0 ELSE referee_bonus END
       WHERE id = $1 AND status = 'pending' AND payment_due_at IS NOT NULL RETURNING ${COLUMNS}`,
-    [id, now, tx.referrer ?? null, tx.referee ?? null],
+    [id, now, tx.referrer ?? null, tx.referee ?? null, withheld],
   );
   return rows[0];
 }
