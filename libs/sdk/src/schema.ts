@@ -2342,7 +2342,7 @@ export interface components {
       categories?: string[];
       /** @description mon, tue, wed, thu, fri, sat, sun (card time zone) */
       days_of_week?: string[];
-      /** @description the member's Nth, 2Nth... purchase on the card */
+      /** @description the member's Nth, 2Nth... purchase on the card (1 to 1000000) */
       every_nth?: number;
       first_purchase?: boolean;
       /** @description smallest purchase amount */
@@ -2368,7 +2368,7 @@ export interface components {
       categories?: string[];
       /** @description mon, tue, wed, thu, fri, sat, sun (card time zone) */
       days_of_week?: string[];
-      /** @description the member's Nth, 2Nth... purchase on the card */
+      /** @description the member's Nth, 2Nth... purchase on the card (1 to 1000000) */
       every_nth?: number;
       first_purchase?: boolean;
       /** @description smallest purchase amount */

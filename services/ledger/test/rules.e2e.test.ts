@@ -145,6 +145,15 @@ describe('managing rules', () => {
     await bad({ kind: 'fixed', points: 5, conditions: { first_purchase: true, every_nth: 3 } }, [
       'conditions.every_nth',
     ]);
+    // Whole numbers all, but no member's purchase count: 1e300 was taken.
+    for (const everyNth of [0, 2.5, 1e300, 1_000_001])
+      await bad({ kind: 'fixed', points: 5, conditions: { every_nth: everyNth } }, ['conditions.every_nth']);
+    const huge = await api('POST', rulesOf(card), {
+      body: { name: 'a', kind: 'fixed', points: 5, conditions: { every_nth: 1e300 } },
+    });
+    expect(huge.body.error!.fields).toEqual([
+      { field: 'conditions.every_nth', message: 'must be a whole number from 1 to 1000000' },
+    ]);
     // A misspelt condition or cap field is refused, not dropped (dropped, the rule would match more).
     for (const body of [
       { kind: 'fixed', points: 5, conditions: { min_amout: 20 } },

@@ -135,7 +135,7 @@ const Conditions = z
     tags: z.array(Text.trim().min(1).max(64)).max(20).optional().describe('every one required on the purchase'),
     tiers: z.array(Text.trim().min(1).max(100)).max(50).optional().describe("the member's tier must be listed"),
     first_purchase: z.boolean().optional(),
-    every_nth: z.number().optional().describe("the member's Nth, 2Nth... purchase on the card"),
+    every_nth: z.number().optional().describe("the member's Nth, 2Nth... purchase on the card (1 to 1000000)"),
   })
   // A misspelt condition refused, not dropped: dropped, it would widen the campaign without a word.
   .strict()

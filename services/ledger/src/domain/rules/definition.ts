@@ -21,6 +21,8 @@ export interface RuleProblem {
 /** Bounds of a cap, a budget or a minimum: a balance's maximum in points, the largest purchase in currency. */
 const MAX_POINTS = 1_000_000_000_000_000;
 const MAX_AMOUNT = 1_000_000_000;
+/** The largest `every_nth`: a member's millionth purchase on a card. */
+const MAX_EVERY_NTH = 1_000_000;
 
 const has = <T extends string>(list: readonly T[], v: unknown): v is T => list.some((x) => x === v);
 const HHMM = /^([01]\d|2[0-3]):[0-5]\d$/;
@@ -111,8 +113,9 @@ function checkConditions(out: RuleProblem[], d: RuleDraft): void {
       field: 'conditions.min_amount',
       message: `must be an amount from 0 to ${MAX_AMOUNT} with at most 2 decimals`,
     });
-  if (c.every_nth !== undefined && !(Number.isInteger(c.every_nth) && c.every_nth >= 1))
-    out.push({ field: 'conditions.every_nth', message: 'must be a whole number of at least 1' });
+  // Bounded as a priority is: 1e300 is a whole number too, and no member makes that many purchases.
+  if (c.every_nth !== undefined && !(Number.isInteger(c.every_nth) && c.every_nth >= 1 && c.every_nth <= MAX_EVERY_NTH))
+    out.push({ field: 'conditions.every_nth', message: `must be a whole number from 1 to ${MAX_EVERY_NTH}` });
   else if (c.first_purchase === true && c.every_nth !== undefined && c.every_nth > 1)
     out.push({
       field: 'conditions.every_nth',
