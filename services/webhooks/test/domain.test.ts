@@ -62,6 +62,10 @@ describe('URL rules', () => {
     expect(webhookUrlProblem('https://user:secret@example.com/')).toMatch(/user name or password/);
     expect(webhookUrlProblem('https://example.com/#x')).toMatch(/fragment/);
     expect(webhookUrlProblem('/relative')).toMatch(/absolute/);
+    // Port 0 (also written :00) is no port to connect to.
+    expect(webhookUrlProblem('https://example.com:0/hook')).toMatch(/port 0/);
+    expect(webhookUrlProblem('http://example.com:00/')).toMatch(/port 0/);
+    expect(webhookUrlProblem('https://example.com:65535/')).toBeUndefined();
   });
 });
 

@@ -570,6 +570,7 @@ describe('API', () => {
       [{ url: 'https://user:pass@example.com/hook' }, 'url'],
       [{ url: 'not a url' }, 'url'],
       [{ url: 'https://example.com/#frag' }, 'url'],
+      [{ url: 'https://example.com:0/hook' }, 'url'],
       [{ event_types: ['points.earned', '*'] }, 'event_types'],
       [{ event_types: ['points.minted'] }, 'event_types.0'],
       [{ event_types: [] }, 'event_types'],

@@ -22,8 +22,8 @@ const admin = {
 export const WEBHOOK_URL_MAX = 2048;
 
 /**
- * The URL rules that need no network: absolute, http or https, a host, no user or password in it,
- * no fragment. Where it points (a private address?) is checked by the service when it resolves it.
+ * The URL rules that need no network: absolute, http or https, a host, not port 0, no user or
+ * password in it, no fragment. Where it points (a private address?) is checked by the service when it resolves it.
  */
 export function webhookUrlProblem(value: string): string | undefined {
   let url: URL;
@@ -35,6 +35,8 @@ export function webhookUrlProblem(value: string): string | undefined {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must be an http or https URL';
   if (url.username !== '' || url.password !== '') return 'must not contain a user name or password';
   if (url.hostname === '') return 'must name a host';
+  // Port 0 is no port a server listens on: every delivery would fail to connect.
+  if (url.port === '0') return 'must not name port 0';
   if (url.hash !== '') return 'must not contain a fragment (#...)';
   return undefined;
 }
