@@ -44,6 +44,8 @@ let lastMemberId = 0;
 
 beforeAll(async () => {
   ledger = await startService('ledger', { env: { POSTING_STATEMENTS: '1' } });
+  // Identity says every tenant the operator names exists (the ledger asks before making a card).
+  await ledger.fake(identityOperations.getTenant, (_d, meta) => ({ tenant: { id: meta.tenant_id, sandbox: false } }));
   resolveMember = await ledger.fake(identityOperations.resolveMember, (d, meta) => {
     const mine = [...members.values()].filter((m) => m.tenant === meta.tenant_id);
     const found =

@@ -32,6 +32,8 @@ const l = ledgerOperations;
 
 beforeAll(async () => {
   ledger = await startService('ledger', { env: { LOT_SWEEP_INTERVAL_MS: String(HOUR) } });
+  // Identity says every tenant the operator names exists (the ledger asks before making a card).
+  await ledger.fake(identityOperations.getTenant, (_d, meta) => ({ tenant: { id: meta.tenant_id, sandbox: false } }));
   tenantId = newTenantId();
   await ledger.fake(identityOperations.resolveMember, (d) => ({
     member: {

@@ -28,6 +28,8 @@ const p = pointsOperations;
 
 beforeAll(async () => {
   ledger = await startService('ledger');
+  // Identity says every tenant the operator names exists (the ledger asks before making a card).
+  await ledger.fake(identityOperations.getTenant, (_d, meta) => ({ tenant: { id: meta.tenant_id, sandbox: false } }));
   tenantId = newTenantId();
   await ledger.fake(identityOperations.resolveMember, (d) => ({
     member: { id: d.member_id ?? 0, name: 'M', email: null, phone: null, has_email: false, is_active: true },
