@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decimal } from '../src/domain/money.ts';
 import { cashbackFor, pointsFor } from '../src/domain/formulas.ts';
@@ -290,5 +291,27 @@ describe('refunds by line', () => {
     expect(spread(10, [1, 1, 1])).toEqual([4, 3, 3]);
     expect(spread(7, [0, 0])).toEqual([4, 3]);
     expect(spread(0, [5])).toEqual([0]);
+  });
+
+  it('spreads by the largest remainders, ties to the earlier, for any number of weights', () => {
+    // The definition, in BigInt and by sorting: what spread() must answer however it computes it.
+    const reference = (amount: number, weights: number[]): number[] => {
+      const w = weights.every((x) => x === 0) ? weights.map(() => 1n) : weights.map(BigInt);
+      const total = w.reduce((a, b) => a + b, 0n);
+      const shares = w.map((x) => (BigInt(amount) * x) / total);
+      let left = BigInt(amount) - shares.reduce((a, b) => a + b, 0n);
+      const order = w.map((x, i) => ({ i, r: (BigInt(amount) * x) % total }));
+      order.sort((a, b) => (b.r > a.r ? 1 : b.r < a.r ? -1 : a.i - b.i));
+      for (const { i } of order) if (left-- > 0n) shares[i]! += 1n;
+      return shares.map(Number);
+    };
+    fc.assert(
+      fc.property(fc.nat(1_000_000), fc.array(fc.nat(100_000), { minLength: 1, maxLength: 40 }), (amount, weights) => {
+        const got = spread(amount, weights);
+        expect(got).toEqual(reference(amount, weights));
+        expect(got.reduce((a, b) => a + b, 0)).toBe(amount);
+      }),
+      { numRuns: 2_000 },
+    );
   });
 });

@@ -21,6 +21,21 @@ export function linesOf(o: { cents: number; lines: PurchaseLine[] | null }): Pur
   return o.lines ?? [{ sku: '', category: null, quantity: 1, cents: o.cents }];
 }
 
+/**
+ * The match of a rule without SKU or category conditions: every line of the purchase. Made once per
+ * purchase and shared by every such rule (the evaluator only reads it).
+ */
+const everyLineOf = new WeakMap<object, MatchResult>();
+function everyLine(o: { cents: number; lines: PurchaseLine[] | null }): MatchResult {
+  let m = everyLineOf.get(o);
+  if (m === undefined) {
+    const all = linesOf(o);
+    m = { ok: true, matched: { lines: all.map((_, i) => i), cents: all.reduce((c, l) => c + l.cents, 0) } };
+    everyLineOf.set(o, m);
+  }
+  return m;
+}
+
 /** Whether a line passes a rule's SKU and category lists (either list may name it). */
 export function lineMatches(
   line: { sku: string | null; category: string | null },
@@ -73,6 +88,7 @@ export function match(rule: CompiledRule, input: EvaluationInput): MatchResult {
   if (w.firstPurchase && o.purchaseNumber !== 1) return no("not the member's first purchase on the card");
   if (w.everyNth !== null && o.purchaseNumber % w.everyNth !== 0)
     return no(`purchase number ${o.purchaseNumber} is not a multiple of ${w.everyNth}`);
+  if (w.skus === null && w.categories === null) return everyLine(o);
   const lines: number[] = [];
   let cents = 0;
   let i = 0;

@@ -177,7 +177,27 @@ function spreadExact(amount: number, weights: readonly number[], total: number):
     left -= share;
   }
   if (left === 0) return shares;
-  // The largest remainders first (ties to the earlier), by position: no object per weight.
+  // The largest remainders first (ties to the earlier). Up to 32 weights (a purchase's lines,
+  // usually) they are picked one by one with a bit per weight taken: no array and no sort per
+  // call, which a rule's share of every earn made one of the ledger's largest allocations.
+  if (weights.length <= 32) {
+    let taken = 0;
+    for (; left > 0; left--) {
+      let pick = -1;
+      let best = -1;
+      for (let i = 0; i < weights.length; i++) {
+        if ((taken & (1 << i)) !== 0) continue;
+        const rest = (amount * (weights[i] ?? 0)) % total;
+        if (rest > best) {
+          best = rest;
+          pick = i;
+        }
+      }
+      taken |= 1 << pick;
+      shares[pick] = (shares[pick] ?? 0) + 1;
+    }
+    return shares;
+  }
   const rests = weights.map((x) => (amount * x) % total);
   const order = weights.map((_, i) => i).sort((a, b) => (rests[b] ?? 0) - (rests[a] ?? 0) || a - b);
   for (const i of order) {
