@@ -3,6 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import fastifyStatic from '@fastify/static';
 import { AppError } from '@loyalty/contracts';
 import { sendFailure } from '../envelope.ts';
+import { staticFileErrors } from './envelope.ts';
 
 export interface ConsoleOptions {
   /** The built console (console/dist: index.html and assets/). */
@@ -15,7 +16,8 @@ export interface ConsoleOptions {
  * no inline script, no framing. The Mail page's preview is a mail's HTML in a sandboxed `srcdoc`
  * frame (no script, an origin of its own), which inherits this policy: a mail's inline styles and
  * its https logo are allowed for it (`style-src 'unsafe-inline'`, `img-src https:`), scripts stay
- * this origin's only. Without a build, /console answers 503 saying how to build it.
+ * this origin's only. A path the file sender refuses (`..`, a NUL byte) answers 404 like a
+ * missing file. Without a build, /console answers 503 saying how to build it.
  */
 export const staffConsole: FastifyPluginAsync<ConsoleOptions> = async (app, { dir }) => {
   if (!existsSync(`${dir}/index.html`)) {
@@ -28,6 +30,8 @@ export const staffConsole: FastifyPluginAsync<ConsoleOptions> = async (app, { di
     return;
   }
   await app.register(async (scope) => {
+    // A path out of the directory (`/console/../package.json`) is a 404, not a 500.
+    scope.setErrorHandler(staticFileErrors);
     scope.addHook('onSend', async (_req, reply, payload) => {
       reply.header(
         'Content-Security-Policy',

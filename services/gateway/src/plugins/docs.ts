@@ -5,6 +5,7 @@ import fp from 'fastify-plugin';
 import swaggerUi from '@fastify/swagger-ui';
 import { stringify as toYaml } from 'yaml';
 import { DOCUMENT_NAMES, DOCUMENTS, documentJson } from '../openapi-documents.ts';
+import { staticFileErrors } from './envelope.ts';
 
 export interface DocsOptions {
   /** Base URL written into the documents' servers lists. */
@@ -63,6 +64,8 @@ const documentDecorator = fp<{ document: HeldDocument }>(
 async function serveDocument(app: FastifyInstance, body: string, jsonPath: string, uiPrefix: string): Promise<void> {
   const document = hold(body);
   await app.register(async (scope) => {
+    // A path out of Swagger UI's directory (`/docs/static/../x`) is a 404, not a 500.
+    scope.setErrorHandler(staticFileErrors);
     await scope.register(documentDecorator, { document });
     await scope.register(swaggerUi, { routePrefix: uiPrefix });
   });

@@ -167,6 +167,23 @@ function errorMapper(drainLimitBytes: number) {
   };
 }
 
+/**
+ * The error handler of a scope serving static files (the console, Swagger UI's assets): a path the
+ * file sender refuses, one that climbs out of the directory (`..`, encoded or not), holds a NUL
+ * byte or names an absolute path (its 403 or 400), answers as a file that does not exist does
+ * (404 `route_not_found`), where the envelope's handler would have made an unknown error a 500.
+ * Anything else goes on to that handler.
+ */
+export function staticFileErrors(
+  err: Error & { statusCode?: number; status?: number },
+  _req: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  const status = err.statusCode ?? err.status;
+  if (typeof status === 'number' && status >= 400 && status < 500) return reply.callNotFound();
+  throw err;
+}
+
 /** Reads and discards what is left of a request body: until its end, `limit` bytes, an error or 10 s. */
 function drain(stream: IncomingMessage, limit: number): Promise<void> {
   if (stream.complete || stream.readableEnded || stream.destroyed) return Promise.resolve();
