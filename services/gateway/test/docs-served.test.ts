@@ -1,7 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acceptsGzip, docs } from '../src/plugins/docs.ts';
+import { acceptsGzip, docs, docsPolicy } from '../src/plugins/docs.ts';
 
 /** The documents are held compressed: both codings served, each with its own strong ETag. */
 let app: FastifyInstance;
@@ -63,6 +63,23 @@ describe('served OpenAPI documents', () => {
       expect(yaml.body).toContain(`title: ${title}`);
       expect((await app.inject({ method: 'GET', url: `${prefix}/` })).body).toContain('swagger');
     }
+  });
+
+  it('serves Swagger UI with a content security policy and no framing, its API origin allowed to be called', async () => {
+    for (const url of ['/docs/', '/admin/docs/', '/staff/docs/', '/docs/static/swagger-initializer.js', '/docs/json']) {
+      const r = await app.inject({ method: 'GET', url });
+      expect(r.statusCode, url).toBe(200);
+      const policy = String(r.headers['content-security-policy']);
+      expect(policy, url).toContain("script-src 'self';");
+      expect(policy).toContain("object-src 'none'");
+      expect(policy).toContain("frame-ancestors 'none'");
+      expect(policy).toContain("connect-src 'self' https://loyalty.example;");
+      expect(r.headers['x-frame-options']).toBe('DENY');
+      expect(r.headers['x-content-type-options']).toBe('nosniff');
+      expect(r.headers['referrer-policy']).toBe('no-referrer');
+    }
+    // A relative PUBLIC_BASE_URL (the default, `/`): the page's own origin only.
+    expect(docsPolicy('/')).toContain("connect-src 'self';");
   });
 
   it('reads Accept-Encoding with its qualities', () => {

@@ -59,13 +59,27 @@ const documentDecorator = fp<{ document: HeldDocument }>(
 
 /**
  * Serve one document at `jsonPath` with its strong ETag (`If-None-Match` with that tag answers
- * 304), and Swagger UI at `uiPrefix`, in its own scope (each UI shows its own document).
+ * 304), and Swagger UI at `uiPrefix`, in its own scope (each UI shows its own document) with its
+ * security headers (`policy`, see {@link docsPolicy}; no sniffing, no referrer, no framing).
  */
-async function serveDocument(app: FastifyInstance, body: string, jsonPath: string, uiPrefix: string): Promise<void> {
+async function serveDocument(
+  app: FastifyInstance,
+  body: string,
+  jsonPath: string,
+  uiPrefix: string,
+  policy: string,
+): Promise<void> {
   const document = hold(body);
   await app.register(async (scope) => {
     // A path out of Swagger UI's directory (`/docs/static/../x`) is a 404, not a 500.
     scope.setErrorHandler(staticFileErrors);
+    scope.addHook('onSend', async (_req, reply, payload) => {
+      reply.header('Content-Security-Policy', policy);
+      reply.header('X-Content-Type-Options', 'nosniff');
+      reply.header('Referrer-Policy', 'no-referrer');
+      reply.header('X-Frame-Options', 'DENY');
+      return payload;
+    });
     await scope.register(documentDecorator, { document });
     await scope.register(swaggerUi, { routePrefix: uiPrefix });
   });
@@ -87,8 +101,27 @@ async function serveDocument(app: FastifyInstance, body: string, jsonPath: strin
  * (openapi-documents.ts), read here once and held compressed.
  */
 export const docs: FastifyPluginAsync<DocsOptions> = async (app, { publicBaseUrl }) => {
+  const policy = docsPolicy(publicBaseUrl);
   for (const name of DOCUMENT_NAMES) {
     const { json, ui } = DOCUMENTS[name];
-    await serveDocument(app, documentJson(name, publicBaseUrl), json, ui);
+    await serveDocument(app, documentJson(name, publicBaseUrl), json, ui, policy);
   }
 };
+
+/**
+ * The content security policy of the Swagger UI pages (and their assets): scripts and styles only
+ * from the gateway (Swagger UI's own files; inline styles, which its components set), images from
+ * it and `data:` (its logo), no plugins, no framing, no base or form elsewhere. "Try it out" calls
+ * the documents' server, PUBLIC_BASE_URL, which may be another origin than the one the page was
+ * opened on (behind a proxy): that origin is allowed to be connected to as well.
+ */
+export function docsPolicy(publicBaseUrl: string): string {
+  let api = '';
+  try {
+    const { origin } = new URL(publicBaseUrl);
+    if (origin !== 'null') api = ` ${origin}`;
+  } catch {
+    // Not a URL: only the page's own origin.
+  }
+  return `default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'${api}; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'`;
+}
