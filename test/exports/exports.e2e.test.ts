@@ -381,6 +381,44 @@ describe('members, balances and lots', () => {
   });
 });
 
+describe('values as stored (docs/api.md: exports)', () => {
+  it('writes formula-like, multi-line and Unicode values exactly, quoted only as RFC 4180 asks, without a BOM', async () => {
+    const own = await sys.tenant({ scopes: ALL });
+    const card = await pointsCard(sys, own.tenantId);
+    const api = apiClient(sys.url, own);
+    const names = ['=HYPERLINK("https://evil.example","open")', '+1', '-2', '@SUM(A1:A9)', 'Zoë 😀 ليلى'];
+    for (const name of names) {
+      const r = await api('POST', '/api/v1/loyalty/points/earn', {
+        body: { card_id: card, email: email('formula'), member_name: name, purchase_amount: 5 },
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+    }
+    // References an API would not take (a tab first, a lone CR): the export writes what is stored.
+    const references = ['\t=1+1', 'a\rb', '-25', 'x\r\ny'];
+    for (const reference of references)
+      await sys.db.query(
+        `INSERT INTO ledger.journal (tenant_id, card_id, member_id, event, amount, balance_after, reference, created_at)
+         SELECT tenant_id, card_id, member_id, 'staff_adjustment', 0, 5, $2, now() - interval '1 hour'
+           FROM ledger.journal WHERE tenant_id = $1 LIMIT 1`,
+        [own.tenantId, reference],
+      );
+    const members = await download('/api/v1/exports/members?format=csv', own);
+    expect(members.text.startsWith('id,')).toBe(true);
+    const [mHeader, ...mRows] = csvRows(members.text);
+    const nameAt = mHeader!.indexOf('name');
+    expect(mRows.map((r) => r[nameAt])).toEqual(names);
+    const membersJson = jsonLines((await download('/api/v1/exports/members', own)).text);
+    expect(membersJson.map((m) => m.name)).toEqual(names);
+    const journal = await download('/api/v1/exports/journal?format=csv', own);
+    const [jHeader, ...jRows] = csvRows(journal.text);
+    const refAt = jHeader!.indexOf('reference');
+    expect(jRows.map((r) => r[refAt]).filter((v) => v !== '')).toEqual(references);
+    // A lone CR is inside quotes: a reader that ends lines at CR alone still reads one row.
+    expect(journal.text).toContain('"a\rb"');
+    expect(journal.text).toContain(',\t=1+1,');
+  });
+});
+
 describe('the job form', () => {
   it('POST answers 202 with a job whose result is the streamed file, byte for byte', async () => {
     for (const [entity, query] of [
