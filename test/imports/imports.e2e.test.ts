@@ -566,6 +566,51 @@ describe('unknown columns', () => {
   });
 });
 
+describe('NUL characters', () => {
+  it('are an error of their line (a value, a JSON key) or of the header, and the import ends invalid', async () => {
+    // The header's NUL was written into the error list (an unknown column's name) and the job's
+    // checkpoint, which PostgreSQL refused: the step failed on every attempt, the import stayed
+    // `validating`.
+    const header = await runFile(
+      'kind=members',
+      `external_id,name,e\u0000mail\nn-${run}-1,A,a.${run}@example.com\n`,
+      'text/csv',
+      [
+        [1, '(header)'],
+        [2, 'e\uFFFDmail'],
+      ],
+    );
+    // The header's error counts as a line, as a file without a header does.
+    expect(header).toMatchObject({ status: 'invalid', counts: { lines: 2, invalid: 2 } });
+    const value = await runFile(
+      'kind=members',
+      `external_id,name\nn-${run}-2,A\u0000B\nn-${run}-3,"C\u0000"\nn-${run}-4,D\n`,
+      'text/csv',
+      [
+        [2, '(line)'],
+        [3, '(line)'],
+      ],
+    );
+    expect(value).toMatchObject({ status: 'invalid', counts: { lines: 3, valid: 1, invalid: 2 } });
+    const card = await pointsCard(sys, creds.tenantId);
+    const json = await runFile(
+      `kind=balances&card_id=${card}`,
+      [
+        JSON.stringify({ external_id: `nb-${run}-1`, member_external_id: `u-${run}-1`, points: 5, 'x\u0000': 'y' }),
+        JSON.stringify({ external_id: `nb-${run}-2\u0000`, member_external_id: `u-${run}-1`, points: 5 }),
+        JSON.stringify({ external_id: `nb-${run}-3`, member_email: 'a\u0000@example.com', points: 5 }),
+      ].join('\n'),
+      'application/x-ndjson',
+      [
+        [1, '(line)'],
+        [2, '(line)'],
+        [3, '(line)'],
+      ],
+    );
+    expect(json).toMatchObject({ status: 'invalid', counts: { lines: 3, invalid: 3 } });
+  }, 90_000);
+});
+
 describe('the errors of an import', () => {
   it('are listed and filed in line order (then column) across the steps of a file larger than one', async () => {
     // 25,000 lines of about 50 bytes: some 1.2 MB, four upload pieces, two validate steps of two pieces.

@@ -22,6 +22,14 @@ export interface ReadState {
 const BOM = '\uFEFF';
 
 /**
+ * A NUL character (U+0000, `\u0000` in JSON) is in no value the platform keeps: PostgreSQL's text
+ * cannot hold it. A line with one is an error of the line, before anything stores a part of it
+ * (an unknown column's name in the error list, the header in the job's checkpoint).
+ */
+const NUL_REASON = 'holds a NUL character (U+0000), which no value may contain';
+const hasNul = (s: string): boolean => s.includes('\0');
+
+/**
  * Split `text` (whole records, unless `final` is false: then the last, possibly partial, record is
  * left over) into CSV records with the line each starts on.
  */
@@ -148,6 +156,16 @@ export function readRecords(
     if (r.values.length === 1 && (r.values[0] ?? '').trim() === '') continue;
     if (!header) {
       header = r.values.map((v) => v.trim().toLowerCase());
+      if (header.some(hasNul)) {
+        // Kept in the job's checkpoint and named in errors, neither of which can hold a NUL: the
+        // names are kept with U+FFFD in its place (so unknown columns), the header is an error.
+        header = header.map((h) => h.replaceAll('\0', '\uFFFD'));
+        records.push({ line: r.line, problem: { column: '(header)', reason: NUL_REASON } });
+      }
+      continue;
+    }
+    if (r.values.some(hasNul)) {
+      records.push({ line: r.line, problem: { column: '(line)', reason: NUL_REASON } });
       continue;
     }
     if (r.unterminated) {
@@ -178,6 +196,8 @@ function jsonRecord(text: string, line: number): FileRecord {
     return { line, problem: { column: '(line)', reason: 'must be a JSON object' } };
   const fields = new Map<string, string>();
   for (const [k, v] of Object.entries(value)) {
+    if (hasNul(k) || (typeof v === 'string' && hasNul(v)))
+      return { line, problem: { column: '(line)', reason: NUL_REASON } };
     if (v === null || v === undefined) continue;
     if (typeof v === 'object') return { line, problem: { column: k, reason: 'must be a string, number or boolean' } };
     fields.set(k.toLowerCase(), String(v));
