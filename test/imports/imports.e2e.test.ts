@@ -611,6 +611,45 @@ describe('NUL characters', () => {
   }, 90_000);
 });
 
+describe('a job that failed for good', () => {
+  it('shows its import failed, not validating or executing for ever', async () => {
+    // The state a step failing on every attempt leaves (an error the import does not foresee, a
+    // NUL in a header did until it was refused): the job failed, the import's row as it was.
+    const failing = async (text: string, status: 'validating' | 'executing') => {
+      const created = await upload('kind=members', text);
+      expect(created.status).toBe(202);
+      const id = created.json.data!.id as string;
+      await settle(id, ['validated']);
+      if (status === 'executing') {
+        await fetch(`${sys.url}/api/v1/imports/${id}/execute`, { method: 'POST', headers: headers() });
+        await settle(id, ['executed']);
+      }
+      const column = status === 'validating' ? 'validate_job' : 'execute_job';
+      await sys.db.query(
+        `UPDATE identity.jobs SET status = 'failed', finished_at = now(),
+                errors = '[{"code":"internal_error","message":"Something went wrong on our side."}]'
+          WHERE id = (SELECT ${column} FROM identity.imports WHERE id = $1::uuid)`,
+        [id.replace(/^imp_identity_/, '')],
+      );
+      await sys.db.query(`UPDATE identity.imports SET status = $2 WHERE id = $1::uuid`, [
+        id.replace(/^imp_identity_/, ''),
+        status,
+      ]);
+      return id;
+    };
+    const v = await failing(`external_id,name\nf-${run}-1,A\n`, 'validating');
+    const seen = await get(`/api/v1/imports/${v}`);
+    expect(seen.json.data).toMatchObject({ status: 'failed', validate_job: { status: 'failed' } });
+    const refused = await fetch(`${sys.url}/api/v1/imports/${v}/execute`, { method: 'POST', headers: headers() });
+    expect(refused.status).toBe(409);
+    const x = await failing(`external_id,name\nf-${run}-2,B\n`, 'executing');
+    expect((await get(`/api/v1/imports/${x}`)).json.data).toMatchObject({
+      status: 'failed',
+      execute_job: { status: 'failed' },
+    });
+  });
+});
+
 describe('the errors of an import', () => {
   it('are listed and filed in line order (then column) across the steps of a file larger than one', async () => {
     // 25,000 lines of about 50 bytes: some 1.2 MB, four upload pieces, two validate steps of two pieces.

@@ -184,12 +184,18 @@ export class Imports {
     };
     const validate = await job(row.validate_job);
     if (!validate) throw new AppError('import_not_found');
+    const execute = await job(row.execute_job);
+    // A job that failed for good (its attempts spent on an error the import did not foresee) does
+    // not come back to set the import's status: the import has failed with it.
+    const failed =
+      (row.status === 'validating' && validate.status === 'failed') ||
+      (row.status === 'executing' && execute?.status === 'failed');
     return {
       id: this.publicId(row.id),
       kind: row.kind,
       card_id: row.card_id === null ? null : Number(row.card_id),
       format: row.format,
-      status: statusOf(row.status),
+      status: failed ? 'failed' : statusOf(row.status),
       bytes: Number(row.bytes),
       counts: {
         lines: Number(row.lines),
@@ -199,7 +205,7 @@ export class Imports {
         unchanged: Number(row.unchanged),
       },
       validate_job: validate,
-      execute_job: await job(row.execute_job),
+      execute_job: execute,
       created_at: row.created_at.toISOString(),
     };
   }

@@ -2001,7 +2001,7 @@ export interface components {
       /** @enum {string} */
       kind: 'members' | 'balances' | 'tiers' | 'history';
       /**
-       * @description validating → validated (no bad line) or invalid (bad lines: fix the file and upload it again); executing → executed
+       * @description validating → validated (no bad line) or invalid (bad lines: fix the file and upload it again); executing → executed; failed: its validate or execute job failed (the job's errors say why; upload the file again)
        * @enum {string}
        */
       status: 'validating' | 'invalid' | 'validated' | 'executing' | 'executed' | 'failed';

@@ -58,7 +58,7 @@ export const ImportRecord = z
     status: z
       .enum(['validating', 'invalid', 'validated', 'executing', 'executed', 'failed'])
       .describe(
-        'validating → validated (no bad line) or invalid (bad lines: fix the file and upload it again); executing → executed',
+        "validating → validated (no bad line) or invalid (bad lines: fix the file and upload it again); executing → executed; failed: its validate or execute job failed (the job's errors say why; upload the file again)",
       ),
     bytes: z.number().int(),
     counts: z.object({
