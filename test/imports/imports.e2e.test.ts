@@ -611,6 +611,30 @@ describe('NUL characters', () => {
   }, 90_000);
 });
 
+describe('a column given twice', () => {
+  it('is an error of the header (CSV) or of the line (JSON Lines, names case-insensitive), not a value dropped', async () => {
+    const csv = await runFile(
+      'kind=members',
+      `external_id,name,Name,email,,\nt-${run}-1,Ana,Bea,t1.${run}@example.com,,\n`,
+      'text/csv',
+      [[1, '(header)']],
+    );
+    expect(csv).toMatchObject({ status: 'invalid' });
+    const errors = (csv.validate_job as { errors: { reason: string }[] }).errors;
+    expect(errors[0]!.reason).toBe('names the column name twice');
+    const json = await runFile(
+      'kind=members',
+      [
+        JSON.stringify({ external_id: `t-${run}-2`, name: 'Ana', Name: 'Bea' }),
+        JSON.stringify({ external_id: `t-${run}-3`, name: 'Caio' }),
+      ].join('\n'),
+      'application/x-ndjson',
+      [[1, 'name']],
+    );
+    expect(json).toMatchObject({ status: 'invalid', counts: { lines: 2, valid: 1, invalid: 1 } });
+  });
+});
+
 describe('a job that failed for good', () => {
   it('shows its import failed, not validating or executing for ever', async () => {
     // The state a step failing on every attempt leaves (an error the import does not foresee, a

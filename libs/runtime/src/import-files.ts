@@ -162,6 +162,10 @@ export function readRecords(
         header = header.map((h) => h.replaceAll('\0', '\uFFFD'));
         records.push({ line: r.line, problem: { column: '(header)', reason: NUL_REASON } });
       }
+      // A column named twice would give each line two values, one of them dropped without a word.
+      const twice = header.filter((h, k) => h !== '' && header?.indexOf(h) !== k);
+      for (const name of new Set(twice))
+        records.push({ line: r.line, problem: { column: '(header)', reason: `names the column ${name} twice` } });
       continue;
     }
     if (r.values.some(hasNul)) {
@@ -200,6 +204,9 @@ function jsonRecord(text: string, line: number): FileRecord {
       return { line, problem: { column: '(line)', reason: NUL_REASON } };
     if (v === null || v === undefined) continue;
     if (typeof v === 'object') return { line, problem: { column: k, reason: 'must be a string, number or boolean' } };
+    // Names are case-insensitive: `Name` and `name` on one line are the same column given twice.
+    if (fields.has(k.toLowerCase()))
+      return { line, problem: { column: k.toLowerCase(), reason: 'is given twice (names are case-insensitive)' } };
     fields.set(k.toLowerCase(), String(v));
   }
   return { line, fields };
