@@ -832,7 +832,7 @@ describe.each([
         '100.64.0.0/10',
       ])
         expect(blocks[0]!.except).toContain(range);
-      for (const range of ['fc00::/7', 'fe80::/10', '::1/128', '::ffff:0:0/96'])
+      for (const range of ['fc00::/7', 'fe80::/10', '::1/128', '::ffff:0:0/96', '::/96'])
         expect(blocks[1]!.except).toContain(range);
     }
   });

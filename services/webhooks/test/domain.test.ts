@@ -34,6 +34,11 @@ describe('address policy (SSRF)', () => {
     ['64:ff9b::7f00:1', 'rfc6052'], // NAT64 of 127.0.0.1
     ['2002:7f00:1::1', '6to4'],
     ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'teredo'],
+    ['::7f00:1', 'ipv4Compatible'], // ::127.0.0.1, the deprecated IPv4-compatible form
+    ['::a00:1', 'ipv4Compatible'], // ::10.0.0.1
+    ['::1:0:0:1', 'notGlobalUnicast'], // ::/8, reserved
+    ['400::1', 'notGlobalUnicast'], // outside 2000::/3
+    ['e000::1', 'notGlobalUnicast'],
   ])('refuses %s (%s)', (address, range) => {
     expect(addressProblem(address)).toBe(range);
   });

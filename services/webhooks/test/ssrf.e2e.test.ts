@@ -31,6 +31,7 @@ describe('SSRF', () => {
     ['loopback as one decimal number', () => 'http://2130706433/hook'],
     ['IPv6 loopback', () => 'http://[::1]/hook'],
     ['IPv4-mapped IPv6 loopback', () => 'http://[::ffff:127.0.0.1]/hook'],
+    ['IPv4-compatible IPv6 loopback', () => 'http://[::127.0.0.1]/hook'],
     ['private', () => 'https://10.0.0.8/hook'],
     ['private 192.168', () => 'https://192.168.10.1/hook'],
     ['link-local (cloud metadata)', () => 'http://169.254.169.254/latest/meta-data/'],

@@ -6,7 +6,8 @@ import ipaddr from 'ipaddr.js';
  * (fc00::/7), carrier-grade NAT, multicast, broadcast, unspecified and reserved ranges are refused,
  * and so are IPv6 forms that carry an IPv4 address of any of these (IPv4-mapped ::ffff:a.b.c.d is
  * judged as the IPv4 address; NAT64, 6to4 and Teredo, which can reach an embedded IPv4 address,
- * are refused outright). The ranges are ipaddr.js's (IANA special-purpose registries).
+ * and the deprecated IPv4-compatible ::a.b.c.d are refused outright), and any IPv6 address outside
+ * global unicast (2000::/3). The ranges are ipaddr.js's (IANA special-purpose registries).
  *
  * Answers why an address is refused (its range), or undefined when it is allowed.
  */
@@ -15,8 +16,17 @@ export function addressProblem(address: string): string | undefined {
   // ::ffff:127.0.0.1 is 127.0.0.1: judge the IPv4 address it carries.
   const ip = ipaddr.process(address);
   const range = ip.range();
-  return range === 'unicast' ? undefined : range;
+  if (range !== 'unicast') return range;
+  // ipaddr.js calls every IPv6 address outside its special ranges unicast, ::/8 among them, where
+  // the deprecated IPv4-compatible form (::a.b.c.d, `[::127.0.0.1]`) carries any IPv4 address. Only
+  // 2000::/3 is global unicast: nothing else is a public IPv6 address.
+  if (ip.kind() === 'ipv6' && !ip.match(GLOBAL_UNICAST))
+    return ip.match(IPV4_COMPATIBLE) ? 'ipv4Compatible' : 'notGlobalUnicast';
+  return undefined;
 }
+
+const GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3');
+const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
 
 /** Whether a URL host is an IP literal (`[::1]`, `10.0.0.1`): connecting to it needs no lookup. */
 export function ipLiteral(hostname: string): string | undefined {
