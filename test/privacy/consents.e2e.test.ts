@@ -191,6 +191,21 @@ describe('marketing and transactional mail', () => {
     const page = await fetch(local);
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('<form method="post"');
+    // Not framed by another site (the button cannot be overlaid), no script, no referrer (the URL holds the token).
+    const pageHeaders = (h: Headers) => ({
+      csp: h.get('content-security-policy'),
+      frame: h.get('x-frame-options'),
+      sniff: h.get('x-content-type-options'),
+      referrer: h.get('referrer-policy'),
+    });
+    const expectedHeaders = {
+      csp: expect.stringContaining("frame-ancestors 'none'"),
+      frame: 'DENY',
+      sniff: 'nosniff',
+      referrer: 'no-referrer',
+    };
+    expect(pageHeaders(page.headers)).toEqual(expectedHeaders);
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
     const before = await api('GET', `/api/v1/members/${withConsent.id}/consents`);
     expect((before.body.data!.consents as { granted: boolean }[])[0]!.granted).toBe(true);
     const click = await fetch(local, {
@@ -199,6 +214,7 @@ describe('marketing and transactional mail', () => {
       body: 'List-Unsubscribe=One-Click',
     });
     expect(click.status).toBe(200);
+    expect(pageHeaders(click.headers)).toEqual(expectedHeaders);
     const after = await api('GET', `/api/v1/members/${withConsent.id}/consents`);
     expect((after.body.data!.consents as Record<string, unknown>[])[0]).toMatchObject({
       purpose: 'marketing_email',

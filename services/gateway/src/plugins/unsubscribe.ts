@@ -19,6 +19,21 @@ function tokenOf(req: FastifyRequest): string {
   return token;
 }
 
+/**
+ * The pages' own policy: nothing loaded, no script, their inline style, the form posting only
+ * here; not framed (a page of another site cannot overlay the button), and no referrer (the URL
+ * holds the member's token).
+ */
+const PAGE_HEADERS = {
+  'content-type': 'text/html; charset=utf-8',
+  'cache-control': 'no-store',
+  'content-security-policy':
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+};
+
 const page = (body: string) =>
   `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">` +
   `<title>Unsubscribe</title></head><body style="font-family:sans-serif;max-width:32rem;margin:3rem auto">${body}</body></html>`;
@@ -42,16 +57,14 @@ export const unsubscribeLinks: FastifyPluginAsync<UnsubscribeOptions> = async (a
     const token = tokenOf(req);
     await identity.call(internalOperations.unsubscribe, { request_id: req.id }, { token });
     return reply
-      .type('text/html; charset=utf-8')
-      .header('cache-control', 'no-store')
+      .headers(PAGE_HEADERS)
       .send(page('<h1>You are unsubscribed</h1><p>We will send you no more marketing mail.</p>'));
   });
   app.get(UNSUBSCRIBE_PATH, async (req, reply) => {
     const token = tokenOf(req);
     const action = `${UNSUBSCRIBE_PATH}?token=${encodeURIComponent(token)}`;
     return reply
-      .type('text/html; charset=utf-8')
-      .header('cache-control', 'no-store')
+      .headers(PAGE_HEADERS)
       .send(
         page(
           `<h1>Unsubscribe</h1><p>Stop receiving marketing mail from us?</p>` +
