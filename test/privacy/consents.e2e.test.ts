@@ -231,6 +231,28 @@ describe('marketing and transactional mail', () => {
     expect(warnings(withConsent.email)).toHaveLength(1);
   });
 
+  it('an unsubscribe link of a member merged away since withdraws the consent of the member it was merged into', async () => {
+    const source = await member(true);
+    const target = await member(true);
+    await expiring(source.id, 20);
+    const mail = await sys.mail.waitFor(source.email, (x) => x.subject.includes('expire'));
+    const link = /^<https:\/\/api\.shop\.example(\/api\/v1\/unsubscribe\?token=[^>]+)>$/.exec(
+      mail.headers['list-unsubscribe'] ?? '',
+    )?.[1];
+    expect(link, mail.headers['list-unsubscribe']).toBeDefined();
+    const merge = await api('POST', `/api/v1/members/${target.id}/merge`, { body: { source_member_id: source.id } });
+    expect(merge.status, JSON.stringify(merge.body)).toBe(202);
+    // The same person: the link in the mail they already have still stops their marketing mail.
+    const click = await fetch(`${sys.url}${link!}`, { method: 'POST' });
+    expect(click.status).toBe(200);
+    const after = await api('GET', `/api/v1/members/${target.id}/consents`);
+    expect((after.body.data!.consents as Record<string, unknown>[])[0]).toMatchObject({
+      purpose: 'marketing_email',
+      granted: false,
+      source: 'unsubscribe_link',
+    });
+  });
+
   it("mails the points-earned digest, the receipt of the member's purchases, whatever their consents", async () => {
     const without = await member(false);
     await earned(without.id, 10);

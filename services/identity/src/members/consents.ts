@@ -2,7 +2,7 @@ import { AppError, type ConsentPurpose, type Meta, type StaffMeta } from '@loyal
 import { auditActor, recordAudit, withTransaction, type Clock, type Outbox, type Pool } from '@loyalty/runtime';
 import type { UnsubscribeTokens } from '../domain/unsubscribe-token.ts';
 import { consentsOf, setConsent } from '../store/consents.ts';
-import { findMemberBy } from '../store/members.ts';
+import { findMemberBy, mergedMembers } from '../store/members.ts';
 
 /**
  * Members' consents: marketing email and marketing SMS, per member, with when each was granted
@@ -38,7 +38,11 @@ export function memberConsents(deps: ConsentDeps) {
       return read(meta.tenant_id, d.member_id);
     },
 
-    /** A mail's one-click unsubscribe: the consent its token names is withdrawn (again: nothing changes). */
+    /**
+     * A mail's one-click unsubscribe: the consent its token names is withdrawn (again: nothing
+     * changes). A member merged away since the mail was sent is the member it was merged into (who
+     * took its address where it had none): the link withdraws the survivor's consent.
+     */
     async unsubscribe(d: { token: string }) {
       const named = deps.tokens.read(d.token);
       if (!named) throw new AppError('invalid_unsubscribe_token');
@@ -46,7 +50,7 @@ export function memberConsents(deps: ConsentDeps) {
         await change(
           deps,
           named.tenantId,
-          named.memberId,
+          await survivorOf(pool, named.tenantId, named.memberId),
           [{ purpose: named.purpose, granted: false }],
           'unsubscribe_link',
         );
@@ -57,6 +61,18 @@ export function memberConsents(deps: ConsentDeps) {
       return { purpose: named.purpose };
     },
   };
+}
+
+/** The member a merge chain ends at (the member itself when it was never merged away). */
+async function survivorOf(db: Pool, tenantId: number, memberId: number): Promise<number> {
+  let id = memberId;
+  // A chain is short (each merge makes its source a tombstone); the bound only stops a cycle.
+  for (let hops = 0; hops < 100; hops++) {
+    const [merged] = await mergedMembers(db, tenantId, [id]);
+    if (!merged) return id;
+    id = merged.into;
+  }
+  return id;
 }
 
 /** Set the consents given in one transaction, the member's row locked; what changed, for the audit. */
