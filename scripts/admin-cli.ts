@@ -1,6 +1,6 @@
 // loyalty-admin: the operator's CLI over the provisioning API (/admin/v1).
 // Usage: loyalty-admin <command> [options]   (run `loyalty-admin --help`)
-import { readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { runImport } from './admin-import.ts';
@@ -12,6 +12,8 @@ Usage: loyalty-admin <command> [options] [--json]
 
 Environment: LOYALTY_URL (default http://127.0.0.1:3000), OPERATOR_TOKEN (required)
 Output: a table (lists) or "field: value" lines by default; --json prints the response's data as JSON.
+Exit status: 0 done; 1 the API refused (its code and message) or could not be reached; 2 a wrong
+command line (a missing or unknown flag or argument, bad JSON, a file that cannot be read).
 
 Commands:
   tenant:create --name NAME [--sandbox] [--contact-email EMAIL]
@@ -170,9 +172,36 @@ const options = {
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
 
+/** Positional arguments are named in capitals (JSON, METHOD, PATH); anything else is a flag. */
+const POSITIONAL = /^[A-Z]+$/;
+
 function need(value: string | undefined, flag: string): string {
-  if (!value) throw new UsageError(`missing ${flag.startsWith('--') ? flag : `--${flag}`}`);
-  return value;
+  if (value) return value;
+  if (POSITIONAL.test(flag)) throw new UsageError(`missing the ${flag} argument`);
+  throw new UsageError(`missing ${flag.startsWith('--') ? flag : `--${flag}`}`);
+}
+
+/** A flag's value as one segment of a path (`--tenant ../x` cannot name another route). */
+const segment = (value: string | undefined, flag: string) => encodeURIComponent(need(value, flag));
+
+/** A local file to stream: one that is missing, unreadable or not a file is a wrong command line. */
+function localFile(path: string, flag = 'file'): string {
+  try {
+    accessSync(path, constants.R_OK);
+    if (!statSync(path).isFile()) throw new Error('not a file');
+  } catch (err) {
+    throw new UsageError(`cannot read --${flag} ${path}: ${(err as Error).message}`);
+  }
+  return path;
+}
+
+/** A local file's text; one that cannot be read is a wrong command line, not the API's refusal. */
+export function readLocalFile(path: string, flag = 'file'): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new UsageError(`cannot read --${flag} ${path}: ${(err as Error).message}`);
+  }
 }
 
 function number(value: string, flag: string): number {
@@ -189,6 +218,18 @@ function json(text: string, what: string): unknown {
   }
 }
 
+/** How many positional arguments (after the command) each command takes; the others take none. */
+const POSITIONALS: Record<string, number> = {
+  'card:update': 1,
+  'rule:create': 1,
+  'rule:update': 1,
+  'tier:set': 1,
+  'tenant:mail:set': 1,
+  'tenant:mail:template:set': 1,
+  'tenant:mail:template:preview': 1,
+  call: 3,
+};
+
 /** The request a command line stands for. */
 function requestOf(
   command: string | undefined,
@@ -196,8 +237,8 @@ function requestOf(
   v: Values,
   env: Record<string, string | undefined> = {},
 ): { method: string; path: string; body?: unknown } {
-  const tenantPath = () => `/admin/v1/tenants/${need(v.tenant, 'tenant')}`;
-  const endpointPath = () => `${tenantPath()}/webhooks/endpoints/${need(v.endpoint, 'endpoint')}`;
+  const tenantPath = () => `/admin/v1/tenants/${segment(v.tenant, 'tenant')}`;
+  const endpointPath = () => `${tenantPath()}/webhooks/endpoints/${segment(v.endpoint, 'endpoint')}`;
   const list = (text: string) =>
     text
       .split(',')
@@ -250,7 +291,7 @@ function requestOf(
       const lifecycle = lifecycleOf(v);
       return {
         method: 'POST',
-        path: `${tenantPath()}/cards/${need(v.card, 'card')}`,
+        path: `${tenantPath()}/cards/${segment(v.card, 'card')}`,
         body:
           rest[0] !== undefined || Object.keys(lifecycle).length === 0
             ? json(need(rest[0], 'JSON'), 'JSON')
@@ -260,13 +301,13 @@ function requestOf(
     case 'reward:create':
       return {
         method: 'POST',
-        path: `${tenantPath()}/cards/${need(v.card, 'card')}/rewards`,
+        path: `${tenantPath()}/cards/${segment(v.card, 'card')}/rewards`,
         body: { name: need(v.name, 'name'), points_cost: number(need(v.cost, 'cost'), 'cost') },
       };
     case 'reward:deactivate':
       return {
         method: 'POST',
-        path: `${tenantPath()}/cards/${need(v.card, 'card')}/rewards/${need(v.reward, 'reward')}`,
+        path: `${tenantPath()}/cards/${segment(v.card, 'card')}/rewards/${segment(v.reward, 'reward')}`,
         body: { active: false },
       };
     case 'rule:list':
@@ -276,9 +317,9 @@ function requestOf(
     case 'rule:activate':
     case 'rule:pause':
     case 'rule:delete':
-      return ruleRequest(command, `${tenantPath()}/cards/${need(v.card, 'card')}/rules`, rest, v);
+      return ruleRequest(command, `${tenantPath()}/cards/${segment(v.card, 'card')}/rules`, rest, v);
     case 'tier:get':
-      return { method: 'GET', path: `${tenantPath()}/cards/${need(v.card, 'card')}/tiers` };
+      return { method: 'GET', path: `${tenantPath()}/cards/${segment(v.card, 'card')}/tiers` };
     case 'tenant:mail':
       return { method: 'GET', path: `${tenantPath()}/mail` };
     case 'tenant:mail:set': {
@@ -301,18 +342,18 @@ function requestOf(
     case 'tier:set':
       return {
         method: 'PUT',
-        path: `${tenantPath()}/cards/${need(v.card, 'card')}/tiers`,
+        path: `${tenantPath()}/cards/${segment(v.card, 'card')}/tiers`,
         body: json(need(rest[0], 'JSON'), 'JSON'),
       };
     case 'tier:member':
       return {
         method: 'GET',
-        path: `${tenantPath()}/cards/${need(v.card, 'card')}/members/${need(v.member, 'member')}/tier`,
+        path: `${tenantPath()}/cards/${segment(v.card, 'card')}/members/${segment(v.member, 'member')}/tier`,
       };
     case 'tier:assign':
       return {
         method: 'PUT',
-        path: `${tenantPath()}/cards/${need(v.card, 'card')}/members/${need(v.member, 'member')}/tier`,
+        path: `${tenantPath()}/cards/${segment(v.card, 'card')}/members/${segment(v.member, 'member')}/tier`,
         body: { tier: need(v.tier, 'tier'), valid_until: need(v.until, 'until'), reason: need(v.reason, 'reason') },
       };
     case 'staff:create':
@@ -369,7 +410,10 @@ function requestOf(
       return { method: 'GET', path: `${endpointPath()}/deliveries${query ? `?${query}` : ''}` };
     }
     case 'webhook:redeliver':
-      return { method: 'POST', path: `${tenantPath()}/webhooks/deliveries/${need(v.delivery, 'delivery')}/redeliver` };
+      return {
+        method: 'POST',
+        path: `${tenantPath()}/webhooks/deliveries/${segment(v.delivery, 'delivery')}/redeliver`,
+      };
     case 'reports:rebuild':
       return {
         method: 'POST',
@@ -387,9 +431,11 @@ function requestOf(
       return { method: 'GET', path: `/admin/v1/jobs/${encodeURIComponent(need(v.job, 'job'))}` };
     case 'call': {
       const [method, path, body] = rest;
+      const verb = need(method, 'METHOD').toUpperCase();
+      if (!need(path, 'PATH').startsWith('/')) throw new UsageError(`PATH must start with / (got "${path}")`);
       return {
-        method: need(method, 'METHOD').toUpperCase(),
-        path: need(path, 'PATH'),
+        method: verb,
+        path: path!,
         body: body ? json(body, 'JSON') : undefined,
       };
     }
@@ -400,7 +446,7 @@ function requestOf(
 
 /** The earning rule commands: the card's rules path, the rule by --rule, a JSON body where one is needed. */
 function ruleRequest(command: string, rules: string, rest: string[], v: Values) {
-  const one = () => `${rules}/${need(v.rule, 'rule')}`;
+  const one = () => `${rules}/${segment(v.rule, 'rule')}`;
   switch (command) {
     case 'rule:list':
       return { method: 'GET', path: rules };
@@ -424,7 +470,7 @@ function templateRequest(command: string, templates: string, rest: string[], v: 
   const text = () =>
     rest[0] !== undefined
       ? json(rest[0], 'JSON')
-      : { subject: need(v.subject, 'subject'), body: readFileSync(need(v.file, 'file'), 'utf8') };
+      : { subject: need(v.subject, 'subject'), body: readLocalFile(need(v.file, 'file')) };
   switch (command) {
     case 'tenant:mail:template:set':
       return { method: 'PUT', path: one, body: text() };
@@ -533,6 +579,33 @@ function auditVerdict(v: Verification, json: boolean, io: CliIo): number {
   return v.valid ? 0 : 1;
 }
 
+/** LOYALTY_URL without its trailing slash; one that is not an http(s) URL is a wrong command line. */
+export function baseUrlOf(env: Record<string, string | undefined>): string {
+  const url = (env.LOYALTY_URL ?? 'http://127.0.0.1:3000').replace(/\/$/, '');
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol))
+    throw new UsageError(`LOYALTY_URL is not an http(s) URL: "${url}"`);
+  return url;
+}
+
+/** An answer that is not the API's JSON envelope (LOYALTY_URL names something else than the gateway). */
+class NotAnEnvelope extends Error {}
+
+/** The API's envelope of an answer; anything else says what came back instead. */
+async function envelopeOf(
+  res: Response,
+): Promise<{ success: boolean; data?: unknown; error?: { code: string; message: string } }> {
+  const text = await res.text();
+  try {
+    const answer = JSON.parse(text) as unknown;
+    if (typeof answer === 'object' && answer !== null && 'success' in answer) return answer as never;
+  } catch {
+    // not JSON: said below
+  }
+  throw new NotAnEnvelope(
+    `the operator API answered ${res.status} (${res.headers.get('content-type') ?? 'no content type'}), not its JSON envelope: is LOYALTY_URL the gateway?`,
+  );
+}
+
 export interface CliIo {
   env: Record<string, string | undefined>;
   out: (text: string) => void;
@@ -553,10 +626,11 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     }
     if (command === 'import') {
       if (!io.env.OPERATOR_TOKEN) throw new UsageError('OPERATOR_TOKEN is not set');
+      baseUrlOf(io.env);
       const opts = {
-        tenant: need(values.tenant, 'tenant'),
+        tenant: segment(values.tenant, 'tenant'),
         kind: need(values.kind, 'kind'),
-        file: need(values.file, 'file'),
+        file: localFile(need(values.file, 'file')),
         card: values.card,
         execute: values.execute,
         json: values.json,
@@ -565,8 +639,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     }
     if (command === 'export') {
       if (!io.env.OPERATOR_TOKEN) throw new UsageError('OPERATOR_TOKEN is not set');
+      baseUrlOf(io.env);
       const opts = {
-        tenant: need(values.tenant, 'tenant'),
+        tenant: segment(values.tenant, 'tenant'),
         entity: need(values.entity, 'entity'),
         out: need(values.out, 'out'),
         card: values.card,
@@ -578,9 +653,11 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       return await runExport(opts, { ...io, progress: io.progress });
     }
     const request = requestOf(command, rest, values, io.env);
+    const extra = rest.slice(POSITIONALS[command ?? ''] ?? 0);
+    if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}" for ${command}`);
     const token = io.env.OPERATOR_TOKEN;
     if (!token) throw new UsageError('OPERATOR_TOKEN is not set');
-    const baseUrl = (io.env.LOYALTY_URL ?? 'http://127.0.0.1:3000').replace(/\/$/, '');
+    const baseUrl = baseUrlOf(io.env);
     const res = await io.fetch(`${baseUrl}${request.path}`, {
       method: request.method,
       headers: {
@@ -594,11 +671,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.out((await res.text()).replace(/\n$/, ''));
       return 0;
     }
-    const answer = (await res.json()) as {
-      success: boolean;
-      data?: unknown;
-      error?: { code: string; message: string };
-    };
+    const answer = await envelopeOf(res);
     if (!answer.success) {
       io.err(
         values.json
@@ -614,6 +687,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       io.err(`${(err as Error).message}\n\n${usage}`);
       return 2;
+    }
+    if (err instanceof NotAnEnvelope) {
+      io.err(err.message);
+      return 1;
     }
     io.err(`cannot reach the operator API: ${(err as Error).message}`);
     return 1;

@@ -43,6 +43,42 @@ describe('loyalty-admin', () => {
     expect((await cli(['tenant:list'], { OPERATOR_TOKEN: undefined })).err).toContain('OPERATOR_TOKEN is not set');
   });
 
+  it('a wrong argument, an unreadable file or an answer that is not the API is a clear error, never a stack trace', async () => {
+    const wrong = async (args: string[], message: string, code = 2, env: Record<string, string> = {}) => {
+      const r = await cli(args, env);
+      expect(r, args.join(' ')).toMatchObject({ code, out: '' });
+      expect(r.err.split('\n')[0], args.join(' ')).toContain(message);
+      expect(r.err).not.toMatch(/\n\s+at /);
+      expect(r.err).not.toContain('cannot reach the operator API');
+    };
+    await wrong(['card:update', '--tenant', '1', '--card', '2'], 'missing the JSON argument');
+    await wrong(['call', 'GET'], 'missing the PATH argument');
+    await wrong(['call', 'GET', 'admin/v1/tenants'], 'PATH must start with /');
+    await wrong(['tenant:list', 'extra'], 'unexpected argument "extra" for tenant:list');
+    await wrong(['tier:set', '--tenant', '1', '--card', '1', '{}', '{}'], 'unexpected argument "{}" for tier:set');
+    const missing = '/nonexistent/template.txt';
+    const template = [
+      '--tenant',
+      '1',
+      '--kind',
+      'claim_approved',
+      '--locale',
+      'en',
+      '--subject',
+      'Hi',
+      '--file',
+      missing,
+    ];
+    await wrong(['tenant:mail:template:set', ...template], `cannot read --file ${missing}`);
+    await wrong(['import', '--tenant', '1', '--kind', 'members', '--file', missing], `cannot read --file ${missing}`);
+    await wrong(['import', '--tenant', '1', '--kind', 'members', '--file', '/tmp'], 'cannot read --file /tmp');
+    await wrong(['tenant:list'], 'LOYALTY_URL is not an http(s) URL', 2, { LOYALTY_URL: 'not a url' });
+    // The console's HTML is not the API's envelope: said as such, exit 1.
+    await wrong(['call', 'GET', '/console'], 'not its JSON envelope: is LOYALTY_URL the gateway?', 1);
+    // A flag's value is one segment of the path: it cannot reach another route.
+    await wrong(['card:list', '--tenant', '../../../api/v1/x'], 'error 400 validation_error', 1);
+  });
+
   it('prints field lines and tables by default, the data as JSON with --json', async () => {
     const created = await cli(['tenant:create', '--name', 'CLI Coffee', '--sandbox']);
     expect(created.code).toBe(0);
