@@ -70,6 +70,30 @@ async function exported(memberId: number): Promise<Record<string, Record<string,
 
 describe('POST /api/v1/members/{member_id}/export', () => {
   it("gathers every service's part into one JSON document", async () => {
+    // A tier set by hand, with a reason naming the member (free text about them).
+    const { card: tiered } = await sys.admin<{ card: { id: number } }>(
+      'POST',
+      `/admin/v1/tenants/${t.tenantId}/cards`,
+      {
+        name: 'Tiered by hand',
+        reward_system: 'points',
+        points_ratio: 1,
+      },
+    );
+    const ladder = await t.api('PUT', `/api/v1/loyalty/cards/${tiered.id}/tiers`, {
+      body: {
+        tiers: [
+          { name: 'Bronze', rank: 0, entry_threshold: 0, retain_threshold: 0 },
+          { name: 'Gold', rank: 1, entry_threshold: 100000, retain_threshold: 50000 },
+        ],
+      },
+    });
+    expect(ladder.status, JSON.stringify(ladder.body)).toBe(200);
+    const manual = await t.staff('PUT', `/staff/v1/cards/${tiered.id}/members/${erin.id}/tier`, {
+      token: t.staffToken,
+      body: { tier: 'Gold', valid_until: '2099-01-01T00:00:00Z', reason: `Goodwill: ${erin.name} complained` },
+    });
+    expect(manual.status, JSON.stringify(manual.body)).toBe(200);
     const doc = await exported(erin.id);
     expect(doc).toMatchObject({ format: 'loyalty-member-export/1', member_id: erin.id, tenant_id: t.tenantId });
     const identity = doc.identity!;
@@ -94,6 +118,9 @@ describe('POST /api/v1/members/{member_id}/export', () => {
     expect(ledger.journal!.some((j) => JSON.stringify(j.metadata).includes(erin.email))).toBe(true);
     expect(ledger.lots!.length).toBeGreaterThanOrEqual(2);
     expect(ledger.holds).toEqual([expect.objectContaining({ status: 'held', amount: 30 })]);
+    expect(ledger.tiers).toEqual([
+      expect.objectContaining({ card_id: tiered.id, rank: 1, manual_reason: `Goodwill: ${erin.name} complained` }),
+    ]);
     const claims = doc.claims as Record<string, Record<string, unknown>[]>;
     expect(claims.claim_requests).toEqual([
       expect.objectContaining({ member_id: erin.id, member_note: `Please call ${erin.name} on ${erin.phone}` }),

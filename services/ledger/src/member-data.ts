@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { EraseMemberDataRequest, ExportMemberDataRequest, ServiceMeta } from '@loyalty/contracts';
 import {
+  ERASED,
   erasePersonalTextInSharedTables,
   exportPage,
   type ExportSection,
@@ -18,11 +19,17 @@ import type { MemberDirectory } from './clients.ts';
  * stored answer, event payload or stored response carrying the member's name, email or phone.
  * Idempotent: a repeated request finds nothing left to change.
  */
-/** What the ledger holds about a member, for their export: their accounts and the books' rows. */
+/** What the ledger holds about a member, for their export: their accounts, tiers and the books' rows. */
 const sections: ExportSection[] = [
   {
     name: 'accounts',
     query: `SELECT card_id AS key, to_jsonb(a) AS row FROM ledger.accounts a
+             WHERE tenant_id = $1 AND member_id = $2 AND card_id > $3 ORDER BY card_id LIMIT $4`,
+  },
+  {
+    // The member's tier on each card with tiers, with the reason staff gave for one set by hand.
+    name: 'tiers',
+    query: `SELECT card_id AS key, to_jsonb(t) AS row FROM ledger.member_tiers t
              WHERE tenant_id = $1 AND member_id = $2 AND card_id > $3 ORDER BY card_id LIMIT $4`,
   },
   ...['journal', 'lots', 'holds', 'history_entries'].map((table) => ({
@@ -44,6 +51,13 @@ export function ledgerMemberData(pool: Pool, members: MemberDirectory) {
       const changed = await withTransaction(pool, async (db) => {
         const metadata = await db.query(
           `UPDATE ledger.journal SET metadata = NULL WHERE tenant_id = $1 AND member_id = $2 AND metadata IS NOT NULL`,
+          tenantMember,
+        );
+        // The reason staff gave for a tier set by hand is free text about the member (as the
+        // audit details that carried it): it goes, the tier stays (still marked as set by hand).
+        const tierReasons = await db.query(
+          `UPDATE ledger.member_tiers SET manual_reason = '${ERASED}'
+            WHERE tenant_id = $1 AND member_id = $2 AND manual_reason IS NOT NULL AND manual_reason <> '${ERASED}'`,
           tenantMember,
         );
         // A reference stays unique per card: one that carried personal data becomes a random one.
@@ -68,6 +82,7 @@ export function ledgerMemberData(pool: Pool, members: MemberDirectory) {
         return {
           journal_metadata: metadata.rowCount ?? 0,
           journal_reference: references.rowCount ?? 0,
+          tier_reasons: tierReasons.rowCount ?? 0,
           member_events: answers,
           ...(await erasePersonalTextInSharedTables(db, 'ledger', pattern)),
         };
