@@ -358,6 +358,32 @@ describe('qualification', () => {
     expect(second.rules_applied).toEqual([expect.objectContaining({ name: 'Silver double', points: 10 })]);
   });
 
+  it("quotes a member the earn would create at the lowest tier, as the earn gives (the lowest tier's rule)", async () => {
+    const card = await pointsCard(sys, tenantId);
+    await withTiers(card);
+    for (const rule of [
+      { name: 'Welcome at Bronze', kind: 'fixed', points: 5, conditions: { tiers: ['Bronze'] } },
+      {
+        name: 'Bronze capped',
+        kind: 'fixed',
+        points: 3,
+        conditions: { tiers: ['Bronze'] },
+        cap: { limit: 100, period: 'day' },
+      },
+    ]) {
+      const r = await api('POST', `/api/v1/loyalty/cards/${card}/rules`, { body: { ...rule, status: 'active' } });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+    }
+    const newcomer = email('quote-new');
+    const quote = await api('POST', `${PTS}/quote`, {
+      body: { operation: 'earn', card_id: card, email: newcomer, purchase_amount: 10 },
+    });
+    expect(quote.status, JSON.stringify(quote.body)).toBe(200);
+    const earned = await earn(card, { email: newcomer, purchase_amount: 10 });
+    expect(earned.points_earned).toBe(18);
+    expect(quote.body.data).toMatchObject({ is_new_member: true, points: earned.points_earned });
+  });
+
   it('evaluates a tier rule with the tier the member holds, also when it changed without an earn of this replica', async () => {
     // The ledger remembers the rank a member's last earn answered and posts with it; the posting
     // refuses a rank the member no longer holds, and the earn is evaluated again with the one found.

@@ -12,7 +12,8 @@ import { cardOfKind, cashbackPercentage } from '../card-catalogue.ts';
 import { fromCents, MAX_BALANCE, toCents } from '../domain/money.ts';
 import { lotTerms } from '../lots/terms.ts';
 import { earnByReference, type AccountKey } from '../store/accounts.ts';
-import { tierForRules } from '../tiers/moves.ts';
+import { rulesReadTier, tierForRules } from '../tiers/moves.ts';
+import { stepOfRank } from '../domain/tiers.ts';
 import type { RuledCard } from '../card-cache.ts';
 import {
   evaluatePurchase,
@@ -206,7 +207,7 @@ export class Quotes {
     const rules = await simulatedRules(this.deps.pool, card, d);
     const ruled =
       rules.length > 0 || d.include_drafts === true || d.rule_ids !== undefined
-        ? await this.ruleQuote(card, rules, facts, member && this.key(meta, card, member))
+        ? await this.ruleQuote(card, rules, facts, member && this.key(meta, card, member), isNew)
         : undefined;
     const amount = ruled ? ruled.evaluation.total : unit.earned(card, facts.cents);
     const account = (member && (await this.books.findAccount(this.key(meta, card, member)))) ?? EMPTY_ACCOUNT;
@@ -233,12 +234,16 @@ export class Quotes {
     };
   }
 
-  /** The rules evaluated as the earn would now (usage read without locks): what they give and why. */
+  /**
+   * The rules evaluated as the earn would now (usage read without locks): what they give and why.
+   * A member the earn would create (`isNew`) holds the lowest tier, as the earn evaluates them.
+   */
   private async ruleQuote(
     card: RuledCard,
     rules: SimulatedRule[],
     facts: PurchaseFacts,
     k: AccountKey | undefined,
+    isNew = false,
   ): Promise<RuleQuote> {
     const at = this.deps.clock.now();
     const compiled = rules.map((r) => r.rule);
@@ -249,7 +254,12 @@ export class Quotes {
       card.reward_system === 'points' ? 'staff_added_points' : 'cashback_earned',
     );
     const state = await usageState(this.deps.pool, compiled, k?.memberId, at, card.time_zone, false);
-    const tier = k === undefined ? null : await tierForRules(this.deps.pool, card, compiled, k.memberId);
+    const tier =
+      k !== undefined
+        ? await tierForRules(this.deps.pool, card, compiled, k.memberId)
+        : isNew && card.tiers !== null && rulesReadTier(card, compiled)
+          ? stepOfRank(card.tiers, undefined).name
+          : null;
     const evaluation = evaluatePurchase(card, compiled, facts, state, at, number, tier);
     const statuses = new Map(rules.map((r) => [r.rule.id, r.status]));
     return { evaluation, statuses };
