@@ -11,7 +11,8 @@ export const usage = `loyalty-admin: provision tenants, apps, cards, rewards and
 Usage: loyalty-admin <command> [options] [--json]
 
 Environment: LOYALTY_URL (default http://127.0.0.1:3000), OPERATOR_TOKEN (required)
-Output: a table (lists) or "field: value" lines by default; --json prints the response's data as JSON.
+Output: a table (lists, the fields beside them after it) or "field: value" lines by default; --json prints
+the response's data as JSON.
 Exit status: 0 done; 1 the API refused (its code and message) or could not be reached; 2 a wrong
 command line (a missing or unknown flag or argument, bad JSON, a file that cannot be read).
 
@@ -540,19 +541,25 @@ export function table(rows: Record<string, unknown>[]): string {
   ].join('\n');
 }
 
-/** The human form of a response's data: a table for its list, `field: value` lines for one object. */
+/**
+ * The human form of a response's data: a table for its list, `field: value` lines for one object;
+ * the fields beside a list (a ladder's settings and its recompute job, a rule beside its versions,
+ * a page's cursor) follow its table.
+ */
 export function human(data: unknown): string {
   if (!data || typeof data !== 'object') return cell(data);
   const entries = Object.entries(data as Record<string, unknown>);
   const list = entries.find(([, v]) => Array.isArray(v));
-  if (list) return table(list[1] as Record<string, unknown>[]);
   const lines: string[] = [];
   for (const [key, value] of entries) {
+    if (list && key === list[0]) continue;
     if (value && typeof value === 'object' && !Array.isArray(value)) {
       for (const [k, v] of Object.entries(value)) lines.push(`${k}: ${cell(v)}`);
     } else lines.push(`${key}: ${cell(value)}`);
   }
-  return lines.join('\n');
+  if (!list) return lines.join('\n');
+  const rows = table(list[1] as Record<string, unknown>[]);
+  return lines.length === 0 ? rows : `${rows}\n\n${lines.join('\n')}`;
 }
 
 interface Verification {

@@ -303,6 +303,12 @@ describe('loyalty-admin', () => {
     expect(set.code, set.err).toBe(0);
     expect(JSON.parse(set.out)).toMatchObject({ enabled: true, window: 'calendar_year', version: 1 });
     expect((await cli(['tier:get', ...where])).out).toMatch(/^Gold\s+1\s+500\s+400/m);
+    // Without --json: the ladder's table, then its settings and (a change) the recompute job's id.
+    const changed = await cli(['tier:set', ...where, JSON.stringify({ ...ladder, window: 'lifetime' })]);
+    expect(changed.out).toMatch(/^Gold\s+1\s+500\s+400/m);
+    expect(changed.out).toMatch(/^window: lifetime$/m);
+    expect(changed.out).toMatch(/^recompute_job_id: job_ledger_\S+$/m);
+    expect((await cli(['tier:get', ...where])).out).toMatch(/^version: 2$/m);
     const bad = await cli([
       'tier:set',
       ...where,
