@@ -112,6 +112,10 @@ describe('POST /api/v1/members/{member_id}/export', () => {
         }),
       ]),
     );
+    // Staff did some of it: their role is there, not who they are (another person's data).
+    const actors = (identity.audit_entries as { actor: Record<string, unknown> }[]).map((e) => e.actor);
+    expect(actors).toContainEqual({ type: 'staff', role: 'manager' });
+    expect(JSON.stringify(actors)).not.toContain('@shop.example');
     const ledger = doc.ledger as Record<string, Record<string, unknown>[]>;
     expect(ledger.accounts).toEqual([expect.objectContaining({ card_id: t.pointsCard, member_id: erin.id })]);
     expect(ledger.journal!.map((j) => j.event)).toEqual(expect.arrayContaining(['staff_adjustment']));

@@ -184,7 +184,8 @@ async function identityPart(db: Queryable, tenantId: number, memberId: number) {
     audit_entries: audit.map((r) => ({
       seq: Number(r.seq),
       occurred_at: r.occurred_at,
-      actor: r.actor,
+      // Which staff user did it is another person's data (as who decided a claim): their role only.
+      actor: actorView(r.actor),
       action: r.action,
       target: r.target,
       amounts: r.amounts,
@@ -193,4 +194,10 @@ async function identityPart(db: Queryable, tenantId: number, memberId: number) {
       request_id: r.request_id,
     })),
   };
+}
+
+/** An audit entry's actor in a member's export: a staff user by role only (who they are is theirs). */
+function actorView(actor: unknown): unknown {
+  if (typeof actor !== 'object' || actor === null || !('type' in actor) || actor.type !== 'staff') return actor;
+  return { type: 'staff', role: 'role' in actor ? actor.role : null };
 }
