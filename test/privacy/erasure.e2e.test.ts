@@ -68,27 +68,29 @@ async function exported(memberId: number): Promise<Record<string, Record<string,
   return (await download.json()) as Record<string, Record<string, unknown>>;
 }
 
+/** A points card of the tenant with a Bronze/Gold ladder (Gold from `entry`, kept from `retain`). */
+async function tieredCard(name: string, entry: number, retain: number): Promise<{ id: number }> {
+  const { card } = await sys.admin<{ card: { id: number } }>('POST', `/admin/v1/tenants/${t.tenantId}/cards`, {
+    name,
+    reward_system: 'points',
+    points_ratio: 1,
+  });
+  const ladder = await t.api('PUT', `/api/v1/loyalty/cards/${card.id}/tiers`, {
+    body: {
+      tiers: [
+        { name: 'Bronze', rank: 0, entry_threshold: 0, retain_threshold: 0 },
+        { name: 'Gold', rank: 1, entry_threshold: entry, retain_threshold: retain },
+      ],
+    },
+  });
+  expect(ladder.status, JSON.stringify(ladder.body)).toBe(200);
+  return card;
+}
+
 describe('POST /api/v1/members/{member_id}/export', () => {
   it("gathers every service's part into one JSON document", async () => {
     // A tier set by hand, with a reason naming the member (free text about them).
-    const { card: tiered } = await sys.admin<{ card: { id: number } }>(
-      'POST',
-      `/admin/v1/tenants/${t.tenantId}/cards`,
-      {
-        name: 'Tiered by hand',
-        reward_system: 'points',
-        points_ratio: 1,
-      },
-    );
-    const ladder = await t.api('PUT', `/api/v1/loyalty/cards/${tiered.id}/tiers`, {
-      body: {
-        tiers: [
-          { name: 'Bronze', rank: 0, entry_threshold: 0, retain_threshold: 0 },
-          { name: 'Gold', rank: 1, entry_threshold: 100000, retain_threshold: 50000 },
-        ],
-      },
-    });
-    expect(ladder.status, JSON.stringify(ladder.body)).toBe(200);
+    const tiered = await tieredCard('Tiered by hand', 100000, 50000);
     const manual = await t.staff('PUT', `/staff/v1/cards/${tiered.id}/members/${erin.id}/tier`, {
       token: t.staffToken,
       body: { tier: 'Gold', valid_until: '2099-01-01T00:00:00Z', reason: `Goodwill: ${erin.name} complained` },
@@ -238,20 +240,7 @@ describe('POST /api/v1/members/{member_id}/erase', () => {
   it("answers an erased or merged-away member's tier 404 member_not_found, and sets them none by hand", async () => {
     // Tiers were answered from the tier and account rows a tombstone keeps: 200 with the erased
     // member's tier, and a tier set by hand for them (audited, announced as tier.upgraded).
-    const { card } = await sys.admin<{ card: { id: number } }>('POST', `/admin/v1/tenants/${t.tenantId}/cards`, {
-      name: 'Tiered',
-      reward_system: 'points',
-      points_ratio: 1,
-    });
-    const ladder = await t.api('PUT', `/api/v1/loyalty/cards/${card.id}/tiers`, {
-      body: {
-        tiers: [
-          { name: 'Bronze', rank: 0, entry_threshold: 0, retain_threshold: 0 },
-          { name: 'Gold', rank: 1, entry_threshold: 100, retain_threshold: 50 },
-        ],
-      },
-    });
-    expect(ladder.status, JSON.stringify(ladder.body)).toBe(200);
+    const card = await tieredCard('Tiered', 100, 50);
     const [erased, duplicate, kept] = [
       await register(t.api, 'Tia'),
       await register(t.api, 'Dee'),
